@@ -1,0 +1,32 @@
+/* The ncclz command line: one binary, one function per verb. */
+#ifndef NCCLZ_CLI_H
+#define NCCLZ_CLI_H
+#include <stdio.h>
+
+/* Exit codes of the command-line contract. */
+enum { CLI_OK = 0, CLI_RUNTIME = 1, CLI_USAGE = 2 };
+
+typedef int (*cli_verb_fn)(int argc, char **argv);
+
+int cli_codec(int argc, char **argv);
+int cli_model(int argc, char **argv);
+
+/* Prints "ncclz VERB: message" on stderr (one line) and returns CLI_USAGE. */
+int cli_usage_error(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Same, returning CLI_RUNTIME. */
+int cli_runtime_error(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Reads a whole file; returns NULL and prints a one-line error on failure. */
+void *cli_read_file(const char *verb, const char *path, size_t *len);
+/* Parses "AxBxC" into up to 3 dims; returns the count or -1. */
+int cli_parse_dims(const char *s, unsigned dims[3]);
+/* Parses a byte size with optional K/M/G suffix (powers of 1024); returns 0 on error. */
+unsigned long long cli_parse_size(const char *s);
+#endif

@@ -1,0 +1,113 @@
+/* ncclz: dispatch to one verb. Each verb parses its own options with getopt_long. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  cli_verb_fn fn;
+  const char *summary;
+} verbs[] = {
+    {"codec", cli_codec, "quantize and code a file; report CR, error and speed"},
+    {"model", cli_model, "REA break-even surface: best coder per bandwidth and size"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: ncclz VERB [options]   (ncclz VERB --help for each)\n\nverbs:\n");
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return CLI_OK;
+  }
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (!strcmp(argv[1], verbs[i].name)) return verbs[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "ncclz: unknown verb '%s' (ncclz --help lists them)\n", argv[1]);
+  return CLI_USAGE;
+}
+
+static void vreport(const char *verb, const char *fmt, va_list ap) {
+  fprintf(stderr, "ncclz %s: ", verb);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *verb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(verb, fmt, ap);
+  va_end(ap);
+  return CLI_USAGE;
+}
+
+int cli_runtime_error(const char *verb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(verb, fmt, ap);
+  va_end(ap);
+  return CLI_RUNTIME;
+}
+
+void *cli_read_file(const char *verb, const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    cli_usage_error(verb, "cannot open '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    cli_usage_error(verb, "cannot seek in '%s'", path);
+    return NULL;
+  }
+  long n = ftell(f);
+  rewind(f);
+  void *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    fclose(f);
+    cli_usage_error(verb, "cannot read '%s'", path);
+    return NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+int cli_parse_dims(const char *s, unsigned dims[3]) {
+  int nd = 0;
+  const char *p = s;
+  while (*p && nd < 3) {
+    char *end;
+    unsigned long v = strtoul(p, &end, 10);
+    if (end == p || v == 0 || v > 0xFFFFFFFFul) return -1;
+    dims[nd++] = (unsigned)v;
+    if (*end == 'x' || *end == 'X') p = end + 1;
+    else if (*end == '\0') return nd;
+    else return -1;
+  }
+  return -1;
+}
+
+unsigned long long cli_parse_size(const char *s) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s) return 0;
+  switch (*end) {
+  case 'K': case 'k': v <<= 10; end++; break;
+  case 'M': case 'm': v <<= 20; end++; break;
+  case 'G': case 'g': v <<= 30; end++; break;
+  default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  return *end ? 0 : v;
+}

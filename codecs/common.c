@@ -1,0 +1,76 @@
+/* Status strings, the thread-local error message, enum names and checksums. */
+#include "ncclz/codecs.h"
+#include "hd_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[512];
+
+const char *ncclzStatusString(ncclzStatus s) {
+  switch (s) {
+  case NCCLZ_OK: return "ok";
+  case NCCLZ_ERR_ARG: return "invalid argument";
+  case NCCLZ_ERR_CORRUPT: return "corrupt input";
+  case NCCLZ_ERR_CAPACITY: return "buffer too small";
+  case NCCLZ_ERR_NONFINITE: return "NaN or Inf in quantized data";
+  case NCCLZ_ERR_RANGE: return "value out of the quantizer's range";
+  case NCCLZ_ERR_NOMEM: return "out of memory";
+  case NCCLZ_ERR_IO: return "I/O error";
+  case NCCLZ_ERR_CUDA: return "CUDA error";
+  }
+  return "unknown status";
+}
+
+const char *ncclzLastError(void) { return last_error; }
+
+ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+static const char *const coder_names[NCCLZ_CODER_COUNT] = {"raw", "fixedlen", "huffman"};
+static const char *const dtype_names[NCCLZ_DTYPE_COUNT] = {"f32", "bf16", "f16", "i32"};
+static const size_t dtype_sizes[NCCLZ_DTYPE_COUNT] = {4, 2, 2, 4};
+
+const char *ncclzCoderName(ncclzCoder c) {
+  return (unsigned)c < NCCLZ_CODER_COUNT ? coder_names[c] : "?";
+}
+
+int ncclzCoderFromName(const char *name) {
+  for (int i = 0; i < NCCLZ_CODER_COUNT; i++)
+    if (strcmp(name, coder_names[i]) == 0) return i;
+  return -1;
+}
+
+size_t ncclzDtypeSize(ncclzDtype t) { return (unsigned)t < NCCLZ_DTYPE_COUNT ? dtype_sizes[t] : 0; }
+
+const char *ncclzDtypeName(ncclzDtype t) {
+  return (unsigned)t < NCCLZ_DTYPE_COUNT ? dtype_names[t] : "?";
+}
+
+int ncclzDtypeFromName(const char *name) {
+  for (int i = 0; i < NCCLZ_DTYPE_COUNT; i++)
+    if (strcmp(name, dtype_names[i]) == 0) return i;
+  return -1;
+}
+
+uint32_t ncclzFnv1a(const uint8_t *p, size_t n) { return ncclz_fnv1a(p, n); }
+
+uint32_t ncclzPayloadCheck(const uint8_t *p, size_t n) {
+  uint32_t sum = 0;
+  size_t words = n / 4;
+  for (size_t i = 0; i < words; i++) {
+    sum += ncclz_load_u32(p + 4 * i) * (uint32_t)(2 * i + 1);
+  }
+  if (n % 4) {
+    uint32_t w = 0;
+    for (size_t k = 0; k < n % 4; k++) w |= (uint32_t)p[4 * words + k] << (8 * k);
+    sum += w * (uint32_t)(2 * words + 1);
+  }
+  return sum ^ (uint32_t)n;
+}

@@ -1,0 +1,35 @@
+/* Small pieces of the format that host and device compute with the same source.
+ * Internal to the codecs layer (included by .c and .cu files of codecs/ only). */
+#ifndef NCCLZ_HD_UTIL_H
+#define NCCLZ_HD_UTIL_H
+#include "ncclz/codecs.h"
+
+#if defined(__CUDACC__)
+#define NCCLZ_INLINE __host__ __device__ static inline
+#else
+#define NCCLZ_INLINE static inline
+#endif
+
+NCCLZ_INLINE uint32_t ncclz_zigzag(int32_t s) { return ((uint32_t)s << 1) ^ (uint32_t)(s >> 31); }
+NCCLZ_INLINE int32_t ncclz_unzigzag(uint32_t z) { return (int32_t)((z >> 1) ^ (0u - (z & 1u))); }
+
+/* Bit length of v (0 for 0). */
+NCCLZ_INLINE uint32_t ncclz_bitlen(uint32_t v) {
+  uint32_t n = 0;
+  while (v) { n++; v >>= 1; }
+  return n;
+}
+
+NCCLZ_INLINE uint32_t ncclz_fnv1a(const uint8_t *p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 16777619u; }
+  return h;
+}
+
+NCCLZ_INLINE uint32_t ncclz_load_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+NCCLZ_INLINE void ncclz_store_u32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+#endif

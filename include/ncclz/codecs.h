@@ -1,0 +1,248 @@
+/* ncclz codecs: quantizers, lossless coders over int32 symbols, and the frame format.
+ *
+ * This is the one public header of the codecs layer. It depends on nothing above it.
+ * The C implementation here is the ground truth: the CUDA implementation
+ * (include/ncclz/codecs_cuda.h) must produce the same bytes for every input.
+ * The byte layout of frames and streams is specified in codecs/FORMAT.md.
+ *
+ * Error convention: every function returning ncclzStatus leaves a one-line,
+ * human-readable reason in ncclzLastError() (thread-local) on failure.
+ */
+#ifndef NCCLZ_CODECS_H
+#define NCCLZ_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Functions marked NCCLZ_HD are compiled for host and device from the same source. */
+#if defined(__CUDACC__)
+#define NCCLZ_HD __host__ __device__
+#else
+#define NCCLZ_HD
+#endif
+
+typedef enum {
+  NCCLZ_OK = 0,
+  NCCLZ_ERR_ARG = 1,       /* invalid argument or spec */
+  NCCLZ_ERR_CORRUPT = 2,   /* frame or stream fails validation */
+  NCCLZ_ERR_CAPACITY = 3,  /* destination buffer too small */
+  NCCLZ_ERR_NONFINITE = 4, /* NaN or Inf under quantization */
+  NCCLZ_ERR_RANGE = 5,     /* value out of the quantizer's range (e.g. unflagged fill values) */
+  NCCLZ_ERR_NOMEM = 6,
+  NCCLZ_ERR_IO = 7,
+  NCCLZ_ERR_CUDA = 8,
+} ncclzStatus;
+
+const char *ncclzStatusString(ncclzStatus s);
+/* The detailed message of the last failure on this thread ("" if none). */
+const char *ncclzLastError(void);
+/* Records a failure message (printf-style) and returns `s`; for use by all layers. */
+ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ------------------------------------------------------------------ types */
+
+typedef enum { NCCLZ_CODER_RAW = 0, NCCLZ_CODER_FIXEDLEN = 1, NCCLZ_CODER_HUFFMAN = 2, NCCLZ_CODER_COUNT = 3 } ncclzCoder;
+typedef enum { NCCLZ_DTYPE_F32 = 0, NCCLZ_DTYPE_BF16 = 1, NCCLZ_DTYPE_F16 = 2, NCCLZ_DTYPE_I32 = 3, NCCLZ_DTYPE_COUNT = 4 } ncclzDtype;
+typedef enum { NCCLZ_QUANT_NONE = 0, NCCLZ_QUANT_EB = 1, NCCLZ_QUANT_QSGD = 2 } ncclzQuantKind;
+
+const char *ncclzCoderName(ncclzCoder c);    /* "raw", "fixedlen", "huffman" */
+int ncclzCoderFromName(const char *name);     /* -1 if unknown */
+size_t ncclzDtypeSize(ncclzDtype t);
+const char *ncclzDtypeName(ncclzDtype t);     /* "f32", "bf16", "f16", "i32" */
+int ncclzDtypeFromName(const char *name);     /* -1 if unknown */
+
+/* Code used for fill values (kept exactly, restored to the fill value on dequantization).
+ * Legitimate codes satisfy |code| < NCCLZ_CODE_LIMIT so that 3D Lorenzo sums never overflow. */
+#define NCCLZ_FILL_CODE INT32_MIN
+#define NCCLZ_CODE_LIMIT (1 << 27)
+
+/* ------------------------------------------------------------ quantizers */
+
+/* A parsed --quant SPEC:
+ *   none | eb:abs=X | eb:rel=X [,lorenzo=1d|2d|3d] [,fill=V]
+ *   qsgd:bits=2|4|8,bucket=N [,seed=S] */
+typedef struct {
+  ncclzQuantKind kind;
+  int eb_is_rel;          /* EB: 1 for rel (fraction of the value range), 0 for abs */
+  double eb;              /* EB: the number given */
+  int lorenzo;            /* EB: 0 (none), 1, 2 or 3 dimensions */
+  int has_fill;           /* EB: values equal to fill_value are kept exactly */
+  float fill_value;
+  int qsgd_bits;          /* QSGD: 2, 4 or 8 */
+  uint32_t qsgd_bucket;   /* QSGD: elements per scale */
+  uint64_t seed;          /* QSGD: RNG seed (default 0x6e63636c7a) */
+} ncclzQuantSpec;
+
+ncclzStatus ncclzQuantSpecParse(const char *spec, ncclzQuantSpec *out);
+/* Writes the canonical text of a spec into buf. */
+void ncclzQuantSpecFormat(const ncclzQuantSpec *q, char *buf, size_t cap);
+
+/* The resolved parameters needed to dequantize; these travel in stream and frame headers. */
+typedef struct {
+  ncclzQuantKind kind;
+  int lorenzo;            /* 0..3 */
+  uint32_t dims[3];       /* Lorenzo shape, C order, dims[lorenzo-1] fastest; unused dims are 1 */
+  double abs_eb;          /* EB: the absolute bound actually used; code = round(x / (2 abs_eb)) */
+  int has_fill;
+  float fill_value;
+  int qsgd_bits;
+  uint32_t qsgd_bucket;
+  uint64_t seed;
+  uint32_t rank;          /* QSGD: RNG stream of this rank */
+} ncclzQuantParams;
+
+/* Float view of input data: converts n elements of dtype to float (bf16/f16 exactly). */
+void ncclzToFloat(const void *src, ncclzDtype dtype, size_t n, float *dst);
+void ncclzFromFloat(const float *src, size_t n, ncclzDtype dtype, void *dst);
+
+/* Scans x (finite check, value range excluding fill values) and resolves spec -> params.
+ * NaN/Inf gives NCCLZ_ERR_NONFINITE with their count; values whose code would reach
+ * NCCLZ_CODE_LIMIT give NCCLZ_ERR_RANGE with their count (unless they are the fill value).
+ * dims may be NULL for 1D; ndims is how many entries of dims are given (product must be n). */
+ncclzStatus ncclzQuantResolve(const ncclzQuantSpec *spec, const float *x, size_t n,
+                              const uint32_t *dims, int ndims, uint32_t rank, ncclzQuantParams *out);
+
+/* Error-bounded quantization (+ optional Lorenzo on the integer codes). |x - dequant| <= abs_eb
+ * for every non-fill element; fill elements get NCCLZ_FILL_CODE. */
+ncclzStatus ncclzQuantizeEB(const ncclzQuantParams *p, const float *x, size_t n, int32_t *codes);
+ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, size_t n, float *x);
+/* Lorenzo prediction on codes, in place-safe forms (codes -> deltas, deltas -> codes). */
+void ncclzLorenzoForward(const ncclzQuantParams *p, const int32_t *codes, size_t n, int32_t *deltas);
+void ncclzLorenzoInverse(const ncclzQuantParams *p, const int32_t *deltas, size_t n, int32_t *codes);
+
+/* QSGD: per bucket scale = max|x| (or scales_in when non-NULL, shared by all ranks),
+ * levels s = 2^(bits-1)-1, code = sign(x) * (floor(|x|/scale*s) + [u < frac]) with
+ * u from Philox4x32-10 keyed by (seed) with counter (element index, rank). */
+size_t ncclzQsgdNumBuckets(const ncclzQuantParams *p, size_t n);
+void ncclzQsgdScales(const ncclzQuantParams *p, const float *x, size_t n, float *scales);
+ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t n,
+                              const float *scales, int32_t *codes);
+void ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes, size_t n,
+                         const float *scales, float *x);
+/* Philox4x32-10 uniform in [0,1) with 24 bits: the exact value used by QSGD. The device uses the
+ * same inline code (codecs/philox.h). */
+float ncclzPhiloxUniform(uint64_t seed, uint64_t index, uint32_t rank);
+
+/* --------------------------------------------------------------- coders */
+
+/* Coder parameters that shape the bytes (stored in the frame header). */
+typedef struct {
+  uint32_t fixedlen_tile_blocks;   /* FIXEDLEN: 32-symbol blocks per tile (default 256) */
+  uint32_t huffman_segment;        /* HUFFMAN: symbols per independently decodable segment (default 1024) */
+} ncclzCoderParams;
+
+void ncclzCoderParamsDefault(ncclzCoderParams *p);
+
+/* Upper bound on the coded payload size of n symbols (excluding frame header and side data). */
+size_t ncclzCoderBound(ncclzCoder c, const ncclzCoderParams *p, size_t n);
+
+/* Each encoder writes at most cap bytes and returns NCCLZ_ERR_CAPACITY if they do not fit.
+ * Each decoder validates every offset and length against len and never reads past src+len
+ * nor writes past sym+n. */
+ncclzStatus ncclzRawEncode(const int32_t *sym, size_t n, uint8_t *dst, size_t cap, size_t *out_len);
+ncclzStatus ncclzRawDecode(const uint8_t *src, size_t len, int32_t *sym, size_t n);
+
+ncclzStatus ncclzFixedlenEncode(const int32_t *sym, size_t n, const ncclzCoderParams *p,
+                                uint8_t *dst, size_t cap, size_t *out_len);
+ncclzStatus ncclzFixedlenDecode(const uint8_t *src, size_t len, const ncclzCoderParams *p,
+                                int32_t *sym, size_t n);
+
+/* Huffman alphabet choice (centre c, radius R): symbols in [c-R, c+R) have their own code,
+ * the rest are escaped. See FORMAT.md for the rule; same on host and device. */
+typedef struct {
+  int32_t centre;
+  uint32_t radius;
+} ncclzHuffAlphabet;
+ncclzHuffAlphabet ncclzHuffChooseAlphabet(int32_t min_sym, int32_t max_sym);
+
+ncclzStatus ncclzHuffmanEncode(const int32_t *sym, size_t n, const ncclzCoderParams *p,
+                               uint8_t *dst, size_t cap, size_t *out_len, ncclzHuffAlphabet *alpha_out);
+ncclzStatus ncclzHuffmanDecode(const uint8_t *src, size_t len, const ncclzCoderParams *p,
+                               ncclzHuffAlphabet alpha, int32_t *sym, size_t n);
+
+/* Canonical, length-limited Huffman code lengths from a histogram of nsym bins
+ * (deterministic: the same lengths on host and device). max_len <= NCCLZ_HUFF_MAX_LEN. */
+#define NCCLZ_HUFF_MAX_LEN 15
+#define NCCLZ_HUFF_MAX_RADIUS 4096
+void ncclzHuffLengths(const uint32_t *freq, uint32_t nsym, uint32_t max_len, uint8_t *lengths);
+
+/* ---------------------------------------------------------------- frames */
+
+#define NCCLZ_FRAME_MAGIC 0x465A434Eu  /* "NCZF" little-endian */
+#define NCCLZ_STREAM_MAGIC 0x535A434Eu /* "NCZS" */
+#define NCCLZ_FORMAT_VERSION 1
+#define NCCLZ_FRAME_HEADER_BYTES 64
+#define NCCLZ_STREAM_HEADER_BYTES 64
+#define NCCLZ_FRAME_FLAG_FILL 0x1u
+#define NCCLZ_FRAME_FLAG_SIDE_SCALES 0x2u
+
+/* The decoded view of a 64-byte frame header (FORMAT.md gives the byte layout). */
+typedef struct {
+  uint8_t version, coder, dtype, quant, lorenzo, qsgd_bits;
+  uint16_t flags;
+  uint32_t n_symbols;
+  uint32_t payload_bytes;   /* everything after the header: side data + coded symbols */
+  uint32_t side_bytes;      /* side data at the start of the payload (QSGD scales) */
+  uint32_t qsgd_bucket;
+  uint32_t coder_p0, coder_p2;
+  int32_t coder_p1;
+  double abs_eb;
+  float fill_value;
+  uint32_t payload_check;
+  uint32_t raw_bytes;       /* n_symbols * dtype size: the bytes this frame stands for */
+} ncclzFrameHeader;
+
+/* 32-bit FNV-1a. Hand-written on purpose: 60 header bytes, and the same code must run on the
+ * device (codecs/hd_util.h holds the inline version both sides use). */
+uint32_t ncclzFnv1a(const uint8_t *p, size_t n);
+/* Position-weighted payload checksum: sum over 32-bit LE words w_i (zero-padded) of
+ * w_i * (2i+1) mod 2^32, xor n_bytes. Chosen because a GPU computes it with one reduction. */
+uint32_t ncclzPayloadCheck(const uint8_t *p, size_t n);
+
+void ncclzFrameHeaderPack(const ncclzFrameHeader *h, uint8_t out[NCCLZ_FRAME_HEADER_BYTES]);
+/* Validates magic, version, checksum, enums and size consistency against avail bytes. */
+ncclzStatus ncclzFrameHeaderParse(const uint8_t *src, size_t avail, ncclzFrameHeader *h);
+
+/* What a frame describes besides its symbols. */
+typedef struct {
+  ncclzDtype dtype;
+  const ncclzQuantParams *quant;   /* may be NULL for quant none */
+  const void *side; uint32_t side_bytes; /* QSGD scales for these symbols, or NULL/0 */
+  ncclzCoderParams coder_params;
+} ncclzFrameDesc;
+
+/* Largest frame that encoding n symbols with coder c can produce. */
+size_t ncclzFrameBound(ncclzCoder c, const ncclzCoderParams *p, size_t n, uint32_t side_bytes);
+/* Encodes one frame = header + side + coded symbols. */
+ncclzStatus ncclzFrameEncode(ncclzCoder c, const int32_t *sym, size_t n, const ncclzFrameDesc *d,
+                             uint8_t *dst, size_t cap, size_t *out_len);
+/* Decodes one frame from src (avail bytes); writes at most sym_cap symbols and at most side_cap
+ * bytes of side data; *consumed is the frame's total size. */
+ncclzStatus ncclzFrameDecode(const uint8_t *src, size_t avail, ncclzFrameHeader *h,
+                             int32_t *sym, size_t sym_cap, void *side, size_t side_cap, size_t *consumed);
+
+/* ---------------------------------------------------------------- streams */
+
+/* A stream file = stream header + frames. It records how the whole array was quantized. */
+typedef struct {
+  ncclzDtype dtype;
+  ncclzQuantParams quant;
+  uint64_t n_elems;
+  uint32_t n_frames;
+} ncclzStreamHeader;
+
+void ncclzStreamHeaderPack(const ncclzStreamHeader *h, uint8_t out[NCCLZ_STREAM_HEADER_BYTES]);
+ncclzStatus ncclzStreamHeaderParse(const uint8_t *src, size_t avail, ncclzStreamHeader *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NCCLZ_CODECS_H */

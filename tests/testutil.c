@@ -1,0 +1,46 @@
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int tu_passed, tu_failed;
+
+int tu_finish(const char *suite) {
+  printf("%s: %d passed, %d failed\n", suite, tu_passed, tu_failed);
+  return tu_failed ? 1 : 0;
+}
+
+void *tu_read_file(const char *name, size_t *len) {
+  char path[1024];
+  if (name[0] == '/')
+    snprintf(path, sizeof path, "%s", name);
+  else
+    snprintf(path, sizeof path, "%s/%s", NCCLZ_TEST_DATA, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s\n", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) *len = (size_t)n;
+  return buf;
+}
+
+uint64_t tu_rand(uint64_t *s) {
+  uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+double tu_uniform(uint64_t *s) { return (double)(tu_rand(s) >> 11) * (1.0 / 9007199254740992.0); }

@@ -1,0 +1,30 @@
+/* Small helpers shared by the tests: checks that count, real-data loading, a seeded PRNG. */
+#ifndef NCCLZ_TESTUTIL_H
+#define NCCLZ_TESTUTIL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int tu_passed, tu_failed;
+
+/* Records one check; prints the location and message when it fails. */
+#define CHECK(cond, ...)                                                   \
+  do {                                                                     \
+    if (cond) {                                                            \
+      tu_passed++;                                                         \
+    } else {                                                               \
+      tu_failed++;                                                         \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+    }                                                                      \
+  } while (0)
+
+/* Prints "N passed, N failed" and returns the process exit code. */
+int tu_finish(const char *suite);
+/* Reads a whole file from tests/data (or an absolute path); NULL with a message on failure. */
+void *tu_read_file(const char *name, size_t *len);
+/* Deterministic xorshift64* generator. */
+uint64_t tu_rand(uint64_t *state);
+double tu_uniform(uint64_t *state);
+#endif
