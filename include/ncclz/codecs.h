@@ -63,6 +63,10 @@ int ncclzDtypeFromName(const char *name);     /* -1 if unknown */
  * Legitimate codes satisfy |code| < NCCLZ_CODE_LIMIT so that 3D Lorenzo sums never overflow. */
 #define NCCLZ_FILL_CODE INT32_MIN
 #define NCCLZ_CODE_LIMIT (1 << 27)
+/* Without fill=, ncclzQuantResolve refuses EB data with |x| >= this: such values are almost
+ * always fill values (netCDF's 9.96921e36, 1e36, 1e20 ...), and under rel= they would stretch
+ * the range so that the bound means nothing. */
+#define NCCLZ_EB_HUGE_VALUE 1e30f
 
 /* ------------------------------------------------------------ quantizers */
 
@@ -89,8 +93,11 @@ void ncclzQuantSpecFormat(const ncclzQuantSpec *q, char *buf, size_t cap);
 typedef struct {
   ncclzQuantKind kind;
   int lorenzo;            /* 0..3 */
-  uint32_t dims[3];       /* Lorenzo shape, C order, dims[lorenzo-1] fastest; unused dims are 1 */
-  double abs_eb;          /* EB: the absolute bound actually used; code = round(x / (2 abs_eb)) */
+  uint32_t dims[3];       /* Lorenzo shape [d0][d1][d2], C order, dims[2] fastest; missing leading dims are 1 */
+  double bound;           /* EB: the absolute error bound every element meets (what the user asked) */
+  double abs_eb;          /* EB: the quantization half-step, code = round(x / (2 abs_eb)); it is
+                             `bound` less half a float ulp of the largest value, so that rounding
+                             the reconstruction to float cannot break `bound` (FORMAT.md) */
   int has_fill;
   float fill_value;
   int qsgd_bits;
@@ -106,12 +113,17 @@ void ncclzFromFloat(const float *src, size_t n, ncclzDtype dtype, void *dst);
 /* Scans x (finite check, value range excluding fill values) and resolves spec -> params.
  * NaN/Inf gives NCCLZ_ERR_NONFINITE with their count; values whose code would reach
  * NCCLZ_CODE_LIMIT give NCCLZ_ERR_RANGE with their count (unless they are the fill value).
- * dims may be NULL for 1D; ndims is how many entries of dims are given (product must be n). */
+ * dims may be NULL for 1D; ndims is how many entries of dims are given (product must be n).
+ * A huge fill=V (|V| >= NCCLZ_EB_HUGE_VALUE) that no element equals exactly is snapped to the one
+ * value within 0.1% of V, so that fill=9.97e36 finds netCDF's 9.96921e36; out->fill_value is the
+ * exact value used. */
 ncclzStatus ncclzQuantResolve(const ncclzQuantSpec *spec, const float *x, size_t n,
                               const uint32_t *dims, int ndims, uint32_t rank, ncclzQuantParams *out);
 
-/* Error-bounded quantization (+ optional Lorenzo on the integer codes). |x - dequant| <= abs_eb
- * for every non-fill element; fill elements get NCCLZ_FILL_CODE. */
+/* Error-bounded quantization (+ optional Lorenzo on the integer codes). |x - dequant| <= bound
+ * (abs_eb if bound is 0) for every non-fill element, else NCCLZ_ERR_RANGE; fill elements get
+ * NCCLZ_FILL_CODE. These two work on plain codes
+ * and ignore p->lorenzo: the caller applies ncclzLorenzoForward/Inverse around them. */
 ncclzStatus ncclzQuantizeEB(const ncclzQuantParams *p, const float *x, size_t n, int32_t *codes);
 ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, size_t n, float *x);
 /* Lorenzo prediction on codes, in place-safe forms (codes -> deltas, deltas -> codes). */
@@ -161,7 +173,9 @@ typedef struct {
   int32_t centre;
   uint32_t radius;
 } ncclzHuffAlphabet;
-ncclzHuffAlphabet ncclzHuffChooseAlphabet(int32_t min_sym, int32_t max_sym);
+ncclzHuffAlphabet ncclzHuffChooseAlphabet(const int32_t *sym, size_t n);
+/* The radius rule alone: the window around `centre` that covers [min_sym, max_sym] (capped). */
+ncclzHuffAlphabet ncclzHuffAlphabetAround(int32_t min_sym, int32_t max_sym, int32_t centre);
 
 ncclzStatus ncclzHuffmanEncode(const int32_t *sym, size_t n, const ncclzCoderParams *p,
                                uint8_t *dst, size_t cap, size_t *out_len, ncclzHuffAlphabet *alpha_out);
@@ -208,7 +222,9 @@ uint32_t ncclzFnv1a(const uint8_t *p, size_t n);
 uint32_t ncclzPayloadCheck(const uint8_t *p, size_t n);
 
 void ncclzFrameHeaderPack(const ncclzFrameHeader *h, uint8_t out[NCCLZ_FRAME_HEADER_BYTES]);
-/* Validates magic, version, checksum, enums and size consistency against avail bytes. */
+/* Validates magic, version, checksum, enums and size consistency against avail bytes (FORMAT.md
+ * order, up to "payload available"; the payload check is ncclzFrameDecode's). To check a header
+ * that arrived ahead of its payload, pass avail = SIZE_MAX. */
 ncclzStatus ncclzFrameHeaderParse(const uint8_t *src, size_t avail, ncclzFrameHeader *h);
 
 /* What a frame describes besides its symbols. */
@@ -229,6 +245,21 @@ ncclzStatus ncclzFrameEncode(ncclzCoder c, const int32_t *sym, size_t n, const n
 ncclzStatus ncclzFrameDecode(const uint8_t *src, size_t avail, ncclzFrameHeader *h,
                              int32_t *sym, size_t sym_cap, void *side, size_t side_cap, size_t *consumed);
 
+/* ------------------------------------------------------------ statistics */
+
+/* Reference sizes of a symbol stream, in bits, for judging the coders. */
+typedef struct {
+  uint64_t n;                  /* symbols */
+  uint64_t distinct;           /* distinct symbol values */
+  double entropy_bits;         /* n * order-0 entropy: no symbol code can beat it */
+  double huffman_opt_bits;     /* optimal, unlimited Huffman over the full alphabet, no tables */
+  double fixedlen_ideal_bits;  /* best width per block of 32 zigzagged symbols, no width table */
+  double global_width_bits;    /* one width for all: n * bitlen(max zigzag) */
+} ncclzSymbolStats;
+
+/* Computes the stats (sorts a copy of the symbols). NCCLZ_ERR_NOMEM on allocation failure. */
+ncclzStatus ncclzSymbolStatsCompute(const int32_t *sym, size_t n, ncclzSymbolStats *st);
+
 /* ---------------------------------------------------------------- streams */
 
 /* A stream file = stream header + frames. It records how the whole array was quantized. */
@@ -241,6 +272,43 @@ typedef struct {
 
 void ncclzStreamHeaderPack(const ncclzStreamHeader *h, uint8_t out[NCCLZ_STREAM_HEADER_BYTES]);
 ncclzStatus ncclzStreamHeaderParse(const uint8_t *src, size_t avail, ncclzStreamHeader *h);
+
+/* ------------------------------------------------- whole arrays and streams */
+
+/* A whole array after quantization: the symbols the coders see, plus what dequantization needs. */
+typedef struct {
+  ncclzDtype dtype;
+  ncclzQuantParams qp;
+  size_t n;
+  int32_t *sym;      /* n symbols (Lorenzo deltas when Lorenzo is on) */
+  float *scales;     /* QSGD bucket scales, or NULL */
+  size_t n_scales;
+} ncclzSymbols;
+
+/* Quantizes n elements of raw data (dtype) per spec into freshly allocated symbols.
+ * dims/ndims give the shape for Lorenzo (ndims 0: 1D). */
+ncclzStatus ncclzArrayQuantize(const ncclzQuantSpec *spec, ncclzDtype dtype, const void *raw, size_t n,
+                               const uint32_t *dims, int ndims, uint32_t rank, ncclzSymbols *out);
+/* Symbols -> floats (Lorenzo inverse, dequantization; quant none gives the original values). */
+ncclzStatus ncclzArrayReconstruct(const ncclzSymbols *s, float *x);
+void ncclzSymbolsFree(ncclzSymbols *s);
+
+/* Symbols per frame for chunks of chunk_bytes input bytes (QSGD frames hold whole buckets). */
+size_t ncclzFrameSymbols(const ncclzSymbols *s, size_t chunk_bytes);
+
+/* Encodes one frame choosing its coder (the REA lives above this layer and plugs in here):
+ * writes at most cap bytes to dst, sets *len and the coder it committed. */
+typedef ncclzStatus (*ncclzFrameEncoderFn)(const int32_t *sym, size_t n, const ncclzFrameDesc *d, uint8_t *dst,
+                                           size_t cap, size_t *len, ncclzCoder *committed, void *ctx);
+
+/* Encodes all symbols into a stream (stream header + frames), with `coder` for every frame or,
+ * when `encoder` is non-NULL, whatever it commits per frame. coder_mix[c] counts frames per
+ * coder. *stream is malloc'd. */
+ncclzStatus ncclzStreamEncode(const ncclzSymbols *s, ncclzCoder coder, ncclzFrameEncoderFn encoder,
+                              void *encoder_ctx, size_t frame_syms, const ncclzCoderParams *cp,
+                              uint8_t **stream, size_t *stream_len, unsigned coder_mix[NCCLZ_CODER_COUNT]);
+/* Decodes and validates a whole stream into freshly allocated symbols and scales. */
+ncclzStatus ncclzStreamDecode(const uint8_t *stream, size_t len, ncclzSymbols *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,185 @@
+/* ncclzCudaCodecBench: the GPU half of `ncclz codec --device gpu`. It owns its buffers (this is
+ * a measurement, not the hot path), times quantize+encode and decode+dequantize with CUDA
+ * events (warm-up, then the median of individual runs), and returns the frames for checking
+ * against the CPU reference. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "internal.cuh"
+
+namespace {
+
+struct Bufs {
+  float *x = nullptr, *xr = nullptr, *scales = nullptr, *scales2 = nullptr;
+  int32_t *sym = nullptr, *sym2 = nullptr;
+  uint8_t *out = nullptr;
+  uint32_t *fbytes = nullptr, *status = nullptr;
+  void *wse = nullptr, *wsd = nullptr, *wsq = nullptr;
+  ncclzCudaQuantStats *stats = nullptr;
+  ~Bufs() {
+    void *all[] = {x, xr, scales, scales2, sym, sym2, out, fbytes, status, wse, wsd, wsq, stats};
+    for (void *p : all)
+      if (p) cudaFree(p);
+  }
+};
+
+/* Times fn() runs times after warm-up; returns the median in seconds. */
+template <typename F>
+static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
+  cudaEvent_t a, b;
+  NZ_CUDA(cudaEventCreate(&a));
+  NZ_CUDA(cudaEventCreate(&b));
+  ncclzStatus st = NCCLZ_OK;
+  for (int i = 0; i < 3 && st == NCCLZ_OK; i++) st = fn();
+  std::vector<float> ms;
+  for (int i = 0; i < runs && st == NCCLZ_OK; i++) {
+    cudaEventRecord(a, s);
+    st = fn();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (st != NCCLZ_OK) return st;
+  std::sort(ms.begin(), ms.end());
+  *sec = ms.empty() ? 0 : ms[ms.size() / 2] * 1e-3;
+  return NCCLZ_OK;
+}
+
+} // namespace
+
+ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
+                                ncclzCoder coder, const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
+                                ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
+                                int32_t *syms_out) {
+  if (!x || !n || !res || !cp || !frame_symbols) return ncclzSetError(NCCLZ_ERR_ARG, "cuda bench: bad arguments");
+  if (runs < 20) runs = 20;
+  memset(res, 0, sizeof *res);
+  const ncclzQuantKind kind = q ? q->kind : NCCLZ_QUANT_NONE;
+  Bufs B;
+  cudaStream_t s;
+  NZ_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } sg{s};
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = coder;
+  b.params = *cp;
+  b.dtype = NCCLZ_DTYPE_F32;
+  b.quant = kind == NCCLZ_QUANT_NONE ? NULL : q;
+  b.n_symbols = n;
+  b.frame_symbols = frame_symbols;
+  b.side_scales = kind == NCCLZ_QUANT_QSGD;
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), nscales = kind == NCCLZ_QUANT_QSGD ? nz_ceil(n, q->qsgd_bucket) : 1;
+  NZ_CUDA(cudaMalloc(&B.x, 4 * n));
+  NZ_CUDA(cudaMalloc(&B.xr, 4 * n));
+  NZ_CUDA(cudaMalloc(&B.sym, 4 * n));
+  NZ_CUDA(cudaMalloc(&B.sym2, 4 * n));
+  NZ_CUDA(cudaMalloc(&B.scales, 4 * nscales));
+  NZ_CUDA(cudaMalloc(&B.scales2, 4 * nscales));
+  NZ_CUDA(cudaMalloc(&B.out, slot * nf));
+  NZ_CUDA(cudaMalloc(&B.fbytes, 4 * nf));
+  NZ_CUDA(cudaMalloc(&B.status, 4 * nf));
+  NZ_CUDA(cudaMalloc(&B.stats, sizeof(ncclzCudaQuantStats)));
+  size_t wse = ncclzCudaEncodeWorkspaceSize(&b), wsd = ncclzCudaDecodeWorkspaceSize(&b),
+         wsq = ncclzCudaQuantWorkspaceSize(n);
+  NZ_CUDA(cudaMalloc(&B.wse, wse));
+  NZ_CUDA(cudaMalloc(&B.wsd, wsd));
+  NZ_CUDA(cudaMalloc(&B.wsq, wsq));
+  NZ_CUDA(cudaMemcpyAsync(B.x, x, 4 * n, cudaMemcpyHostToDevice, s));
+  if (kind == NCCLZ_QUANT_EB && eb_is_rel) b.d_abs_eb = &B.stats->abs_eb;
+  const double *d_eb = b.d_abs_eb;
+
+  auto quantize = [&]() -> ncclzStatus {
+    if (kind == NCCLZ_QUANT_EB) return ncclzCudaQuantizeEB(q, eb_is_rel, rel_eb, B.x, n, B.sym, B.stats, B.wsq, wsq, s);
+    if (kind == NCCLZ_QUANT_QSGD) {
+      ncclzStatus st = ncclzCudaQsgdScales(q, B.x, n, B.scales, s);
+      return st != NCCLZ_OK ? st : ncclzCudaQuantizeQsgd(q, B.x, n, B.scales, B.sym, s);
+    }
+    NZ_CUDA(cudaMemcpyAsync(B.sym, B.x, 4 * n, cudaMemcpyDeviceToDevice, s)); /* quant none: the bits */
+    return NCCLZ_OK;
+  };
+  auto encode = [&]() {
+    return ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
+  };
+  auto decode = [&]() {
+    return ncclzCudaDecodeBatch(&b, 0, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.status, B.wsd, wsd, s);
+  };
+  auto dequantize = [&]() -> ncclzStatus {
+    if (kind == NCCLZ_QUANT_EB) return ncclzCudaDequantizeEB(q, d_eb, B.sym2, n, B.xr, B.wsq, wsq, s);
+    if (kind == NCCLZ_QUANT_QSGD) return ncclzCudaDequantizeQsgd(q, B.sym2, n, B.scales2, B.xr, s);
+    NZ_CUDA(cudaMemcpyAsync(B.xr, B.sym2, 4 * n, cudaMemcpyDeviceToDevice, s));
+    return NCCLZ_OK;
+  };
+  double t_copy = 0, t_enc = 0, t_dec = 0, t_cenc = 0, t_cdec = 0;
+  ncclzStatus st;
+  auto copy = [&]() -> ncclzStatus {
+    NZ_CUDA(cudaMemcpyAsync(B.xr, B.x, 4 * n, cudaMemcpyDeviceToDevice, s));
+    return NCCLZ_OK;
+  };
+  if ((st = time_median(s, runs, copy, &t_copy)) != NCCLZ_OK) return st;
+  if ((st = time_median(s, runs, [&]() { ncclzStatus r = quantize(); return r != NCCLZ_OK ? r : encode(); }, &t_enc)) != NCCLZ_OK)
+    return st;
+  if ((st = time_median(s, runs, encode, &t_cenc)) != NCCLZ_OK) return st;
+  if ((st = time_median(s, runs, [&]() { ncclzStatus r = decode(); return r != NCCLZ_OK ? r : dequantize(); }, &t_dec)) != NCCLZ_OK)
+    return st;
+  if ((st = time_median(s, runs, decode, &t_cdec)) != NCCLZ_OK) return st;
+  /* one more clean round for the results */
+  if ((st = quantize()) != NCCLZ_OK || (st = encode()) != NCCLZ_OK) return st;
+  NZ_CUDA(cudaMemsetAsync(B.sym2, 0xA5, 4 * n, s)); /* poison: decode must write every symbol */
+  if ((st = decode()) != NCCLZ_OK || (st = dequantize()) != NCCLZ_OK) return st;
+  NZ_CUDA(cudaStreamSynchronize(s));
+
+  std::vector<uint32_t> fb(nf), fst(nf);
+  NZ_CUDA(cudaMemcpy(fb.data(), B.fbytes, 4 * nf, cudaMemcpyDeviceToHost));
+  NZ_CUDA(cudaMemcpy(fst.data(), B.status, 4 * nf, cudaMemcpyDeviceToHost));
+  std::vector<int32_t> s1(n), s2(n);
+  std::vector<float> xr(n);
+  NZ_CUDA(cudaMemcpy(s1.data(), B.sym, 4 * n, cudaMemcpyDeviceToHost));
+  NZ_CUDA(cudaMemcpy(s2.data(), B.sym2, 4 * n, cudaMemcpyDeviceToHost));
+  NZ_CUDA(cudaMemcpy(xr.data(), B.xr, 4 * n, cudaMemcpyDeviceToHost));
+  size_t total = 0;
+  for (uint32_t k = 0; k < nf; k++) {
+    total += fb[k];
+    if (fst[k] && !res->decode_status) res->decode_status = (int)fst[k];
+  }
+  res->lossless_ok = memcmp(s1.data(), s2.data(), 4 * n) == 0 && res->decode_status == 0;
+  double err = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (q && q->has_fill && kind == NCCLZ_QUANT_EB && x[i] == q->fill_value) continue;
+    double e = fabs((double)x[i] - (double)xr[i]);
+    if (e > err || e != e) err = e;
+  }
+  res->max_abs_err = err;
+  res->output_bytes = total;
+  res->n_frames = nf;
+  const double in_bytes = 4.0 * n;
+  res->copy_gbps = 2 * in_bytes / t_copy * 1e-9;
+  res->encode_gbps = in_bytes / t_enc * 1e-9;
+  res->decode_gbps = in_bytes / t_dec * 1e-9;
+  res->coder_encode_gbps = in_bytes / t_cenc * 1e-9;
+  res->coder_decode_gbps = in_bytes / t_cdec * 1e-9;
+  if (syms_out) memcpy(syms_out, s1.data(), 4 * n);
+  if (frames_out) {
+    uint8_t *buf = (uint8_t *)malloc(total ? total : 1);
+    if (!buf) return ncclzSetError(NCCLZ_ERR_NOMEM, "cuda bench: %zu bytes for the frames", total);
+    size_t o = 0;
+    for (uint32_t k = 0; k < nf; k++) {
+      NZ_CUDA(cudaMemcpy(buf + o, B.out + k * slot, fb[k], cudaMemcpyDeviceToHost));
+      o += fb[k];
+    }
+    *frames_out = buf;
+    if (frames_len) *frames_len = total;
+  }
+  return NCCLZ_OK;
+}

@@ -1,0 +1,200 @@
+/* FIXEDLEN on the GPU (FORMAT.md): one pass over the symbols. Each CTA takes 256 blocks of 32
+ * symbols (a warp per 32 blocks, lane l holding symbol l of a block), finds their widths, packs
+ * the bit planes into shared memory with a 32x32 bit transpose done by shuffles, learns its
+ * output offset by decoupled look-back over the CTAs of its frame, and then streams the packed
+ * words out coalesced. The decoder runs one CTA per tile, whose stored offset makes the tiles
+ * independent, and checks every tile offset against the widths. */
+#include <cub/block/block_scan.cuh>
+
+#include "internal.cuh"
+
+#define FL_THREADS 256
+#define FL_BLOCKS 256 /* 32-symbol blocks per encode CTA */
+
+/* Lane l holds row l; afterwards lane j holds column j (bit l of lane j = old bit j of lane l).
+ * Same result as the reference's transpose32 (an involution). */
+static __device__ __forceinline__ uint32_t warp_transpose(uint32_t x, int lane) {
+  const uint32_t lo[5] = {0x0000FFFFu, 0x00FF00FFu, 0x0F0F0F0Fu, 0x33333333u, 0x55555555u};
+#pragma unroll
+  for (int t = 0, s = 16; t < 5; t++, s >>= 1) {
+    uint32_t y = __shfl_xor_sync(NZ_FULL, x, s);
+    uint32_t m = lo[t];
+    x = (lane & s) ? (x & ~m) | ((y & ~m) >> s) : (x & m) | ((y & m) << s);
+  }
+  return x;
+}
+
+static __device__ __forceinline__ uint32_t stored_width(uint32_t any) {
+  uint32_t w = any ? 32u - __clz(any) : 0u;
+  return w == 31 ? 32 : w;
+}
+
+uint32_t nz_fixedlen_units(const NzShape &sh) {
+  return (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, 32), FL_BLOCKS);
+}
+
+__global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
+                                                         NzFrame *fr, unsigned long long *lb, uint32_t *counter) {
+  typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
+  __shared__ typename Scan::TempStorage scan_ts;
+  __shared__ uint32_t s_pack[FL_BLOCKS * 32];
+  __shared__ uint32_t s_codes[FL_BLOCKS * 5 / 32];
+  __shared__ uint32_t s_unit, s_prefix;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) s_unit = atomicAdd(counter, 1u); /* in launch order, for the look-back */
+  if (tid < FL_BLOCKS * 5 / 32) s_codes[tid] = 0;
+  __syncthreads();
+  const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  const uint32_t n = sh.frame_n(f), nb = (uint32_t)nz_ceil(n, 32), T = sh.p0;
+  const uint32_t nt = (uint32_t)nz_ceil(nb, T), W = (uint32_t)nz_ceil(5ull * nb, 32), sw = sh.side_words(f);
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  const uint32_t blk0 = lc * FL_BLOCKS + warp * 32;
+
+  uint32_t z[32];
+#pragma unroll
+  for (int k = 0; k < 32; k++) { /* 32 independent loads in flight per lane */
+    uint32_t i = (blk0 + k) * 32 + lane;
+    z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
+  }
+  uint32_t myw = 0;
+#pragma unroll
+  for (int k = 0; k < 32; k++) {
+    uint32_t w = stored_width(__reduce_or_sync(NZ_FULL, z[k]));
+    if (lane == k) myw = w;
+  }
+  /* 5-bit width codes: this warp's 32 blocks fill exactly 5 words */
+  uint32_t code = myw == 32 ? 31 : myw, bit = 5 * lane;
+  atomicOr(&s_codes[warp * 5 + bit / 32], code << (bit % 32));
+  if (bit % 32 > 27) atomicOr(&s_codes[warp * 5 + bit / 32 + 1], code >> (32 - bit % 32));
+
+  uint32_t excl, agg;
+  Scan(scan_ts).ExclusiveSum(myw, excl, agg);
+#pragma unroll
+  for (int k = 0; k < 32; k++) {
+    uint32_t wk = __shfl_sync(NZ_FULL, myw, k), ok = __shfl_sync(NZ_FULL, excl, k);
+    uint32_t plane = warp_transpose(z[k], lane);
+    if ((uint32_t)lane < wk) s_pack[ok + lane] = plane;
+  }
+  if (warp == 0) {
+    uint32_t p = nz_lookback(lb, unit, f * upf, agg);
+    if (lane == 0) s_prefix = p;
+  }
+  __syncthreads();
+  const uint32_t prefix = s_prefix;
+  uint32_t *P = (uint32_t *)(out + f * stride + 64);
+  uint32_t chk = 0;
+  if (tid < FL_BLOCKS * 5 / 32) {
+    uint32_t j = lc * (FL_BLOCKS * 5 / 32) + tid;
+    if (j < W) {
+      P[sw + j] = s_codes[tid];
+      chk += nz_chk(s_codes[tid], sw + j);
+    }
+  }
+  uint32_t b = lc * FL_BLOCKS + tid;
+  if (b < nb && b % T == 0) {
+    uint32_t v = 4 * (prefix + excl), j = sw + W + b / T;
+    P[j] = v;
+    chk += nz_chk(v, j);
+  }
+  const uint32_t base = sw + W + nt + prefix;
+  for (uint32_t i = tid; i < agg; i += FL_THREADS) {
+    uint32_t v = s_pack[i];
+    P[base + i] = v;
+    chk += nz_chk(v, base + i);
+  }
+  nz_add_check<FL_THREADS>(chk, &fr[f].check);
+  if (tid == 0 && lc == (uint32_t)nz_ceil(nb, FL_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
+}
+
+ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                               unsigned long long *lb, uint32_t *counter, cudaStream_t s) {
+  NzShape sh = sh0;
+  sh.units_per_frame = nz_fixedlen_units(sh);
+  uint32_t last = (uint32_t)nz_ceil(nz_ceil(sh.frame_n(sh.n_frames - 1), 32), FL_BLOCKS);
+  uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
+  if (grid) k_fl_encode<<<grid, FL_THREADS, 0, s>>>(sh, d_sym, d_out, stride, fr, lb, counter);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------ decode */
+
+static __device__ void fail(NzFrame *f, uint32_t r) { atomicCAS(&f->status, 0u, NZ_CORRUPT(r)); }
+
+__global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+  typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
+  __shared__ typename Scan::TempStorage scan_ts;
+  __shared__ uint32_t s_pack[FL_BLOCKS * 32];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t f = blockIdx.y, tile = blockIdx.x;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_FIXEDLEN) return;
+  const uint32_t n = F->n, T = sh.p0, nb = (uint32_t)nz_ceil(n, 32), nt = (uint32_t)nz_ceil(nb, T);
+  const uint32_t W = (uint32_t)nz_ceil(5ull * nb, 32), sw = F->side_bytes / 4, head = W + nt;
+  const uint32_t coded = F->payload_bytes - F->side_bytes;
+  if (tile >= nt) return;
+  if (coded % 4 || coded / 4 < head) {
+    if (tid == 0 && tile == 0) fail(F, NZ_R_FL_SIZE);
+    return;
+  }
+  const uint32_t avail = coded / 4 - head; /* words of the packed area */
+  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t toff = P[W + tile];
+  if (toff % 4 || (tile == 0 && toff != 0)) {
+    if (tid == 0) fail(F, NZ_R_FL_OFFSET);
+    return;
+  }
+  uint32_t chk = tid == 0 ? nz_chk(toff, sw + W + tile) : 0u;
+  const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T;
+  /* width-code words whose first bit belongs to this tile's blocks */
+  uint32_t j0 = (uint32_t)nz_ceil(5ull * tb0, 32), j1 = (uint32_t)nz_ceil(5ull * (tb0 + tcount), 32);
+  for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
+  uint32_t running = toff / 4;
+  for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
+    uint32_t b = tb0 + g0 + tid, w = 0;
+    if (g0 + tid < tcount) {
+      uint32_t bit = 5 * b, word = bit / 32, sh5 = bit % 32;
+      uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
+      uint32_t c = (uint32_t)(two >> sh5) & 31u;
+      w = c == 31 ? 32 : c;
+    }
+    uint32_t excl, agg;
+    Scan(scan_ts).ExclusiveSum(w, excl, agg);
+    if (running > avail || agg > avail - running) {
+      if (tid == 0) fail(F, NZ_R_FL_SIZE);
+      return;
+    }
+    for (uint32_t i = tid; i < agg; i += FL_THREADS) {
+      uint32_t v = __ldg(P + head + running + i);
+      s_pack[i] = v;
+      chk += nz_chk(v, sw + head + running + i);
+    }
+    __syncthreads();
+    int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+#pragma unroll 4
+    for (int k = 0; k < 32; k++) {
+      uint32_t wk = __shfl_sync(NZ_FULL, w, k), ok = __shfl_sync(NZ_FULL, excl, k);
+      uint32_t x = (uint32_t)lane < wk ? s_pack[ok + lane] : 0u;
+      x = warp_transpose(x, lane);
+      uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
+      if (g0 + warp * 32 + k < tcount && i < n) dst[i] = ncclz_unzigzag(x);
+    }
+    running += agg;
+    __syncthreads();
+  }
+  nz_add_check<FL_THREADS>(chk, &F->check);
+  if (tid == 0) {
+    if (tile + 1 < nt) {
+      if (P[W + tile + 1] != 4 * running) fail(F, NZ_R_FL_OFFSET);
+    } else if (running != avail) {
+      fail(F, NZ_R_FL_SIZE);
+    }
+  }
+}
+
+ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s) {
+  uint32_t tiles = (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, 32), sh.p0);
+  k_fl_decode<<<dim3(tiles, sh.n_frames), FL_THREADS, 0, s>>>(sh, d_in, d_sym, fr);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}

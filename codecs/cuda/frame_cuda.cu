@@ -1,0 +1,408 @@
+/* Batched frames on the GPU: workspace layout, the frame header (built once on the host by the
+ * reference packer, patched per frame on the device), side data, RAW, header parsing and the
+ * payload check, and the encode/decode entry points that dispatch to the coders. */
+#include <string.h>
+
+#include "internal.cuh"
+
+#define RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+uint32_t ncclzCudaBatchFrames(const ncclzCudaBatch *b) {
+  if (!b || b->frame_symbols == 0) return 0;
+  return (uint32_t)nz_ceil(b->n_symbols, b->frame_symbols);
+}
+
+static uint32_t side_per_frame(const ncclzCudaBatch *b) {
+  if (!b->side_scales || !b->quant || !b->quant->qsgd_bucket) return 0;
+  return (uint32_t)nz_ceil(b->frame_symbols, b->quant->qsgd_bucket);
+}
+
+size_t ncclzCudaFrameSlotBytes(const ncclzCudaBatch *b) {
+  size_t n = b->frame_symbols < b->n_symbols ? b->frame_symbols : (size_t)b->n_symbols;
+  size_t bound = ncclzFrameBound(b->coder, &b->params, n, 4 * side_per_frame(b));
+  return (bound + 15) & ~(size_t)15; /* 16-byte aligned slots */
+}
+
+NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame) {
+  NzShape s;
+  s.n_symbols = b->n_symbols;
+  s.n_frames = ncclzCudaBatchFrames(b);
+  s.frame_symbols = b->frame_symbols;
+  s.p0 = b->coder == NCCLZ_CODER_FIXEDLEN ? b->params.fixedlen_tile_blocks
+         : b->coder == NCCLZ_CODER_HUFFMAN ? b->params.huffman_segment : 0;
+  s.side_per_frame = side_per_frame(b);
+  s.bucket = b->quant ? b->quant->qsgd_bucket : 0;
+  s.units_per_frame = units_per_frame;
+  return s;
+}
+
+/* Upper bound of look-back units of any coder for this batch. */
+static uint32_t lookback_units(const ncclzCudaBatch *b) {
+  ncclzCudaBatch f = *b, h = *b;
+  f.coder = NCCLZ_CODER_FIXEDLEN;
+  h.coder = NCCLZ_CODER_HUFFMAN;
+  if (f.params.fixedlen_tile_blocks == 0) f.params.fixedlen_tile_blocks = 256;
+  if (h.params.huffman_segment == 0) h.params.huffman_segment = 1024;
+  uint32_t a = nz_fixedlen_units(nz_shape(&f, 0)), c = nz_huffman_units(nz_shape(&h, 0));
+  return (a > c ? a : c) * ncclzCudaBatchFrames(b);
+}
+
+NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total) {
+  NzLayout L;
+  uint32_t nf = ncclzCudaBatchFrames(b);
+  size_t o = 0;
+  L.frames = o;
+  o = align256(o + sizeof(NzFrame) * nf);
+  L.counter = o;
+  o = align256(o + 16);
+  L.lookback = o;
+  o = align256(o + 8 * (size_t)units_total);
+  int huff = decode || b->coder == NCCLZ_CODER_HUFFMAN;
+  size_t bins = huff ? (size_t)nf * NCCLZ_HUFF_MAX_SYMS : 0;
+  L.hist = o;
+  o = align256(o + 4 * (decode ? 0 : bins));
+  L.table = o; /* encode: code per index; decode: sorted indices + canonical tables */
+  o = align256(o + 4 * (bins + (size_t)nf * 64));
+  L.lut = o;
+  o = align256(o + (decode && huff ? 4 * ((size_t)nf << 11) : 0));
+  L.total = o;
+  return L;
+}
+
+size_t ncclzCudaEncodeWorkspaceSize(const ncclzCudaBatch *b) {
+  return nz_layout(b, 0, lookback_units(b)).total;
+}
+size_t ncclzCudaDecodeWorkspaceSize(const ncclzCudaBatch *b) { return nz_layout(b, 1, 0).total; }
+
+NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder) {
+  ncclzFrameHeader h;
+  memset(&h, 0, sizeof h);
+  h.version = NCCLZ_FORMAT_VERSION;
+  h.coder = (uint8_t)coder;
+  h.dtype = (uint8_t)b->dtype;
+  const ncclzQuantParams *q = b->quant;
+  if (q && q->kind != NCCLZ_QUANT_NONE) { /* as frame.c's describe_quant: unused fields stay 0 */
+    h.quant = (uint8_t)q->kind;
+    if (q->kind == NCCLZ_QUANT_EB) {
+      h.lorenzo = (uint8_t)q->lorenzo;
+      h.abs_eb = q->abs_eb;
+      if (q->has_fill) {
+        h.flags |= NCCLZ_FRAME_FLAG_FILL;
+        h.fill_value = q->fill_value;
+      }
+    } else {
+      h.qsgd_bits = (uint8_t)q->qsgd_bits;
+      h.qsgd_bucket = q->qsgd_bucket;
+    }
+  }
+  if (side_per_frame(b)) h.flags |= NCCLZ_FRAME_FLAG_SIDE_SCALES;
+  if (coder == NCCLZ_CODER_FIXEDLEN) h.coder_p0 = b->params.fixedlen_tile_blocks;
+  if (coder == NCCLZ_CODER_HUFFMAN) h.coder_p0 = b->params.huffman_segment;
+  NzHeaderTemplate t;
+  ncclzFrameHeaderPack(&h, t.b);
+  return t;
+}
+
+/* ------------------------------------------------------------ shared kernels */
+
+__global__ void k_init(NzFrame *fr, uint32_t nf, unsigned long long *lb, size_t nlb, uint32_t *counter) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t k = i; k < nf; k += stride) {
+    NzFrame z;
+    memset(&z, 0, sizeof z);
+    z.vmin = INT32_MAX;
+    z.vmax = INT32_MIN + 1;
+    fr[k] = z;
+  }
+  for (size_t k = i; k < nlb; k += stride) lb[k] = 0;
+  if (i == 0) counter[0] = 0;
+}
+
+void nz_launch_init(NzFrame *fr, uint32_t nf, unsigned long long *lb, size_t nlb, uint32_t *counter,
+                    cudaStream_t s) {
+  size_t n = nf > nlb ? nf : nlb;
+  unsigned blocks = (unsigned)(n / 256 + 1);
+  if (blocks > 1024) blocks = 1024;
+  k_init<<<blocks, 256, 0, s>>>(fr, nf, lb, nlb, counter);
+}
+
+/* QSGD scales of frame f into its payload's first words (encode). */
+__global__ void k_side_encode(NzShape sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr) {
+  uint32_t f = blockIdx.y;
+  uint32_t nw = sh.side_words(f);
+  uint32_t *dst = (uint32_t *)(out + f * stride + 64);
+  const uint32_t *src = (const uint32_t *)(scales + (size_t)f * sh.side_per_frame);
+  uint32_t chk = 0;
+  for (uint32_t i = blockIdx.x * 256 + threadIdx.x; i < nw; i += gridDim.x * 256) {
+    uint32_t w = src[i];
+    dst[i] = w;
+    chk += nz_chk(w, i);
+  }
+  nz_add_check<256>(chk, &fr[f].check);
+}
+
+/* RAW: the symbols as words after the side data. */
+__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr) {
+  uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
+  const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
+  uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
+  uint32_t chk = 0;
+  for (uint32_t i = blockIdx.x * RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * RAW_CHUNK; i += 256) {
+    uint32_t w = src[i];
+    dst[i] = w;
+    chk += nz_chk(w, sw + i);
+  }
+  nz_add_check<256>(chk, &fr[f].check);
+  if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
+}
+
+/* Writes each frame's header: the template plus the per-frame fields and both checks. */
+__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplate t, const double *d_abs_eb, uint32_t dtype_size,
+                                  uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
+  uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= sh.n_frames) return;
+  uint8_t *h = out + f * stride;
+  uint8_t b[64];
+  for (int i = 0; i < 64; i++) b[i] = t.b[i];
+  uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
+  ncclz_store_u32(b + 12, n);
+  ncclz_store_u32(b + 16, payload);
+  ncclz_store_u32(b + 20, side);
+  if (b[5] == NCCLZ_CODER_HUFFMAN) {
+    ncclz_store_u32(b + 32, (uint32_t)fr[f].centre);
+    ncclz_store_u32(b + 36, fr[f].radius);
+  }
+  if (d_abs_eb) {
+    unsigned long long v = __double_as_longlong(*d_abs_eb);
+    ncclz_store_u32(b + 40, (uint32_t)v);
+    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
+  }
+  ncclz_store_u32(b + 52, fr[f].check ^ payload);
+  ncclz_store_u32(b + 56, n * dtype_size);
+  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
+  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
+  frame_bytes[f] = 64 + payload;
+}
+
+/* ------------------------------------------------------------ decode kernels */
+
+/* One thread per frame: the header checks of ncclzFrameHeaderParse, in its order, plus the
+ * batch's own (symbol count, coder mask, coder parameter). */
+__global__ void k_parse(NzShape sh, const uint8_t *in, const uint64_t *offsets, size_t in_stride, size_t in_len,
+                        unsigned mask, uint32_t p0f, uint32_t p0h, NzFrame *fr) {
+  uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= sh.n_frames) return;
+  NzFrame z;
+  memset(&z, 0, sizeof z);
+  uint64_t start = offsets ? offsets[f] : (uint64_t)f * in_stride;
+  uint64_t end = offsets ? (f + 1 < sh.n_frames ? offsets[f + 1] : in_len) : start + in_stride;
+  if (!offsets && in_len && end > in_len) end = in_len;
+  uint64_t avail = end > start ? end - start : 0;
+  z.src = start;
+  z.n = sh.frame_n(f);
+  const uint8_t *h = in + start;
+  uint32_t r = NZ_R_OK;
+  uint8_t b[64];
+  if (avail < 64) r = NZ_R_SHORT;
+  if (!r) {
+    for (int i = 0; i < 64; i += 4) ncclz_store_u32(b + i, *(const uint32_t *)(h + i));
+    uint32_t flags = b[10] | b[11] << 8, n = ncclz_load_u32(b + 12);
+    z.payload_bytes = ncclz_load_u32(b + 16);
+    z.side_bytes = ncclz_load_u32(b + 20);
+    uint32_t bucket = ncclz_load_u32(b + 24);
+    z.p0 = ncclz_load_u32(b + 28);
+    z.centre = (int32_t)ncclz_load_u32(b + 32);
+    z.radius = ncclz_load_u32(b + 36);
+    z.payload_check = ncclz_load_u32(b + 52);
+    z.coder = b[5];
+    uint32_t dsz = b[6] == 1 || b[6] == 2 ? 2 : 4;
+    if (ncclz_load_u32(b) != NCCLZ_FRAME_MAGIC) r = NZ_R_MAGIC;
+    else if (b[4] != NCCLZ_FORMAT_VERSION) r = NZ_R_VERSION;
+    else if (ncclz_load_u32(b + 60) != ncclz_fnv1a(b, 60)) r = NZ_R_HCHECK;
+    else if (b[5] >= NCCLZ_CODER_COUNT || b[6] >= NCCLZ_DTYPE_COUNT || b[7] > 2 || b[8] > 3 || (flags & ~3u)) r = NZ_R_ENUM;
+    else if ((uint64_t)n * dsz != ncclz_load_u32(b + 56)) r = NZ_R_RAWBYTES;
+    else if (z.side_bytes > z.payload_bytes || ((flags & 2) != 0) != (z.side_bytes != 0) ||
+             ((flags & 2) && (bucket == 0 || (uint64_t)z.side_bytes != 4 * nz_ceil(n, bucket))))
+      r = NZ_R_SIDE;
+    else if (z.payload_bytes > avail - 64) r = NZ_R_PAYLOAD_AVAIL;
+    else if (n != z.n) r = NZ_R_COUNT;
+    else if (!(mask >> z.coder & 1)) r = NZ_R_CODER_MASK;
+    else if ((z.coder == NCCLZ_CODER_RAW && (z.p0 || z.centre || z.radius)) ||
+             (z.coder == NCCLZ_CODER_FIXEDLEN && (z.p0 != p0f || z.centre || z.radius)) ||
+             (z.coder == NCCLZ_CODER_HUFFMAN && z.p0 != p0h))
+      r = NZ_R_PARAM;
+    else if (z.side_bytes && z.side_bytes != 4 * sh.side_words(f))
+      r = NZ_R_SIDE_SIZE;
+  }
+  z.status = r ? NZ_CORRUPT(r) : 0;
+  z.coder = r ? 0xFF : z.coder;
+  fr[f] = z;
+}
+
+__global__ void k_side_decode(NzShape sh, const uint8_t *in, float *scales, NzFrame *fr) {
+  uint32_t f = blockIdx.y;
+  if (fr[f].status) return;
+  uint32_t nw = fr[f].side_bytes / 4;
+  const uint32_t *src = (const uint32_t *)(in + fr[f].src + 64);
+  uint32_t chk = 0;
+  for (uint32_t i = blockIdx.x * 256 + threadIdx.x; i < nw; i += gridDim.x * 256) {
+    uint32_t w = src[i];
+    if (scales) ((uint32_t *)scales)[(size_t)f * sh.side_per_frame + i] = w;
+    chk += nz_chk(w, i);
+  }
+  nz_add_check<256>(chk, &fr[f].check);
+}
+
+__global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+  uint32_t f = blockIdx.y;
+  if (fr[f].status || fr[f].coder != NCCLZ_CODER_RAW) return;
+  uint32_t n = fr[f].n, sw = fr[f].side_bytes / 4;
+  if (fr[f].payload_bytes - fr[f].side_bytes != 4 * n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(&fr[f].status, 0u, NZ_CORRUPT(NZ_R_RAW_SIZE));
+    return;
+  }
+  const uint32_t *src = (const uint32_t *)(in + fr[f].src + 64) + sw;
+  uint32_t *dst = (uint32_t *)sym + (size_t)f * sh.frame_symbols;
+  uint32_t chk = 0;
+  for (uint32_t i = blockIdx.x * RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * RAW_CHUNK; i += 256) {
+    uint32_t w = src[i];
+    dst[i] = w;
+    chk += nz_chk(w, sw + i);
+  }
+  nz_add_check<256>(chk, &fr[f].check);
+}
+
+/* The payload check comes before the coder's checks in the reference's order, so it wins. */
+__global__ void k_finalize_decode(NzShape sh, NzFrame *fr, uint32_t *status) {
+  uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= sh.n_frames) return;
+  NzFrame z = fr[f];
+  uint32_t st = z.status;
+  uint32_t parse_ok = z.coder != 0xFF;
+  if (parse_ok && (z.check ^ z.payload_bytes) != z.payload_check) st = NZ_CORRUPT(NZ_R_PCHECK);
+  status[f] = st;
+}
+
+/* ------------------------------------------------------------ entry points */
+
+static ncclzStatus check_batch(const ncclzCudaBatch *b) {
+  if (!b || b->frame_symbols == 0 || (unsigned)b->coder >= NCCLZ_CODER_COUNT || (unsigned)b->dtype >= NCCLZ_DTYPE_COUNT)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: frame_symbols must be > 0 and coder/dtype valid");
+  if ((uint64_t)b->frame_symbols * ncclzDtypeSize(b->dtype) > UINT32_MAX)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: frames of %u symbols exceed 4 GiB", b->frame_symbols);
+  if (b->side_scales && (!b->quant || b->quant->kind != NCCLZ_QUANT_QSGD || !b->quant->qsgd_bucket ||
+                         b->frame_symbols % b->quant->qsgd_bucket))
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: side scales need QSGD and frames of whole buckets");
+  if (b->coder == NCCLZ_CODER_FIXEDLEN && b->params.fixedlen_tile_blocks == 0)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: fixedlen tile size must be > 0");
+  if (b->coder == NCCLZ_CODER_HUFFMAN && (b->params.huffman_segment == 0 || b->params.huffman_segment > 4096))
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: huffman segment must be 1..4096 symbols on the GPU");
+  return NCCLZ_OK;
+}
+
+template <typename T>
+static T *ws_at(void *ws, size_t off) { return (T *)((char *)ws + off); }
+
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                 size_t ws_bytes, cudaStream_t s) {
+  ncclzStatus st = check_batch(b);
+  if (st != NCCLZ_OK) return st;
+  uint32_t nf = ncclzCudaBatchFrames(b);
+  if (nf == 0) return NCCLZ_OK;
+  if (out_stride < ncclzCudaFrameSlotBytes(b) || out_stride % 4)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu below the slot size %zu (or not 4-aligned)",
+                         out_stride, ncclzCudaFrameSlotBytes(b));
+  if (b->side_scales && !d_scales) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: side scales missing");
+  uint32_t units = lookback_units(b);
+  NzLayout L = nz_layout(b, 0, units);
+  if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);
+  NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
+  unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
+  uint32_t *counter = ws_at<uint32_t>(d_ws, L.counter);
+  nz_launch_init(fr, nf, lb, units, counter, s);
+  NZ_LAUNCHED();
+  NzShape sh = nz_shape(b, 0);
+  if (sh.side_per_frame) {
+    k_side_encode<<<dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s>>>(
+        sh, d_scales, d_out, out_stride, fr);
+    NZ_LAUNCHED();
+  }
+  switch (b->coder) {
+  case NCCLZ_CODER_RAW:
+    k_raw_encode<<<dim3((unsigned)nz_ceil(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr);
+    NZ_LAUNCHED();
+    break;
+  case NCCLZ_CODER_FIXEDLEN:
+    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, s);
+    break;
+  default:
+    st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, ws_at<uint32_t>(d_ws, L.hist),
+                           ws_at<uint32_t>(d_ws, L.table), s);
+  }
+  if (st != NCCLZ_OK) return st;
+  NzHeaderTemplate t = nz_header_template(b, b->coder);
+  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+                                                    out_stride, fr, d_frame_bytes);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
+                                 float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
+  ncclzCudaBatch bb = *b;
+  if (bb.params.fixedlen_tile_blocks == 0) bb.params.fixedlen_tile_blocks = 256;
+  if (bb.params.huffman_segment == 0) bb.params.huffman_segment = 1024;
+  ncclzStatus st = check_batch(&bb);
+  if (st != NCCLZ_OK) return st;
+  uint32_t nf = ncclzCudaBatchFrames(&bb);
+  if (nf == 0) return NCCLZ_OK;
+  if (!d_in_offsets && in_stride < 64) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: in_stride %zu < 64", in_stride);
+  NzLayout L = nz_layout(&bb, 1, 0);
+  if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: workspace %zu < %zu", ws_bytes, L.total);
+  unsigned mask = coder_mask ? coder_mask : 1u << bb.coder;
+  NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
+  NzShape sh = nz_shape(&bb, 0);
+  ncclzCudaBatch fb = bb, hb = bb;
+  fb.coder = NCCLZ_CODER_FIXEDLEN;
+  hb.coder = NCCLZ_CODER_HUFFMAN;
+  /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
+  NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
+  k_parse<<<(nf + 127) / 128, 128, 0, s>>>(sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
+  NZ_LAUNCHED();
+  if (sh.side_per_frame) {
+    k_side_decode<<<dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s>>>(
+        sh, d_in, d_scales, fr);
+    NZ_LAUNCHED();
+  }
+  if (mask & 1u) {
+    k_raw_decode<<<dim3((unsigned)nz_ceil(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_in, d_sym, fr);
+    NZ_LAUNCHED();
+  }
+  if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, d_sym, fr, s)) != NCCLZ_OK) return st;
+  if (mask & 4u &&
+      (st = nz_huffman_decode(shh, d_in, d_sym, fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
+          NCCLZ_OK)
+    return st;
+  k_finalize_decode<<<(nf + 127) / 128, 128, 0, s>>>(sh, fr, d_status);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+const char *ncclzCudaStatusReason(uint32_t status) {
+  static const char *const r[NZ_R_COUNT_OF] = {
+      "ok", "frame shorter than its header", "bad frame magic", "unsupported frame version",
+      "header checksum mismatch", "unknown enum value in the header", "raw_bytes disagree with n_symbols",
+      "side data fields inconsistent", "payload truncated", "payload check mismatch",
+      "symbol count differs from the batch", "coder parameters differ from the batch", "coder not in the mask",
+      "raw: size is not 4 n", "fixedlen: size mismatch", "fixedlen: tile offset mismatch",
+      "huffman: code table invalid", "huffman: Kraft sum invalid", "huffman: segment offsets invalid",
+      "huffman: invalid code", "huffman: segment length mismatch", "huffman: nonzero padding",
+      "side data size differs from the batch"};
+  if (status == 0) return "ok";
+  uint32_t reason = status >> 8;
+  return reason < NZ_R_COUNT_OF ? r[reason] : "unknown failure";
+}

@@ -1,0 +1,631 @@
+/* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: symbol range -> histogram -> code book
+ * (one CTA per frame: CUB radix sorts for the two orderings, the reference's own two-queue
+ * tree and length limiter from huff_codebook.h, a packed 16-way block scan for canonical codes)
+ * -> one pass that codes a segment per warp into shared memory and places it by decoupled
+ * look-back. Decode: a table kernel per frame, then one thread per segment with the first-level
+ * table in shared memory, staging 32 symbols per lane so that the stores are coalesced. */
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "internal.cuh"
+
+#define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8193 */
+#define BOOK_THREADS 1024
+#define BOOK_ITEMS 9               /* 1024 * 9 >= 8193 */
+#define SCAN_CHUNK 16384u          /* symbols per CTA in the range and histogram passes */
+#define ENC_WARPS 8
+#define DEC_THREADS 128
+#define FAST_BITS 11u
+
+static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame *F) {
+  int32_t lo = F->vmin, hi = F->vmax;
+  if (lo == INT32_MAX && hi == INT32_MIN + 1) lo = hi = 0; /* no non-fill symbol */
+  return ncclz_huff_choose_alphabet(lo, hi, F->centre);     /* centre: the sample median */
+}
+
+/* ------------------------------------------------------------ range and histogram */
+
+struct MinOp {
+  __device__ int32_t operator()(int32_t a, int32_t b) const { return a < b ? a : b; }
+};
+struct MaxOp {
+  __device__ int32_t operator()(int32_t a, int32_t b) const { return a > b ? a : b; }
+};
+
+__global__ void __launch_bounds__(256) k_hf_range(NzShape sh, const int32_t *sym, NzFrame *fr) {
+  typedef cub::BlockReduce<int32_t, 256> Red;
+  __shared__ typename Red::TempStorage ts;
+  uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * SCAN_CHUNK;
+  if (i0 >= n) return;
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  int32_t lo = INT32_MAX, hi = INT32_MIN + 1;
+  uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+  for (uint32_t i = i0 + threadIdx.x; i < end; i += 256) {
+    int32_t s = __ldg(src + i);
+    if (s == NCCLZ_FILL_CODE) continue;
+    lo = min(lo, s);
+    hi = max(hi, s);
+  }
+  lo = Red(ts).Reduce(lo, MinOp());
+  __syncthreads();
+  hi = Red(ts).Reduce(hi, MaxOp());
+  if (threadIdx.x == 0) {
+    if (lo != INT32_MAX) atomicMin(&fr[f].vmin, lo);
+    if (hi != INT32_MIN + 1) atomicMax(&fr[f].vmax, hi);
+  }
+}
+
+/* The alphabet's centre: median of up to 1024 sampled non-fill symbols (as sample_median),
+ * one CTA per frame, the sample sorted by a block radix sort. */
+__global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
+  typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
+  __shared__ typename Sort::TempStorage ts;
+  const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
+  const uint32_t m = n < NCCLZ_HUFF_CENTRE_SAMPLES ? n : NCCLZ_HUFF_CENTRE_SAMPLES;
+  uint64_t key[1] = {1ull << 32}; /* absent or fill: after every symbol */
+  if (t < m) {
+    int32_t v = __ldg(sym + (size_t)f * sh.frame_symbols + ncclz_huff_sample_pos(t, n, m));
+    if (v != NCCLZ_FILL_CODE) key[0] = (uint32_t)v ^ 0x80000000u; /* order-preserving */
+  }
+  const uint32_t k = __syncthreads_count(key[0] >> 32 == 0);
+  Sort(ts).Sort(key, 0, 33);
+  if (k == 0 && t == 0) fr[f].centre = 0;
+  if (k && t == (k - 1) / 2) fr[f].centre = (int32_t)((uint32_t)key[0] ^ 0x80000000u);
+}
+
+__global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist) {
+  __shared__ uint32_t h[HF_K];
+  uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * SCAN_CHUNK;
+  if (i0 >= n) return;
+  ncclzHuffAlphabet a = frame_alphabet(&fr[f]);
+  uint32_t K = 2 * a.radius + 1;
+  for (uint32_t i = threadIdx.x; i < K; i += 512) h[i] = 0;
+  __syncthreads();
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+  for (uint32_t i = i0 + threadIdx.x; i < end; i += 512) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
+  __syncthreads();
+  uint32_t *g = hist + (size_t)f * HF_K;
+  for (uint32_t i = threadIdx.x; i < K; i += 512)
+    if (h[i]) atomicAdd(&g[i], h[i]);
+  if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].radius = a.radius;
+}
+
+/* ------------------------------------------------------------ canonical codes, in parallel */
+
+/* 16 counters of 16 bits (one per code length) in four words: adding two never carries across
+ * counters because no count exceeds 8193. One block scan then ranks every index within its
+ * length, which is what canonical codes by (length, index) need. */
+struct Cnt16 {
+  unsigned long long q[4];
+};
+struct Cnt16Add {
+  __device__ Cnt16 operator()(const Cnt16 &a, const Cnt16 &b) const {
+    Cnt16 r;
+    for (int i = 0; i < 4; i++) r.q[i] = a.q[i] + b.q[i];
+    return r;
+  }
+};
+static __device__ __forceinline__ uint32_t cnt_get(const Cnt16 &c, uint32_t len) {
+  return (uint32_t)(c.q[len >> 2] >> (16 * (len & 3))) & 0xFFFFu;
+}
+
+struct CanonShared {
+  typename cub::BlockScan<Cnt16, BOOK_THREADS>::TempStorage scan;
+  uint32_t count[16], first[16], start[16];
+};
+
+/* codes[i] (MSB-first value) for lens[0..K); also count/first/start per length. All threads. */
+static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t *codes, CanonShared &sh) {
+  const uint32_t t = threadIdx.x, i0 = t * BOOK_ITEMS;
+  if (t < 16) sh.count[t] = 0;
+  __syncthreads();
+  Cnt16 mine = {{0, 0, 0, 0}};
+  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) {
+    uint32_t l = lens[i];
+    mine.q[l >> 2] += 1ull << (16 * (l & 3));
+  }
+  Cnt16 excl, total;
+  Cnt16 zero = {{0, 0, 0, 0}};
+  cub::BlockScan<Cnt16, BOOK_THREADS>(sh.scan).ExclusiveScan(mine, excl, zero, Cnt16Add(), total);
+  if (t == 0) {
+    uint32_t code = 0, rank = 0;
+    sh.first[0] = 0;
+    sh.first[1] = 0;
+    for (uint32_t len = 0; len < 16; len++) sh.count[len] = len ? cnt_get(total, len) : 0;
+    for (uint32_t len = 2; len < 16; len++) { /* RFC 1951, as ncclz_huff_first_codes */
+      code = (code + sh.count[len - 1]) << 1;
+      sh.first[len] = code;
+    }
+    for (uint32_t len = 1; len < 16; len++) {
+      sh.start[len] = rank;
+      rank += sh.count[len];
+    }
+  }
+  __syncthreads();
+  uint32_t local[16];
+  for (int l = 0; l < 16; l++) local[l] = 0;
+  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) {
+    uint32_t l = lens[i];
+    codes[i] = l ? sh.first[l] + cnt_get(excl, l) + local[l] : 0u;
+    local[l]++;
+  }
+  __syncthreads();
+}
+
+/* ------------------------------------------------------------ code book (encode) */
+
+typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, BOOK_ITEMS> BookSort;
+
+struct BookShared {
+  uint64_t key[HF_K];
+  union {
+    typename BookSort::TempStorage sort;
+    struct {
+      uint64_t weight[HF_K];
+      uint32_t node[2 * HF_K];
+    } tree;
+    uint32_t codes[HF_K];
+  } u;
+  CanonShared canon;
+  uint8_t lens[HF_K + 7];
+  uint32_t m, maxf, lo, hi, overflowed;
+  uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1];
+};
+
+/* Sorts the m keys of s.key (sort keys: value << 14 | index, value < 2^32) ascending. */
+static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits) {
+  uint64_t items[BOOK_ITEMS];
+  for (int j = 0; j < BOOK_ITEMS; j++) {
+    uint32_t i = threadIdx.x * BOOK_ITEMS + j;
+    items[j] = i < m ? s.key[i] : ~(uint64_t)0;
+  }
+  __syncthreads();
+  BookSort(s.u.sort).Sort(items, 0, 14 + value_bits < 64 ? 14 + value_bits + 1 : 64);
+  __syncthreads();
+  for (int j = 0; j < BOOK_ITEMS; j++) {
+    uint32_t i = threadIdx.x * BOOK_ITEMS + j;
+    if (i < m) s.key[i] = items[j];
+  }
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame *fr, const uint32_t *hist,
+                                                              uint32_t *table, uint8_t *out, size_t stride) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  BookShared &s = *reinterpret_cast<BookShared *>(smem);
+  const uint32_t f = blockIdx.x, t = threadIdx.x;
+  const uint32_t K = 2 * fr[f].radius + 1;
+  const uint32_t *freq = hist + (size_t)f * HF_K;
+  if (t == 0) {
+    s.m = 0;
+    s.maxf = 0;
+    s.lo = K;
+    s.hi = 0;
+    s.overflowed = 0;
+  }
+  if (t <= NCCLZ_HUFF_LEN_LIMIT) s.count[t] = 0;
+  for (uint32_t i = t; i < K; i += BOOK_THREADS) s.lens[i] = 0;
+  __syncthreads();
+  /* step 1: used indices (order does not matter: the sort makes it unique, keys are distinct) */
+  for (uint32_t i = t; i < K; i += BOOK_THREADS) {
+    uint32_t q = freq[i];
+    if (q) {
+      s.key[atomicAdd(&s.m, 1u)] = (uint64_t)q << 14 | i;
+      atomicMax(&s.maxf, q);
+    }
+  }
+  __syncthreads();
+  const uint32_t m = s.m, vbits = 32 - __clz(s.maxf);
+  if (m == 1) {
+    if (t == 0) s.lens[(uint32_t)(s.key[0] & 0x3FFF)] = 1;
+  } else if (m > 1) {
+    book_sort(s, m, vbits);
+    /* step 2: the reference's two-queue tree on its key layout (weight in the high half) */
+    if (t == 0) {
+      for (uint32_t i = 0; i < m; i++) s.key[i] = (s.key[i] >> 14) << 32 | (s.key[i] & 0x3FFF);
+      ncclz_huff_tree_depths(s.key, m, s.u.tree.weight, s.u.tree.node);
+    }
+    __syncthreads();
+    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
+      uint32_t d = s.u.tree.node[i];
+      if (d > NCCLZ_HUFF_MAX_LEN) {
+        d = NCCLZ_HUFF_MAX_LEN;
+        s.overflowed = 1;
+      }
+      atomicAdd(&s.count[d], 1u);
+    }
+    __syncthreads();
+    if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
+    /* step 4: lengths shortest first over (frequency desc, index asc) */
+    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
+      uint64_t k = s.key[i];
+      s.key[i] = (uint64_t)(0xFFFFFFFFu - (uint32_t)(k >> 32)) << 14 | (k & 0x3FFF);
+    }
+    __syncthreads();
+    book_sort(s, m, 32);
+    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
+      uint32_t len = 1, cum = 0;
+      while (len < 16 && cum + s.count[len] <= i) cum += s.count[len++];
+      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)len;
+    }
+  }
+  __syncthreads();
+  canonical_codes(s.lens, K, s.u.codes, s.canon);
+  uint32_t *enc = table + (size_t)f * HF_K;
+  for (uint32_t i = t; i < K; i += BOOK_THREADS) {
+    uint32_t len = s.lens[i];
+    enc[i] = ncclz_huff_reverse(s.u.codes[i], len) | len << 16;
+    if (len) {
+      atomicMin(&s.lo, i);
+      atomicMax(&s.hi, i);
+    }
+  }
+  __syncthreads();
+  /* the table head: lo, m, nibbles, nseg */
+  const uint32_t lo = s.lo < K ? s.lo : 0, mm = s.lo < K ? s.hi - s.lo + 1 : 0;
+  const uint32_t nibw = (mm + 7) / 8, n = sh.frame_n(f), nseg = (uint32_t)nz_ceil(n, sh.p0), sw = sh.side_words(f);
+  uint32_t *P = (uint32_t *)(out + f * stride + 64) + sw;
+  uint32_t chk = 0;
+  for (uint32_t q = t; q < nibw + 3; q += BOOK_THREADS) {
+    uint32_t v;
+    if (q == 0) v = lo;
+    else if (q == 1) v = mm;
+    else if (q == nibw + 2) v = nseg;
+    else {
+      v = 0;
+      for (uint32_t j = 0; j < 8; j++) {
+        uint32_t jj = (q - 2) * 8 + j;
+        if (jj < mm) v |= (uint32_t)s.lens[lo + jj] << (4 * j);
+      }
+    }
+    P[q] = v;
+    chk += nz_chk(v, sw + q);
+  }
+  nz_add_check<BOOK_THREADS>(chk, &fr[f].check);
+  if (t == 0) {
+    fr[f].lo = lo;
+    fr[f].m = mm;
+  }
+}
+
+/* ------------------------------------------------------------ segment encoder */
+
+struct BitSink {
+  uint32_t *st;
+  uint32_t wpos, nacc;
+  unsigned long long acc;
+  __device__ void put(uint32_t bits, uint32_t len) {
+    acc |= (unsigned long long)bits << nacc;
+    nacc += len;
+    while (nacc >= 32) {
+      atomicOr(&st[wpos++], (uint32_t)acc);
+      acc >>= 32;
+      nacc -= 32;
+    }
+  }
+  __device__ void flush() {
+    if (nacc) atomicOr(&st[wpos], (uint32_t)acc);
+  }
+};
+
+uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, sh.p0), ENC_WARPS); }
+
+static __host__ __device__ uint32_t seg_stage_words(uint32_t S) { return (S * 47 + 31) / 32 + 2; }
+
+__global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const int32_t *sym, const uint32_t *table,
+                                                              uint8_t *out, size_t stride, NzFrame *fr,
+                                                              unsigned long long *lb, uint32_t *counter) {
+  extern __shared__ __align__(16) uint32_t stage[];
+  __shared__ uint32_t s_unit, s_prefix, s_segw[ENC_WARPS], s_excl[ENC_WARPS], s_agg;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) s_unit = atomicAdd(counter, 1u);
+  __syncthreads();
+  const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)nz_ceil(n, S), k = lc * ENC_WARPS + warp;
+  const ncclzHuffAlphabet a = {fr[f].centre, fr[f].radius};
+  const uint32_t esc = 2 * a.radius;
+  const uint32_t *enc = table + (size_t)f * HF_K;
+  const uint32_t count = k < nseg ? (n - k * S < S ? n - k * S : S) : 0;
+  const uint32_t per = (S + 31) / 32, b0 = lane * per < count ? lane * per : count;
+  const uint32_t b1 = b0 + per < count ? b0 + per : count;
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols + (size_t)k * S;
+  uint32_t bits = 0;
+  for (uint32_t i = b0; i < b1; i++) {
+    uint32_t idx = ncclz_huff_index(__ldg(src + i), a);
+    bits += (__ldg(enc + idx) >> 16) + (idx == esc ? 32u : 0u);
+  }
+  uint32_t pos = bits; /* inclusive warp scan -> exclusive */
+  for (int o = 1; o < 32; o <<= 1) {
+    uint32_t v = __shfl_up_sync(NZ_FULL, pos, o);
+    if (lane >= o) pos += v;
+  }
+  const uint32_t seg_bits = __shfl_sync(NZ_FULL, pos, 31), seg_words = (seg_bits + 31) / 32;
+  pos -= bits;
+  uint32_t *st = stage + warp * seg_stage_words(S);
+  for (uint32_t i = lane; i < seg_words; i += 32) st[i] = 0;
+  __syncwarp();
+  BitSink bw = {st, pos >> 5, pos & 31, 0};
+  for (uint32_t i = b0; i < b1; i++) {
+    int32_t v = __ldg(src + i);
+    uint32_t idx = ncclz_huff_index(v, a), e = __ldg(enc + idx);
+    bw.put(e & 0xFFFFu, e >> 16);
+    if (idx == esc) bw.put((uint32_t)v, 32);
+  }
+  bw.flush();
+  if (lane == 0) s_segw[warp] = seg_words;
+  __syncthreads();
+  if (tid == 0) {
+    uint32_t acc = 0;
+    for (int w = 0; w < ENC_WARPS; w++) {
+      s_excl[w] = acc;
+      acc += s_segw[w];
+    }
+    s_agg = acc;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    uint32_t p = nz_lookback(lb, unit, f * upf, s_agg);
+    if (lane == 0) s_prefix = p;
+  }
+  __syncthreads();
+  const uint32_t sw = sh.side_words(f), nibw = (fr[f].m + 7) / 8, H = 2 + nibw + 1 + nseg;
+  uint32_t *P = (uint32_t *)(out + f * stride + 64);
+  const uint32_t my0 = s_prefix + s_excl[warp];
+  uint32_t chk = 0;
+  if (k < nseg && lane == 0) {
+    uint32_t j = sw + 3 + nibw + k;
+    P[j] = 4 * my0;
+    chk += nz_chk(4 * my0, j);
+  }
+  for (uint32_t i = lane; i < seg_words; i += 32) {
+    uint32_t j = sw + H + my0 + i, v = st[i];
+    P[j] = v;
+    chk += nz_chk(v, j);
+  }
+  nz_add_check<ENC_WARPS * 32>(chk, &fr[f].check);
+  if (tid == 0 && lc == (uint32_t)nz_ceil(nseg, ENC_WARPS) - 1) fr[f].coded_bytes = 4 * (H + s_prefix + s_agg);
+}
+
+ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                              unsigned long long *lb, uint32_t *counter, uint32_t *hist, uint32_t *table,
+                              cudaStream_t s) {
+  NzShape sh = sh0;
+  sh.units_per_frame = nz_huffman_units(sh);
+  const uint32_t nf = sh.n_frames;
+  NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
+  dim3 g((unsigned)nz_ceil(sh.frame_symbols, SCAN_CHUNK), nf);
+  k_hf_range<<<g, 256, 0, s>>>(sh, d_sym, fr);
+  NZ_LAUNCHED();
+  k_hf_median<<<nf, 1024, 0, s>>>(sh, d_sym, fr);
+  NZ_LAUNCHED();
+  k_hf_hist<<<g, 512, 0, s>>>(sh, d_sym, fr, hist);
+  NZ_LAUNCHED();
+  size_t book_smem = sizeof(BookShared);
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_book, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)book_smem));
+  k_hf_book<<<nf, BOOK_THREADS, book_smem, s>>>(sh, fr, hist, table, d_out, stride);
+  NZ_LAUNCHED();
+  size_t enc_smem = sizeof(uint32_t) * ENC_WARPS * seg_stage_words(sh.p0);
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)enc_smem));
+  uint32_t last = (uint32_t)nz_ceil(nz_ceil(sh.frame_n(nf - 1), sh.p0), ENC_WARPS);
+  k_hf_encode<<<(nf - 1) * sh.units_per_frame + last, ENC_WARPS * 32, enc_smem, s>>>(sh, d_sym, table, d_out, stride,
+                                                                                     fr, lb, counter);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------ decode */
+
+static __device__ void hf_fail(NzFrame *F, uint32_t r) { atomicCAS(&F->status, 0u, NZ_CORRUPT(r)); }
+
+struct TableShared {
+  CanonShared canon;
+  uint8_t lens[HF_K + 7];
+  uint32_t codes[HF_K];
+  uint32_t bad, max_len;
+  unsigned long long kraft;
+};
+
+/* Per frame: validates the code table (as parse_table/read_lengths) and builds the fast table
+ * (index << 4 | length, 0 for the slow path) and the canonical tables for long codes. */
+__global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const uint8_t *in, NzFrame *fr, uint32_t *lut,
+                                                               uint32_t *tables) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  TableShared &s = *reinterpret_cast<TableShared *>(smem);
+  const uint32_t f = blockIdx.x, t = threadIdx.x;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
+  const uint32_t R = F->radius, n = F->n, len = F->payload_bytes - F->side_bytes, sw = F->side_bytes / 4;
+  if (R < 1 || R > NCCLZ_HUFF_MAX_RADIUS || (R & (R - 1)) || len < 8) {
+    if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
+    return;
+  }
+  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t K = 2 * R + 1, lo = P[0], m = P[1];
+  const uint32_t nibw = (uint32_t)(((uint64_t)m + 7) / 8), nseg = (uint32_t)nz_ceil(n, sh.p0);
+  if (lo > K || m > K - lo || len / 4 < 3ull + nibw || P[2 + nibw] != nseg || len / 4 < 3ull + nibw + nseg) {
+    if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
+    return;
+  }
+  if (t == 0) {
+    s.bad = 0;
+    s.kraft = 0;
+    s.max_len = 0;
+  }
+  for (uint32_t i = t; i < K; i += BOOK_THREADS) s.lens[i] = 0;
+  __syncthreads();
+  const uint8_t *nib = (const uint8_t *)(P + 2);
+  uint32_t chk = 0;
+  for (uint32_t q = t; q < nibw + 3; q += BOOK_THREADS) chk += nz_chk(P[q], sw + q);
+  unsigned long long kraft = 0;
+  for (uint32_t j = t; j < 8 * nibw; j += BOOK_THREADS) {
+    uint32_t l = (nib[j / 2] >> (4 * (j & 1))) & 15u;
+    if (j < m) {
+      s.lens[lo + j] = (uint8_t)l;
+      if (l) {
+        kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - l);
+        atomicMax(&s.max_len, l);
+      }
+    } else if (l) {
+      s.bad = 1; /* nonzero padding */
+    }
+  }
+  if (kraft) atomicAdd(&s.kraft, kraft);
+  __syncthreads();
+  if (s.bad || s.kraft > (1u << NCCLZ_HUFF_MAX_LEN) || (s.kraft == 0 && n > 0)) {
+    if (t == 0) hf_fail(F, s.bad ? NZ_R_HF_TABLE : NZ_R_HF_KRAFT);
+    return;
+  }
+  nz_add_check<BOOK_THREADS>(chk, &F->check);
+  canonical_codes(s.lens, K, s.codes, s.canon);
+  const uint32_t max_len = s.max_len, fb = max_len < FAST_BITS ? max_len : FAST_BITS;
+  uint32_t *L = lut + ((size_t)f << FAST_BITS);
+  uint32_t *tb = tables + (size_t)f * NZ_HF_TSTRIDE;
+  for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) L[e] = 0;
+  if (t < 16) {
+    tb[t] = s.canon.count[t];
+    tb[16 + t] = s.canon.first[t];
+    tb[32 + t] = s.canon.start[t];
+  }
+  if (t == 0) {
+    tb[48] = max_len;
+    tb[49] = fb;
+    F->fast_bits = fb;
+  }
+  __syncthreads();
+  for (uint32_t i = t; i < K; i += BOOK_THREADS) {
+    uint32_t l = s.lens[i];
+    if (!l) continue;
+    uint32_t code = s.codes[i];
+    tb[64 + s.canon.start[l] + code - s.canon.first[l]] = i;
+    if (l > fb) continue;
+    uint32_t rev = ncclz_huff_reverse(code, l);
+    for (uint32_t hi = 0; hi < (1u << (fb - l)); hi++) L[rev | hi << l] = i << 4 | l;
+  }
+}
+
+/* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
+struct BitSource {
+  const uint32_t *src;
+  uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
+  unsigned long long buf;
+  uint32_t chk;
+  __device__ void refill() {
+    if (nbits <= 32) {
+      uint32_t w = 0;
+      if (next < words) {
+        w = __ldg(src + next);
+        chk += nz_chk(w, base + next);
+      }
+      next++;
+      buf |= (unsigned long long)w << nbits;
+      nbits += 32;
+    }
+  }
+  __device__ void skip(uint32_t l) {
+    buf >>= l;
+    nbits -= l;
+  }
+};
+
+__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+                                                           const uint32_t *lut, const uint32_t *tables) {
+  __shared__ uint32_t s_lut[1u << FAST_BITS];
+  __shared__ uint32_t s_tab[64];
+  __shared__ int32_t stage[DEC_THREADS / 32][32][33];
+  const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
+  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)nz_ceil(n, S);
+  if (blockIdx.x * DEC_THREADS >= nseg) return;
+  const uint32_t fb = F->fast_bits;
+  for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = lut[((size_t)f << FAST_BITS) + e];
+  if (tid < 64) s_tab[tid] = tables[(size_t)f * NZ_HF_TSTRIDE + tid];
+  __syncthreads();
+  const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
+  const uint32_t sw = F->side_bytes / 4;
+  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t m = P[1], H = 3 + (m + 7) / 8 + nseg;
+  const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
+  const uint32_t k = blockIdx.x * DEC_THREADS + tid;
+  uint32_t chk = 0, bad = 0, count = 0;
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0};
+  if (k < nseg) {
+    uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
+    chk += nz_chk(begin, sw + H - nseg + k);
+    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
+        (k + 1 == nseg && end % 4))
+      bad = NZ_R_HF_OFFSETS;
+    else {
+      br.src = P + H + begin / 4;
+      br.base = sw + H + begin / 4;
+      br.words = (end - begin) / 4;
+    }
+    count = n - k * S < S ? n - k * S : S;
+  }
+  const ncclzHuffAlphabet a = {F->centre, F->radius};
+  const uint32_t esc = 2 * a.radius, basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
+  const uint32_t max_len = s_tab[48];
+  const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
+  int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+  for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
+    for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
+      br.refill();
+      uint32_t e = s_lut[br.buf & fmask];
+      if (!(e & 15u)) {
+        uint32_t msb = __brev((uint32_t)br.buf & 0x7FFFu) >> 17;
+        e = 0;
+        for (uint32_t l = fb + 1; l <= max_len; l++) {
+          uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
+          if (code - s_tab[16 + l] < s_tab[l]) {
+            e = sorted[s_tab[32 + l] + code - s_tab[16 + l]] << 4 | l;
+            break;
+          }
+        }
+        if (!e) {
+          bad = NZ_R_HF_CODE;
+          break;
+        }
+      }
+      br.skip(e & 15u);
+      uint32_t idx = e >> 4;
+      int32_t v;
+      if (idx == esc) {
+        br.refill();
+        v = (int32_t)(uint32_t)br.buf;
+        br.skip(32);
+      } else {
+        v = (int32_t)(basev + idx);
+      }
+      stage[warp][lane][j] = v;
+    }
+    __syncwarp();
+    for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
+      uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
+      if (c0 + lane < cr) dst[(size_t)kr * S + c0 + lane] = stage[warp][r][lane];
+    }
+    __syncwarp();
+  }
+  if (k < nseg && !bad) {
+    unsigned long long used = (unsigned long long)br.next * 32 - br.nbits;
+    uint32_t pad = (uint32_t)(br.words * 32ull - used);
+    if ((used + 31) / 32 != br.words) bad = NZ_R_HF_SEGEND;
+    else if (pad && (br.buf & ((1ull << pad) - 1)) != 0) bad = NZ_R_HF_PAD;
+  }
+  if (bad) hf_fail(F, bad);
+  nz_add_check<DEC_THREADS>(chk + br.chk, &F->check);
+}
+
+ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
+                              uint32_t *tables, cudaStream_t s) {
+  size_t smem = sizeof(TableShared);
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  k_hf_table<<<sh.n_frames, BOOK_THREADS, smem, s>>>(sh, d_in, fr, lut, tables);
+  NZ_LAUNCHED();
+  uint32_t nseg = (uint32_t)nz_ceil(sh.frame_symbols, sh.p0);
+  k_hf_decode<<<dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, 0, s>>>(sh, d_in, d_sym, fr,
+                                                                                              lut, tables);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}

@@ -1,0 +1,159 @@
+/* Internal pieces shared by the CUDA codec files: error plumbing, the per-frame state kept in the
+ * workspace, the workspace layout, payload-check accumulation and the decoupled look-back that
+ * turns per-CTA sizes into output offsets in a single pass. */
+#ifndef NCCLZ_CUDA_INTERNAL_CUH
+#define NCCLZ_CUDA_INTERNAL_CUH
+
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include "../hd_util.h"
+#include "../huff_codebook.h"
+#include "ncclz/codecs_cuda.h"
+
+#define NZ_FULL 0xFFFFFFFFu
+
+/* Returns NCCLZ_ERR_CUDA with the call's text on failure (host side). */
+#define NZ_CUDA(call)                                                                           \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess)                                                                      \
+      return ncclzSetError(NCCLZ_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_),    \
+                           __FILE__, __LINE__);                                                 \
+  } while (0)
+#define NZ_LAUNCHED() NZ_CUDA(cudaGetLastError())
+
+/* Reasons stored in bits 8.. of a decode status word. */
+enum {
+  NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,
+  NZ_R_PAYLOAD_AVAIL, NZ_R_PCHECK, NZ_R_COUNT, NZ_R_PARAM, NZ_R_CODER_MASK, NZ_R_RAW_SIZE,
+  NZ_R_FL_SIZE, NZ_R_FL_OFFSET, NZ_R_HF_TABLE, NZ_R_HF_KRAFT, NZ_R_HF_OFFSETS, NZ_R_HF_CODE,
+  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_COUNT_OF
+};
+#define NZ_CORRUPT(r) ((uint32_t)NCCLZ_ERR_CORRUPT | (uint32_t)(r) << 8)
+
+/* Per-frame state in the workspace (encode and decode). */
+struct NzFrame {
+  uint32_t check;        /* sum of w_i * (2i + 1) over the payload words seen so far */
+  uint32_t coded_bytes;  /* encode: bytes of coded symbols (after the side data) */
+  int32_t vmin, vmax;    /* HUFFMAN encode: range of the non-fill symbols */
+  int32_t centre;        /* HUFFMAN alphabet */
+  uint32_t radius;
+  uint32_t lo, m;        /* HUFFMAN listed lengths */
+  uint32_t status;       /* decode: 0 or NZ_CORRUPT(reason) */
+  uint32_t n;            /* symbols of the frame */
+  uint32_t payload_bytes, side_bytes, payload_check;
+  uint32_t coder, p0;    /* decode: from the header */
+  uint32_t fast_bits;    /* HUFFMAN decode */
+  uint64_t src;          /* decode: byte offset of the frame in the input */
+  uint64_t pad_;
+};
+
+/* Everything a kernel needs to know about the batch, passed by value. */
+struct NzShape {
+  uint64_t n_symbols;
+  uint32_t n_frames, frame_symbols;
+  uint32_t p0;            /* T or S */
+  uint32_t side_per_frame;/* QSGD scales per full frame (0 without side data) */
+  uint32_t bucket;
+  uint32_t units_per_frame; /* CTAs (look-back tiles) per full frame */
+  __host__ __device__ uint32_t frame_n(uint32_t f) const {
+    uint64_t start = (uint64_t)f * frame_symbols;
+    uint64_t left = n_symbols - start;
+    return left < frame_symbols ? (uint32_t)left : frame_symbols;
+  }
+  __host__ __device__ uint32_t side_words(uint32_t f) const {
+    if (!side_per_frame) return 0;
+    uint32_t n = frame_n(f);
+    return n / bucket + (n % bucket != 0);
+  }
+};
+
+/* The 64-byte header with the per-batch fields already set (host-built by the reference packer). */
+struct NzHeaderTemplate {
+  uint8_t b[64];
+};
+
+/* Workspace layout: all offsets 256-byte aligned. */
+struct NzLayout {
+  size_t frames, counter, lookback, hist, table, lut, total;
+};
+NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
+
+static __host__ __device__ inline uint64_t nz_ceil(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+/* Word i of the payload contributes w * (2i + 1) to the payload check. */
+static __device__ inline uint32_t nz_chk(uint32_t w, uint32_t i) { return w * (2u * i + 1u); }
+
+/* Block-wide sum of a per-thread check, added once to the frame's accumulator. */
+template <int THREADS>
+static __device__ inline void nz_add_check(uint32_t v, uint32_t *dst) {
+  __shared__ uint32_t part[THREADS / 32];
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(NZ_FULL, v, o);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t s = 0;
+    for (int i = 0; i < THREADS / 32; i++) s += part[i];
+    if (s) atomicAdd(dst, s);
+  }
+  __syncthreads();
+}
+
+/* Decoupled look-back (single-pass prefix over the CTAs of one frame). Called by the whole of
+ * warp 0: publishes this unit's aggregate, then sums predecessors' values until it finds one
+ * with an inclusive prefix; returns the exclusive prefix. Units are taken in order from an
+ * atomic counter, so every predecessor is running or done and the spin terminates. */
+static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t unit, uint32_t first,
+                                              uint32_t agg) {
+  const unsigned long long AGG = 1ull << 32, INC = 2ull << 32;
+  int lane = threadIdx.x & 31;
+  if (unit == first) {
+    if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(INC | agg, cuda::memory_order_release);
+    return 0;
+  }
+  if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(AGG | agg, cuda::memory_order_release);
+  uint32_t excl = 0;
+  int64_t base = unit;
+  for (;;) {
+    int64_t idx = base - 1 - lane;
+    unsigned long long v;
+    do {
+      v = idx >= (int64_t)first
+              ? cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire)
+              : INC; /* before the frame: an inclusive zero */
+    } while (__any_sync(NZ_FULL, (v >> 32) == 0));
+    unsigned inc = __ballot_sync(NZ_FULL, (v >> 32) == 2);
+    int stop = inc ? __ffs(inc) - 1 : 31;
+    uint32_t val = lane <= stop ? (uint32_t)v : 0u;
+    for (int o = 16; o; o >>= 1) val += __shfl_xor_sync(NZ_FULL, val, o);
+    excl += val;
+    if (inc) break;
+    base -= 32;
+  }
+  if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(INC | (excl + agg), cuda::memory_order_release);
+  return excl;
+}
+
+/* Builds the header template on the host from the batch (reference packer). */
+NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder);
+NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
+
+/* Kernels launched from several files. */
+#define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
+
+void nz_launch_init(NzFrame *fr, uint32_t nf, unsigned long long *lookback, size_t n_lookback, uint32_t *counter,
+                    cudaStream_t s);
+
+/* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
+ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                               unsigned long long *lookback, uint32_t *counter, cudaStream_t s);
+ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s);
+uint32_t nz_fixedlen_units(const NzShape &sh);
+uint32_t nz_huffman_units(const NzShape &sh);
+ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                              unsigned long long *lookback, uint32_t *counter, uint32_t *hist, uint32_t *table,
+                              cudaStream_t s);
+ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
+                              uint32_t *tables, cudaStream_t s);
+#endif

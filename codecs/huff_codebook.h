@@ -1,0 +1,188 @@
+/* The HUFFMAN code book: alphabet choice, length-limited code lengths and canonical codes
+ * (FORMAT.md, "HUFFMAN"). Everything here is inline, allocation-free and deterministic, so the
+ * host coder and the CUDA kernels include this one source and produce the same code book.
+ * Internal to the codecs layer. */
+#ifndef NCCLZ_HUFF_CODEBOOK_H
+#define NCCLZ_HUFF_CODEBOOK_H
+#include "hd_util.h"
+
+/* Largest alphabet: 2R indices plus the escape. */
+#define NCCLZ_HUFF_MAX_SYMS (2u * NCCLZ_HUFF_MAX_RADIUS + 1u)
+/* The builder accepts max_len up to this (the format uses 15; tests use more to get the
+ * unconstrained optimum for comparison). */
+#define NCCLZ_HUFF_LEN_LIMIT 31u
+/* Scratch the length builder needs for nsym bins. */
+#define NCCLZ_HUFF_SCRATCH64(nsym) (2u * (nsym))
+#define NCCLZ_HUFF_SCRATCH32(nsym) (2u * (nsym))
+
+/* Symbols sampled for the alphabet's centre: m = min(n, NCCLZ_HUFF_CENTRE_SAMPLES) symbols at
+ * positions floor(i * n / m). Their median (fill codes left out) is robust to the few huge
+ * symbols (the first Lorenzo delta of a slab, outliers) that would drag a midrange away. */
+#define NCCLZ_HUFF_CENTRE_SAMPLES 1024u
+NCCLZ_INLINE size_t ncclz_huff_sample_pos(size_t i, size_t n, size_t m) {
+  return (size_t)(((uint64_t)i * (uint64_t)n) / (uint64_t)m);
+}
+
+/* Centre and radius of the directly coded symbols (FORMAT.md "Alphabet"): the centre is the
+ * sample median; the radius the smallest power of two covering [min, max] of the non-fill
+ * symbols around it, capped at NCCLZ_HUFF_MAX_RADIUS (the rest is escaped). */
+NCCLZ_INLINE ncclzHuffAlphabet ncclz_huff_choose_alphabet(int32_t min_sym, int32_t max_sym, int32_t median) {
+  int64_t centre = median;
+  int64_t half = (int64_t)max_sym - centre + 1;
+  if (centre - (int64_t)min_sym > half) half = centre - (int64_t)min_sym;
+  if (half < 1) half = 1;
+  uint32_t radius = 1;
+  while ((int64_t)radius < half && radius < NCCLZ_HUFF_MAX_RADIUS) radius <<= 1;
+  ncclzHuffAlphabet a;
+  a.centre = (int32_t)centre;
+  a.radius = radius;
+  return a;
+}
+
+/* Alphabet index of symbol s: s - c + R when in [0, 2R), else the escape index 2R. */
+NCCLZ_INLINE uint32_t ncclz_huff_index(int32_t s, ncclzHuffAlphabet a) {
+  int64_t d = (int64_t)s - (int64_t)a.centre + (int64_t)a.radius;
+  return (uint64_t)d < 2u * (uint64_t)a.radius ? (uint32_t)d : 2u * a.radius;
+}
+
+/* Stable ascending sort of 64-bit keys (bottom-up merge sort); tmp holds m keys. Keys are
+ * distinct (they contain the index), so the result does not depend on the algorithm. */
+NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
+  uint64_t *src = key, *dst = tmp;
+  for (uint32_t width = 1; width < m; width *= 2) {
+    for (uint32_t lo = 0; lo < m; lo += 2 * width) {
+      uint32_t mid = lo + width < m ? lo + width : m;
+      uint32_t hi = mid + width < m ? mid + width : m;
+      uint32_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != key)
+    for (uint32_t i = 0; i < m; i++) key[i] = src[i];
+}
+
+/* Step 2: the Huffman tree by two queues over the m sorted leaves (weights in the high half of
+ * key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t. Leaves' depths
+ * end up in node[0..m-1]. weight holds m-1 internal weights. */
+NCCLZ_INLINE void ncclz_huff_tree_depths(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
+  uint32_t leaf = 0, inner = 0;
+  for (uint32_t t = 0; t + 1 < m; t++) {
+    uint64_t w = 0;
+    for (int k = 0; k < 2; k++) {
+      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
+        w += key[leaf] >> 32;
+        node[leaf++] = m + t;
+      } else {
+        w += weight[inner];
+        node[m + inner++] = m + t;
+      }
+    }
+    weight[t] = w;
+  }
+  /* Parents always come after their children: turn parent links into depths from the root. */
+  node[2 * m - 2] = 0;
+  for (uint32_t i = 2 * m - 2; i-- > 0;) node[i] = node[node[i]] + 1;
+}
+
+/* Step 3: clamp depths to max_len and restore the Kraft inequality (miniz's method). */
+NCCLZ_INLINE void ncclz_huff_limit(uint32_t *count, uint32_t max_len, int overflowed) {
+  if (!overflowed) return;
+  uint64_t kraft = 0;
+  for (uint32_t len = 1; len <= max_len; len++) kraft += (uint64_t)count[len] << (max_len - len);
+  while (kraft > (1ull << max_len)) {
+    count[max_len]--;
+    for (uint32_t i = max_len - 1; i > 0; i--) {
+      if (count[i]) {
+        count[i]--;
+        count[i + 1] += 2;
+        break;
+      }
+    }
+    kraft--;
+  }
+}
+
+/* Code lengths for nsym bins (0 for unused bins), max length max_len (1..NCCLZ_HUFF_LEN_LIMIT,
+ * and 2^max_len >= the number of used bins). scratch64 holds NCCLZ_HUFF_SCRATCH64(nsym) and
+ * scratch32 NCCLZ_HUFF_SCRATCH32(nsym) entries. FORMAT.md steps 1-4. */
+NCCLZ_INLINE void ncclz_huff_lengths(const uint32_t *freq, uint32_t nsym, uint32_t max_len, uint8_t *lengths,
+                                     uint64_t *scratch64, uint32_t *scratch32) {
+  uint64_t *key = scratch64, *tmp = scratch64 + nsym;
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < nsym; i++) {
+    lengths[i] = 0;
+    if (freq[i]) key[m++] = (uint64_t)freq[i] << 32 | i;
+  }
+  if (m == 0) return;
+  if (m == 1) {
+    lengths[(uint32_t)key[0]] = 1;
+    return;
+  }
+  ncclz_huff_sort(key, tmp, m); /* step 1: (frequency asc, index asc) */
+  ncclz_huff_tree_depths(key, m, tmp, scratch32);
+  uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1];
+  for (uint32_t len = 0; len <= NCCLZ_HUFF_LEN_LIMIT; len++) count[len] = 0;
+  int overflowed = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t depth = scratch32[i];
+    if (depth > max_len) {
+      depth = max_len;
+      overflowed = 1;
+    }
+    count[depth]++;
+  }
+  ncclz_huff_limit(count, max_len, overflowed);
+  /* Step 4: shortest lengths to the most frequent, ties by index (freq desc, index asc). */
+  for (uint32_t i = 0; i < m; i++) key[i] = (uint64_t)(0xFFFFFFFFu - (uint32_t)(key[i] >> 32)) << 32 | (uint32_t)key[i];
+  ncclz_huff_sort(key, tmp, m);
+  uint32_t len = 1;
+  for (uint32_t i = 0; i < m; i++) {
+    while (count[len] == 0) len++;
+    count[len]--;
+    lengths[(uint32_t)key[i]] = (uint8_t)len;
+  }
+}
+
+/* Kraft sum of the lengths, scaled by 2^15 (a valid code book has at most 2^15). */
+NCCLZ_INLINE uint64_t ncclz_huff_kraft(const uint8_t *lengths, uint32_t nsym) {
+  uint64_t kraft = 0;
+  for (uint32_t i = 0; i < nsym; i++)
+    if (lengths[i]) kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - lengths[i]);
+  return kraft;
+}
+
+/* First canonical code of each length 1..15 (codes by (length, index) ascending; the first 0,
+ * then (code + 1) << (len - prev_len)). count[len] receives the number of codes per length. */
+NCCLZ_INLINE void ncclz_huff_first_codes(const uint8_t *lengths, uint32_t nsym, uint32_t count[16], uint32_t first[16]) {
+  for (uint32_t len = 0; len < 16; len++) count[len] = 0;
+  for (uint32_t i = 0; i < nsym; i++) count[lengths[i]]++;
+  /* RFC 1951's recurrence, equal to the rule above; count[0] (unused bins) does not count. */
+  uint32_t code = 0;
+  first[0] = 0;
+  first[1] = 0;
+  for (uint32_t len = 2; len < 16; len++) {
+    code = (code + count[len - 1]) << 1;
+    first[len] = code;
+  }
+}
+
+/* Canonical code values (most significant bit first, numerically) of lengths 1..15;
+ * codes[i] = 0 for unused bins. Requires a Kraft sum <= 2^15. */
+NCCLZ_INLINE void ncclz_huff_canonical_codes(const uint8_t *lengths, uint32_t nsym, uint32_t *codes) {
+  uint32_t count[16], next[16];
+  ncclz_huff_first_codes(lengths, nsym, count, next);
+  for (uint32_t i = 0; i < nsym; i++) codes[i] = lengths[i] ? next[lengths[i]]++ : 0u;
+}
+
+/* The low len bits of code in reverse order: the code as it lies in the LSB-first stream. */
+NCCLZ_INLINE uint32_t ncclz_huff_reverse(uint32_t code, uint32_t len) {
+  uint32_t r = 0;
+  for (uint32_t i = 0; i < len; i++) r |= ((code >> i) & 1u) << (len - 1 - i);
+  return r;
+}
+#endif

@@ -1,0 +1,118 @@
+/* ncclz codecs on the GPU: batched frame encode/decode and the quantizers, byte-identical to the
+ * C reference (include/ncclz/codecs.h, codecs/FORMAT.md).
+ *
+ * Conventions of every call here:
+ *  - all pointers named d_* are device memory; everything runs in the caller's stream;
+ *  - no call synchronises, allocates or copies to the host: the caller owns the workspaces
+ *    (sizes from the *WorkspaceSize queries) and reads results when it wants;
+ *  - a returned ncclzStatus only reports argument errors and launch failures; data-dependent
+ *    errors (corrupt frames, NaN under quantization) land in device status words.
+ *
+ * A batch is n_frames frames cut from one symbol array: frame k holds symbols
+ * [k*frame_symbols, min(n_symbols, (k+1)*frame_symbols)). Encoded frame k is written at
+ * d_out + k*out_stride (out_stride >= ncclzCudaFrameSlotBytes) and its size to d_frame_bytes[k]. */
+#ifndef NCCLZ_CODECS_CUDA_H
+#define NCCLZ_CODECS_CUDA_H
+
+#include <cuda_runtime_api.h>
+
+#include "ncclz/codecs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The shape of one batch, shared by encode and decode. */
+typedef struct {
+  ncclzCoder coder;                /* encode: every frame's coder */
+  ncclzCoderParams params;         /* FIXEDLEN T, HUFFMAN S (S <= 4096 on the GPU) */
+  ncclzDtype dtype;                /* dtype of the original data (header field raw_bytes) */
+  const ncclzQuantParams *quant;   /* header fields of the quantizer; NULL for quant none */
+  const double *d_abs_eb;          /* optional: the EB bound resolved on the device (overrides quant->abs_eb) */
+  uint64_t n_symbols;              /* total symbols of the batch */
+  uint32_t frame_symbols;          /* per frame; QSGD with scales: a multiple of the bucket */
+  int side_scales;                 /* 1: frames carry QSGD scales as side data */
+} ncclzCudaBatch;
+
+/* Frames in the batch: ceil(n_symbols / frame_symbols). */
+uint32_t ncclzCudaBatchFrames(const ncclzCudaBatch *b);
+/* Bytes one encoded frame can take at most (the slot size for out_stride). */
+size_t ncclzCudaFrameSlotBytes(const ncclzCudaBatch *b);
+
+size_t ncclzCudaEncodeWorkspaceSize(const ncclzCudaBatch *b);
+/* Encodes every frame of the batch. d_scales: QSGD scales of the whole array when side_scales
+ * (frame k's scales start at k*frame_symbols/bucket), else NULL. d_frame_bytes[k] receives the
+ * total size (header included) of frame k. */
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes,
+                                 void *d_ws, size_t ws_bytes, cudaStream_t stream);
+
+size_t ncclzCudaDecodeWorkspaceSize(const ncclzCudaBatch *b);
+/* Decodes every frame of the batch. Frame k starts at d_in + (d_in_offsets ? d_in_offsets[k] :
+ * k*in_stride) and may span up to the next frame's start (or in_len, or in_stride). coder_mask:
+ * bit c set when coder c may appear (0: only b->coder); a frame's coder parameter must equal
+ * b->params. Symbols go to d_sym (frame k at k*frame_symbols), QSGD side scales to d_scales
+ * (may be NULL). d_status[k]: 0 or ncclzStatus | reason << 8 (ncclzCudaStatusReason). */
+ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len,
+                                 int32_t *d_sym, float *d_scales, uint32_t *d_status,
+                                 void *d_ws, size_t ws_bytes, cudaStream_t stream);
+/* Text for a d_status word ("ok", "corrupt: payload check", ...). */
+const char *ncclzCudaStatusReason(uint32_t status);
+
+/* ------------------------------------------------------------ quantizers */
+
+/* Device-side results of quantization: error counts, first bad index, the resolved bound. */
+typedef struct {
+  unsigned long long nonfinite, out_of_range, unbounded; /* NaN/Inf, |code| >= limit, rounding failures */
+  unsigned long long first_bad;                          /* smallest bad index (~0 if none) */
+  double abs_eb;                                         /* EB: the bound used */
+  float vmin, vmax;                                      /* EB rel: range of the finite non-fill values */
+} ncclzCudaQuantStats;
+
+size_t ncclzCudaQuantWorkspaceSize(size_t n);
+/* EB: resolves eb:rel on the device (spec->eb_is_rel) into d_stats->abs_eb, or copies p->abs_eb;
+ * then quantizes, with Lorenzo (p->lorenzo, p->dims) fused, to d_sym. Errors are counted in
+ * d_stats; symbols of bad elements are unspecified. */
+ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
+                                int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
+                                cudaStream_t stream);
+/* Inverse Lorenzo (in d_ws) and dequantization; abs_eb from d_abs_eb when non-NULL. */
+ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
+                                  float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t stream);
+/* QSGD: per-bucket scales (max |x|) unless d_scales_in, then the stochastic codes. */
+ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
+                                cudaStream_t stream);
+ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, size_t n, const float *d_scales,
+                                  int32_t *d_sym, cudaStream_t stream);
+ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n,
+                                    const float *d_scales, float *d_x, cudaStream_t stream);
+
+/* ------------------------------------------------------------ measurement */
+
+/* Result of ncclzCudaCodecBench. */
+typedef struct {
+  double encode_gbps, decode_gbps;     /* input (float) bytes / median time, quantization included */
+  double coder_encode_gbps, coder_decode_gbps; /* symbols only (quantized bytes / median time) */
+  double copy_gbps;                    /* device-to-device copy, bytes read + written */
+  size_t output_bytes;                 /* sum of the encoded frame sizes */
+  uint32_t n_frames;
+  int lossless_ok;                     /* GPU decode gave back the GPU-encoded symbols */
+  int decode_status;                   /* first nonzero d_status word, 0 if none */
+  double max_abs_err;                  /* of the reconstruction against x */
+} ncclzCudaBenchResult;
+
+/* `ncclz codec --device gpu`: uploads x (host floats), quantizes per q (resolved params; for
+ * eb:rel pass eb_is_rel/rel_eb to time the device range scan too) and codes in frames of
+ * frame_symbols; times encode and decode with CUDA events (warm-up, then the median of runs >= 20
+ * runs). When frames_out is non-NULL, *frames_out receives a malloc'd buffer of the frames back to
+ * back (the caller frees it; *frames_len its length) for checking against the CPU, and syms_out
+ * (n int32, may be NULL) the GPU symbols. */
+ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
+                                ncclzCoder coder, const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
+                                ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
+                                int32_t *syms_out);
+#ifdef __cplusplus
+}
+#endif
+#endif /* NCCLZ_CODECS_CUDA_H */

@@ -1,0 +1,314 @@
+/* ncclz model: REA (runtime entropy arbitration), its calibration profile and the break-even surface.
+ *
+ * This is the one public header of the model layer; it depends only on ncclz/codecs.h.
+ *
+ * REA picks the coder of each frame by the cost model
+ *
+ *     T_c = alpha_c + P_c / beta_eff(hint) + lambda_enc_c * E_c + lambda_dec_c * D_c
+ *
+ * and c* = argmin over RAW and the admissible coders (RAW: P = the RAW frame, no codec cost).
+ *
+ * The pure decision functions (cost, admissibility, argmin, post-check, predicted sizes) are
+ * inline functions in model/rea_decide.h, which nvcc compiles too: the host path below, the
+ * device-side selector and the simulator all call those same functions. Every type they use is
+ * a plain struct declared here (no pointers inside), so it can be copied to device memory.
+ *
+ * The profile schema (JSON, version 1) is documented in model/PROFILE.md.
+ */
+#ifndef NCCLZ_MODEL_H
+#define NCCLZ_MODEL_H
+
+#include "ncclz/codecs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- profile */
+
+#define NCCLZ_PROFILE_VERSION 1
+#define NCCLZ_CURVE_MAX_POINTS 32
+/* The sample window never exceeds this (the paper's bound); the configured window may be smaller. */
+#define NCCLZ_REA_SAMPLE_MAX_BYTES 65536u
+
+/* Transport paths, as the executor hints them. */
+typedef enum {
+  NCCLZ_HINT_NVLINK = 0,
+  NCCLZ_HINT_SHM = 1,
+  NCCLZ_HINT_NET = 2,
+  NCCLZ_HINT_COUNT = 3
+} ncclzTransportHint;
+
+/* Data classes for codec cost curves: coder speed depends on the symbol distribution, which
+ * the quantizer shapes. DEFAULT is what every profile must have; the others are optional. */
+typedef enum {
+  NCCLZ_CLASS_DEFAULT = 0,
+  NCCLZ_CLASS_NONE = 1,       /* quant none: the data's own bits */
+  NCCLZ_CLASS_EB = 2,         /* error-bounded, no prediction */
+  NCCLZ_CLASS_EB_LORENZO = 3, /* error-bounded + Lorenzo deltas */
+  NCCLZ_CLASS_QSGD = 4,
+  NCCLZ_CLASS_COUNT = 5
+} ncclzDataClass;
+
+const char *ncclzHintName(ncclzTransportHint h);      /* "nvlink", "shm", "net" */
+int ncclzHintFromName(const char *name);              /* -1 if unknown */
+const char *ncclzDataClassName(ncclzDataClass c);     /* "default", "none", "eb", "eb_lorenzo", "qsgd" */
+int ncclzDataClassFromName(const char *name);         /* -1 if unknown */
+/* The class of symbols produced with these parameters (NULL: quant none). */
+ncclzDataClass ncclzDataClassOf(const ncclzQuantParams *q);
+
+/* Codec time (microseconds) against the frame's raw bytes: piecewise linear through the points
+ * (so each segment is a fixed cost plus a per-byte cost), flat below the first point, and
+ * extended with the last segment's per-byte cost above the last point. */
+typedef struct {
+  uint32_t n_points;
+  double bytes[NCCLZ_CURVE_MAX_POINTS]; /* strictly increasing, > 0 */
+  double us[NCCLZ_CURVE_MAX_POINTS];    /* >= 0 */
+} ncclzCurve;
+
+typedef struct {
+  int present;            /* 0: this class falls back to DEFAULT */
+  ncclzCurve encode, decode;
+} ncclzCodecCurves;
+
+typedef struct {
+  double alpha_us;                        /* extra fixed cost per frame of this coder */
+  double lambda_enc[NCCLZ_HINT_COUNT];    /* exposed fraction of encode time, per transport, [0,1] */
+  double lambda_dec[NCCLZ_HINT_COUNT];    /* exposed fraction of decode time, per transport, [0,1] */
+  ncclzCodecCurves curves[NCCLZ_CLASS_COUNT];
+} ncclzCodecProfile;
+
+typedef struct {
+  double alpha_us;   /* latency of one message on this path */
+  double beta_gbps;  /* effective bandwidth, 1e9 bytes/s */
+} ncclzTransportProfile;
+
+/* Arbitration thresholds that a profile recommends (ncclzReaConfigFromProfile copies them). */
+typedef struct {
+  uint64_t fast_path_bytes;      /* frames of fewer raw bytes go RAW without planning */
+  uint64_t huff_min_bytes;       /* T_huff: HUFFMAN only at raw bytes >= this */
+  uint32_t min_gain_permil;      /* a coder must save at least this much of the RAW frame */
+  uint32_t sample_window_bytes;  /* symbols sampled per frame, in bytes (<= 64 KiB) */
+  uint32_t sample_pieces;        /* the window is spread over this many pieces of the frame */
+  uint64_t frame_bytes;          /* raw bytes per frame (the executor's 8-slot batch) */
+} ncclzThresholds;
+
+typedef struct {
+  char device[128];
+  char driver[64];
+  char cuda[64];
+  char nccl[64];
+  char date[64];
+  char method[256];
+} ncclzProfileMeta;
+
+/* A calibration profile. Plain data: copy it to the device as is. */
+typedef struct {
+  int version;
+  ncclzTransportProfile transport[NCCLZ_HINT_COUNT];
+  ncclzCodecProfile codec[NCCLZ_CODER_COUNT]; /* index by ncclzCoder; the RAW entry is unused */
+  ncclzThresholds thresholds;
+  ncclzProfileMeta meta;
+} ncclzProfile;
+
+/* Parse and validate a profile. Any problem gives NCCLZ_ERR_ARG with a message naming the field,
+ * e.g. "profile transports.net.beta_gbps: must be > 0". File errors give NCCLZ_ERR_IO. */
+ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
+ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
+
+/* --------------------------------------------------------- sample profile */
+
+/* A 256-bin histogram plus two overflow bins feeds the Huffman estimate. */
+#define NCCLZ_REA_HIST_BINS 256
+#define NCCLZ_REA_HIST_TAIL NCCLZ_REA_HIST_BINS        /* in the alphabet, outside the 256 bins */
+#define NCCLZ_REA_HIST_ESCAPE (NCCLZ_REA_HIST_BINS + 1) /* escaped by the coder (+32 bits each) */
+#define NCCLZ_REA_HIST_TOTAL (NCCLZ_REA_HIST_BINS + 2)
+
+/* Where the sample window lies in a frame: `count` pieces of `blocks` 32-symbol blocks, spread
+ * evenly over the frame's full blocks and aligned to them (so sampled FIXEDLEN blocks are the
+ * frame's real blocks), or the whole frame when it fits in the window. Host and device sample
+ * the same positions (ncclz_rea_sample_plan / ncclz_rea_sample_piece in model/rea_decide.h). */
+typedef struct {
+  uint64_t n;
+  int whole;
+  uint32_t count;
+  uint64_t blocks;      /* blocks per piece (unused when whole) */
+  uint64_t full_blocks; /* n / 32 */
+} ncclzSamplePlan;
+
+/* What the sample window says about the symbols: enough to predict the coded size of a frame of
+ * any length with the same statistics. */
+typedef struct {
+  uint64_t n_sampled;          /* symbols in the sample */
+  uint64_t blocks_sampled;     /* FIXEDLEN 32-symbol blocks in the sample */
+  uint64_t width_sum;          /* sum of their stored widths (31 counts as 32) */
+  int huffman_valid;           /* 0 when the sample has no symbols */
+  double huffman_bits;         /* expected coded bits of the sample, escapes included */
+  uint32_t huffman_table_span; /* m: lengths listed in the table (used index span) */
+} ncclzSampleStats;
+
+/* ---------------------------------------------------------------- config */
+
+/* Everything the arbitration compares against. Filled from a profile, then overridable. */
+typedef struct {
+  ncclzTransportHint hint;
+  ncclzDataClass data_class;
+  uint32_t coder_mask;           /* bit (1 << coder) per coder REA may choose; RAW is always allowed */
+  int huff_ctx_valid;            /* a Huffman context (workspace, codebook) is available */
+  uint64_t fast_path_bytes;
+  uint64_t huff_min_bytes;
+  uint32_t min_gain_permil;
+  uint32_t sample_window_bytes;
+  uint32_t sample_pieces;
+} ncclzReaConfig;
+
+void ncclzReaConfigFromProfile(const ncclzProfile *p, ncclzTransportHint hint, ncclzDataClass cls,
+                               ncclzReaConfig *cfg);
+/* NCCLZ_ERR_ARG with the field name when a value is out of range. */
+ncclzStatus ncclzReaConfigValidate(const ncclzReaConfig *cfg);
+
+/* The admissibility rules for one frame: the config's thresholds plus the staging capacity. */
+typedef struct {
+  uint64_t stage_cap_bytes;
+  uint64_t fast_path_bytes;
+  uint64_t huff_min_bytes;
+  uint32_t min_gain_permil;
+  uint32_t coder_mask;
+  int huff_ctx_valid;
+} ncclzReaRules;
+
+/* Why a coder was not admissible. */
+typedef enum {
+  NCCLZ_REA_ADMISSIBLE = 0,
+  NCCLZ_REA_DISABLED = 1,        /* not in coder_mask */
+  NCCLZ_REA_NO_ESTIMATE = 2,     /* the sample gave no prediction */
+  NCCLZ_REA_OVER_CAPACITY = 3,   /* predicted frame larger than the staging capacity */
+  NCCLZ_REA_LOW_GAIN = 4,        /* saves less than min_gain_permil */
+  NCCLZ_REA_BELOW_HUFF_MIN = 5,  /* raw bytes < T_huff */
+  NCCLZ_REA_NO_HUFF_CTX = 6,     /* no valid Huffman context */
+} ncclzReaVerdict;
+const char *ncclzReaVerdictName(ncclzReaVerdict v);
+
+/* One arbitration problem: a frame (or nframes equal frames of one message) and the predicted
+ * frame size of every coder. */
+typedef struct {
+  double frame_raw_bytes;                     /* B: n_symbols x dtype size */
+  double nframes;                             /* frames in the message (1 for one frame) */
+  uint64_t raw_frame_bytes;                   /* size of the RAW frame: header + side + 4n */
+  uint64_t pred_frame_bytes[NCCLZ_CODER_COUNT];
+  int pred_valid[NCCLZ_CODER_COUNT];
+} ncclzReaCandidates;
+
+/* The link a decision is made for: the hint's alpha and lambdas, and an effective bandwidth. */
+typedef struct {
+  ncclzTransportHint hint;
+  double alpha_us;
+  double beta_gbps;
+} ncclzReaLink;
+
+typedef struct {
+  ncclzCoder coder;                          /* argmin over RAW and the admissible coders */
+  double time_us[NCCLZ_CODER_COUNT];         /* T_c for every coder, admissible or not */
+  ncclzReaVerdict verdict[NCCLZ_CODER_COUNT];
+} ncclzReaDecision;
+
+/* ------------------------------------------------------------- host path */
+
+/* Sample profiling of n symbols (the frame), over a window of at most window_bytes of symbols
+ * split into `pieces` block-aligned pieces spread over the frame (all of it when it fits). */
+ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_bytes, uint32_t pieces,
+                                  ncclzSampleStats *out);
+
+/* The same, frame by frame over an array cut into frames of frame_syms symbols, with the
+ * statistics summed (table span: the largest): what the runtime would see over the whole array. */
+ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t frame_syms, uint32_t window_bytes,
+                                        uint32_t pieces, ncclzSampleStats *out);
+
+/* Predicted frame sizes for n symbols with these statistics (header and side data included). */
+void ncclzReaPredictFrames(const ncclzSampleStats *s, uint64_t n, size_t dtype_bytes, uint32_t side_bytes,
+                           const ncclzCoderParams *cp, ncclzReaCandidates *cand);
+
+typedef enum {
+  NCCLZ_REA_PATH_FAST = 0,        /* small frame: RAW without planning */
+  NCCLZ_REA_PATH_PLANNED_RAW = 1, /* the arbitration chose RAW */
+  NCCLZ_REA_PATH_CODED = 2,       /* the chosen coder was materialized and accepted */
+  NCCLZ_REA_PATH_FALLBACK = 3,    /* the realized frame failed the post-check: RAW committed */
+} ncclzReaPath;
+
+typedef struct {
+  ncclzReaPath path;
+  ncclzCoder planned;              /* the arbitration's choice (RAW on the fast path) */
+  ncclzCoder committed;            /* the coder of the frame written */
+  size_t frame_bytes;              /* bytes written to dst */
+  size_t realized_bytes;           /* size of the planned coder's frame when it was materialized */
+  ncclzReaCandidates cand;         /* predictions (zero on the fast path) */
+  ncclzReaDecision decision;
+} ncclzReaResult;
+
+/* Plan only: guards, fast path, sample, predict, arbitrate (nothing is encoded). */
+ncclzStatus ncclzReaPlan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym, size_t n,
+                         const ncclzFrameDesc *desc, size_t stage_cap, ncclzReaResult *res);
+
+/* Algorithm 1: plan, materialize the chosen coder into dst, post-check the realized size, else
+ * commit a RAW frame; NCCLZ_ERR_CAPACITY when even RAW does not fit stage_cap. */
+ncclzStatus ncclzReaEncodeBest(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym,
+                               size_t n, const ncclzFrameDesc *desc, uint8_t *dst, size_t stage_cap,
+                               ncclzReaResult *res);
+
+/* QSGD side bytes of a frame of n symbols (0 for other quantizers). */
+uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n);
+
+/* Planning cost on the CPU: the mean time of ncclzReaPlan and of encoding the same frame with
+ * `coder` (ncclzFrameEncode), over `reps` repetitions each. */
+typedef struct {
+  double plan_us;
+  double encode_us;
+  double ratio;      /* plan_us / encode_us */
+} ncclzReaPlanCost;
+ncclzStatus ncclzReaMeasurePlanningCost(const ncclzProfile *prof, const ncclzReaConfig *cfg,
+                                        const int32_t *sym, size_t n, const ncclzFrameDesc *desc,
+                                        ncclzCoder coder, int reps, ncclzReaPlanCost *out);
+
+/* ------------------------------------------------------ break-even surface */
+
+/* One point: a message of `bytes` raw bytes over a link of `bandwidth_gbps`. */
+typedef struct {
+  double bandwidth_gbps;
+  uint64_t bytes;
+  ncclzCoder coder;
+  double time_us;                            /* T of the chosen coder */
+  double coder_us[NCCLZ_CODER_COUNT];        /* T_c of every coder */
+  ncclzReaVerdict verdict[NCCLZ_CODER_COUNT];
+  int fast_path;
+} ncclzSurfacePoint;
+
+/* The data the surface is drawn for. */
+typedef struct {
+  ncclzSampleStats stats;
+  size_t dtype_bytes;            /* raw bytes per symbol */
+  const ncclzQuantParams *quant; /* for the side bytes; NULL for quant none */
+  ncclzCoderParams coder_params;
+} ncclzSurfaceData;
+
+/* Bandwidths and sizes are geometric grids (min, max inclusive when reached, factor > 1). */
+typedef struct {
+  double bw_min_gbps, bw_max_gbps, bw_factor;
+  uint64_t size_min, size_max;
+  double size_factor;
+} ncclzSurfaceGrid;
+
+/* 1 GB/s .. 1 TB/s (four steps a decade: 1, 1.78, 3.16, 5.62, 10, ...), 4 KiB .. 4 GiB (x4). */
+void ncclzSurfaceGridDefault(ncclzSurfaceGrid *g);
+/* The number of grid values on each axis; fills vals when non-NULL. */
+size_t ncclzSurfaceBandwidths(const ncclzSurfaceGrid *g, double *vals, size_t cap);
+size_t ncclzSurfaceSizes(const ncclzSurfaceGrid *g, uint64_t *vals, size_t cap);
+
+/* Evaluates one point with the same decision functions as the executor: the message is cut into
+ * frames of cfg's profile frame_bytes (or fewer), alpha and lambdas come from cfg->hint. */
+void ncclzSurfacePointEval(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzSurfaceData *d,
+                           double bandwidth_gbps, uint64_t bytes, ncclzSurfacePoint *pt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NCCLZ_MODEL_H */

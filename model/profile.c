@@ -1,0 +1,322 @@
+/* Calibration profile: JSON schema v1 (model/PROFILE.md), parsed with cJSON and validated.
+ * Every error names the field by its JSON path, e.g. "profile transports.net.beta_gbps: must be > 0",
+ * so that a hand-edited or mis-generated profile is easy to fix. */
+#include "ncclz/model.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hint_names[NCCLZ_HINT_COUNT] = {"nvlink", "shm", "net"};
+static const char *const class_names[NCCLZ_CLASS_COUNT] = {"default", "none", "eb", "eb_lorenzo", "qsgd"};
+
+const char *ncclzHintName(ncclzTransportHint h) { return (unsigned)h < NCCLZ_HINT_COUNT ? hint_names[h] : "?"; }
+
+int ncclzHintFromName(const char *name) {
+  for (int i = 0; name && i < NCCLZ_HINT_COUNT; i++)
+    if (!strcmp(name, hint_names[i])) return i;
+  return -1;
+}
+
+const char *ncclzDataClassName(ncclzDataClass c) {
+  return (unsigned)c < NCCLZ_CLASS_COUNT ? class_names[c] : "?";
+}
+
+int ncclzDataClassFromName(const char *name) {
+  for (int i = 0; name && i < NCCLZ_CLASS_COUNT; i++)
+    if (!strcmp(name, class_names[i])) return i;
+  return -1;
+}
+
+ncclzDataClass ncclzDataClassOf(const ncclzQuantParams *q) {
+  if (!q || q->kind == NCCLZ_QUANT_NONE) return NCCLZ_CLASS_NONE;
+  if (q->kind == NCCLZ_QUANT_QSGD) return NCCLZ_CLASS_QSGD;
+  return q->lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB;
+}
+
+/* ------------------------------------------------------------ field access */
+
+/* The JSON path of the field being read, for error messages. */
+typedef struct {
+  char path[160];
+} Path;
+
+/* Appends text to a path, cutting it at the buffer's end (paths are short in practice). */
+static void path_append(Path *p, const char *text) {
+  size_t used = strlen(p->path);
+  size_t room = sizeof p->path - 1 - used;
+  size_t len = strlen(text);
+  if (len > room) len = room;
+  memcpy(p->path + used, text, len);
+  p->path[used + len] = '\0';
+}
+
+static Path path_join(const Path *parent, const char *key) {
+  Path p = *parent;
+  if (p.path[0]) path_append(&p, ".");
+  path_append(&p, key);
+  return p;
+}
+
+static Path path_index(const Path *parent, int i) {
+  Path p = *parent;
+  char idx[24];
+  snprintf(idx, sizeof idx, "[%d]", i);
+  path_append(&p, idx);
+  return p;
+}
+
+static ncclzStatus field_error(const Path *p, const char *what) {
+  return ncclzSetError(NCCLZ_ERR_ARG, "profile %s: %s", p->path, what);
+}
+
+static ncclzStatus get_object(const cJSON *parent, const Path *pp, const char *key, const cJSON **out, Path *p) {
+  *p = path_join(pp, key);
+  *out = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (!*out) return field_error(p, "missing");
+  if (!cJSON_IsObject(*out)) return field_error(p, "must be an object");
+  return NCCLZ_OK;
+}
+
+static ncclzStatus get_number(const cJSON *parent, const Path *pp, const char *key, double *out, Path *p) {
+  *p = path_join(pp, key);
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (!it) return field_error(p, "missing");
+  if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) return field_error(p, "must be a finite number");
+  *out = it->valuedouble;
+  return NCCLZ_OK;
+}
+
+static ncclzStatus get_positive(const cJSON *parent, const Path *pp, const char *key, double *out) {
+  Path p;
+  ncclzStatus s = get_number(parent, pp, key, out, &p);
+  if (s == NCCLZ_OK && !(*out > 0.0)) return field_error(&p, "must be > 0");
+  return s;
+}
+
+static ncclzStatus get_nonnegative(const cJSON *parent, const Path *pp, const char *key, double *out) {
+  Path p;
+  ncclzStatus s = get_number(parent, pp, key, out, &p);
+  if (s == NCCLZ_OK && !(*out >= 0.0)) return field_error(&p, "must be >= 0");
+  return s;
+}
+
+static ncclzStatus get_fraction(const cJSON *parent, const Path *pp, const char *key, double *out) {
+  Path p;
+  ncclzStatus s = get_number(parent, pp, key, out, &p);
+  if (s == NCCLZ_OK && !(*out >= 0.0 && *out <= 1.0)) return field_error(&p, "must be in [0, 1]");
+  return s;
+}
+
+/* A non-negative integer no larger than max. */
+static ncclzStatus get_count(const cJSON *parent, const Path *pp, const char *key, double max, uint64_t *out) {
+  Path p;
+  double v = 0.0;
+  ncclzStatus s = get_number(parent, pp, key, &v, &p);
+  if (s != NCCLZ_OK) return s;
+  if (v < 0.0 || v != floor(v)) return field_error(&p, "must be a non-negative integer");
+  if (v > max) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "must be <= %.0f", max);
+    return field_error(&p, msg);
+  }
+  *out = (uint64_t)v;
+  return NCCLZ_OK;
+}
+
+static ncclzStatus get_string(const cJSON *parent, const Path *pp, const char *key, char *out, size_t cap) {
+  Path p = path_join(pp, key);
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (!it) return field_error(&p, "missing");
+  if (!cJSON_IsString(it)) return field_error(&p, "must be a string");
+  snprintf(out, cap, "%s", it->valuestring);
+  return NCCLZ_OK;
+}
+
+#define TRY(expr)                          \
+  do {                                     \
+    ncclzStatus try_s_ = (expr);           \
+    if (try_s_ != NCCLZ_OK) return try_s_; \
+  } while (0)
+
+/* ---------------------------------------------------------------- sections */
+
+static ncclzStatus parse_version(const cJSON *root, ncclzProfile *out) {
+  Path top = {""}, p;
+  double v = 0.0;
+  TRY(get_number(root, &top, "version", &v, &p));
+  if (v != NCCLZ_PROFILE_VERSION)
+    return ncclzSetError(NCCLZ_ERR_ARG, "profile version: unsupported version %g (this build reads %d)", v,
+                         NCCLZ_PROFILE_VERSION);
+  out->version = NCCLZ_PROFILE_VERSION;
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_metadata(const cJSON *root, ncclzProfileMeta *m) {
+  Path top = {""}, p;
+  const cJSON *o;
+  TRY(get_object(root, &top, "metadata", &o, &p));
+  TRY(get_string(o, &p, "device", m->device, sizeof m->device));
+  TRY(get_string(o, &p, "driver", m->driver, sizeof m->driver));
+  TRY(get_string(o, &p, "cuda", m->cuda, sizeof m->cuda));
+  TRY(get_string(o, &p, "nccl", m->nccl, sizeof m->nccl));
+  TRY(get_string(o, &p, "date", m->date, sizeof m->date));
+  TRY(get_string(o, &p, "method", m->method, sizeof m->method));
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_transports(const cJSON *root, ncclzTransportProfile *t) {
+  Path top = {""}, p, ph;
+  const cJSON *o, *h;
+  TRY(get_object(root, &top, "transports", &o, &p));
+  for (int i = 0; i < NCCLZ_HINT_COUNT; i++) {
+    TRY(get_object(o, &p, hint_names[i], &h, &ph));
+    TRY(get_nonnegative(h, &ph, "alpha_us", &t[i].alpha_us));
+    TRY(get_positive(h, &ph, "beta_gbps", &t[i].beta_gbps));
+  }
+  return NCCLZ_OK;
+}
+
+/* A curve: a non-empty array of {"bytes": >0 increasing, "us": >=0}. */
+static ncclzStatus parse_curve(const cJSON *parent, const Path *pp, const char *key, ncclzCurve *c) {
+  Path p = path_join(pp, key);
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (!arr) return field_error(&p, "missing");
+  if (!cJSON_IsArray(arr)) return field_error(&p, "must be an array of {\"bytes\", \"us\"} points");
+  int n = cJSON_GetArraySize(arr);
+  if (n < 1 || n > NCCLZ_CURVE_MAX_POINTS) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "must have 1 to %d points", NCCLZ_CURVE_MAX_POINTS);
+    return field_error(&p, msg);
+  }
+  for (int i = 0; i < n; i++) {
+    const cJSON *pt = cJSON_GetArrayItem(arr, i);
+    Path pi = path_index(&p, i), pb;
+    if (!cJSON_IsObject(pt)) return field_error(&pi, "must be an object");
+    TRY(get_positive(pt, &pi, "bytes", &c->bytes[i]));
+    TRY(get_nonnegative(pt, &pi, "us", &c->us[i]));
+    pb = path_join(&pi, "bytes");
+    if (i > 0 && !(c->bytes[i] > c->bytes[i - 1])) return field_error(&pb, "must be larger than the previous point's");
+  }
+  c->n_points = (uint32_t)n;
+  return NCCLZ_OK;
+}
+
+/* curves: {"default": {...} required, other classes optional, unknown names rejected}. */
+static ncclzStatus parse_curves(const cJSON *codec, const Path *pp, ncclzCodecCurves *cv) {
+  Path p, pc;
+  const cJSON *o, *cls;
+  TRY(get_object(codec, pp, "curves", &o, &p));
+  for (const cJSON *it = o->child; it; it = it->next) {
+    pc = path_join(&p, it->string);
+    if (ncclzDataClassFromName(it->string) < 0)
+      return field_error(&pc, "unknown data class (default, none, eb, eb_lorenzo, qsgd)");
+  }
+  for (int k = 0; k < NCCLZ_CLASS_COUNT; k++) {
+    if (k != NCCLZ_CLASS_DEFAULT && !cJSON_GetObjectItemCaseSensitive(o, class_names[k])) continue;
+    TRY(get_object(o, &p, class_names[k], &cls, &pc));
+    TRY(parse_curve(cls, &pc, "encode", &cv[k].encode));
+    TRY(parse_curve(cls, &pc, "decode", &cv[k].decode));
+    cv[k].present = 1;
+  }
+  return NCCLZ_OK;
+}
+
+/* lambda_enc / lambda_dec: {"nvlink": f, "shm": f, "net": f}, each in [0, 1]. */
+static ncclzStatus parse_lambdas(const cJSON *codec, const Path *pp, const char *key, double *lambda) {
+  Path p;
+  const cJSON *o;
+  TRY(get_object(codec, pp, key, &o, &p));
+  for (int i = 0; i < NCCLZ_HINT_COUNT; i++) TRY(get_fraction(o, &p, hint_names[i], &lambda[i]));
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_codecs(const cJSON *root, ncclzCodecProfile *codec) {
+  Path top = {""}, p, pc;
+  const cJSON *o, *c;
+  TRY(get_object(root, &top, "codecs", &o, &p));
+  for (int k = NCCLZ_CODER_FIXEDLEN; k < NCCLZ_CODER_COUNT; k++) {
+    TRY(get_object(o, &p, ncclzCoderName((ncclzCoder)k), &c, &pc));
+    TRY(get_nonnegative(c, &pc, "alpha_us", &codec[k].alpha_us));
+    TRY(parse_lambdas(c, &pc, "lambda_enc", codec[k].lambda_enc));
+    TRY(parse_lambdas(c, &pc, "lambda_dec", codec[k].lambda_dec));
+    TRY(parse_curves(c, &pc, codec[k].curves));
+  }
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_thresholds(const cJSON *root, ncclzThresholds *t) {
+  Path top = {""}, p, pf;
+  const cJSON *o;
+  uint64_t v = 0;
+  const double big = 9007199254740992.0; /* 2^53: every integer up to here is exact in JSON */
+  TRY(get_object(root, &top, "thresholds", &o, &p));
+  TRY(get_count(o, &p, "fast_path_bytes", big, &t->fast_path_bytes));
+  TRY(get_count(o, &p, "huff_min_bytes", big, &t->huff_min_bytes));
+  TRY(get_count(o, &p, "min_gain_permil", 1000, &v));
+  t->min_gain_permil = (uint32_t)v;
+  TRY(get_count(o, &p, "sample_window_bytes", NCCLZ_REA_SAMPLE_MAX_BYTES, &v));
+  pf = path_join(&p, "sample_window_bytes");
+  if (v < 128) return field_error(&pf, "must be >= 128 (one 32-symbol block)");
+  t->sample_window_bytes = (uint32_t)v;
+  TRY(get_count(o, &p, "sample_pieces", 512, &v));
+  pf = path_join(&p, "sample_pieces");
+  if (v < 1) return field_error(&pf, "must be >= 1");
+  t->sample_pieces = (uint32_t)v;
+  TRY(get_count(o, &p, "frame_bytes", 4294967295.0, &t->frame_bytes));
+  pf = path_join(&p, "frame_bytes");
+  if (t->frame_bytes < 4) return field_error(&pf, "must be >= 4");
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------------ loader */
+
+ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
+  if (!json || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileParse: NULL argument");
+  memset(out, 0, sizeof *out);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+  if (!root) {
+    return ncclzSetError(NCCLZ_ERR_ARG, "profile: invalid JSON near byte %ld", end ? (long)(end - json) : 0L);
+  }
+  ncclzStatus s = cJSON_IsObject(root) ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_ARG, "profile: must be a JSON object");
+  if (s == NCCLZ_OK) s = parse_version(root, out);
+  if (s == NCCLZ_OK) s = parse_metadata(root, &out->meta);
+  if (s == NCCLZ_OK) s = parse_transports(root, out->transport);
+  if (s == NCCLZ_OK) s = parse_codecs(root, out->codec);
+  if (s == NCCLZ_OK) s = parse_thresholds(root, &out->thresholds);
+  cJSON_Delete(root);
+  return s;
+}
+
+ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out) {
+  if (!path || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileLoad: NULL argument");
+  FILE *f = fopen(path, "rb");
+  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "profile %s: cannot open", path);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      size_t ncap = cap ? 2 * cap : 65536;
+      char *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return ncclzSetError(NCCLZ_ERR_NOMEM, "profile %s: out of memory", path);
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) break;
+  }
+  int read_error = ferror(f);
+  fclose(f);
+  ncclzStatus s = read_error ? ncclzSetError(NCCLZ_ERR_IO, "profile %s: read error", path)
+                             : ncclzProfileParse(buf, len, out);
+  free(buf);
+  return s;
+}

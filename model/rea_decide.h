@@ -1,0 +1,270 @@
+/* REA decision functions: the one copy of the arbitration logic.
+ *
+ * Host path (model/rea.c), device-side selector (a CUDA file includes this header; one control
+ * thread per frame batch calls these functions) and the simulator all take their decisions here,
+ * so they cannot drift apart. Rules for this file, so that nvcc compiles it as is:
+ *   - only static inline functions marked NCCLZ_REA_FN (__host__ __device__ under nvcc);
+ *   - no libc calls, no allocation, no globals; plain arithmetic on the structs of ncclz/model.h;
+ *   - C that is also valid C++ (no designated initializers, no compound literals).
+ */
+#ifndef NCCLZ_REA_DECIDE_H
+#define NCCLZ_REA_DECIDE_H
+
+#include "ncclz/model.h"
+
+#if defined(__CUDACC__)
+#define NCCLZ_REA_FN static inline __host__ __device__
+#else
+#define NCCLZ_REA_FN static inline
+#endif
+
+/* Larger than any real time: the cost of an impossible choice. */
+#define NCCLZ_REA_INFINITE_US 1e300
+
+/* ------------------------------------------------------------- codec cost */
+
+/* Codec time at `bytes` raw bytes: linear between points, flat below the first point, the last
+ * segment's per-byte cost above the last one (a single point scales proportionally). */
+NCCLZ_REA_FN double ncclz_rea_curve_us(const ncclzCurve *c, double bytes) {
+  uint32_t n = c->n_points;
+  if (n == 0) return 0.0;
+  if (bytes <= c->bytes[0]) return c->us[0];
+  if (n == 1) return c->us[0] * (bytes / c->bytes[0]);
+  uint32_t hi = 1;
+  while (hi < n - 1 && bytes > c->bytes[hi]) hi++;
+  double b0 = c->bytes[hi - 1], b1 = c->bytes[hi];
+  double per_byte = (c->us[hi] - c->us[hi - 1]) / (b1 - b0);
+  double t = c->us[hi - 1] + (bytes - b0) * per_byte;
+  return t > 0.0 ? t : 0.0;
+}
+
+/* The curves of coder c for data class cls, falling back to the DEFAULT class. */
+NCCLZ_REA_FN const ncclzCodecCurves *ncclz_rea_curves(const ncclzProfile *p, int coder, int cls) {
+  const ncclzCodecProfile *cp = &p->codec[coder];
+  if (cls > 0 && cls < NCCLZ_CLASS_COUNT && cp->curves[cls].present) return &cp->curves[cls];
+  return &cp->curves[NCCLZ_CLASS_DEFAULT];
+}
+
+/* ------------------------------------------------------------- cost model */
+
+NCCLZ_REA_FN ncclzReaLink ncclz_rea_link(const ncclzProfile *p, ncclzTransportHint hint) {
+  ncclzReaLink l;
+  l.hint = hint;
+  l.alpha_us = p->transport[hint].alpha_us;
+  l.beta_gbps = p->transport[hint].beta_gbps;
+  return l;
+}
+
+/* Wire time of `bytes` at beta GB/s (1 GB/s = 1e3 bytes per microsecond). */
+NCCLZ_REA_FN double ncclz_rea_wire_us(double bytes, double beta_gbps) {
+  if (!(beta_gbps > 0.0)) return NCCLZ_REA_INFINITE_US;
+  return bytes / (beta_gbps * 1e3);
+}
+
+/* T_c for a message of `nframes` equal frames of frame_raw_bytes, each predicted at
+ * frame_bytes on the wire:
+ *   T_c = alpha(link) + nframes * (alpha_c + P_c/beta + lambda_enc*E_c + lambda_dec*D_c).
+ * With nframes = 1 this is the paper's per-frame equation (1). RAW has no codec terms. */
+NCCLZ_REA_FN double ncclz_rea_cost_us(const ncclzProfile *p, ncclzReaLink link, int coder, int cls,
+                                      double frame_raw_bytes, double frame_bytes, double nframes) {
+  double per_frame = ncclz_rea_wire_us(frame_bytes, link.beta_gbps);
+  if (coder != NCCLZ_CODER_RAW) {
+    const ncclzCodecProfile *cp = &p->codec[coder];
+    const ncclzCodecCurves *cv = ncclz_rea_curves(p, coder, cls);
+    per_frame += cp->alpha_us;
+    per_frame += cp->lambda_enc[link.hint] * ncclz_rea_curve_us(&cv->encode, frame_raw_bytes);
+    per_frame += cp->lambda_dec[link.hint] * ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
+  }
+  return link.alpha_us + nframes * per_frame;
+}
+
+/* ----------------------------------------------------------- admissibility */
+
+/* Saving of `bytes` against the RAW frame, in permil (negative when larger). */
+NCCLZ_REA_FN int64_t ncclz_rea_gain_permil(uint64_t raw_frame_bytes, uint64_t bytes) {
+  if (raw_frame_bytes == 0) return 0;
+  int64_t saved = (int64_t)raw_frame_bytes - (int64_t)bytes;
+  return saved * 1000 / (int64_t)raw_frame_bytes;
+}
+
+NCCLZ_REA_FN int ncclz_rea_fast_path(const ncclzReaRules *r, double frame_raw_bytes) {
+  uint32_t coders = r->coder_mask & ~(1u << NCCLZ_CODER_RAW);
+  return frame_raw_bytes < (double)r->fast_path_bytes || coders == 0;
+}
+
+/* Constant-time gating of one candidate: enable bit, estimate, capacity, gain, HUFFMAN gates. */
+NCCLZ_REA_FN ncclzReaVerdict ncclz_rea_admit(const ncclzReaRules *r, const ncclzReaCandidates *c, int coder) {
+  if (coder == NCCLZ_CODER_RAW) return NCCLZ_REA_ADMISSIBLE;  /* capacity is checked at commit */
+  if (!(r->coder_mask & (1u << coder))) return NCCLZ_REA_DISABLED;
+  if (coder == NCCLZ_CODER_HUFFMAN) {
+    if (c->frame_raw_bytes < (double)r->huff_min_bytes) return NCCLZ_REA_BELOW_HUFF_MIN;
+    if (!r->huff_ctx_valid) return NCCLZ_REA_NO_HUFF_CTX;
+  }
+  if (!c->pred_valid[coder]) return NCCLZ_REA_NO_ESTIMATE;
+  if (c->pred_frame_bytes[coder] > r->stage_cap_bytes) return NCCLZ_REA_OVER_CAPACITY;
+  if (ncclz_rea_gain_permil(c->raw_frame_bytes, c->pred_frame_bytes[coder]) < (int64_t)r->min_gain_permil)
+    return NCCLZ_REA_LOW_GAIN;
+  return NCCLZ_REA_ADMISSIBLE;
+}
+
+/* ------------------------------------------------------------------ argmin */
+
+/* Evaluates every coder and picks c* = argmin T_c over RAW and the admissible coders.
+ * Ties go to the lower coder id, so RAW wins a tie: it is the cheaper, safer frame. */
+NCCLZ_REA_FN void ncclz_rea_arbitrate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
+                                      const ncclzReaCandidates *c, ncclzReaDecision *out) {
+  out->coder = NCCLZ_CODER_RAW;
+  double best = NCCLZ_REA_INFINITE_US;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) {
+    double bytes = k == NCCLZ_CODER_RAW ? (double)c->raw_frame_bytes : (double)c->pred_frame_bytes[k];
+    out->verdict[k] = ncclz_rea_admit(r, c, k);
+    out->time_us[k] = (k == NCCLZ_CODER_RAW || c->pred_valid[k])
+                          ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes)
+                          : NCCLZ_REA_INFINITE_US;
+    if (out->verdict[k] == NCCLZ_REA_ADMISSIBLE && out->time_us[k] < best) {
+      best = out->time_us[k];
+      out->coder = (ncclzCoder)k;
+    }
+  }
+}
+
+/* The post-check after materializing: the realized frame must fit and still save enough. */
+NCCLZ_REA_FN int ncclz_rea_accept_realized(const ncclzReaRules *r, uint64_t raw_frame_bytes, uint64_t realized) {
+  return realized <= r->stage_cap_bytes &&
+         ncclz_rea_gain_permil(raw_frame_bytes, realized) >= (int64_t)r->min_gain_permil;
+}
+
+/* ---------------------------------------------------------------- sampling */
+
+#define NCCLZ_REA_BLOCK 32
+
+NCCLZ_REA_FN void ncclz_rea_sample_plan(uint64_t n, uint32_t window_bytes, uint32_t pieces, ncclzSamplePlan *p) {
+  uint64_t window_syms = window_bytes / 4;
+  p->n = n;
+  p->full_blocks = n / NCCLZ_REA_BLOCK;
+  p->whole = n <= window_syms;
+  p->count = 1;
+  p->blocks = 0;
+  if (p->whole) return;
+  p->count = pieces ? pieces : 1;
+  p->blocks = window_syms / NCCLZ_REA_BLOCK / p->count;
+  if (p->blocks == 0) {  /* more pieces than blocks in the window: one block each, fewer pieces */
+    p->blocks = 1;
+    p->count = (uint32_t)(window_syms / NCCLZ_REA_BLOCK);
+  }
+}
+
+/* Piece i of the plan. Evenly spaced starts never overlap: count * blocks <= full_blocks. */
+NCCLZ_REA_FN void ncclz_rea_sample_piece(const ncclzSamplePlan *p, uint32_t i, uint64_t *start, uint64_t *len) {
+  if (p->whole) {
+    *start = 0;
+    *len = p->n;
+    return;
+  }
+  uint64_t room = p->full_blocks - p->blocks;
+  uint64_t first_block = p->count > 1 ? room * i / (p->count - 1) : room / 2;
+  *start = first_block * NCCLZ_REA_BLOCK;
+  *len = p->blocks * NCCLZ_REA_BLOCK;
+}
+
+NCCLZ_REA_FN uint32_t ncclz_rea_zigzag(int32_t s) { return ((uint32_t)s << 1) ^ (uint32_t)(s >> 31); }
+
+NCCLZ_REA_FN uint32_t ncclz_rea_bit_length(uint32_t v) {
+  uint32_t n = 0;
+  while (v) {
+    n++;
+    v >>= 1;
+  }
+  return n;
+}
+
+/* Stored FIXEDLEN width of one block of len <= 32 symbols (FORMAT.md: 31 is stored as 32). */
+NCCLZ_REA_FN uint32_t ncclz_rea_block_width(const int32_t *sym, uint64_t len) {
+  uint32_t all = 0;
+  for (uint64_t i = 0; i < len; i++) all |= ncclz_rea_zigzag(sym[i]);
+  uint32_t w = ncclz_rea_bit_length(all);
+  return w == 31 ? 32 : w;
+}
+
+/* Huffman alphabet index of a symbol (FORMAT.md), 2R for an escape (fill codes included). */
+NCCLZ_REA_FN int64_t ncclz_rea_huff_index(int32_t s, int32_t centre, uint32_t radius) {
+  int64_t idx = (int64_t)s - centre + radius;
+  if (s == NCCLZ_FILL_CODE || idx < 0 || idx >= 2 * (int64_t)radius) return 2 * (int64_t)radius;
+  return idx;
+}
+
+/* First alphabet index of the 256 fine bins: they are centred on the sample's mean symbol
+ * (sum / count of the non-fill symbols, truncated toward zero), where quantized symbols
+ * concentrate, which need not be the alphabet's centre when the range is lopsided. */
+NCCLZ_REA_FN int64_t ncclz_rea_hist_first_index(int64_t sum, uint64_t count, int32_t centre, uint32_t radius) {
+  int64_t mean = count ? sum / (int64_t)count : 0;
+  return mean - centre + (int64_t)radius - NCCLZ_REA_HIST_BINS / 2;
+}
+
+/* Histogram bin of an alphabet index: the 256 fine bins from first_index on, then the tail bin
+ * (in the alphabet, outside those bins) and the escape bin (index 2R). */
+NCCLZ_REA_FN uint32_t ncclz_rea_hist_bin(int64_t idx, uint32_t radius, int64_t first_index) {
+  if (idx == 2 * (int64_t)radius) return NCCLZ_REA_HIST_ESCAPE;
+  int64_t bin = idx - first_index;
+  return bin >= 0 && bin < NCCLZ_REA_HIST_BINS ? (uint32_t)bin : NCCLZ_REA_HIST_TAIL;
+}
+
+/* Expected coded bits of the histogram under code lengths `len`: an escape adds the 32-bit
+ * symbol; a tail symbol adds the bits that tell apart the distinct tail values seen
+ * (ceil(log2(distinct)) = bit length of distinct-1). */
+NCCLZ_REA_FN double ncclz_rea_huffman_bits(const uint32_t *freq, const uint8_t *len, uint32_t distinct_tail) {
+  double bits = 0.0;
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) bits += (double)freq[b] * len[b];
+  bits += 32.0 * freq[NCCLZ_REA_HIST_ESCAPE];
+  if (distinct_tail > 1) bits += (double)freq[NCCLZ_REA_HIST_TAIL] * ncclz_rea_bit_length(distinct_tail - 1);
+  return bits;
+}
+
+/* ---------------------------------------------------------- predicted sizes */
+
+NCCLZ_REA_FN uint64_t ncclz_rea_div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* The RAW frame: header, side data, one word per symbol. */
+NCCLZ_REA_FN uint64_t ncclz_rea_raw_frame_bytes(uint64_t n, uint32_t side_bytes) {
+  return NCCLZ_FRAME_HEADER_BYTES + (uint64_t)side_bytes + 4 * n;
+}
+
+/* FIXEDLEN payload (FORMAT.md): 4*ceil(5nb/32) + 4nt + 4*sum(w), with sum(w) scaled from the
+ * sample's blocks to the frame's nb blocks (exact when the sample is the whole frame). */
+NCCLZ_REA_FN uint64_t ncclz_rea_fixedlen_payload(const ncclzSampleStats *s, uint64_t n, uint32_t tile_blocks) {
+  if (n == 0) return 0;
+  uint64_t nb = ncclz_rea_div_up(n, 32);
+  uint64_t nt = ncclz_rea_div_up(nb, tile_blocks ? tile_blocks : 1);
+  uint64_t width_sum = s->blocks_sampled ? ncclz_rea_div_up(s->width_sum * nb, s->blocks_sampled) : 32 * nb;
+  return 4 * ncclz_rea_div_up(5 * nb, 32) + 4 * nt + 4 * width_sum;
+}
+
+/* HUFFMAN payload (FORMAT.md): lengths table [lo][m][m nibbles padded to a word], segment table
+ * [nseg][nseg offsets], bit stream (the sample's expected bits per symbol, scaled, plus half a
+ * word of padding per segment on average), rounded up to whole words. */
+NCCLZ_REA_FN uint64_t ncclz_rea_huffman_payload(const ncclzSampleStats *s, uint64_t n, uint32_t segment) {
+  if (n == 0) return 0;
+  uint64_t nseg = ncclz_rea_div_up(n, segment ? segment : 1);
+  uint64_t table = 8 + 4 * ncclz_rea_div_up(s->huffman_table_span, 8);
+  uint64_t seg_table = 4 + 4 * nseg;
+  double bits = s->n_sampled ? s->huffman_bits * ((double)n / (double)s->n_sampled) : 32.0 * (double)n;
+  uint64_t stream_bits = (uint64_t)bits + 1 + 16 * nseg;
+  return table + seg_table + 4 * ncclz_rea_div_up(stream_bits, 32);
+}
+
+/* Fills the candidates of a frame of n symbols (dtype_bytes raw bytes each) from sample stats. */
+NCCLZ_REA_FN void ncclz_rea_predict(const ncclzSampleStats *s, uint64_t n, size_t dtype_bytes, uint32_t side_bytes,
+                                    const ncclzCoderParams *cp, ncclzReaCandidates *c) {
+  uint64_t fixed = NCCLZ_FRAME_HEADER_BYTES + (uint64_t)side_bytes;
+  c->frame_raw_bytes = (double)n * (double)dtype_bytes;
+  c->nframes = 1.0;
+  c->raw_frame_bytes = ncclz_rea_raw_frame_bytes(n, side_bytes);
+  c->pred_frame_bytes[NCCLZ_CODER_RAW] = c->raw_frame_bytes;
+  c->pred_valid[NCCLZ_CODER_RAW] = 1;
+  c->pred_frame_bytes[NCCLZ_CODER_FIXEDLEN] = fixed + ncclz_rea_fixedlen_payload(s, n, cp->fixedlen_tile_blocks);
+  c->pred_valid[NCCLZ_CODER_FIXEDLEN] = s->blocks_sampled > 0 || n == 0;
+  c->pred_frame_bytes[NCCLZ_CODER_HUFFMAN] = fixed + ncclz_rea_huffman_payload(s, n, cp->huffman_segment);
+  c->pred_valid[NCCLZ_CODER_HUFFMAN] = s->huffman_valid;
+}
+
+#endif /* NCCLZ_REA_DECIDE_H */

@@ -1,0 +1,312 @@
+/* GPU codecs against the C reference: frames byte-identical for random and real data (1 element
+ * to 64 Mi elements, odd sizes and odd coder parameters), GPU frames decoded on the CPU and CPU
+ * frames on the GPU, corrupt frames rejected, and the quantizers' codes identical.
+ * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "ncclz/codecs.h"
+#include "ncclz/codecs_cuda.h"
+extern "C" {
+#include "testutil.h"
+}
+
+#define CU(call)                                                                       \
+  do {                                                                                 \
+    cudaError_t e_ = (call);                                                           \
+    if (e_ != cudaSuccess) {                                                           \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+template <typename T>
+struct Dev {
+  T *p = nullptr;
+  explicit Dev(size_t n) { CU(cudaMalloc(&p, n * sizeof(T) + 16)); }
+  ~Dev() { cudaFree(p); }
+};
+
+/* Encodes sym on the GPU and the CPU, compares, and cross-decodes. */
+static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs, ncclzCoder c,
+                     const ncclzCoderParams *cp, const ncclzQuantParams *q, const float *scales) {
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = c;
+  b.params = *cp;
+  b.dtype = NCCLZ_DTYPE_F32;
+  b.quant = q;
+  b.n_symbols = n;
+  b.frame_symbols = fs;
+  b.side_scales = q && q->kind == NCCLZ_QUANT_QSGD;
+  uint32_t nf = ncclzCudaBatchFrames(&b);
+  size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+         wsd = ncclzCudaDecodeWorkspaceSize(&b);
+  size_t nsc = b.side_scales ? (n + q->qsgd_bucket - 1) / q->qsgd_bucket : 1;
+  Dev<int32_t> dsym(n), dsym2(n);
+  Dev<float> dsc(nsc), dsc2(nsc);
+  Dev<uint8_t> dout(slot * nf), dwse(wse), dwsd(wsd);
+  Dev<uint32_t> dfb(nf), dst(nf);
+  Dev<uint64_t> doff(nf);
+  CU(cudaMemcpy(dsym.p, sym, 4 * n, cudaMemcpyHostToDevice));
+  if (b.side_scales) CU(cudaMemcpy(dsc.p, scales, 4 * nsc, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dout.p, 0x5A, slot * nf)); /* poison */
+  ncclzStatus st = ncclzCudaEncodeBatch(&b, dsym.p, b.side_scales ? dsc.p : NULL, dout.p, slot, dfb.p, dwse.p, wse, 0);
+  CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
+  CU(cudaDeviceSynchronize());
+  std::vector<uint32_t> fb(nf), fst(nf);
+  std::vector<uint8_t> gpu(slot * nf);
+  CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(gpu.data(), dout.p, slot * nf, cudaMemcpyDeviceToHost));
+  /* CPU frames, back to back, with their offsets */
+  std::vector<uint8_t> cpu;
+  std::vector<uint64_t> off(nf);
+  std::vector<uint8_t> frame(slot);
+  int same = 1;
+  for (uint32_t k = 0; k < nf; k++) {
+    size_t start = (size_t)k * fs, nk = n - start < fs ? n - start : fs;
+    ncclzFrameDesc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = NCCLZ_DTYPE_F32;
+    d.quant = q;
+    d.coder_params = *cp;
+    if (b.side_scales) {
+      d.side = scales + start / q->qsgd_bucket;
+      d.side_bytes = (uint32_t)(4 * ((nk + q->qsgd_bucket - 1) / q->qsgd_bucket));
+    }
+    size_t len = 0;
+    st = ncclzFrameEncode(c, sym + start, nk, &d, frame.data(), slot, &len);
+    CHECK(st == NCCLZ_OK, "%s: cpu encode: %s", name, ncclzLastError());
+    if (st != NCCLZ_OK) return;
+    if (len != fb[k] || memcmp(frame.data(), &gpu[k * slot], len) != 0) {
+      if (same) {
+        size_t at = 0;
+        while (at < len && at < fb[k] && frame[at] == gpu[k * slot + at]) at++;
+        fprintf(stderr, "%s: frame %u differs: cpu %zu bytes, gpu %u bytes, first difference at byte %zu\n", name, k,
+                len, fb[k], at);
+      }
+      same = 0;
+    }
+    off[k] = cpu.size();
+    cpu.insert(cpu.end(), frame.begin(), frame.begin() + len);
+    /* GPU frame on the CPU */
+    std::vector<int32_t> back(nk + 1);
+    std::vector<float> side(nk + 1);
+    size_t used = 0;
+    st = ncclzFrameDecode(&gpu[k * slot], fb[k], NULL, back.data(), nk, side.data(), 4 * (nk + 1), &used);
+    CHECK(st == NCCLZ_OK && used == fb[k] && memcmp(back.data(), sym + start, 4 * nk) == 0,
+          "%s: cpu decode of gpu frame %u: %s", name, k, st ? ncclzLastError() : "symbols differ");
+  }
+  CHECK(same, "%s: %u gpu frames byte-identical to cpu", name, nf);
+  /* GPU decode of the GPU slots, then of the packed CPU frames (offsets path) */
+  for (int pass = 0; pass < 2; pass++) {
+    CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
+    if (pass == 0) {
+      st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+    } else {
+      Dev<uint8_t> din(cpu.size());
+      CU(cudaMemcpy(din.p, cpu.data(), cpu.size(), cudaMemcpyHostToDevice));
+      CU(cudaMemcpy(doff.p, off.data(), 8 * nf, cudaMemcpyHostToDevice));
+      st = ncclzCudaDecodeBatch(&b, 7, din.p, doff.p, 0, cpu.size(), dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+      CU(cudaDeviceSynchronize());
+    }
+    CHECK(st == NCCLZ_OK, "%s: gpu decode: %s", name, ncclzLastError());
+    CU(cudaDeviceSynchronize());
+    std::vector<int32_t> back(n);
+    CU(cudaMemcpy(back.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(fst.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
+    uint32_t bad = 0;
+    for (uint32_t k = 0; k < nf; k++)
+      if (fst[k] && !bad) bad = fst[k];
+    CHECK(bad == 0, "%s: gpu decode pass %d status %u (%s)", name, pass, bad, ncclzCudaStatusReason(bad));
+    CHECK(memcmp(back.data(), sym, 4 * n) == 0, "%s: gpu decode pass %d gives the symbols back", name, pass);
+    if (b.side_scales) {
+      std::vector<float> sc(nsc);
+      CU(cudaMemcpy(sc.data(), dsc2.p, 4 * nsc, cudaMemcpyDeviceToHost));
+      CHECK(memcmp(sc.data(), scales, 4 * nsc) == 0, "%s: side scales back", name);
+    }
+  }
+  /* one corrupted payload byte in frame 0 must be caught */
+  if (fb[0] > 64) {
+    uint8_t v;
+    size_t at = 64 + (fb[0] - 64) / 2;
+    CU(cudaMemcpy(&v, dout.p + at, 1, cudaMemcpyDeviceToHost));
+    v ^= 0x10;
+    CU(cudaMemcpy(dout.p + at, &v, 1, cudaMemcpyHostToDevice));
+    st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(fst.data(), dst.p, 4, cudaMemcpyDeviceToHost));
+    CHECK(st == NCCLZ_OK && fst[0] != 0, "%s: corrupt frame rejected", name);
+  }
+}
+
+static const ncclzCoder CODERS[3] = {NCCLZ_CODER_RAW, NCCLZ_CODER_FIXEDLEN, NCCLZ_CODER_HUFFMAN};
+
+static void all_coders(const char *what, const int32_t *sym, size_t n, uint32_t fs, const ncclzQuantParams *q,
+                       const float *scales) {
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  char name[256];
+  for (int c = 0; c < 3; c++) {
+    snprintf(name, sizeof name, "%s n=%zu fs=%u %s", what, n, fs, ncclzCoderName(CODERS[c]));
+    run_case(name, sym, n, fs, CODERS[c], &cp, q, scales);
+  }
+}
+
+/* Random symbols of several kinds. */
+static void gen(int kind, size_t n, uint64_t seed, std::vector<int32_t> &s) {
+  s.resize(n);
+  uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = tu_rand(&st);
+    switch (kind) {
+    case 0: { /* peaked: mostly small, a few large (escapes) */
+      double u = tu_uniform(&st);
+      int32_t v = (int32_t)(log(u + 1e-12) * -3.0) * ((r & 1) ? 1 : -1);
+      if ((r >> 8) % 1000 == 0) v = (int32_t)(r >> 20);
+      s[i] = v;
+      break;
+    }
+    case 1: s[i] = (int32_t)((r >> 12) % 2000001) - 1000000; break;                   /* wide */
+    case 2: s[i] = (r >> 40) % 20 == 0 ? INT32_MIN : (int32_t)((r >> 8) % 41) - 20; break; /* fills */
+    case 3: s[i] = (int32_t)(uint32_t)(r >> 16); break;                                /* full 32-bit */
+    default: s[i] = (int32_t)(i % 5); break;
+    }
+  }
+}
+
+static std::vector<float> load_f32(const char *name, size_t *n) {
+  size_t len = 0;
+  void *p = tu_read_file(name, &len);
+  std::vector<float> v;
+  if (p) v.assign((float *)p, (float *)p + len / 4);
+  free(p);
+  *n = v.size();
+  return v;
+}
+
+/* EB quantization (+ Lorenzo) and dequantization against the CPU. */
+static void eb_case(const char *file, const char *spec_text, const uint32_t *dims, int ndims) {
+  size_t n;
+  std::vector<float> x = load_f32(file, &n);
+  CHECK(n > 0, "load %s", file);
+  if (!n) return;
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "parse %s", spec_text);
+  ncclzStatus st = ncclzQuantResolve(&spec, x.data(), n, dims, ndims, 0, &qp);
+  CHECK(st == NCCLZ_OK, "resolve %s: %s", spec_text, ncclzLastError());
+  if (st) return;
+  std::vector<int32_t> codes(n), ref(n), got(n);
+  CHECK(ncclzQuantizeEB(&qp, x.data(), n, codes.data()) == NCCLZ_OK, "cpu eb");
+  ncclzLorenzoForward(&qp, codes.data(), n, ref.data());
+  Dev<float> dx(n), dxr(n);
+  Dev<int32_t> dsym(n);
+  Dev<ncclzCudaQuantStats> dstats(1);
+  size_t wsq = ncclzCudaQuantWorkspaceSize(n);
+  Dev<uint8_t> dws(wsq);
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  st = ncclzCudaQuantizeEB(&qp, spec.eb_is_rel, spec.eb, dx.p, n, dsym.p, dstats.p, dws.p, wsq, 0);
+  CHECK(st == NCCLZ_OK, "gpu eb: %s", ncclzLastError());
+  ncclzCudaQuantStats hs;
+  CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
+  CHECK(hs.abs_eb == qp.abs_eb, "%s %s: abs_eb gpu %.17g cpu %.17g", file, spec_text, hs.abs_eb, qp.abs_eb);
+  CHECK(hs.nonfinite == 0 && hs.out_of_range == 0 && hs.unbounded == 0, "%s: no quantization errors", spec_text);
+  CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: gpu codes identical", file, spec_text);
+  if (!(qp.lorenzo && qp.has_fill)) {
+    std::vector<float> xr(n), xg(n);
+    std::vector<int32_t> c2(n);
+    ncclzLorenzoInverse(&qp, ref.data(), n, c2.data());
+    ncclzDequantizeEB(&qp, c2.data(), n, xr.data());
+    st = ncclzCudaDequantizeEB(&qp, NULL, dsym.p, n, dxr.p, dws.p, wsq, 0);
+    CHECK(st == NCCLZ_OK, "gpu dequant: %s", ncclzLastError());
+    CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s %s: gpu reconstruction identical", file, spec_text);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "%s %s", file, spec_text);
+  all_coders(what, ref.data(), n, 65536, &qp, NULL);
+}
+
+static void qsgd_case(const char *file) {
+  size_t n;
+  std::vector<float> x = load_f32(file, &n);
+  CHECK(n > 0, "load %s", file);
+  if (!n) return;
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
+  CHECK(ncclzQuantResolve(&spec, x.data(), n, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
+  size_t nb = ncclzQsgdNumBuckets(&qp, n);
+  std::vector<float> sc(nb), scg(nb), xr(n), xg(n);
+  std::vector<int32_t> ref(n), got(n);
+  ncclzQsgdScales(&qp, x.data(), n, sc.data());
+  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n, sc.data(), ref.data()) == NCCLZ_OK, "cpu qsgd");
+  ncclzDequantizeQsgd(&qp, ref.data(), n, sc.data(), xr.data());
+  Dev<float> dx(n), dsc(nb), dxr(n);
+  Dev<int32_t> dsym(n);
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  CHECK(ncclzCudaQsgdScales(&qp, dx.p, n, dsc.p, 0) == NCCLZ_OK, "gpu scales");
+  CHECK(ncclzCudaQuantizeQsgd(&qp, dx.p, n, dsc.p, dsym.p, 0) == NCCLZ_OK, "gpu qsgd");
+  CHECK(ncclzCudaDequantizeQsgd(&qp, dsym.p, n, dsc.p, dxr.p, 0) == NCCLZ_OK, "gpu dequant");
+  CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0, "%s: qsgd scales identical", file);
+  CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: qsgd codes identical", file);
+  CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s: qsgd reconstruction identical", file);
+  all_coders(file, ref.data(), n, 512 * 64, &qp, sc.data());
+}
+
+int main(int argc, char **argv) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
+  std::vector<int32_t> s;
+  const size_t sizes[] = {1, 2, 31, 32, 33, 1023, 1025, 8191, 8193, 100003, (1u << 20) + 7};
+  for (size_t n : sizes) {
+    for (int kind = 0; kind < 5; kind++) {
+      if (quick && n > 8193) continue;
+      gen(kind, n, n + kind, s);
+      char what[64];
+      snprintf(what, sizeof what, "random kind %d", kind);
+      uint32_t fs = n > 100000 ? 100000 : (uint32_t)n; /* odd frame sizes too */
+      all_coders(what, s.data(), n, fs, NULL, NULL);
+    }
+  }
+  /* odd coder parameters */
+  gen(0, 200001, 7, s);
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  cp.fixedlen_tile_blocks = 7;
+  cp.huffman_segment = 100;
+  run_case("fixedlen T=7", s.data(), s.size(), 65536, NCCLZ_CODER_FIXEDLEN, &cp, NULL, NULL);
+  run_case("huffman S=100", s.data(), s.size(), 65536, NCCLZ_CODER_HUFFMAN, &cp, NULL, NULL);
+  cp.fixedlen_tile_blocks = 1000;
+  cp.huffman_segment = 4096;
+  run_case("fixedlen T=1000", s.data(), s.size(), 65536, NCCLZ_CODER_FIXEDLEN, &cp, NULL, NULL);
+  run_case("huffman S=4096", s.data(), s.size(), 65536, NCCLZ_CODER_HUFFMAN, &cp, NULL, NULL);
+  if (!quick) { /* 64 Mi symbols in 4 Mi frames */
+    gen(0, (size_t)64 << 20, 99, s);
+    all_coders("random 64Mi", s.data(), s.size(), 4u << 20, NULL, NULL);
+  }
+  const uint32_t d3[3] = {8, 64, 128}, d2[2] = {384, 320};
+  eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4", d3, 3);
+  eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=1d", d3, 3);
+  eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=2d", d3, 3);
+  eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", d3, 3);
+  eb_case("ncep_climo_T_8x64x128.f32", "eb:abs=0.01,lorenzo=3d", d3, 3);
+  eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
+  eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
+  qsgd_case("resnet18_rank0_64k.f32");
+  return tu_finish("test_gpu_codecs");
+}

@@ -1,0 +1,489 @@
+/* The model layer: profile loading and validation, cost curves, sample profiling, REA arbitration
+ * (Algorithm 1) on the synthetic profile, the shared decision functions, the break-even surface,
+ * and the planning-cost helper. */
+#include "model/rea_decide.h"
+#include "ncclz/model.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ncclzProfile prof;
+
+/* ---------------------------------------------------------------- fixtures */
+
+/* Symbols of real data with their frame description (QSGD scales as side data). */
+typedef struct {
+  ncclzSymbols s;
+  ncclzFrameDesc desc;
+} Frame;
+
+static void frame_describe(Frame *f) {
+  memset(&f->desc, 0, sizeof f->desc);
+  f->desc.dtype = f->s.dtype;
+  f->desc.quant = &f->s.qp;
+  if (f->s.scales) {
+    f->desc.side = f->s.scales;
+    f->desc.side_bytes = (uint32_t)(f->s.n_scales * sizeof(float));
+  }
+  ncclzCoderParamsDefault(&f->desc.coder_params);
+}
+
+/* The ResNet-18 gradient slices of rank 0 and 1, back to back, `copies` times (512 KiB each),
+ * quantized with QSGD 8 bits, buckets of 512: skewed symbols around 0. */
+static int resnet_qsgd(Frame *f, int copies) {
+  size_t l0 = 0, l1 = 0;
+  float *r0 = tu_read_file("resnet18_rank0_64k.f32", &l0);
+  float *r1 = tu_read_file("resnet18_rank1_64k.f32", &l1);
+  if (!r0 || !r1) {
+    free(r0);
+    free(r1);
+    return 0;
+  }
+  size_t n0 = l0 / 4, n1 = l1 / 4, n = (n0 + n1) * (size_t)copies;
+  float *x = malloc(n * sizeof *x);
+  for (int c = 0; c < copies; c++) {
+    memcpy(x + (size_t)c * (n0 + n1), r0, l0);
+    memcpy(x + (size_t)c * (n0 + n1) + n0, r1, l1);
+  }
+  ncclzQuantSpec spec;
+  ncclzStatus s = ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
+  if (s == NCCLZ_OK) s = ncclzArrayQuantize(&spec, NCCLZ_DTYPE_F32, x, n, NULL, 0, 0, &f->s);
+  free(x);
+  free(r0);
+  free(r1);
+  CHECK(s == NCCLZ_OK, "quantize resnet: %s", ncclzLastError());
+  if (s != NCCLZ_OK) return 0;
+  frame_describe(f);
+  return 1;
+}
+
+/* Skewed real symbols: surface_tC (4x96x192) at REL 1e-4 with 3D Lorenzo, whose deltas peak at
+ * 0 (HUFFMAN codes them about 25% smaller than FIXEDLEN). The symbols are repeated 14 times to
+ * make a frame of about 4 MiB, the executor's frame size; repeating keeps their distribution. */
+static int skewed_frame(Frame *f) {
+  size_t len = 0;
+  float *x = tu_read_file("surface_tC_4x96x192.f32", &len);
+  if (!x) return 0;
+  const uint32_t dims[3] = {4, 96, 192};
+  const int copies = 14;
+  ncclzQuantSpec spec;
+  ncclzStatus s = ncclzQuantSpecParse("eb:rel=1e-4,lorenzo=3d", &spec);
+  if (s == NCCLZ_OK) s = ncclzArrayQuantize(&spec, NCCLZ_DTYPE_F32, x, len / 4, dims, 3, 0, &f->s);
+  free(x);
+  CHECK(s == NCCLZ_OK, "quantize surface_tC: %s", ncclzLastError());
+  if (s != NCCLZ_OK) return 0;
+  size_t n = f->s.n;
+  int32_t *tiled = malloc(n * copies * sizeof *tiled);
+  for (int c = 0; c < copies; c++) memcpy(tiled + (size_t)c * n, f->s.sym, n * sizeof *tiled);
+  free(f->s.sym);
+  f->s.sym = tiled;
+  f->s.n = n * copies;
+  frame_describe(f);
+  return 1;
+}
+
+/* n int32 symbols with quant none (the coders see them as they are). */
+static void int_frame(Frame *f, size_t n) {
+  memset(&f->s, 0, sizeof f->s);
+  f->s.dtype = NCCLZ_DTYPE_I32;
+  f->s.n = n;
+  f->s.sym = malloc((n ? n : 1) * sizeof *f->s.sym);
+  frame_describe(f);
+  f->desc.quant = NULL;
+}
+
+static void frame_free(Frame *f) { ncclzSymbolsFree(&f->s); }
+
+static ncclzReaConfig config(ncclzTransportHint hint, ncclzDataClass cls) {
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(&prof, hint, cls, &cfg);
+  return cfg;
+}
+
+/* Runs Algorithm 1 with staging for a RAW frame; returns the status, frame left in *out. */
+static ncclzStatus encode_best(const ncclzReaConfig *cfg, const Frame *f, size_t cap, uint8_t **out,
+                               ncclzReaResult *res) {
+  *out = malloc(cap ? cap : 1);
+  return ncclzReaEncodeBest(&prof, cfg, f->s.sym, f->s.n, &f->desc, *out, cap, res);
+}
+
+static size_t raw_cap(const Frame *f) { return ncclz_rea_raw_frame_bytes(f->s.n, f->desc.side_bytes); }
+
+/* The committed frame decodes back to the same symbols. */
+static int decodes_to(const uint8_t *frame, size_t len, const Frame *f) {
+  int32_t *sym = malloc(f->s.n * sizeof *sym + 4);
+  void *side = malloc(f->desc.side_bytes + 4);
+  ncclzFrameHeader h;
+  size_t consumed = 0;
+  ncclzStatus s = ncclzFrameDecode(frame, len, &h, sym, f->s.n, side, f->desc.side_bytes, &consumed);
+  int ok = s == NCCLZ_OK && consumed == len && h.n_symbols == f->s.n && !memcmp(sym, f->s.sym, f->s.n * 4);
+  free(sym);
+  free(side);
+  return ok;
+}
+
+/* ----------------------------------------------------------------- profile */
+
+static void test_profile_loads(void) {
+  ncclzStatus s = ncclzProfileLoad(NCCLZ_TEST_DATA "/profile_synthetic.json", &prof);
+  CHECK(s == NCCLZ_OK, "load synthetic profile: %s", ncclzLastError());
+  CHECK(prof.version == 1, "version %d", prof.version);
+  CHECK(prof.transport[NCCLZ_HINT_NET].beta_gbps == 3.0, "net beta %g", prof.transport[NCCLZ_HINT_NET].beta_gbps);
+  CHECK(prof.transport[NCCLZ_HINT_NVLINK].beta_gbps == 300.0, "nvlink beta");
+  CHECK(prof.codec[NCCLZ_CODER_HUFFMAN].curves[NCCLZ_CLASS_QSGD].present, "huffman qsgd curves");
+  CHECK(!prof.codec[NCCLZ_CODER_FIXEDLEN].curves[NCCLZ_CLASS_QSGD].present, "fixedlen has no qsgd curves");
+  CHECK(prof.codec[NCCLZ_CODER_FIXEDLEN].curves[NCCLZ_CLASS_DEFAULT].encode.n_points == 5, "5 points");
+  CHECK(prof.thresholds.frame_bytes == 4194304 && prof.thresholds.sample_pieces == 8, "thresholds");
+  CHECK(!strcmp(prof.meta.date, "2026-12-01"), "metadata date '%s'", prof.meta.date);
+}
+
+static void test_profile_errors(void) {
+  static const struct {
+    const char *file, *message;
+  } cases[] = {
+      {"version_2.json", "profile version: unsupported version 2"},
+      {"missing_net.json", "profile transports.net: missing"},
+      {"zero_beta.json", "profile transports.net.beta_gbps: must be > 0"},
+      {"negative_beta.json", "profile transports.nvlink.beta_gbps: must be > 0"},
+      {"lambda_range.json", "profile codecs.huffman.lambda_enc.net: must be in [0, 1]"},
+      {"curve_order.json", "profile codecs.fixedlen.curves.default.encode[1].bytes: must be larger"},
+      {"missing_threshold.json", "profile thresholds.huff_min_bytes: missing"},
+      {"unknown_class.json", "profile codecs.fixedlen.curves.gradients: unknown data class"},
+      {"missing_default_curve.json", "profile codecs.huffman.curves.default: missing"},
+      {"missing_metadata.json", "profile metadata.nccl: missing"},
+      {"not_json.json", "profile: invalid JSON"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[512];
+    ncclzProfile p;
+    snprintf(path, sizeof path, "%s/profiles_bad/%s", NCCLZ_TEST_DATA, cases[i].file);
+    ncclzStatus s = ncclzProfileLoad(path, &p);
+    CHECK(s == NCCLZ_ERR_ARG, "%s: status %d", cases[i].file, (int)s);
+    CHECK(strstr(ncclzLastError(), cases[i].message) != NULL, "%s: message '%s', expected '%s'", cases[i].file,
+          ncclzLastError(), cases[i].message);
+  }
+  ncclzProfile p;
+  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/no_such_profile.json", &p) == NCCLZ_ERR_IO, "missing file is I/O");
+  const char *not_object = "[1, 2]";
+  CHECK(ncclzProfileParse(not_object, strlen(not_object), &p) == NCCLZ_ERR_ARG, "array is not a profile");
+}
+
+/* ------------------------------------------------------------- cost model */
+
+static void test_curve(void) {
+  ncclzCurve c;
+  memset(&c, 0, sizeof c);
+  c.n_points = 3;
+  c.bytes[0] = 1000, c.us[0] = 10;
+  c.bytes[1] = 2000, c.us[1] = 20;
+  c.bytes[2] = 4000, c.us[2] = 30;
+  CHECK(ncclz_rea_curve_us(&c, 500) == 10, "flat below the first point");
+  CHECK(ncclz_rea_curve_us(&c, 1500) == 15, "linear between points");
+  CHECK(ncclz_rea_curve_us(&c, 3000) == 25, "second segment");
+  CHECK(ncclz_rea_curve_us(&c, 8000) == 50, "last per-byte cost beyond: %g", ncclz_rea_curve_us(&c, 8000));
+  c.n_points = 1;
+  CHECK(ncclz_rea_curve_us(&c, 4000) == 40, "one point scales proportionally");
+
+  /* RAW: alpha + B/beta only; a coder adds lambda-weighted codec time. */
+  ncclzReaLink net = ncclz_rea_link(&prof, NCCLZ_HINT_NET);
+  double raw = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_RAW, NCCLZ_CLASS_DEFAULT, 3e6, 3e6, 1);
+  CHECK(raw > 1024.99 && raw < 1025.01, "RAW 3 MB at 3 GB/s + 25 us = 1025 us, got %g", raw);
+  double fixed = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_FIXEDLEN, NCCLZ_CLASS_DEFAULT, 4194304, 0, 1);
+  double codec = 0.3 * (ncclz_rea_curve_us(&prof.codec[1].curves[0].encode, 4194304) +
+                        ncclz_rea_curve_us(&prof.codec[1].curves[0].decode, 4194304));
+  CHECK(fixed > 25 + codec - 1e-9 && fixed < 25 + codec + 1e-9, "FIXEDLEN codec terms: %g vs %g", fixed, 25 + codec);
+}
+
+/* ------------------------------------------------------ sample profiling */
+
+static void test_sample_fixedlen_exact(void) {
+  Frame f;
+  int_frame(&f, 10000);  /* fits the window: sampled whole, last block partial */
+  uint64_t rng = 7;
+  for (size_t i = 0; i < f.s.n; i++) {
+    int bits = (int)((i / 32) % 12);  /* widths vary from block to block */
+    f.s.sym[i] = (int32_t)(tu_rand(&rng) & ((1u << bits) - 1)) - (1 << bits) / 2;
+  }
+  ncclzSampleStats st;
+  CHECK(ncclzReaSampleProfile(f.s.sym, f.s.n, 65536, 8, &st) == NCCLZ_OK, "sample");
+  CHECK(st.n_sampled == f.s.n, "whole frame sampled: %llu", (unsigned long long)st.n_sampled);
+  ncclzReaCandidates cand;
+  ncclzReaPredictFrames(&st, f.s.n, 4, 0, &f.desc.coder_params, &cand);
+  size_t cap = ncclzFrameBound(NCCLZ_CODER_FIXEDLEN, &f.desc.coder_params, f.s.n, 0), len = 0;
+  uint8_t *buf = malloc(cap);
+  CHECK(ncclzFrameEncode(NCCLZ_CODER_FIXEDLEN, f.s.sym, f.s.n, &f.desc, buf, cap, &len) == NCCLZ_OK, "encode");
+  CHECK(cand.pred_frame_bytes[NCCLZ_CODER_FIXEDLEN] == len, "FIXEDLEN prediction exact on a whole sample: %llu vs %zu",
+        (unsigned long long)cand.pred_frame_bytes[NCCLZ_CODER_FIXEDLEN], len);
+  free(buf);
+  frame_free(&f);
+}
+
+/* On real data larger than the window, both predictions land near the realized sizes. */
+static void test_sample_predicts_real_data(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 2)) return;
+  ncclzSampleStats st;
+  CHECK(ncclzReaSampleProfile(f.s.sym, f.s.n, 65536, 8, &st) == NCCLZ_OK, "sample");
+  CHECK(st.n_sampled == 16384, "64 KiB of symbols sampled: %llu", (unsigned long long)st.n_sampled);
+  ncclzReaCandidates cand;
+  ncclzReaPredictFrames(&st, f.s.n, 4, f.desc.side_bytes, &f.desc.coder_params, &cand);
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CODER_COUNT; c++) {
+    size_t cap = ncclzFrameBound((ncclzCoder)c, &f.desc.coder_params, f.s.n, f.desc.side_bytes), len = 0;
+    uint8_t *buf = malloc(cap);
+    CHECK(ncclzFrameEncode((ncclzCoder)c, f.s.sym, f.s.n, &f.desc, buf, cap, &len) == NCCLZ_OK, "encode %d", c);
+    double rel = (double)cand.pred_frame_bytes[c] / (double)len;
+    printf("  %s: predicted %llu bytes, realized %zu (ratio %.3f, CR %.2f)\n", ncclzCoderName((ncclzCoder)c),
+           (unsigned long long)cand.pred_frame_bytes[c], len, rel, cand.frame_raw_bytes / (double)len);
+    CHECK(rel > 0.85 && rel < 1.15, "%s prediction within 15%%: %.3f", ncclzCoderName((ncclzCoder)c), rel);
+    free(buf);
+  }
+  frame_free(&f);
+}
+
+/* ------------------------------------------------------------ arbitration */
+
+static void test_nvlink_gives_raw(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 2)) return;
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NVLINK, NCCLZ_CLASS_QSGD);
+  ncclzReaResult res;
+  uint8_t *buf;
+  CHECK(encode_best(&cfg, &f, raw_cap(&f), &buf, &res) == NCCLZ_OK, "encode: %s", ncclzLastError());
+  CHECK(res.path == NCCLZ_REA_PATH_PLANNED_RAW, "planned RAW, path %d", (int)res.path);
+  CHECK(res.committed == NCCLZ_CODER_RAW && res.frame_bytes == raw_cap(&f), "RAW frame committed");
+  CHECK(res.decision.verdict[NCCLZ_CODER_FIXEDLEN] == NCCLZ_REA_ADMISSIBLE, "FIXEDLEN admissible, but slower");
+  CHECK(res.decision.time_us[NCCLZ_CODER_RAW] < res.decision.time_us[NCCLZ_CODER_FIXEDLEN], "RAW %g < FIXEDLEN %g",
+        res.decision.time_us[NCCLZ_CODER_RAW], res.decision.time_us[NCCLZ_CODER_FIXEDLEN]);
+  CHECK(decodes_to(buf, res.frame_bytes, &f), "RAW frame decodes");
+  free(buf);
+  frame_free(&f);
+}
+
+static void test_net_skewed_gives_huffman(void) {
+  Frame f;
+  if (!skewed_frame(&f)) return;
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  ncclzReaResult res;
+  uint8_t *buf;
+  CHECK(encode_best(&cfg, &f, raw_cap(&f), &buf, &res) == NCCLZ_OK, "encode: %s", ncclzLastError());
+  printf("  skewed frame: predicted fixedlen %llu, huffman %llu bytes of %llu\n",
+         (unsigned long long)res.cand.pred_frame_bytes[1], (unsigned long long)res.cand.pred_frame_bytes[2],
+         (unsigned long long)res.cand.raw_frame_bytes);
+  CHECK(res.planned == NCCLZ_CODER_HUFFMAN, "planned %s (raw %.1f fixedlen %.1f huffman %.1f us)",
+        ncclzCoderName(res.planned), res.decision.time_us[0], res.decision.time_us[1], res.decision.time_us[2]);
+  CHECK(res.path == NCCLZ_REA_PATH_CODED && res.committed == NCCLZ_CODER_HUFFMAN, "HUFFMAN committed");
+  CHECK(res.frame_bytes == res.realized_bytes && res.frame_bytes < raw_cap(&f) / 4, "frame %zu bytes", res.frame_bytes);
+  CHECK(decodes_to(buf, res.frame_bytes, &f), "HUFFMAN frame decodes to the same symbols");
+  free(buf);
+  frame_free(&f);
+}
+
+static void test_flat_narrow_gives_fixedlen(void) {
+  Frame f;
+  int_frame(&f, 1u << 20);  /* a 4 MiB frame */
+  uint64_t rng = 11;
+  for (size_t i = 0; i < f.s.n; i++) f.s.sym[i] = (int32_t)(tu_rand(&rng) % 8) - 4;  /* zigzag: 0..7 */
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_DEFAULT);
+  ncclzReaResult res;
+  uint8_t *buf;
+  CHECK(encode_best(&cfg, &f, raw_cap(&f), &buf, &res) == NCCLZ_OK, "encode: %s", ncclzLastError());
+  CHECK(res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_ADMISSIBLE, "HUFFMAN admissible too");
+  CHECK(res.committed == NCCLZ_CODER_FIXEDLEN, "committed %s (raw %.1f fixedlen %.1f huffman %.1f us)",
+        ncclzCoderName(res.committed), res.decision.time_us[0], res.decision.time_us[1], res.decision.time_us[2]);
+  CHECK(decodes_to(buf, res.frame_bytes, &f), "FIXEDLEN frame decodes");
+  free(buf);
+  frame_free(&f);
+}
+
+static void test_small_frame_takes_fast_path(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 1)) return;
+  f.s.n = 1024;  /* 4 KiB of raw bytes, under fast_path_bytes */
+  f.desc.side_bytes = ncclzReaSideBytes(&f.s.qp, f.s.n);
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_QSGD);
+  CHECK(f.s.n * 4 < cfg.fast_path_bytes, "below the fast path threshold");
+  ncclzReaResult res;
+  uint8_t *buf;
+  CHECK(encode_best(&cfg, &f, raw_cap(&f), &buf, &res) == NCCLZ_OK, "encode: %s", ncclzLastError());
+  CHECK(res.path == NCCLZ_REA_PATH_FAST && res.committed == NCCLZ_CODER_RAW, "fast path RAW (path %d)", (int)res.path);
+  CHECK(res.frame_bytes == 64 + f.desc.side_bytes + 4096, "RAW frame of %zu bytes", res.frame_bytes);
+  CHECK(decodes_to(buf, res.frame_bytes, &f), "fast-path frame decodes");
+  free(buf);
+  frame_free(&f);
+}
+
+/* The sampled pieces look narrow but the rest of the frame is noise: the planned coder's frame
+ * comes out larger than RAW, the post-check rejects it and RAW is committed. */
+static void test_realized_larger_falls_back(void) {
+  Frame f;
+  int_frame(&f, 1u << 20);
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_DEFAULT);
+  cfg.sample_window_bytes = 4096;  /* a small window, so the narrow pieces barely shrink the frame */
+  uint64_t rng = 13;
+  for (size_t i = 0; i < f.s.n; i++) f.s.sym[i] = (int32_t)(uint32_t)tu_rand(&rng);
+  ncclzSamplePlan plan;
+  ncclz_rea_sample_plan(f.s.n, cfg.sample_window_bytes, cfg.sample_pieces, &plan);
+  for (uint32_t p = 0; p < plan.count; p++) {
+    uint64_t start, len;
+    ncclz_rea_sample_piece(&plan, p, &start, &len);
+    for (uint64_t k = start; k < start + len; k++) f.s.sym[k] = (int32_t)(tu_rand(&rng) % 4);
+  }
+  ncclzReaResult res;
+  uint8_t *buf;
+  size_t cap = ncclzFrameBound(NCCLZ_CODER_HUFFMAN, &f.desc.coder_params, f.s.n, 0);
+  CHECK(encode_best(&cfg, &f, cap, &buf, &res) == NCCLZ_OK, "encode: %s", ncclzLastError());
+  CHECK(res.planned != NCCLZ_CODER_RAW, "the sample fooled the plan into %s", ncclzCoderName(res.planned));
+  CHECK(res.path == NCCLZ_REA_PATH_FALLBACK, "fell back (path %d)", (int)res.path);
+  CHECK(res.realized_bytes > raw_cap(&f), "realized %zu > RAW %zu", res.realized_bytes, raw_cap(&f));
+  CHECK(res.committed == NCCLZ_CODER_RAW && res.frame_bytes == raw_cap(&f), "RAW committed");
+  CHECK(decodes_to(buf, res.frame_bytes, &f), "fallback frame decodes");
+  free(buf);
+  frame_free(&f);
+}
+
+static void test_capacity(void) {
+  Frame f;
+  if (!skewed_frame(&f)) return;
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  ncclzReaResult res;
+  uint8_t *buf;
+  /* Staging that holds the coded frame but not a RAW one: the coded frame is fine. */
+  size_t cap = raw_cap(&f) / 3;
+  CHECK(encode_best(&cfg, &f, cap, &buf, &res) == NCCLZ_OK, "coded frame fits: %s", ncclzLastError());
+  CHECK(res.committed == NCCLZ_CODER_HUFFMAN && res.frame_bytes <= cap, "HUFFMAN in %zu bytes", res.frame_bytes);
+  free(buf);
+  /* Nothing fits: every coder over capacity, and RAW neither. */
+  CHECK(encode_best(&cfg, &f, 1000, &buf, &res) == NCCLZ_ERR_CAPACITY, "even RAW does not fit");
+  CHECK(strstr(ncclzLastError(), "staging capacity") != NULL, "message: %s", ncclzLastError());
+  CHECK(res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_OVER_CAPACITY, "HUFFMAN over capacity");
+  free(buf);
+  /* Degenerate guards. */
+  ncclzReaResult r2;
+  CHECK(ncclzReaEncodeBest(&prof, &cfg, NULL, 10, &f.desc, (uint8_t *)&r2, 10, &r2) == NCCLZ_ERR_ARG, "NULL symbols");
+  frame_free(&f);
+}
+
+static void test_admissibility_gates(void) {
+  Frame f;
+  if (!skewed_frame(&f)) return;
+  ncclzReaResult res;
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  cfg.huff_min_bytes = 8u << 20;  /* the frame is about 4 MiB */
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_OK, "plan");
+  CHECK(res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_BELOW_HUFF_MIN, "T_huff gates HUFFMAN");
+  CHECK(res.planned == NCCLZ_CODER_FIXEDLEN, "then FIXEDLEN: %s", ncclzCoderName(res.planned));
+
+  cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  cfg.huff_ctx_valid = 0;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_OK, "plan");
+  CHECK(res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_NO_HUFF_CTX, "no Huffman context");
+
+  cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  cfg.coder_mask = (1u << NCCLZ_CODER_RAW) | (1u << NCCLZ_CODER_FIXEDLEN);
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_OK, "plan");
+  CHECK(res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_DISABLED && res.planned == NCCLZ_CODER_FIXEDLEN,
+        "HUFFMAN disabled");
+
+  cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  cfg.min_gain_permil = 1000;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_OK, "plan");
+  CHECK(res.decision.verdict[NCCLZ_CODER_FIXEDLEN] == NCCLZ_REA_LOW_GAIN &&
+            res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_LOW_GAIN && res.planned == NCCLZ_CODER_RAW,
+        "a gain of 100%% is never reached");
+
+  cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  cfg.sample_window_bytes = NCCLZ_REA_SAMPLE_MAX_BYTES + 128;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_ERR_ARG &&
+            strstr(ncclzLastError(), "sample_window_bytes"),
+        "window over 64 KiB refused: %s", ncclzLastError());
+  frame_free(&f);
+}
+
+/* The host path's decision is exactly the shared functions' decision on the same inputs. */
+static void test_host_path_uses_shared_decision(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 2)) return;
+  for (int hint = 0; hint < NCCLZ_HINT_COUNT; hint++) {
+    ncclzReaConfig cfg = config((ncclzTransportHint)hint, NCCLZ_CLASS_QSGD);
+    ncclzReaResult res;
+    CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_OK, "plan");
+    ncclzSampleStats st;
+    ncclzReaSampleProfile(f.s.sym, f.s.n, cfg.sample_window_bytes, cfg.sample_pieces, &st);
+    ncclzReaCandidates cand;
+    ncclz_rea_predict(&st, f.s.n, 4, f.desc.side_bytes, &f.desc.coder_params, &cand);
+    ncclzReaRules rules = {raw_cap(&f), cfg.fast_path_bytes, cfg.huff_min_bytes, cfg.min_gain_permil,
+                           cfg.coder_mask, cfg.huff_ctx_valid};
+    ncclzReaDecision d;
+    ncclz_rea_arbitrate(&prof, ncclz_rea_link(&prof, (ncclzTransportHint)hint), NCCLZ_CLASS_QSGD, &rules, &cand, &d);
+    CHECK(d.coder == res.planned, "%s: same coder", ncclzHintName((ncclzTransportHint)hint));
+    CHECK(!memcmp(d.time_us, res.decision.time_us, sizeof d.time_us), "%s: same times",
+          ncclzHintName((ncclzTransportHint)hint));
+    CHECK(!memcmp(cand.pred_frame_bytes, res.cand.pred_frame_bytes, sizeof cand.pred_frame_bytes), "same sizes");
+  }
+  frame_free(&f);
+}
+
+/* ------------------------------------------------------- surface, planning */
+
+static void test_surface(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 2)) return;
+  ncclzSurfaceGrid g;
+  ncclzSurfaceGridDefault(&g);
+  double bw[32];
+  uint64_t sizes[32];
+  size_t nbw = ncclzSurfaceBandwidths(&g, bw, 32), ns = ncclzSurfaceSizes(&g, sizes, 32);
+  CHECK(nbw == 13 && bw[0] == 1.0 && bw[4] == 10.0 && bw[12] == 1000.0, "13 bandwidths 1..1000 (%zu)", nbw);
+  CHECK(ns == 11 && sizes[0] == 4096 && sizes[10] == 4ull << 30, "11 sizes 4K..4G (%zu)", ns);
+
+  ncclzSurfaceData d;
+  memset(&d, 0, sizeof d);
+  ncclzReaSampleProfile(f.s.sym, f.s.n, 65536, 8, &d.stats);
+  d.dtype_bytes = 4;
+  d.quant = &f.s.qp;
+  ncclzCoderParamsDefault(&d.coder_params);
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_QSGD);
+  ncclzSurfacePoint pt;
+  ncclzSurfacePointEval(&prof, &cfg, &d, 1.0, 64u << 20, &pt);
+  CHECK(pt.coder == NCCLZ_CODER_HUFFMAN, "1 GB/s, 64 MiB: %s", ncclzCoderName(pt.coder));
+  CHECK(pt.time_us == pt.coder_us[NCCLZ_CODER_HUFFMAN] && pt.time_us < pt.coder_us[NCCLZ_CODER_RAW], "time");
+  ncclzSurfacePointEval(&prof, &cfg, &d, 1000.0, 64u << 20, &pt);
+  CHECK(pt.coder == NCCLZ_CODER_RAW, "1 TB/s: %s", ncclzCoderName(pt.coder));
+  ncclzSurfacePointEval(&prof, &cfg, &d, 1.0, 4096, &pt);
+  CHECK(pt.coder == NCCLZ_CODER_RAW && pt.fast_path, "4 KiB: fast path");
+  frame_free(&f);
+}
+
+static void test_planning_cost(void) {
+  Frame f;
+  if (!resnet_qsgd(&f, 8)) return;  /* 1 Mi symbols: a 4 MiB frame */
+  ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_QSGD);
+  ncclzReaPlanCost cost;
+  CHECK(ncclzReaMeasurePlanningCost(&prof, &cfg, f.s.sym, f.s.n, &f.desc, NCCLZ_CODER_HUFFMAN, 3, &cost) == NCCLZ_OK,
+        "measure: %s", ncclzLastError());
+  printf("  planning a 4 MiB frame: %.1f us; HUFFMAN encode on the CPU: %.1f us; ratio %.4f\n", cost.plan_us,
+         cost.encode_us, cost.ratio);
+  CHECK(cost.plan_us > 0 && cost.encode_us > 0, "timed");
+  CHECK(cost.ratio < 0.2, "planning is a small fraction of encoding on the CPU: %.4f", cost.ratio);
+  frame_free(&f);
+}
+
+int main(void) {
+  test_profile_loads();
+  test_profile_errors();
+  test_curve();
+  test_sample_fixedlen_exact();
+  test_sample_predicts_real_data();
+  test_nvlink_gives_raw();
+  test_net_skewed_gives_huffman();
+  test_flat_narrow_gives_fixedlen();
+  test_small_frame_takes_fast_path();
+  test_realized_larger_falls_back();
+  test_capacity();
+  test_admissibility_gates();
+  test_host_path_uses_shared_decision();
+  test_surface();
+  test_planning_cost();
+  return tu_finish("model");
+}

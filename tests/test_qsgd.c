@@ -1,0 +1,270 @@
+/* Philox4x32-10 against the Random123 known answers, and QSGD on a real ResNet-18 gradient:
+ * code range, shared scales, determinism, and unbiasedness with tolerances derived from the
+ * distribution of the stochastic rounding. */
+#include "../codecs/philox.h"
+#include "ncclz/codecs.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------- Philox */
+
+/* Known-answer vectors of Random123 (kat_vectors: philox4x32 10). */
+static void test_philox_kat(void) {
+  static const struct {
+    uint32_t ctr[4], key[2], want[4];
+  } kat[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (size_t k = 0; k < sizeof kat / sizeof kat[0]; k++) {
+    uint32_t out[4];
+    ncclz_philox4x32_10(kat[k].ctr, kat[k].key, out);
+    CHECK(memcmp(out, kat[k].want, sizeof out) == 0, "KAT %zu: %08x %08x %08x %08x", k, out[0], out[1], out[2],
+          out[3]);
+  }
+}
+
+/* The uniform is (out0 >> 8) * 2^-24 of counter {index lo, index hi, rank, 0}, key {seed lo, hi}. */
+static void test_philox_uniform(void) {
+  const uint64_t seed = 0x0123456789abcdefull, index = 0xfedcba9876543210ull;
+  const uint32_t rank = 5;
+  uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), rank, 0};
+  uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, out[4];
+  ncclz_philox4x32_10(ctr, key, out);
+  float want = (float)(out[0] >> 8) / 16777216.0f;
+  CHECK(ncclzPhiloxUniform(seed, index, rank) == want, "uniform mapping %g vs %g",
+        (double)ncclzPhiloxUniform(seed, index, rank), (double)want);
+  CHECK(ncclzPhiloxUniform(seed, index, rank) == ncclz_philox_uniform(seed, index, rank), "host wrapper");
+  /* Mean and range of many draws: mean 1/2, variance 1/12. */
+  enum { N = 1 << 18 };
+  double sum = 0, lo = 1, hi = 0;
+  for (uint64_t i = 0; i < N; i++) {
+    double u = ncclzPhiloxUniform(42, i, 0);
+    sum += u;
+    lo = u < lo ? u : lo;
+    hi = u > hi ? u : hi;
+  }
+  double z = (sum / N - 0.5) / sqrt(1.0 / 12.0 / N);
+  CHECK(lo >= 0 && hi < 1 && fabs(z) < 5, "uniforms: min %g max %g z %g", lo, hi, z);
+}
+
+/* ---------------------------------------------------------------- QSGD */
+
+typedef struct {
+  float *x;
+  size_t n;
+} Grad;
+
+static ncclzQuantParams qsgd_params(int bits, uint32_t bucket, uint64_t seed, uint32_t rank) {
+  ncclzQuantParams p;
+  memset(&p, 0, sizeof p);
+  p.kind = NCCLZ_QUANT_QSGD;
+  p.qsgd_bits = bits;
+  p.qsgd_bucket = bucket;
+  p.seed = seed;
+  p.rank = rank;
+  p.dims[0] = p.dims[1] = p.dims[2] = 1;
+  return p;
+}
+
+static int levels(int bits) { return (1 << (bits - 1)) - 1; }
+
+/* Codes lie in [-s, s], carry the sign of x, and are floor(t) or floor(t)+1. */
+static void check_code_range(const Grad *g, int bits, uint32_t bucket) {
+  ncclzQuantParams p = qsgd_params(bits, bucket, 7, 0);
+  size_t nb = ncclzQsgdNumBuckets(&p, g->n);
+  CHECK(nb == (g->n + bucket - 1) / bucket, "buckets %zu", nb);
+  float *scales = malloc(nb * sizeof *scales);
+  int32_t *codes = malloc(g->n * sizeof *codes);
+  ncclzQsgdScales(&p, g->x, g->n, scales);
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, NULL, codes) == NCCLZ_OK, "%s", ncclzLastError());
+  const int s = levels(bits);
+  size_t bad = 0, at_max = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    float sc = scales[i / bucket];
+    double t = sc > 0 ? fabs((double)g->x[i]) / sc * s : 0;
+    int32_t c = codes[i], a = c < 0 ? -c : c;
+    bad += a > s || (c < 0 && g->x[i] >= 0) || (c > 0 && g->x[i] <= 0) || a < floor(t) || a > floor(t) + 1;
+    at_max += a == s;
+  }
+  CHECK(bad == 0, "bits %d bucket %u: %zu codes out of range", bits, bucket, bad);
+  CHECK(at_max >= nb, "bits %d: the max of each bucket should reach s (%zu codes at s, %zu buckets)", bits, at_max,
+        nb);
+  free(scales);
+  free(codes);
+}
+
+/* Supplied scales are used as given: larger scales shrink the codes; smaller ones clamp at s;
+ * dequantization uses them; bad scales are refused. */
+static void test_shared_scales(const Grad *g) {
+  ncclzQuantParams p = qsgd_params(8, 512, 11, 1);
+  size_t nb = ncclzQsgdNumBuckets(&p, g->n);
+  float *own = malloc(nb * 4), *big = malloc(nb * 4), *small = malloc(nb * 4), *y = malloc(g->n * 4);
+  int32_t *c_own = malloc(g->n * 4), *c_big = malloc(g->n * 4), *c_small = malloc(g->n * 4);
+  ncclzQsgdScales(&p, g->x, g->n, own);
+  for (size_t k = 0; k < nb; k++) {
+    big[k] = 4 * own[k];
+    small[k] = own[k] / 4;
+  }
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, NULL, c_own) == NCCLZ_OK, "%s", ncclzLastError());
+  int32_t *c_given = malloc(g->n * 4);
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, own, c_given) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(memcmp(c_own, c_given, g->n * 4) == 0, "own scales given explicitly change the codes");
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, big, c_big) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, small, c_small) == NCCLZ_OK, "%s", ncclzLastError());
+  const int s = levels(8);
+  size_t big_bad = 0, small_bad = 0, clamped = 0, deq_bad = 0;
+  for (size_t i = 0; i < g->n; i++) {
+    big_bad += abs(c_big[i]) > (s + 3) / 4 + 1;
+    small_bad += abs(c_small[i]) > s;
+    clamped += abs(c_small[i]) == s;
+  }
+  ncclzDequantizeQsgd(&p, c_big, g->n, big, y);
+  for (size_t i = 0; i < g->n; i++) deq_bad += y[i] != (float)((double)c_big[i] * big[i / 512] / s);
+  CHECK(big_bad == 0, "4x scale: %zu codes above s/4", big_bad);
+  CHECK(small_bad == 0 && clamped > g->n / 4, "scale/4: %zu codes beyond s, %zu clamped", small_bad, clamped);
+  CHECK(deq_bad == 0, "dequantization ignores the supplied scales (%zu)", deq_bad);
+  big[3] = -1.0f;
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, big, c_big) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "bucket 3"),
+        "negative scale: %s", ncclzLastError());
+  big[3] = NAN;
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, big, c_big) == NCCLZ_ERR_ARG, "NaN scale accepted");
+  /* A zero scale gives code 0 even for non-zero x. */
+  memset(small, 0, nb * 4);
+  CHECK(ncclzQuantizeQsgd(&p, g->x, g->n, small, c_small) == NCCLZ_OK, "%s", ncclzLastError());
+  size_t nonzero = 0;
+  for (size_t i = 0; i < g->n; i++) nonzero += c_small[i] != 0;
+  CHECK(nonzero == 0, "zero scales: %zu non-zero codes", nonzero);
+  free(own), free(big), free(small), free(y), free(c_own), free(c_big), free(c_small), free(c_given);
+}
+
+/* Same (seed, rank) -> same codes; another rank or seed -> other draws. NaN/Inf refused. */
+static void test_determinism(const Grad *g) {
+  ncclzQuantParams p = qsgd_params(4, 256, 5, 0), q = p;
+  int32_t *a = malloc(g->n * 4), *b = malloc(g->n * 4);
+  ncclzQuantizeQsgd(&p, g->x, g->n, NULL, a);
+  ncclzQuantizeQsgd(&p, g->x, g->n, NULL, b);
+  CHECK(memcmp(a, b, g->n * 4) == 0, "same seed and rank gave other codes");
+  q.rank = 1;
+  ncclzQuantizeQsgd(&q, g->x, g->n, NULL, b);
+  CHECK(memcmp(a, b, g->n * 4) != 0, "rank does not change the draws");
+  q = p;
+  q.seed = 6;
+  ncclzQuantizeQsgd(&q, g->x, g->n, NULL, b);
+  CHECK(memcmp(a, b, g->n * 4) != 0, "seed does not change the draws");
+  float saved = g->x[10];
+  g->x[10] = NAN;
+  ncclzStatus st = ncclzQuantizeQsgd(&p, g->x, g->n, NULL, a);
+  CHECK(st == NCCLZ_ERR_NONFINITE && strstr(ncclzLastError(), "index 10"), "NaN: %d %s", (int)st, ncclzLastError());
+  g->x[10] = saved;
+  free(a);
+  free(b);
+}
+
+/* Unbiasedness over K seeds. Per element, with t = |x|/scale*s, l = floor(t), the code magnitude
+ * is l + B where B is Bernoulli(p) with p = P(u < t - l) (u on the 2^-24 grid, so p is
+ * ceil((t-l)*2^24)/2^24, within 2^-24 of t - l). Hence:
+ *  - per element: the mean of K dequantized draws has std <= (scale/s) / (2 sqrt(K)); by
+ *    Hoeffding, P(|mean - E| > c * that) <= 2 exp(-c^2 / 2), so c = sqrt(2 ln(2N/delta)) keeps
+ *    the chance of any false alarm among N elements below delta;
+ *  - in aggregate: z = sum(mean - x) / sqrt(sum var/K), with var = (scale/s)^2 p (1-p), is
+ *    about N(0,1) (CLT over N independent elements), |z| <= 5;
+ *  - chi-square: sum (mean_code - E_code)^2 K / (p (1-p)) over the elements with 0 < p < 1 has
+ *    mean N' and std sqrt(2 N') (approximately), and must lie within 6 std. It catches a wrong
+ *    variance as well as a bias. */
+typedef struct {
+  double worst_c, z, chi, dof;
+  size_t bad;
+} Unbiased;
+
+static Unbiased check_unbiased(const Grad *g, int bits, uint32_t bucket, int K) {
+  const size_t n = g->n;
+  const int s = levels(bits);
+  ncclzQuantParams p = qsgd_params(bits, bucket, 0, 3);
+  size_t nb = ncclzQsgdNumBuckets(&p, n);
+  float *scales = malloc(nb * 4), *y = malloc(n * 4);
+  int32_t *codes = malloc(n * 4);
+  double *sum_y = calloc(n, sizeof *sum_y), *sum_c = calloc(n, sizeof *sum_c);
+  ncclzQsgdScales(&p, g->x, n, scales);
+  for (int k = 0; k < K; k++) {
+    p.seed = 1000 + (uint64_t)k;
+    ncclzQuantizeQsgd(&p, g->x, n, scales, codes);
+    ncclzDequantizeQsgd(&p, codes, n, scales, y);
+    for (size_t i = 0; i < n; i++) {
+      sum_y[i] += y[i];
+      sum_c[i] += abs(codes[i]);
+    }
+  }
+  const double delta = 1e-6, c = sqrt(2 * log(2 * (double)n / delta));
+  Unbiased r = {0, 0, 0, 0, 0};
+  double dev_sum = 0, var_sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    double scale = scales[i / bucket], unit = scale / s;
+    if (scale == 0) continue;
+    double t = fabs((double)g->x[i]) / scale * s, l = floor(t);
+    double prob = ceil((t - l) * 16777216.0) / 16777216.0;
+    double mean = sum_y[i] / K, std_bound = unit / (2 * sqrt((double)K));
+    /* slack: float rounding of each dequantized value and the 2^-24 grid of u */
+    double slack = 2 * ldexp(scale, -24) + unit * ldexp(1.0, -24);
+    double dev = fabs(mean - g->x[i]);
+    if (dev > c * std_bound + slack) r.bad++;
+    if (dev / (std_bound + slack) > r.worst_c) r.worst_c = dev / (std_bound + slack);
+    double var = unit * unit * prob * (1 - prob);
+    dev_sum += mean - g->x[i];
+    var_sum += var / K;
+    if (prob > 0 && prob < 1) {
+      double dc = sum_c[i] / K - (l + prob);
+      r.chi += dc * dc * K / (prob * (1 - prob));
+      r.dof += 1;
+    }
+  }
+  r.z = var_sum > 0 ? dev_sum / sqrt(var_sum) : 0;
+  CHECK(r.bad == 0, "bits %d: %zu elements with |mean - x| > %.2f x scale/(2s sqrt(K))", bits, r.bad, c);
+  CHECK(fabs(r.z) <= 5, "bits %d: aggregate bias z = %.2f", bits, r.z);
+  CHECK(fabs(r.chi - r.dof) <= 6 * sqrt(2 * r.dof), "bits %d: chi-square %.0f for %.0f dof", bits, r.chi, r.dof);
+  printf("  bits %d, bucket %u, K %d: max |mean-x| = %.2f std bounds (limit %.2f), z = %+.2f, chi2/dof = %.4f "
+         "(%.0f dof)\n",
+         bits, bucket, K, r.worst_c, c, r.z, r.dof ? r.chi / r.dof : 0, r.dof);
+  free(scales), free(y), free(codes), free(sum_y), free(sum_c);
+  return r;
+}
+
+static double seconds(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC); /* C11; wall-clock is fine for a runtime note */
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+  double t0 = seconds();
+  test_philox_kat();
+  test_philox_uniform();
+  size_t len = 0;
+  Grad g;
+  g.x = tu_read_file("resnet18_rank0_64k.f32", &len);
+  g.n = len / 4;
+  CHECK(g.x != NULL && g.n == 65536, "cannot load the resnet18 slice");
+  if (g.x) {
+    static const int bits[3] = {2, 4, 8};
+    for (int b = 0; b < 3; b++) {
+      check_code_range(&g, bits[b], 512);
+      check_code_range(&g, bits[b], 1000); /* last bucket partial */
+    }
+    test_shared_scales(&g);
+    test_determinism(&g);
+    printf("unbiasedness on resnet18_rank0_64k (layer2.0.conv1.weight gradient):\n");
+    for (int b = 0; b < 3; b++) check_unbiased(&g, bits[b], 512, 256);
+    free(g.x);
+  }
+  printf("time %.1f s\n", seconds() - t0);
+  return tu_finish("test_qsgd");
+}
