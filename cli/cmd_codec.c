@@ -127,9 +127,9 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Largest error each element may have: abs_eb, or for QSGD one level (scale / s) of its bucket. */
+/* Largest error each element may have: the EB bound, or for QSGD one level (scale / s) of its bucket. */
 static double error_bound_of(const ncclzSymbols *s) {
-  if (s->qp.kind == NCCLZ_QUANT_EB) return s->qp.abs_eb;
+  if (s->qp.kind == NCCLZ_QUANT_EB) return s->qp.bound;
   if (s->qp.kind == NCCLZ_QUANT_NONE) return 0;
   double levels = (double)((1 << (s->qp.qsgd_bits - 1)) - 1), worst = 0;
   for (size_t b = 0; b < s->n_scales; b++)

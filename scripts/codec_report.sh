@@ -25,13 +25,16 @@ progress() { [ -t 2 ] && printf '\r%-70s' "$*" >&2 || true; }
 run() { # file dims spec
   for coder in raw fixedlen huffman; do
     progress "$(basename "$1") $3 $coder"
-    "$NCCLZ" codec --input "$1" ${2:+--dims "$2"} --quant "$3" --coder "$coder" --repeat 1 --json 2>/dev/null >>"$OUT/codec.jsonl"
+    "$NCCLZ" codec --input "$1" ${2:+--dims "$2"} --quant "$3" --coder "$coder" --repeat 1 --json \
+      2>"$OUT/last.err" >>"$OUT/codec.jsonl" || { echo; echo "ncclz: FAILED on $1 $3 $coder: $(tail -1 "$OUT/last.err")"; } >&2
   done
 }
 
-jq -r '.fields[] | [.file, (.dims|map(tostring)|join("x")), (.fill_value // "" | tostring), (.dims|length)] | @tsv' \
+# "-" stands for "no fill value": read would merge an empty field into the next tab.
+jq -r '.fields[] | [.file, (.dims|map(tostring)|join("x")), ((.fill_value // "-") | tostring), (.dims|length)] | @tsv' \
   "$FIELDS_DIR/fields.json" | while IFS=$'\t' read -r file dims fill nd; do
-  fillopt=${fill:+,fill=$fill}
+  fillopt=""
+  [ "$fill" != "-" ] && fillopt=",fill=$fill"
   run "$FIELDS_DIR/$file" "$dims" "eb:rel=1e-4$fillopt"
   run "$FIELDS_DIR/$file" "$dims" "eb:rel=1e-4,lorenzo=${nd}d$fillopt"
 done
@@ -57,19 +60,20 @@ jq -s -r '
 
 # CR per file for each coder, as a bar chart.
 jq -s -r 'group_by([.input, .quant]) | .[] |
-  "\(.[0].input|split("/")|last|sub("\\.f32$";""))[\(.[0].quant|sub("eb:rel=1e-4";"rel")|sub(",bucket=512";"")|sub("qsgd:bits=";"q"))]\t\(map(select(.coder=="fixedlen"))[0].cr)\t\(map(select(.coder=="huffman"))[0].cr)\t\(.[0].huffman_opt_cr)"' \
+  "\(.[0].input|split("/")|last|sub("\\.f32$";""))[\(.[0].quant|sub(",fill=[^,]*";"")|sub("eb:rel=1e-4";"rel")|sub(",bucket=512";"")|sub("qsgd:bits=";"q"))]\t\(map(select(.coder=="fixedlen"))[0].cr)\t\(map(select(.coder=="huffman"))[0].cr)\t\(.[0].huffman_opt_cr)"' \
   "$OUT/codec.jsonl" >"$OUT/codec-cr.tsv"
 gnuplot <<GP
-set terminal svg size 1200,500 dynamic font "sans,10"
+set terminal svg size 1200,560 dynamic font "sans,10" noenhanced
 set output "$OUT/codec-cr.svg"
 set title "Compression ratio per coder (input bytes / frame bytes)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set datafile separator "\t"
-set xtics rotate by -60 scale 0 font ",8"
+set xtics rotate by -45 scale 0 font ",8"
+set bmargin 14
 set ylabel "CR"
-set key top left
+set key outside top center horizontal
 set grid ytics
 plot "$OUT/codec-cr.tsv" using 2:xtic(1) title "FIXEDLEN", "" using 3 title "HUFFMAN", "" using 4 title "optimal Huffman (no tables)"
 GP

@@ -10,14 +10,14 @@
 /* ------------------------------------------------------------ EB */
 
 struct EbParams {
-  double abs_eb;
+  double abs_eb, bound; /* half-step, and the bound every element meets (as quant_eb.c) */
   int lorenzo, has_fill;
   float fill;
   uint32_t d0, d1, d2;
 };
 
 /* The code of one element (as eb_code in quant_eb.c); 0 with *bad set for a failure. */
-static __device__ __forceinline__ int32_t eb_code(float xf, double abs_eb, int *bad) {
+static __device__ __forceinline__ int32_t eb_code(float xf, double abs_eb, double bound, int *bad) {
   if (!isfinite(xf)) {
     *bad = 1;
     return 0;
@@ -29,7 +29,7 @@ static __device__ __forceinline__ int32_t eb_code(float xf, double abs_eb, int *
     return 0;
   }
   int32_t c = (int32_t)t;
-#define EB_WITHIN(cc) (fabs(x - (double)(float)((double)(cc) * step)) <= abs_eb)
+#define EB_WITHIN(cc) (fabs(x - (double)(float)((double)(cc) * step)) <= bound)
   if (!EB_WITHIN(c)) {
     if (EB_WITHIN(c - 1)) c -= 1;
     else if (EB_WITHIN(c + 1)) c += 1;
@@ -52,12 +52,15 @@ static __device__ __forceinline__ uint32_t eb_term(const float *x, size_t i, con
   float v = __ldg(x + i);
   if (p.has_fill && v == p.fill) return 0u;
   int bad = 0;
-  return (uint32_t)eb_code(v, p.abs_eb, &bad);
+  return (uint32_t)eb_code(v, p.abs_eb, p.bound, &bad);
 }
 
-__global__ void k_eb_quant(EbParams p, const double *d_abs_eb, const float *x, size_t n, int32_t *sym,
+__global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                            ncclzCudaQuantStats *st) {
-  if (d_abs_eb) p.abs_eb = *d_abs_eb;
+  if (resolved) { /* eb:rel resolved on the device */
+    p.abs_eb = st->abs_eb;
+    p.bound = st->bound;
+  }
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     float v = __ldg(x + i);
@@ -66,7 +69,7 @@ __global__ void k_eb_quant(EbParams p, const double *d_abs_eb, const float *x, s
     if (p.has_fill && v == p.fill) {
       out = NCCLZ_FILL_CODE;
     } else {
-      int32_t c = eb_code(v, p.abs_eb, &bad);
+      int32_t c = eb_code(v, p.abs_eb, p.bound, &bad);
       uint32_t pred = 0;
       if (p.lorenzo) {
         size_t k = i % p.d2, j = (i / p.d2) % p.d1, pl = i / ((size_t)p.d1 * p.d2);
@@ -127,18 +130,30 @@ __global__ void k_eb_range2(const float *x, size_t n, int has_fill, float fill, 
   }
 }
 
-/* abs_eb = X * (max - min); X * max(|min|, 1) when max == min (as the reference). */
-__global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
-  double lo = st->vmin, hi = st->vmax;
-  if (!(lo <= hi)) lo = hi = 0.0; /* no values */
-  double range = hi - lo;
-  st->abs_eb = range > 0 ? rel * range : rel * fmax(fabs(lo), 1.0);
+/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
+static __device__ double half_float_ulp(double m) {
+  if (!(m >= 0x1p-126)) return 0x1p-150;
+  int e;
+  frexp(m, &e);
+  return ldexp(1.0, e - 25);
 }
 
-__global__ void k_stats_init(ncclzCudaQuantStats *st, double abs_eb) {
+/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
+ * as eb_bounds in quant_eb.c. */
+__global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
+  float flo = st->vmin, fhi = st->vmax;
+  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
+  double lo = flo, hi = fhi;
+  st->bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
+  st->abs_eb = st->bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
+  if (!(st->abs_eb > 0)) st->unbounded = ~0ull >> 1; /* below float resolution: NCCLZ_ERR_RANGE */
+}
+
+__global__ void k_stats_init(ncclzCudaQuantStats *st, double abs_eb, double bound) {
   st->nonfinite = st->out_of_range = st->unbounded = 0;
   st->first_bad = ~0ull;
   st->abs_eb = abs_eb;
+  st->bound = bound;
   st->vmin = INFINITY;
   st->vmax = -INFINITY;
 }
@@ -156,14 +171,14 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   (void)d_ws; /* reserved: the quantizer needs no scratch today */
   (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
-  EbParams e = {p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2]};
+  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2]};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
     e.lorenzo = 1;
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
-  k_stats_init<<<1, 1, 0, s>>>(d_stats, p->abs_eb);
+  k_stats_init<<<1, 1, 0, s>>>(d_stats, e.abs_eb, e.bound);
   NZ_LAUNCHED();
   if (eb_is_rel) {
     k_eb_range2<<<grid_for(n), 256, 0, s>>>(d_x, n, p->has_fill, p->fill_value, d_stats);
@@ -171,7 +186,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
     NZ_LAUNCHED();
   }
-  k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel ? &d_stats->abs_eb : NULL, d_x, n, d_sym, d_stats);
+  k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -66,12 +66,13 @@ const char *ncclzCudaStatusReason(uint32_t status);
 typedef struct {
   unsigned long long nonfinite, out_of_range, unbounded; /* NaN/Inf, |code| >= limit, rounding failures */
   unsigned long long first_bad;                          /* smallest bad index (~0 if none) */
-  double abs_eb;                                         /* EB: the bound used */
+  double abs_eb, bound;                                  /* EB: half-step and bound used */
   float vmin, vmax;                                      /* EB rel: range of the finite non-fill values */
 } ncclzCudaQuantStats;
 
 size_t ncclzCudaQuantWorkspaceSize(size_t n);
-/* EB: resolves eb:rel on the device (spec->eb_is_rel) into d_stats->abs_eb, or copies p->abs_eb;
+/* EB: resolves eb:rel on the device into d_stats->abs_eb/bound as ncclzQuantResolve does (rel_eb is
+ * the X of rel=X), or takes p->abs_eb/p->bound (eb_is_rel 0);
  * then quantizes, with Lorenzo (p->lorenzo, p->dims) fused, to d_sym. Errors are counted in
  * d_stats; symbols of bad elements are unspecified. */
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
