@@ -13,8 +13,8 @@ OUTDIR=${OUT:-$ROOT/bench/results}
 mkdir -p "$OUTDIR"
 B=${BUILD:-/tmp/ncclz-bench-build}
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if ! git diff --quiet 2>/dev/null; then COMMIT="$COMMIT+dirty"; fi
+COMMIT=$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)
+if ! git -c safe.directory='*' diff --quiet 2>/dev/null; then COMMIT="$COMMIT+dirty"; fi
 SKIP_TESTS=${SKIP_TESTS:-0}
 
 # cJSON from Debian's packages (the GPU machine has none)
@@ -45,7 +45,7 @@ if [ "$SKIP_TESTS" != 1 ]; then
   echo "== compute-sanitizer"
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick >"$OUTDIR/memcheck.log" 2>&1; MEM_RC=$?
   timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick >"$OUTDIR/racecheck.log" 2>&1; RACE_RC=$?
-  tail -3 "$OUTDIR/memcheck.log" "$OUTDIR/racecheck.log"
+  tail -n 3 "$OUTDIR/memcheck.log" "$OUTDIR/racecheck.log"
 fi
 
 echo "== benchmark"

@@ -111,8 +111,9 @@ static __device__ __forceinline__ uint32_t cnt_get(const Cnt16 &c, uint32_t len)
   return (uint32_t)(c.q[len >> 2] >> (16 * (len & 3))) & 0xFFFFu;
 }
 
+typedef cub::BlockScan<Cnt16, BOOK_THREADS, cub::BLOCK_SCAN_WARP_SCANS> CntScan;
 struct CanonShared {
-  typename cub::BlockScan<Cnt16, BOOK_THREADS>::TempStorage scan;
+  typename CntScan::TempStorage scan;
   uint32_t count[16], first[16], start[16];
 };
 
@@ -128,7 +129,7 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
   }
   Cnt16 excl, total;
   Cnt16 zero = {{0, 0, 0, 0}};
-  cub::BlockScan<Cnt16, BOOK_THREADS>(sh.scan).ExclusiveScan(mine, excl, zero, Cnt16Add(), total);
+  CntScan(sh.scan).ExclusiveScan(mine, excl, zero, Cnt16Add(), total);
   if (t == 0) {
     uint32_t code = 0, rank = 0;
     sh.first[0] = 0;
@@ -166,9 +167,11 @@ struct BookShared {
       uint64_t weight[HF_K];
       uint32_t node[2 * HF_K];
     } tree;
-    uint32_t codes[HF_K];
+    struct {
+      uint32_t codes[HF_K];
+      CanonShared canon;
+    } c;
   } u;
-  CanonShared canon;
   uint8_t lens[HF_K + 7];
   uint32_t m, maxf, lo, hi, overflowed;
   uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1];
@@ -252,11 +255,11 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     }
   }
   __syncthreads();
-  canonical_codes(s.lens, K, s.u.codes, s.canon);
+  canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);
   uint32_t *enc = table + (size_t)f * HF_K;
   for (uint32_t i = t; i < K; i += BOOK_THREADS) {
     uint32_t len = s.lens[i];
-    enc[i] = ncclz_huff_reverse(s.u.codes[i], len) | len << 16;
+    enc[i] = ncclz_huff_reverse(s.u.c.codes[i], len) | len << 16;
     if (len) {
       atomicMin(&s.lo, i);
       atomicMax(&s.hi, i);

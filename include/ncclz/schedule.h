@@ -1,0 +1,90 @@
+/* ncclz schedules: every collective described once, as an ordered list of operations per rank.
+ * The executor runs these operations on NCCL (or on the CPU transport in tests) and the
+ * simulator replays the very same lists, so measurement and projection cannot drift apart.
+ *
+ * Layer: depends on nothing but the C library (it sits beside model/, below exec/ and sim/). */
+#ifndef NCCLZ_SCHEDULE_H
+#define NCCLZ_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  NCCLZ_ALLREDUCE = 0,     /* ring: reduce-scatter then all-gather */
+  NCCLZ_REDUCESCATTER = 1, /* ring */
+  NCCLZ_ALLGATHER = 2,     /* ring */
+  NCCLZ_ALLTOALL = 3,      /* pairwise exchange */
+  NCCLZ_BROADCAST = 4,     /* pipelined ring from the root */
+  NCCLZ_COLL_COUNT = 5
+} ncclzCollective;
+
+const char *ncclzCollectiveName(ncclzCollective c); /* "allreduce", ... as nccl-tests names them */
+int ncclzCollectiveFromName(const char *name);      /* -1 if unknown */
+
+typedef enum {
+  NCCLZ_OP_SEND = 0, /* send one chunk of one block to `peer` */
+  NCCLZ_OP_RECV = 1, /* receive one chunk of one block from `peer` */
+  NCCLZ_OP_COPY = 2, /* local: the rank's own block moves from input to output (no transfer) */
+  /* Buffers (as NCCL's): ALLREDUCE works in the output, which starts as a copy of the input;
+   * REDUCESCATTER reduces in a scratch copy of its input and its output is block `rank`;
+   * ALLGATHER's input is block `rank` of the output; ALLTOALL sends block j of the input to
+   * rank j, and receives block j of the output from rank j; BROADCAST has one block. */
+} ncclzOpKind;
+
+/* What happens to the data around a transfer: where compression hooks in. */
+enum {
+  NCCLZ_ACT_ENCODE = 1u << 0,  /* send: encode the chunk from the working buffer into a frame */
+  NCCLZ_ACT_FORWARD = 1u << 1, /* send: forward the frame received by op `dep`, unchanged */
+  NCCLZ_ACT_REDUCE = 1u << 2,  /* recv: decode and add into the working chunk (with STORE: and
+                                  write the finished sum to the output) */
+  NCCLZ_ACT_STORE = 1u << 3,   /* recv: decode and store into the output chunk */
+  NCCLZ_ACT_KEEP = 1u << 4,    /* recv: keep the frame; a later FORWARD sends it on */
+};
+
+/* Phases, for reports and traces. */
+enum { NCCLZ_PHASE_REDUCE = 0, NCCLZ_PHASE_GATHER = 1, NCCLZ_PHASE_EXCHANGE = 2, NCCLZ_PHASE_PIPELINE = 3 };
+
+typedef struct {
+  uint8_t kind;    /* ncclzOpKind */
+  uint8_t action;  /* NCCLZ_ACT_* flags */
+  uint8_t phase;   /* NCCLZ_PHASE_* */
+  int32_t peer;    /* the other rank (-1 for COPY) */
+  uint32_t step;   /* logical step: ops of one step can run concurrently; a step waits for its deps */
+  uint32_t block;  /* which block of this rank's buffer (see ncclzScheduleRange) */
+  uint32_t chunk;  /* which chunk of the block (pipelining) */
+  int32_t dep;     /* index (in this rank's list) of the op whose data this one needs, or -1 */
+} ncclzOp;
+/* A SEND on rank a to b matches the RECV on b from a with the same (step, chunk): there is one
+ * such pair per step and chunk, so transports can match on it. */
+
+typedef struct {
+  ncclzCollective coll;
+  int nranks, rank, root;
+  uint32_t nblocks;  /* blocks the buffer is cut into (nranks, or 1 for broadcast) */
+  uint32_t nchunks;  /* chunks per block */
+  uint32_t nsteps;   /* logical steps of this rank's list */
+  size_t nops;
+  ncclzOp *ops;      /* in the order the executor issues them */
+} ncclzSchedule;
+
+/* Builds rank `rank`'s list. nchunks >= 1. Returns 0, or -1 with errno EINVAL/ENOMEM. */
+int ncclzScheduleBuild(ncclzCollective coll, int nranks, int rank, int root, uint32_t nchunks, ncclzSchedule *out);
+void ncclzScheduleFree(ncclzSchedule *s);
+
+/* Element range [*off, *off + *len) of (block, chunk) in a buffer of `count` elements per block
+ * for ALLGATHER/ALLTOALL/REDUCESCATTER-output, or of `count` elements in all for ALLREDUCE and
+ * BROADCAST, where blocks split the buffer as evenly as possible (counts need not divide). */
+void ncclzScheduleRange(const ncclzSchedule *s, size_t count, uint32_t block, uint32_t chunk, size_t *off,
+                        size_t *len);
+
+/* nccl-tests' busbw factor for this collective on n ranks (busbw = algbw * factor). */
+double ncclzBusBwFactor(ncclzCollective c, int nranks);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
