@@ -32,39 +32,35 @@ void ncclzHuffLengths(const uint32_t *freq, uint32_t nsym, uint32_t max_len, uin
   free(s32);
 }
 
-static void symbol_range(const int32_t *sym, size_t n, int32_t *min_out, int32_t *max_out);
-
 static int cmp_i32(const void *a, const void *b) {
   int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
 }
 
-/* Median of the sampled non-fill symbols (0 if none), FORMAT.md "Alphabet". */
-static int32_t sample_median(const int32_t *sym, size_t n) {
+/* The alphabet from a sample (FORMAT.md "Alphabet"): the sampled non-fill symbols sorted; their
+ * median is the centre and their trimmed extremes set the radius (all 0 if none). */
+static ncclzHuffAlphabet sample_alphabet(const int32_t *sym, size_t n) {
   int32_t s[NCCLZ_HUFF_CENTRE_SAMPLES];
   size_t m = n < NCCLZ_HUFF_CENTRE_SAMPLES ? n : NCCLZ_HUFF_CENTRE_SAMPLES, k = 0;
   for (size_t i = 0; i < m; i++) {
     int32_t v = sym[ncclz_huff_sample_pos(i, n, m)];
     if (v != NCCLZ_FILL_CODE) s[k++] = v;
   }
-  if (k == 0) return 0;
+  if (k == 0) return ncclz_huff_choose_alphabet(0, 0, 0);
   qsort(s, k, sizeof *s, cmp_i32);
-  return s[(k - 1) / 2];
+  size_t t = ncclz_huff_sample_trim((uint32_t)k);
+  return ncclz_huff_choose_alphabet(s[t], s[k - 1 - t], s[(k - 1) / 2]);
 }
 
 ncclzHuffAlphabet ncclzHuffAlphabetAround(int32_t min_sym, int32_t max_sym, int32_t centre) {
   return ncclz_huff_choose_alphabet(min_sym, max_sym, centre);
 }
 
-ncclzHuffAlphabet ncclzHuffChooseAlphabet(const int32_t *sym, size_t n) {
-  int32_t min_sym, max_sym;
-  symbol_range(sym, n, &min_sym, &max_sym);
-  return ncclz_huff_choose_alphabet(min_sym, max_sym, sample_median(sym, n));
-}
+ncclzHuffAlphabet ncclzHuffChooseAlphabet(const int32_t *sym, size_t n) { return sample_alphabet(sym, n); }
 
 /* ------------------------------------------------------------------ encoder */
 
-/* Per-call work space of the encoder, sized for the alphabet (K = 2R + 1 bins). */
+/* Per-call work space of the encoder, sized for the alphabet (K = 2R + 2 bins). */
 typedef struct {
   uint32_t *freq;
   uint8_t *lengths;
@@ -88,21 +84,6 @@ static void encode_work_free(EncodeWork *w) {
   free(w->entry);
   free(w->s64);
   free(w->s32);
-}
-
-/* min/max over the symbols that are not fill codes (both 0 if none). */
-static void symbol_range(const int32_t *sym, size_t n, int32_t *min_out, int32_t *max_out) {
-  int32_t lo = INT32_MAX, hi = INT32_MIN + 1;
-  int any = 0;
-  for (size_t i = 0; i < n; i++) {
-    int32_t s = sym[i];
-    if (s == NCCLZ_FILL_CODE) continue;
-    any = 1;
-    lo = s < lo ? s : lo;
-    hi = s > hi ? s : hi;
-  }
-  *min_out = any ? lo : 0;
-  *max_out = any ? hi : 0;
 }
 
 /* Builds lengths and the (reversed code, length) entries from the histogram; returns lo, m. */
@@ -158,7 +139,7 @@ static inline void bw_align(BitWriter *bw) {
 
 static void encode_segment(BitWriter *bw, const int32_t *sym, size_t count, const uint32_t *entry,
                            ncclzHuffAlphabet a) {
-  uint32_t escape = 2 * a.radius;
+  uint32_t escape = ncclz_huff_escape_index(a.radius);
   for (size_t i = 0; i < count; i++) {
     uint32_t idx = ncclz_huff_index(sym[i], a);
     uint32_t e = entry[idx];
@@ -211,7 +192,7 @@ ncclzStatus ncclzHuffmanEncode(const int32_t *sym, size_t n, const ncclzCoderPar
   if (seg == 0) return ncclzSetError(NCCLZ_ERR_ARG, "huffman: segment size must be > 0");
   if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "huffman: %zu symbols exceed the 32-bit count", n);
   ncclzHuffAlphabet a = ncclzHuffChooseAlphabet(sym, n);
-  uint32_t K = 2 * a.radius + 1;
+  uint32_t K = ncclz_huff_alphabet_size(a.radius);
   EncodeWork w;
   ncclzStatus st;
   if (!encode_work_alloc(&w, K)) {
@@ -329,7 +310,8 @@ static ncclzStatus check_segment_end(const BitReader *br, size_t k) {
 
 static ncclzStatus decode_segment(const DecodeBook *b, BitReader *br, int32_t *out, size_t count,
                                   ncclzHuffAlphabet a, size_t k) {
-  const uint32_t escape = 2 * a.radius, base = (uint32_t)a.centre - a.radius;
+  const uint32_t escape = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
+  const uint32_t base = (uint32_t)a.centre - a.radius;
   const uint32_t fast_mask = (1u << b->fast_bits) - 1;
   for (size_t i = 0; i < count; i++) {
     br_refill(br);
@@ -344,6 +326,8 @@ static ncclzStatus decode_segment(const DecodeBook *b, BitReader *br, int32_t *o
       br_refill(br);
       out[i] = (int32_t)(uint32_t)br->buf;
       br_skip(br, 32);
+    } else if (idx == fill) {
+      out[i] = NCCLZ_FILL_CODE;
     } else {
       out[i] = (int32_t)(base + idx);
     }
@@ -413,7 +397,7 @@ ncclzStatus ncclzHuffmanDecode(const uint8_t *src, size_t len, const ncclzCoderP
   if (!radius_valid(alpha.radius))
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: radius %u is not a power of two in 1..%d", alpha.radius,
                          NCCLZ_HUFF_MAX_RADIUS);
-  uint32_t K = 2 * alpha.radius + 1, lo = 0, m = 0;
+  uint32_t K = ncclz_huff_alphabet_size(alpha.radius), lo = 0, m = 0;
   size_t nseg = ceil_div(n, seg), head = 0;
   ncclzStatus st = parse_table(src, len, K, nseg, &lo, &m, &head);
   if (st != NCCLZ_OK) return st;

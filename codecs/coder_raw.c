@@ -17,7 +17,7 @@ static size_t fixedlen_bound(const ncclzCoderParams *p, size_t n) {
   return 4 * ceil_div(5 * nb, 32) + 4 * ceil_div(nb, tile) + 4 * 32 * nb;
 }
 
-/* HUFFMAN: lo, m, the largest nibble table (K = 8193 lengths), nseg and the offsets, and per
+/* HUFFMAN: lo, m, the largest nibble table (K = 8194 lengths), nseg and the offsets, and per
  * segment at most 47 bits a symbol (a 15-bit escape code + 32 raw bits) plus one padding word. */
 static size_t huffman_bound(const ncclzCoderParams *p, size_t n) {
   size_t seg = p && p->huffman_segment ? p->huffman_segment : 1;

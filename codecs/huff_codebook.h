@@ -6,8 +6,11 @@
 #define NCCLZ_HUFF_CODEBOOK_H
 #include "hd_util.h"
 
-/* Largest alphabet: 2R indices plus the escape. */
-#define NCCLZ_HUFF_MAX_SYMS (2u * NCCLZ_HUFF_MAX_RADIUS + 1u)
+/* Alphabet of radius R: 2R direct indices, the escape (2R) and the fill code (2R + 1). */
+#define NCCLZ_HUFF_MAX_SYMS (2u * NCCLZ_HUFF_MAX_RADIUS + 2u)
+NCCLZ_INLINE uint32_t ncclz_huff_alphabet_size(uint32_t radius) { return 2u * radius + 2u; }
+NCCLZ_INLINE uint32_t ncclz_huff_escape_index(uint32_t radius) { return 2u * radius; }
+NCCLZ_INLINE uint32_t ncclz_huff_fill_index(uint32_t radius) { return 2u * radius + 1u; }
 /* The builder accepts max_len up to this (the format uses 15; tests use more to get the
  * unconstrained optimum for comparison). */
 #define NCCLZ_HUFF_LEN_LIMIT 31u
@@ -19,30 +22,36 @@
  * positions floor(i * n / m). Their median (fill codes left out) is robust to the few huge
  * symbols (the first Lorenzo delta of a slab, outliers) that would drag a midrange away. */
 #define NCCLZ_HUFF_CENTRE_SAMPLES 1024u
+/* Sampled symbols left out at each end when measuring the spread: k / 128 of the k sampled. */
+NCCLZ_INLINE uint32_t ncclz_huff_sample_trim(uint32_t k) { return k / 128u; }
 NCCLZ_INLINE size_t ncclz_huff_sample_pos(size_t i, size_t n, size_t m) {
   return (size_t)(((uint64_t)i * (uint64_t)n) / (uint64_t)m);
 }
 
-/* Centre and radius of the directly coded symbols (FORMAT.md "Alphabet"): the centre is the
- * sample median; the radius the smallest power of two covering [min, max] of the non-fill
- * symbols around it, capped at NCCLZ_HUFF_MAX_RADIUS (the rest is escaped). */
-NCCLZ_INLINE ncclzHuffAlphabet ncclz_huff_choose_alphabet(int32_t min_sym, int32_t max_sym, int32_t median) {
-  int64_t centre = median;
-  int64_t half = (int64_t)max_sym - centre + 1;
-  if (centre - (int64_t)min_sym > half) half = centre - (int64_t)min_sym;
-  if (half < 1) half = 1;
+/* Centre and radius of the directly coded symbols (FORMAT.md "Alphabet"): lo/hi are the
+ * smallest and largest sampled non-fill symbols and `centre` their median. The radius is the
+ * smallest power of two >= 2 (d + 1), d = max(hi - centre, centre - lo), capped at
+ * NCCLZ_HUFF_MAX_RADIUS: twice the sampled spread leaves room for tails the sample missed, and
+ * rare outliers beyond are escaped instead of stretching the code length table. */
+NCCLZ_INLINE ncclzHuffAlphabet ncclz_huff_choose_alphabet(int32_t lo, int32_t hi, int32_t centre) {
+  int64_t d = (int64_t)hi - centre;
+  if ((int64_t)centre - lo > d) d = (int64_t)centre - lo;
+  if (d < 0) d = 0;
+  int64_t half = 2 * (d + 1);
   uint32_t radius = 1;
   while ((int64_t)radius < half && radius < NCCLZ_HUFF_MAX_RADIUS) radius <<= 1;
   ncclzHuffAlphabet a;
-  a.centre = (int32_t)centre;
+  a.centre = centre;
   a.radius = radius;
   return a;
 }
 
-/* Alphabet index of symbol s: s - c + R when in [0, 2R), else the escape index 2R. */
+/* Alphabet index of symbol s: s - c + R when in [0, 2R), the fill index 2R + 1 for the fill
+ * code, else the escape index 2R. */
 NCCLZ_INLINE uint32_t ncclz_huff_index(int32_t s, ncclzHuffAlphabet a) {
   int64_t d = (int64_t)s - (int64_t)a.centre + (int64_t)a.radius;
-  return (uint64_t)d < 2u * (uint64_t)a.radius ? (uint32_t)d : 2u * a.radius;
+  if ((uint64_t)d < 2u * (uint64_t)a.radius) return (uint32_t)d;
+  return s == NCCLZ_FILL_CODE ? ncclz_huff_fill_index(a.radius) : ncclz_huff_escape_index(a.radius);
 }
 
 /* Stable ascending sort of 64-bit keys (bottom-up merge sort); tmp holds m keys. Keys are

@@ -193,41 +193,49 @@ static void test_real_data(void) {
 
 /* ------------------------------------------------------------ golden bytes */
 
-/* A hand-computed HUFFMAN payload: symbols 0,0,0,1,1,2 -> median c = 0, half 3, R = 4,
- * indices 4,5,6 with lengths 1,2,2 and codes 0, 10, 11. */
+/* A hand-computed HUFFMAN payload: symbols 0,0,0,1,1,2 -> median c = 0, spread d = 2, R = 8,
+ * indices 8,9,10 with lengths 1,2,2 and codes 0, 10, 11. */
 static void test_huffman_golden(void) {
   const int32_t sym[] = {0, 0, 0, 1, 1, 2};
-  const uint8_t want[] = {4, 0, 0, 0, 3, 0, 0, 0, 0x21, 0x02, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xA8, 0x01, 0, 0};
+  const uint8_t want[] = {8, 0, 0, 0, 3, 0, 0, 0, 0x21, 0x02, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xA8, 0x01, 0, 0};
   ncclzCoderParams p;
   ncclzCoderParamsDefault(&p);
   uint8_t buf[64];
   size_t len = 0;
   ncclzHuffAlphabet a;
   CHECK(ncclzHuffmanEncode(sym, 6, &p, buf, sizeof buf, &len, &a) == NCCLZ_OK, "%s", ncclzLastError());
-  CHECK(a.centre == 0 && a.radius == 4, "alphabet c=%d R=%u", a.centre, a.radius);
+  CHECK(a.centre == 0 && a.radius == 8, "alphabet c=%d R=%u", a.centre, a.radius);
   CHECK(len == sizeof want && memcmp(buf, want, sizeof want) == 0, "huffman golden bytes differ (len %zu)", len);
   /* n = 0: lo = 0, m = 0, nseg = 0. */
   CHECK(ncclzHuffmanEncode(sym, 0, &p, buf, sizeof buf, &len, &a) == NCCLZ_OK && len == 12, "empty huffman len %zu", len);
-  /* The alphabet rule: sample median as centre, power-of-two radius over [min, max]. */
+  /* The alphabet rule: sample median as centre, radius the power of two >= 2 (spread + 1). */
   const int32_t two[] = {-3, 4}, neg[] = {-5, -2}, wide[] = {-100000, 100000}, full[] = {INT32_MIN + 1, INT32_MAX},
                 one[] = {7, 7};
   ncclzHuffAlphabet w = ncclzHuffChooseAlphabet(two, 2);
-  CHECK(w.centre == -3 && w.radius == 8, "alphabet(-3,4) = %d,%u", w.centre, w.radius); /* half = 8 */
+  CHECK(w.centre == -3 && w.radius == 16, "alphabet(-3,4) = %d,%u", w.centre, w.radius); /* d = 7 */
   w = ncclzHuffChooseAlphabet(neg, 2);
-  CHECK(w.centre == -5 && w.radius == 4, "alphabet(-5,-2) = %d,%u", w.centre, w.radius);
+  CHECK(w.centre == -5 && w.radius == 8, "alphabet(-5,-2) = %d,%u", w.centre, w.radius); /* d = 3 */
   w = ncclzHuffChooseAlphabet(wide, 2);
   CHECK(w.centre == -100000 && w.radius == NCCLZ_HUFF_MAX_RADIUS, "alphabet capped: %u", w.radius);
   w = ncclzHuffChooseAlphabet(full, 2);
   CHECK(w.centre == INT32_MIN + 1 && w.radius == NCCLZ_HUFF_MAX_RADIUS, "alphabet full range: %d,%u", w.centre, w.radius);
   w = ncclzHuffChooseAlphabet(one, 2);
-  CHECK(w.centre == 7 && w.radius == 1, "alphabet single: %d,%u", w.centre, w.radius);
+  CHECK(w.centre == 7 && w.radius == 2, "alphabet single: %d,%u", w.centre, w.radius);
   /* One huge symbol (a slab's first Lorenzo delta) must not move the window off the bulk. */
   int32_t bulk[3000];
   uint64_t rng = 11;
   for (int i = 0; i < 3000; i++) bulk[i] = small_gauss(&rng, 3.0);
-  bulk[0] = 14500;
+  bulk[1] = 14500; /* not a sampled position: escaped, not stretching the window */
   w = ncclzHuffChooseAlphabet(bulk, 3000);
-  CHECK(w.centre >= -1 && w.centre <= 1 && w.radius == NCCLZ_HUFF_MAX_RADIUS, "outlier: c=%d R=%u", w.centre, w.radius);
+  CHECK(w.centre >= -1 && w.centre <= 1 && w.radius <= 64, "outlier: c=%d R=%u", w.centre, w.radius);
+  /* Fill codes get their own short code, no 32 raw bits: 1000 fills + 1000 zeros code in ~2000 bits. */
+  int32_t fills[2000];
+  for (int i = 0; i < 2000; i++) fills[i] = i % 2 ? NCCLZ_FILL_CODE : 0;
+  int32_t back[2000];
+  uint8_t fbuf[4096];
+  CHECK(ncclzHuffmanEncode(fills, 2000, &p, fbuf, sizeof fbuf, &len, &a) == NCCLZ_OK && len < 400, "fill frame %zu bytes", len);
+  CHECK(ncclzHuffmanDecode(fbuf, len, &p, a, back, 2000) == NCCLZ_OK && memcmp(back, fills, sizeof fills) == 0,
+        "fill codes round trip");
 }
 
 /* FIXEDLEN bit planes against a naive packing, and the width-31-stored-as-32 rule. */

@@ -1,6 +1,6 @@
 /* Compression-ratio targets on the real-data slices, through the same path as `ncclz codec`:
  * HUFFMAN within 95% of an optimal unlimited Huffman code of the same symbols, FIXEDLEN within
- * 5% of the ideal per-block widths, and FIXEDLEN with 3D Lorenzo on TREFHT at least 1.5x cuSZp's
+ * 5% of the ideal per-block widths (where the width codes allow it), and FIXEDLEN with 3D Lorenzo on TREFHT at least 1.5x cuSZp's
  * plain mode (CR 2.08 on the H200, DESIGN.md). */
 #include "ncclz/codecs.h"
 #include "testutil.h"
@@ -44,7 +44,11 @@ static void check_slice(const slice *sl, double min_fixedlen_cr) {
     printf("%-32s %-28s huffman %.3f (optimal %.3f, %.1f%%)  fixedlen %.3f (ideal %.3f, %.1f%%)\n", sl->file, sl->spec,
            hf, opt, 100 * hf / opt, fl, ideal, 100 * fl / ideal);
     CHECK(hf >= 0.95 * opt, "%s %s: HUFFMAN %.3f < 95%% of optimal %.3f", sl->file, sl->spec, hf, opt);
-    CHECK(fl >= 0.95 * ideal, "%s %s: FIXEDLEN %.3f < 95%% of ideal %.3f", sl->file, sl->spec, fl, ideal);
+    /* The 5-bit width code of each 32-symbol block alone costs 5/(32 w) of a block of width w:
+     * more than 5% below w = 3.1 bits (CR > 10), so the 95% target applies from there up. */
+    double mean_width = 32.0 / ideal;
+    if (mean_width >= 3.2)
+      CHECK(fl >= 0.95 * ideal, "%s %s: FIXEDLEN %.3f < 95%% of ideal %.3f", sl->file, sl->spec, fl, ideal);
     CHECK(fl >= min_fixedlen_cr, "%s %s: FIXEDLEN %.3f < %.3f", sl->file, sl->spec, fl, min_fixedlen_cr);
     ncclzSymbolsFree(&s);
   }

@@ -1,4 +1,4 @@
-/* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: symbol range -> histogram -> code book
+/* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
  * (one CTA per frame: CUB radix sorts for the two orderings, the reference's own two-queue
  * tree and length limiter from huff_codebook.h, a packed 16-way block scan for canonical codes)
  * -> one pass that codes a segment per warp into shared memory and places it by decoupled
@@ -10,54 +10,23 @@
 
 #include "internal.cuh"
 
-#define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8193 */
+#define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8194 */
 #define BOOK_THREADS 1024
-#define BOOK_ITEMS 9               /* 1024 * 9 >= 8193 */
+#define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define SCAN_CHUNK 16384u          /* symbols per CTA in the range and histogram passes */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
 #define FAST_BITS 11u
 
+/* vmin/vmax: trimmed extremes of the sampled non-fill symbols, centre: their median (k_hf_median). */
 static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame *F) {
-  int32_t lo = F->vmin, hi = F->vmax;
-  if (lo == INT32_MAX && hi == INT32_MIN + 1) lo = hi = 0; /* no non-fill symbol */
-  return ncclz_huff_choose_alphabet(lo, hi, F->centre);     /* centre: the sample median */
+  return ncclz_huff_choose_alphabet(F->vmin, F->vmax, F->centre);
 }
 
 /* ------------------------------------------------------------ range and histogram */
 
-struct MinOp {
-  __device__ int32_t operator()(int32_t a, int32_t b) const { return a < b ? a : b; }
-};
-struct MaxOp {
-  __device__ int32_t operator()(int32_t a, int32_t b) const { return a > b ? a : b; }
-};
-
-__global__ void __launch_bounds__(256) k_hf_range(NzShape sh, const int32_t *sym, NzFrame *fr) {
-  typedef cub::BlockReduce<int32_t, 256> Red;
-  __shared__ typename Red::TempStorage ts;
-  uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * SCAN_CHUNK;
-  if (i0 >= n) return;
-  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
-  int32_t lo = INT32_MAX, hi = INT32_MIN + 1;
-  uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
-  for (uint32_t i = i0 + threadIdx.x; i < end; i += 256) {
-    int32_t s = __ldg(src + i);
-    if (s == NCCLZ_FILL_CODE) continue;
-    lo = min(lo, s);
-    hi = max(hi, s);
-  }
-  lo = Red(ts).Reduce(lo, MinOp());
-  __syncthreads();
-  hi = Red(ts).Reduce(hi, MaxOp());
-  if (threadIdx.x == 0) {
-    if (lo != INT32_MAX) atomicMin(&fr[f].vmin, lo);
-    if (hi != INT32_MIN + 1) atomicMax(&fr[f].vmax, hi);
-  }
-}
-
-/* The alphabet's centre: median of up to 1024 sampled non-fill symbols (as sample_median),
- * one CTA per frame, the sample sorted by a block radix sort. */
+/* The alphabet's sample (as sample_alphabet in coder_huffman.c): median and extremes of up to
+ * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block radix sort. */
 __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
   typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
   __shared__ typename Sort::TempStorage ts;
@@ -70,8 +39,12 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
   }
   const uint32_t k = __syncthreads_count(key[0] >> 32 == 0);
   Sort(ts).Sort(key, 0, 33);
-  if (k == 0 && t == 0) fr[f].centre = 0;
-  if (k && t == (k - 1) / 2) fr[f].centre = (int32_t)((uint32_t)key[0] ^ 0x80000000u);
+  const int32_t v = (int32_t)((uint32_t)key[0] ^ 0x80000000u);
+  if (k == 0 && t == 0) fr[f].centre = fr[f].vmin = fr[f].vmax = 0;
+  if (k && t == (k - 1) / 2) fr[f].centre = v;
+  const uint32_t trim = ncclz_huff_sample_trim(k);
+  if (k && t == trim) fr[f].vmin = v;
+  if (k && t == k - 1 - trim) fr[f].vmax = v;
 }
 
 __global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist) {
@@ -79,7 +52,7 @@ __global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym,
   uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * SCAN_CHUNK;
   if (i0 >= n) return;
   ncclzHuffAlphabet a = frame_alphabet(&fr[f]);
-  uint32_t K = 2 * a.radius + 1;
+  uint32_t K = ncclz_huff_alphabet_size(a.radius);
   for (uint32_t i = threadIdx.x; i < K; i += 512) h[i] = 0;
   __syncthreads();
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
@@ -199,7 +172,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   extern __shared__ __align__(16) unsigned char smem[];
   BookShared &s = *reinterpret_cast<BookShared *>(smem);
   const uint32_t f = blockIdx.x, t = threadIdx.x;
-  const uint32_t K = 2 * fr[f].radius + 1;
+  const uint32_t K = ncclz_huff_alphabet_size(fr[f].radius);
   const uint32_t *freq = hist + (size_t)f * HF_K;
   if (t == 0) {
     s.m = 0;
@@ -328,7 +301,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)nz_ceil(n, S), k = lc * ENC_WARPS + warp;
   const ncclzHuffAlphabet a = {fr[f].centre, fr[f].radius};
-  const uint32_t esc = 2 * a.radius;
+  const uint32_t esc = ncclz_huff_escape_index(a.radius);
   const uint32_t *enc = table + (size_t)f * HF_K;
   const uint32_t count = k < nseg ? (n - k * S < S ? n - k * S : S) : 0;
   const uint32_t per = (S + 31) / 32, b0 = lane * per < count ? lane * per : count;
@@ -399,8 +372,6 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   const uint32_t nf = sh.n_frames;
   NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
   dim3 g((unsigned)nz_ceil(sh.frame_symbols, SCAN_CHUNK), nf);
-  k_hf_range<<<g, 256, 0, s>>>(sh, d_sym, fr);
-  NZ_LAUNCHED();
   k_hf_median<<<nf, 1024, 0, s>>>(sh, d_sym, fr);
   NZ_LAUNCHED();
   k_hf_hist<<<g, 512, 0, s>>>(sh, d_sym, fr, hist);
@@ -445,7 +416,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     return;
   }
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
-  const uint32_t K = 2 * R + 1, lo = P[0], m = P[1];
+  const uint32_t K = ncclz_huff_alphabet_size(R), lo = P[0], m = P[1];
   const uint32_t nibw = (uint32_t)(((uint64_t)m + 7) / 8), nseg = (uint32_t)nz_ceil(n, sh.p0);
   if (lo > K || m > K - lo || len / 4 < 3ull + nibw || P[2 + nibw] != nseg || len / 4 < 3ull + nibw + nseg) {
     if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
@@ -568,7 +539,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
     count = n - k * S < S ? n - k * S : S;
   }
   const ncclzHuffAlphabet a = {F->centre, F->radius};
-  const uint32_t esc = 2 * a.radius, basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
+  const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
+  const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
   const uint32_t max_len = s_tab[48];
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
@@ -598,6 +570,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
         br.refill();
         v = (int32_t)(uint32_t)br.buf;
         br.skip(32);
+      } else if (idx == fill) {
+        v = NCCLZ_FILL_CODE;
       } else {
         v = (int32_t)(basev + idx);
       }

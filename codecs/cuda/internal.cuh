@@ -36,7 +36,7 @@ enum {
 struct NzFrame {
   uint32_t check;        /* sum of w_i * (2i + 1) over the payload words seen so far */
   uint32_t coded_bytes;  /* encode: bytes of coded symbols (after the side data) */
-  int32_t vmin, vmax;    /* HUFFMAN encode: range of the non-fill symbols */
+  int32_t vmin, vmax;    /* HUFFMAN encode: trimmed extremes of the sampled non-fill symbols */
   int32_t centre;        /* HUFFMAN alphabet */
   uint32_t radius;
   uint32_t lo, m;        /* HUFFMAN listed lengths */

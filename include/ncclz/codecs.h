@@ -174,7 +174,7 @@ typedef struct {
   uint32_t radius;
 } ncclzHuffAlphabet;
 ncclzHuffAlphabet ncclzHuffChooseAlphabet(const int32_t *sym, size_t n);
-/* The radius rule alone: the window around `centre` that covers [min_sym, max_sym] (capped). */
+/* The radius rule alone, from the extremes and median of a sample (FORMAT.md "Alphabet"). */
 ncclzHuffAlphabet ncclzHuffAlphabetAround(int32_t min_sym, int32_t max_sym, int32_t centre);
 
 ncclzStatus ncclzHuffmanEncode(const int32_t *sym, size_t n, const ncclzCoderParams *p,
