@@ -10,6 +10,8 @@ typedef int (*cli_verb_fn)(int argc, char **argv);
 
 int cli_codec(int argc, char **argv);
 int cli_model(int argc, char **argv);
+int cli_perf(int argc, char **argv);
+int cli_sim(int argc, char **argv);
 
 #include "ncclz/codecs.h"
 /* `--coder auto` (cli/rea_chooser.c): a loaded profile and transport hint, and the frame encoder
@@ -19,8 +21,6 @@ cli_rea *cli_rea_open(const char *verb, const char *profile_path, const char *hi
 void cli_rea_close(cli_rea *r);
 ncclzStatus cli_rea_encode(const int32_t *sym, size_t n, const ncclzFrameDesc *d, uint8_t *dst, size_t cap,
                            size_t *len, ncclzCoder *committed, void *ctx);
-/* `ncclz codec --device gpu` (cli/gpu_codec.c): runs the CUDA codecs and reports like the CPU path. */
-int cli_gpu_codec(const char *input, const char *quant, int coder, size_t chunk, int json);
 
 /* Prints "ncclz VERB: message" on stderr (one line) and returns CLI_USAGE. */
 int cli_usage_error(const char *verb, const char *fmt, ...)

@@ -10,6 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef NCCLZ_HAVE_CUDA
+#include "ncclz/codecs_cuda.h"
+#endif
+
 #define VERB "codec"
 
 typedef struct {
@@ -294,6 +298,57 @@ static int run_encode_cpu(const codec_opts *o, const void *raw, size_t n, size_t
   return rc;
 }
 
+#ifdef NCCLZ_HAVE_CUDA
+/* The CPU reference's stream of the same input and coder, to hold the GPU's frames against. */
+static ncclzStatus cpu_reference(const codec_opts *o, const void *raw, size_t n, codec_pass *p, codec_result *r) {
+  double te, td;
+  return run_pass(o, raw, n, p, r, &te, &td);
+}
+
+/* --device gpu: the CUDA codecs timed with CUDA events (warm-up, median of 20 runs); their
+ * frames must be byte-identical to the C reference's, and their decode must give the symbols back. */
+static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t in_bytes) {
+  if (o->dtype != NCCLZ_DTYPE_F32) return cli_usage_error(VERB, "--device gpu takes f32 input");
+  if (o->coder < 0)
+    return cli_usage_error(VERB, "--coder auto runs the REA on the host: use --device cpu, or a fixed coder on the GPU");
+  codec_pass p = {0};
+  codec_result r = {0};
+  ncclzStatus st = cpu_reference(o, raw, n, &p, &r);
+  if (st != NCCLZ_OK) {
+    pass_free(&p);
+    return status_exit(st);
+  }
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  ncclzCudaBenchResult res;
+  uint8_t *frames = NULL;
+  size_t frames_len = 0;
+  int32_t *gsym = malloc((n ? n : 1) * sizeof *gsym);
+  st = gsym ? ncclzCudaCodecBench(raw, n, &p.sym.qp, o->quant.eb_is_rel, o->quant.eb, (ncclzCoder)o->coder, &cp,
+                                  (uint32_t)ncclzFrameSymbols(&p.sym, o->chunk), 20, &res, &frames, &frames_len, gsym)
+            : ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
+  int rc = CLI_OK;
+  if (st != NCCLZ_OK) {
+    rc = cli_runtime_error(VERB, "--device gpu: %s", ncclzLastError());
+  } else {
+    fill_result(&p, raw, in_bytes, &r);
+    int same = frames_len + NCCLZ_STREAM_HEADER_BYTES == p.stream_len &&
+               !memcmp(frames, p.stream + NCCLZ_STREAM_HEADER_BYTES, frames_len) && !memcmp(gsym, p.sym.sym, n * 4);
+    r.lossless_ok = res.lossless_ok && !res.decode_status && same;
+    r.max_abs_err = res.max_abs_err > r.max_abs_err ? res.max_abs_err : r.max_abs_err;
+    r.encode_gbps = res.encode_gbps;
+    r.decode_gbps = res.decode_gbps;
+    print_human(o, &r);
+    if (o->json) print_json(o, &r, n);
+    if (!same) rc = cli_runtime_error(VERB, "--device gpu: GPU frames differ from the C reference's");
+  }
+  free(frames);
+  free(gsym);
+  pass_free(&p);
+  return rc;
+}
+#endif
+
 static int run_encode(codec_opts *o) {
   if (!o->input) return cli_usage_error(VERB, "--input FILE is required (see --help)");
   if (o->coder == -2) return cli_usage_error(VERB, "--coder is required: raw, fixedlen, huffman or auto");
@@ -303,12 +358,17 @@ static int run_encode(codec_opts *o) {
     if (!o->profile) return cli_usage_error(VERB, "--coder auto needs --profile PROFILE.json (the REA's costs)");
     if (!(o->rea = cli_rea_open(VERB, o->profile, o->hint))) return CLI_USAGE;
   }
-  if (o->gpu) return cli_gpu_codec(o->input, o->quant_text, o->coder, o->chunk, o->json);
+#ifndef NCCLZ_HAVE_CUDA
+  if (o->gpu) return cli_runtime_error(VERB, "--device gpu: this ncclz was built without CUDA (configure with nvcc on the PATH)");
+#endif
   size_t len = 0, dsz = ncclzDtypeSize(o->dtype);
   void *raw = cli_read_file(VERB, o->input, &len);
   if (!raw) return CLI_USAGE;
   int rc;
   if (len % dsz) rc = cli_usage_error(VERB, "'%s' holds %zu bytes, not a whole number of %s elements", o->input, len, ncclzDtypeName(o->dtype));
+#ifdef NCCLZ_HAVE_CUDA
+  else if (o->gpu) rc = run_encode_gpu(o, raw, len / dsz, len);
+#endif
   else rc = run_encode_cpu(o, raw, len / dsz, len);
   free(raw);
   cli_rea_close(o->rea);

@@ -13,6 +13,8 @@ static const struct {
 } verbs[] = {
     {"codec", cli_codec, "quantize and code a file; report CR, error and speed"},
     {"model", cli_model, "REA break-even surface: best coder per bandwidth and size"},
+    {"perf", cli_perf, "compressed collectives: nccl-tests' table plus cr, coders, maxerr"},
+    {"sim", cli_sim, "SimGrid replay of the schedules at any node count and bandwidth"},
 };
 
 static void usage(FILE *f) {

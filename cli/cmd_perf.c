@@ -1,0 +1,392 @@
+/* ncclz perf: nccl-tests' table for the compressed collectives, plus cr, coders and maxerr.
+ *
+ * Backends: `cpu` runs the executor's engine over the in-process thread transport (one thread per
+ * rank, -g of them): it measures nothing about GPUs, but it runs the same schedules, frames, size
+ * protocol and checks everywhere (CI). `nccl` (CUDA builds) is the GPU executor. Sizes, busbw
+ * factors and columns follow nccl-tests: algbw = size / time, busbw = algbw x ncclzBusBwFactor,
+ * all on uncompressed bytes. #wrong counts elements outside the derived bound (lossless: not
+ * bit-exact against the exact sum), checked on every rank against all ranks' inputs. */
+#include "cli.h"
+#include "ncclz/exec.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define VERB "perf"
+
+typedef struct {
+  ncclzCollective coll;
+  size_t min_bytes, max_bytes;
+  double factor;
+  int ngpus, iters, warmup, root;
+  ncclzDtype dtype;
+  ncclzConfig cfg;
+  const char *quant_text, *data, *json, *profile, *backend, *trace;
+  ncclzProfile prof;
+  float *file;
+  size_t file_n;
+} perf_opts;
+
+static void print_help(void) {
+  printf("usage: ncclz perf -c allreduce|reducescatter|allgather|alltoall|broadcast -b MIN -e MAX -f FACTOR\n"
+         "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
+         "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
+         "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n\n"
+         "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
+         "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
+         "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
+         "file into the send buffers at a different offset per rank. auto needs --profile (or $NCCLZ_PROFILE).\n"
+         "The backend defaults to nccl when built with CUDA, else cpu (threads, one per rank).\n"
+         "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
+}
+
+static int parse_more(int c, const char *arg, perf_opts *o) {
+  int v;
+  switch (c) {
+  case 'C':
+    if ((v = ncclzPolicyFromName(arg)) < 0) return cli_usage_error(VERB, "--compress %s: off|auto|raw|fixedlen|huffman", arg);
+    o->cfg.policy = (ncclzCoderPolicy)v;
+    break;
+  case 'q': o->quant_text = arg; break;
+  case 'D': o->data = arg; break;
+  case 'J': o->json = arg; break;
+  case 'P': o->profile = arg; break;
+  case 'B': o->backend = arg; break;
+  case 'T': o->trace = arg; break;
+  case 'r': o->root = atoi(arg); break;
+  case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
+  case 'E': o->cfg.final_error_bound = atof(arg); break;
+  case 't':
+    if ((v = ncclzDtypeFromName(arg)) < 0 || v == NCCLZ_DTYPE_I32) return cli_usage_error(VERB, "--dtype %s: f32|bf16|f16", arg);
+    o->dtype = (ncclzDtype)v;
+    break;
+  default: return cli_usage_error(VERB, "unknown option (ncclz perf --help)");
+  }
+  return CLI_OK;
+}
+
+static int parse_args(int argc, char **argv, perf_opts *o) {
+  static const struct option longopts[] = {
+      {"compress", required_argument, 0, 'C'}, {"quant", required_argument, 0, 'q'},
+      {"data", required_argument, 0, 'D'},     {"json", required_argument, 0, 'J'},
+      {"profile", required_argument, 0, 'P'},  {"backend", required_argument, 0, 'B'},
+      {"trace", required_argument, 0, 'T'},    {"root", required_argument, 0, 'r'},
+      {"chunk", required_argument, 0, 'k'},    {"final-bound", required_argument, 0, 'E'},
+      {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  ncclzConfigDefault(&o->cfg);
+  o->cfg.policy = NCCLZ_POLICY_AUTO;
+  o->min_bytes = o->max_bytes = 32 << 20;
+  o->factor = 2;
+  o->ngpus = 1;
+  o->iters = 20;
+  o->warmup = 5;
+  o->quant_text = "none";
+  o->coll = NCCLZ_ALLREDUCE;
+  int c, v, rc;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "c:b:e:f:g:n:w:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'h': print_help(); return -1;
+    case 'c':
+      if ((v = ncclzCollectiveFromName(optarg)) < 0) return cli_usage_error(VERB, "-c %s: unknown collective", optarg);
+      o->coll = (ncclzCollective)v;
+      break;
+    case 'b': o->min_bytes = (size_t)cli_parse_size(optarg); break;
+    case 'e': o->max_bytes = (size_t)cli_parse_size(optarg); break;
+    case 'f': o->factor = atof(optarg); break;
+    case 'g': o->ngpus = atoi(optarg); break;
+    case 'n': o->iters = atoi(optarg); break;
+    case 'w': o->warmup = atoi(optarg); break;
+    default:
+      if ((rc = parse_more(c, optarg, o)) != CLI_OK) return rc;
+    }
+  }
+  if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
+  if (o->ngpus < 1 || o->ngpus > 64) return cli_usage_error(VERB, "-g %d: need 1..64", o->ngpus);
+  if (o->iters < 1 || o->warmup < 0) return cli_usage_error(VERB, "-n must be >= 1 and -w >= 0");
+  if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
+  if (o->root < 0 || o->root >= o->ngpus) return cli_usage_error(VERB, "--root %d: need 0..%d", o->root, o->ngpus - 1);
+  if (ncclzQuantSpecParse(o->quant_text, &o->cfg.quant)) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
+  if (o->cfg.policy == NCCLZ_POLICY_OFF && o->cfg.quant.kind != NCCLZ_QUANT_NONE)
+    return cli_usage_error(VERB, "--compress off is the plain collective: it takes no --quant");
+  if (!o->profile) o->profile = getenv("NCCLZ_PROFILE");
+  if (o->cfg.policy == NCCLZ_POLICY_AUTO && !o->profile)
+    return cli_usage_error(VERB, "--compress auto needs --profile PROFILE.json (or NCCLZ_PROFILE)");
+  return CLI_OK;
+}
+
+/* ------------------------------------------------------------------ data */
+
+static size_t in_elems(const perf_opts *o, size_t count) {
+  return o->coll == NCCLZ_REDUCESCATTER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->ngpus : count;
+}
+static size_t out_elems(const perf_opts *o, size_t count) {
+  return o->coll == NCCLZ_ALLGATHER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->ngpus : count;
+}
+
+/* Input i of rank r: the file tiled from a per-rank offset, else integers (lossless modes stay
+ * exactly checkable) or a smooth field (quantized modes). Rounded to the dtype. */
+static float input_value(const perf_opts *o, int r, size_t i) {
+  float v;
+  if (o->file) {
+    size_t off = (size_t)r * (o->file_n / (size_t)o->ngpus + 7919);
+    v = o->file[(off + i) % o->file_n];
+  } else if (o->cfg.quant.kind == NCCLZ_QUANT_NONE) {
+    v = (float)((long)((r * 7 + (long)(i % 1000003) * 13) % 61) - 30);
+  } else {
+    v = (float)(10.0 * sin(0.001 * (double)i + r) + 0.01 * (double)((i * 2654435761u + (size_t)r) % 101));
+  }
+  uint16_t h;
+  if (o->dtype != NCCLZ_DTYPE_F32) {
+    ncclzFromFloat(&v, 1, o->dtype, &h);
+    ncclzToFloat(&h, o->dtype, 1, &v);
+  }
+  return v;
+}
+
+static double expected(const perf_opts *o, size_t count, int me, size_t i) {
+  double s = 0;
+  switch (o->coll) {
+  case NCCLZ_ALLREDUCE:
+    for (int q = 0; q < o->ngpus; q++) s += input_value(o, q, i);
+    return s;
+  case NCCLZ_REDUCESCATTER:
+    for (int q = 0; q < o->ngpus; q++) s += input_value(o, q, (size_t)me * count + i);
+    return s;
+  case NCCLZ_ALLGATHER: return input_value(o, (int)(i / count), i % count);
+  case NCCLZ_ALLTOALL: return input_value(o, (int)(i / count), (size_t)me * count + i % count);
+  default: return input_value(o, o->root, i);
+  }
+}
+
+/* ----------------------------------------------------------- cpu backend */
+
+typedef struct {
+  const perf_opts *o;
+  ncclzThreadGroup *g;
+  int rank;
+  size_t count;
+  void *in, *out;
+  double secs;
+  ncclzStatus st;
+  char err[256];
+  ncclzExecStats stats;
+} rank_job;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *rank_main(void *arg) {
+  rank_job *j = arg;
+  ncclzHostComm *c = NULL;
+  ncclzTransport *t = ncclzThreadGroupTransport(j->g, j->rank);
+  j->st = ncclzHostCommInit(&c, t, &j->o->cfg);
+  double v = 0;
+  for (int i = 0; !j->st && i < j->o->warmup + j->o->iters; i++) {
+    if (i == j->o->warmup) {
+      t->allreduce_max(t, &v, 1); /* a barrier: every rank starts timing together */
+      j->secs = now();
+    }
+    j->st = ncclzHostRun(c, j->o->coll, j->in, j->out, j->count, j->o->dtype, j->o->root, &j->stats);
+  }
+  j->secs = (now() - j->secs) / j->o->iters;
+  snprintf(j->err, sizeof j->err, "%s", ncclzLastError());
+  ncclzHostCommDestroy(c);
+  return NULL;
+}
+
+typedef struct {
+  size_t size, count;
+  double time_us, algbw, busbw, cr, maxerr, bound;
+  uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
+} perf_point;
+
+static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
+  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, count), no = out_elems(o, count);
+  float *x = malloc((ni + 1) * sizeof *x);
+  for (int r = 0; r < o->ngpus; r++) {
+    for (size_t i = 0; i < ni; i++) x[i] = input_value(o, r, i);
+    jobs[r].in = malloc((ni + 1) * ds);
+    jobs[r].out = calloc(no + 1, ds);
+    ncclzFromFloat(x, ni, o->dtype, jobs[r].in);
+  }
+  free(x);
+}
+
+/* Wrong elements and max error of one rank's output. */
+static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
+  size_t no = out_elems(o, j->count);
+  float *y = malloc((no + 1) * sizeof *y);
+  ncclzToFloat(j->out, o->dtype, no, y);
+  int lossless = o->cfg.quant.kind == NCCLZ_QUANT_NONE;
+  for (size_t i = 0; i < no; i++) {
+    double e = expected(o, j->count, j->rank, i), err = fabs((double)y[i] - e);
+    if (lossless) {
+      float ef = (float)e;
+      uint16_t h;
+      if (o->dtype != NCCLZ_DTYPE_F32) {
+        ncclzFromFloat(&ef, 1, o->dtype, &h);
+        ncclzToFloat(&h, o->dtype, 1, &ef);
+      }
+      p->wrong += memcmp(&ef, &y[i], 4) != 0 && !o->file; /* file data: float sums depend on order */
+    } else {
+      p->wrong += !(err <= j->stats.error_bound);
+    }
+    if (err > p->maxerr) p->maxerr = err;
+  }
+  free(y);
+}
+
+static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
+  rank_job *jobs = calloc((size_t)o->ngpus, sizeof *jobs);
+  pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
+  ncclzThreadGroup *g = ncclzThreadGroupCreate(o->ngpus);
+  make_inputs(o, jobs, count);
+  for (int r = 0; r < o->ngpus; r++) {
+    jobs[r] = (rank_job){o, g, r, count, jobs[r].in, jobs[r].out, 0, NCCLZ_OK, "", {0}};
+    pthread_create(&th[r], NULL, rank_main, &jobs[r]);
+  }
+  for (int r = 0; r < o->ngpus; r++) pthread_join(th[r], NULL);
+  int rc = CLI_OK;
+  for (int r = 0; r < o->ngpus; r++) {
+    if (jobs[r].st && rc == CLI_OK) rc = cli_runtime_error(VERB, "rank %d: %s", r, jobs[r].err);
+    if (jobs[r].st) continue;
+    check_rank(o, &jobs[r], p);
+    p->time_us = fmax(p->time_us, jobs[r].secs * 1e6);
+    p->raw += jobs[r].stats.raw_bytes;
+    p->frames_b += jobs[r].stats.frame_bytes;
+    p->wire += jobs[r].stats.wire_bytes;
+    p->bound = fmax(p->bound, jobs[r].stats.error_bound);
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) p->mix[c] += jobs[r].stats.coder_mix[c];
+  }
+  for (int r = 0; r < o->ngpus; r++) {
+    free(jobs[r].in);
+    free(jobs[r].out);
+  }
+  ncclzThreadGroupDestroy(g);
+  free(jobs);
+  free(th);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void print_header(const perf_opts *o) {
+  fprintf(stderr, "# ncclz perf: %s, %d ranks (%s backend), compress %s, quant %s, dtype %s\n",
+          ncclzCollectiveName(o->coll), o->ngpus, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
+          ncclzDtypeName(o->dtype));
+  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s\n", "size", "count", "type", "redop", "root",
+          "time", "algbw", "busbw", "#wrong", "cr", "coders", "maxerr");
+  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s\n", "(B)", "(elements)", "", "", "", "(us)",
+          "(GB/s)", "(GB/s)", "", "", "(r:f:h)", "");
+}
+
+static void print_point(const perf_opts *o, const perf_point *p) {
+  char mix[48];
+  snprintf(mix, sizeof mix, "%llu:%llu:%llu", (unsigned long long)p->mix[0], (unsigned long long)p->mix[1],
+           (unsigned long long)p->mix[2]);
+  int red = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_REDUCESCATTER;
+  fprintf(stderr, "%12zu %12zu %6s %6s %5d %10.1f %8.3f %8.3f %7llu %7.2f %14s %10.3g\n", p->size, p->count,
+          ncclzDtypeName(o->dtype), red ? "sum" : "none", o->coll == NCCLZ_BROADCAST ? o->root : -1, p->time_us,
+          p->algbw, p->busbw, (unsigned long long)p->wrong, p->cr, mix, p->maxerr);
+}
+
+static cJSON *point_json(const perf_point *p) {
+  cJSON *j = cJSON_CreateObject(), *mix = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "size", (double)p->size);
+  cJSON_AddNumberToObject(j, "count", (double)p->count);
+  cJSON_AddNumberToObject(j, "time_us", p->time_us);
+  cJSON_AddNumberToObject(j, "algbw", p->algbw);
+  cJSON_AddNumberToObject(j, "busbw", p->busbw);
+  cJSON_AddNumberToObject(j, "wrong", (double)p->wrong);
+  cJSON_AddNumberToObject(j, "cr", p->cr);
+  cJSON_AddNumberToObject(j, "maxerr", p->maxerr);
+  cJSON_AddNumberToObject(j, "error_bound", p->bound);
+  cJSON_AddNumberToObject(j, "raw_bytes", (double)p->raw);
+  cJSON_AddNumberToObject(j, "frame_bytes", (double)p->frames_b);
+  cJSON_AddNumberToObject(j, "wire_bytes", (double)p->wire);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)p->mix[c]);
+  cJSON_AddItemToObject(j, "coders", mix);
+  return j;
+}
+
+static int write_json(const perf_opts *o, cJSON *points) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "verb", "perf");
+  cJSON_AddStringToObject(j, "collective", ncclzCollectiveName(o->coll));
+  cJSON_AddStringToObject(j, "backend", o->backend);
+  cJSON_AddNumberToObject(j, "nranks", o->ngpus);
+  cJSON_AddStringToObject(j, "compress", ncclzPolicyName(o->cfg.policy));
+  cJSON_AddStringToObject(j, "quant", o->quant_text);
+  cJSON_AddStringToObject(j, "dtype", ncclzDtypeName(o->dtype));
+  cJSON_AddStringToObject(j, "data", o->data ? o->data : "synthetic");
+  cJSON_AddNumberToObject(j, "chunk_bytes", (double)o->cfg.chunk_bytes);
+  cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->ngpus));
+  cJSON_AddItemToObject(j, "points", points);
+  char *s = cJSON_Print(j);
+  FILE *f = fopen(o->json, "w");
+  int ok = f && s && fputs(s, f) >= 0;
+  if (f) fclose(f);
+  free(s);
+  cJSON_Delete(j);
+  return ok ? CLI_OK : cli_runtime_error(VERB, "cannot write %s", o->json);
+}
+
+static int load_inputs(perf_opts *o) {
+  if (o->cfg.policy == NCCLZ_POLICY_AUTO) {
+    if (ncclzProfileLoad(o->profile, &o->prof)) return cli_usage_error(VERB, "%s", ncclzLastError());
+    o->cfg.profile = &o->prof;
+  }
+  if (o->data) {
+    size_t len;
+    o->file = cli_read_file(VERB, o->data, &len);
+    if (!o->file) return CLI_USAGE;
+    o->file_n = len / 4;
+    if (!o->file_n) return cli_usage_error(VERB, "--data %s: empty", o->data);
+  }
+  return CLI_OK;
+}
+
+int cli_perf(int argc, char **argv) {
+  perf_opts o;
+  memset(&o, 0, sizeof o);
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? CLI_OK : rc;
+  if (!o.backend) o.backend = "cpu";
+  if (strcmp(o.backend, "cpu")) return cli_usage_error(VERB, "--backend %s: this build has the cpu backend only", o.backend);
+  if ((rc = load_inputs(&o)) != CLI_OK) return rc;
+  print_header(&o);
+  cJSON *points = cJSON_CreateArray();
+  size_t ds = ncclzDtypeSize(o.dtype);
+  uint64_t wrong = 0;
+  for (double sz = (double)o.min_bytes; rc == CLI_OK && sz <= (double)o.max_bytes * 1.000001; sz *= o.factor) {
+    perf_point p = {0};
+    size_t per = o.coll == NCCLZ_ALLREDUCE || o.coll == NCCLZ_BROADCAST ? 1 : (size_t)o.ngpus;
+    p.count = (size_t)sz / ds / per;
+    p.size = p.count * ds * per;
+    rc = run_point_cpu(&o, p.count, &p);
+    double secs = p.time_us * 1e-6;
+    p.algbw = secs > 0 ? (double)p.size / secs / 1e9 : 0;
+    p.busbw = p.algbw * ncclzBusBwFactor(o.coll, o.ngpus);
+    p.cr = p.frames_b ? (double)p.raw / (double)p.frames_b : 1.0;
+    wrong += p.wrong;
+    print_point(&o, &p);
+    cJSON_AddItemToArray(points, point_json(&p));
+  }
+  if (o.json && rc == CLI_OK)
+    rc = write_json(&o, points);
+  else
+    cJSON_Delete(points);
+  free(o.file);
+  if (rc == CLI_OK && wrong) rc = cli_runtime_error(VERB, "%llu wrong elements", (unsigned long long)wrong);
+  return rc;
+}
