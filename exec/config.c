@@ -1,0 +1,79 @@
+/* Executor config: defaults, policy names, and the fingerprint that ranks compare at init. */
+#include "ncclz/exec.h"
+
+#include <string.h>
+
+static const char *const policy_names[NCCLZ_POLICY_COUNT] = {"off", "raw", "fixedlen", "huffman", "auto"};
+
+const char *ncclzPolicyName(ncclzCoderPolicy p) { return (unsigned)p < NCCLZ_POLICY_COUNT ? policy_names[p] : "?"; }
+
+int ncclzPolicyFromName(const char *name) {
+  for (int i = 0; i < NCCLZ_POLICY_COUNT; i++)
+    if (name && !strcmp(name, policy_names[i])) return i;
+  return -1;
+}
+
+void ncclzConfigDefault(ncclzConfig *c) {
+  memset(c, 0, sizeof *c);
+  c->quant.kind = NCCLZ_QUANT_NONE;
+  c->policy = NCCLZ_POLICY_AUTO;
+  c->chunk_bytes = 4u << 20;
+  c->max_chunks = 64;
+  c->hint = NCCLZ_HINT_NET;
+  ncclzCoderParamsDefault(&c->coder_params);
+}
+
+/* FNV-1a over the fields one at a time (never over struct padding, which is indeterminate). */
+typedef struct {
+  uint64_t h;
+} fp_t;
+
+static void mix(fp_t *f, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) f->h = (f->h ^ b[i]) * 0x100000001b3ull;
+}
+#define MIX(f, v)                 \
+  do {                            \
+    __typeof__(v) v_ = (v);       \
+    mix((f), &v_, sizeof v_);     \
+  } while (0)
+
+static void mix_profile(fp_t *f, const ncclzProfile *p) {
+  MIX(f, p != NULL);
+  if (!p) return;
+  const ncclzThresholds *t = &p->thresholds;
+  MIX(f, t->fast_path_bytes);
+  MIX(f, t->huff_min_bytes);
+  MIX(f, t->min_gain_permil);
+  MIX(f, t->sample_window_bytes);
+  MIX(f, t->sample_pieces);
+  for (int h = 0; h < NCCLZ_HINT_COUNT; h++) {
+    MIX(f, p->transport[h].alpha_us);
+    MIX(f, p->transport[h].beta_gbps);
+  }
+}
+
+uint64_t ncclzConfigFingerprint(const ncclzConfig *c) {
+  fp_t f = {0xcbf29ce484222325ull};
+  const ncclzQuantSpec *q = &c->quant;
+  MIX(&f, (int)q->kind);
+  MIX(&f, q->eb_is_rel);
+  MIX(&f, q->eb);
+  MIX(&f, q->lorenzo);
+  MIX(&f, q->has_fill);
+  MIX(&f, q->fill_value);
+  MIX(&f, q->qsgd_bits);
+  MIX(&f, q->qsgd_bucket);
+  MIX(&f, q->seed);
+  MIX(&f, (int)c->policy);
+  MIX(&f, (uint64_t)c->chunk_bytes);
+  MIX(&f, c->max_chunks);
+  MIX(&f, c->final_error_bound);
+  MIX(&f, (int)c->hint);
+  MIX(&f, c->coder_params.fixedlen_tile_blocks);
+  MIX(&f, c->coder_params.huffman_segment);
+  MIX(&f, c->ndims);
+  for (int i = 0; i < 3; i++) MIX(&f, c->dims[i]);
+  mix_profile(&f, c->profile);
+  return f.h;
+}

@@ -1,0 +1,473 @@
+/* The host engine: runs one rank's schedule/ op list over an ncclzTransport, moving real frames.
+ *
+ * Size protocol: a control lane (DESIGN.md option (a)).
+ *   Every framed send puts the frame's 64-byte header on NCCLZ_LANE_CTRL and its payload on
+ *   NCCLZ_LANE_DATA; the receiver reads the header, validates it, and receives exactly
+ *   payload_bytes. Why this one:
+ *   - wire bytes are exactly the sum of the frame sizes (the header is part of the frame), where
+ *     (b) size-deterministic FIXEDLEN pads every block to the widest width of all ranks and
+ *     cannot carry HUFFMAN or REA's per-frame choice at all;
+ *   - no round trip: the header leaves right behind the encode, so on a path with latency L the
+ *     receiver knows the size L after the frame is ready, while the payload (chunk/beta) is
+ *     still moving; on the GPU path the next chunk's receive is posted while the previous
+ *     payload is in flight. (c) piggy-backing the next frame's size on the previous payload
+ *     makes the receive of chunk k+1 wait for the *completion* of chunk k plus a device-to-host
+ *     read, which serialises the two lanes that (a) keeps apart, and it needs a first header
+ *     anyway;
+ *   - the lane lives outside the payload communicator (an in-process queue, MPI messages), so it
+ *     never competes with it for NCCL progress (DESIGN.md "Two NCCL communicators").
+ *   Its cost per chunk is one small message; ncclzExecStats splits the receive wait into the
+ *   header wait and the payload wait after the header, which is the bubble the protocol adds
+ *   (tests/test_exec.c and bench/exec.sh report it).
+ *
+ * Policy off sends the plain element bytes (sizes are known on both sides: no header at all). */
+#include "engine_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double exec_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- comm */
+
+ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const ncclzConfig *cfg) {
+  *out = NULL;
+  if (!t || !cfg) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzHostCommInit: NULL transport or config");
+  ncclzStatus st = NCCLZ_OK;
+  if ((unsigned)cfg->policy >= NCCLZ_POLICY_COUNT)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config policy: %d is not a coder policy", (int)cfg->policy);
+  else if (cfg->policy == NCCLZ_POLICY_AUTO && !cfg->profile)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config profile: the auto policy (REA) needs a calibration profile");
+  else if (cfg->chunk_bytes < 64 || cfg->max_chunks < 1)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes/max_chunks: need chunk_bytes >= 64, max_chunks >= 1");
+  else if (cfg->final_error_bound > 0 && cfg->quant.kind != NCCLZ_QUANT_EB)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config final_error_bound: needs an eb: quantizer");
+  else if (cfg->quant.lorenzo && cfg->quant.has_fill)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config quant: Lorenzo with fill values is not supported in collectives");
+  else if (cfg->policy == NCCLZ_POLICY_OFF && cfg->quant.kind != NCCLZ_QUANT_NONE)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config: policy off is the plain collective; it takes quant none");
+  /* Every rank compares fingerprints even when its own config is bad, so nobody is left waiting. */
+  uint64_t fp = ncclzConfigFingerprint(cfg);
+  double v[5] = {(double)(fp >> 32), (double)(fp & 0xffffffffu), -(double)(fp >> 32), -(double)(fp & 0xffffffffu),
+                 st ? 1.0 : 0.0};
+  ncclzStatus ts = t->allreduce_max(t, v, 5);
+  if (st) return st;
+  if (ts) return ts;
+  if (v[0] != -v[2] || v[1] != -v[3])
+    return ncclzSetError(NCCLZ_ERR_ARG, "ranks have different configs (quantizer, policy, chunk, bound or profile)");
+  if (v[4] > 0) return ncclzSetError(NCCLZ_ERR_ARG, "another rank's config is invalid");
+  ncclzHostComm *c = calloc(1, sizeof *c);
+  if (!c) return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzHostCommInit");
+  c->t = t;
+  c->cfg = *cfg;
+  if (cfg->profile) ncclzReaConfigFromProfile(cfg->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+  *out = c;
+  return NCCLZ_OK;
+}
+
+void ncclzHostCommDestroy(ncclzHostComm *c) { free(c); }
+
+/* ---------------------------------------------------------- chunk codec */
+
+static size_t in_count(ncclzCollective c, size_t count, int n) {
+  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
+}
+static size_t out_count(ncclzCollective c, size_t count, int n) {
+  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
+}
+
+/* Cells of one chunk -> the symbols the coders see (quant none: the dtype's bit patterns). */
+static void cells_to_symbols(run_t *r, const void *cells, size_t n) {
+  if (r->quantized || r->dtype == NCCLZ_DTYPE_F32) {
+    memcpy(r->sym, cells, n * 4);
+    return;
+  }
+  ncclzFromFloat(cells, n, r->dtype, r->half);
+  for (size_t i = 0; i < n; i++) r->sym[i] = r->half[i];
+}
+
+/* Symbols -> floats of quant none (into r->fl). */
+static void symbols_to_floats(run_t *r, size_t n) {
+  if (r->dtype == NCCLZ_DTYPE_F32) {
+    memcpy(r->fl, r->sym, n * 4);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) r->half[i] = (uint16_t)r->sym[i];
+  ncclzToFloat(r->half, r->dtype, n, r->fl);
+}
+
+static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, size_t *len, ncclzCoder *coder) {
+  const ncclzConfig *cfg = &r->c->cfg;
+  if (cfg->policy != NCCLZ_POLICY_AUTO) {
+    *coder = cfg->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
+             : cfg->policy == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN
+                                                   : NCCLZ_CODER_RAW;
+    return ncclzFrameEncode(*coder, r->sym, n, d, r->stage, r->stage_cap, len);
+  }
+  ncclzReaConfig rc = r->c->rea;
+  rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : NULL);
+  ncclzReaResult res;
+  ncclzStatus st = ncclzReaEncodeBest(cfg->profile, &rc, r->sym, n, d, r->stage, r->stage_cap, &res);
+  *len = res.frame_bytes;
+  *coder = res.committed;
+  return st;
+}
+
+/* Encodes n cells into r->stage: a frame, or (policy off) the plain dtype bytes. */
+static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *len) {
+  double t0 = exec_now();
+  ncclzStatus st = NCCLZ_OK;
+  if (!r->framed) {
+    ncclzFromFloat(cells, n, r->dtype, r->stage);
+    *len = n * r->dsize;
+  } else {
+    cells_to_symbols(r, cells, n);
+    ncclzFrameDesc d = {r->dtype, r->quantized ? &r->qp : NULL, NULL, 0, r->c->cfg.coder_params};
+    ncclzCoder coder = NCCLZ_CODER_RAW;
+    st = encode_policy(r, n, &d, len, &coder);
+    if (!st) r->st->coder_mix[coder]++;
+  }
+  r->st->t_encode += exec_now() - t0;
+  return st;
+}
+
+/* A received frame (or plain bytes) -> r->sym (quantized) or r->fl (floats). */
+static ncclzStatus decode_chunk(run_t *r, const uint8_t *buf, size_t len, size_t n) {
+  double t0 = exec_now();
+  ncclzStatus st = NCCLZ_OK;
+  if (!r->framed) {
+    ncclzToFloat(buf, r->dtype, n, r->fl);
+  } else {
+    ncclzFrameHeader h;
+    size_t used = 0;
+    st = ncclzFrameDecode(buf, len, &h, r->sym, n, NULL, 0, &used);
+    if (!st && (h.n_symbols != n || used != len))
+      st = ncclzSetError(NCCLZ_ERR_CORRUPT, "frame of %u symbols (%zu bytes) where %zu symbols (%zu bytes) were due",
+                         h.n_symbols, used, n, len);
+    if (!st && !r->quantized) symbols_to_floats(r, n);
+  }
+  r->st->t_decode += exec_now() - t0;
+  return st;
+}
+
+/* dst += the decoded chunk: integer codes (fill absorbs; unsigned wrap is exact for sums that
+ * fit, which agree.c guarantees) or floats. */
+static void reduce_chunk(run_t *r, void *dst, size_t n) {
+  double t0 = exec_now();
+  if (r->quantized) {
+    int32_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+      d[i] = d[i] == NCCLZ_FILL_CODE || r->sym[i] == NCCLZ_FILL_CODE ? NCCLZ_FILL_CODE
+                                                                     : (int32_t)((uint32_t)d[i] + (uint32_t)r->sym[i]);
+  } else {
+    float *d = dst;
+    for (size_t i = 0; i < n; i++) d[i] += r->fl[i];
+  }
+  r->st->t_reduce += exec_now() - t0;
+}
+
+static void store_chunk(run_t *r, void *dst, size_t n) {
+  memcpy(dst, r->quantized ? (const void *)r->sym : (const void *)r->fl, n * 4);
+}
+
+/* ------------------------------------------------------------ transfers */
+
+static uint64_t op_tag(const run_t *r, const ncclzOp *o) { return (uint64_t)o->step * r->s.nchunks + o->chunk; }
+
+static ncclzStatus send_bytes(run_t *r, const ncclzOp *o, const uint8_t *buf, size_t len) {
+  uint64_t tag = op_tag(r, o);
+  ncclzStatus st = NCCLZ_OK;
+  if (r->framed) {
+    st = r->t->send(r->t, o->peer, tag, NCCLZ_LANE_CTRL, buf, NCCLZ_FRAME_HEADER_BYTES);
+    if (!st && len > NCCLZ_FRAME_HEADER_BYTES)
+      st = r->t->send(r->t, o->peer, tag, NCCLZ_LANE_DATA, buf + NCCLZ_FRAME_HEADER_BYTES,
+                      len - NCCLZ_FRAME_HEADER_BYTES);
+    r->st->frames++;
+  } else if (len) {
+    st = r->t->send(r->t, o->peer, tag, NCCLZ_LANE_DATA, buf, len);
+  }
+  r->st->frame_bytes += len;
+  return st;
+}
+
+/* Receives the frame of op o into r->rstage: header first, then exactly the payload it names. */
+static ncclzStatus recv_bytes(run_t *r, const ncclzOp *o, size_t n, size_t *len) {
+  uint64_t tag = op_tag(r, o);
+  double t0 = exec_now();
+  ncclzStatus st;
+  if (!r->framed) {
+    *len = n * r->dsize;
+    st = *len ? r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_DATA, r->rstage, *len) : NCCLZ_OK;
+    r->st->t_wait_data += exec_now() - t0;
+    return st;
+  }
+  st = r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_CTRL, r->rstage, NCCLZ_FRAME_HEADER_BYTES);
+  double t1 = exec_now();
+  r->st->t_wait_ctrl += t1 - t0;
+  if (st) return st;
+  ncclzFrameHeader h;
+  st = ncclzFrameHeaderParse(r->rstage, SIZE_MAX, &h);
+  if (!st && NCCLZ_FRAME_HEADER_BYTES + (size_t)h.payload_bytes > r->stage_cap)
+    st = ncclzSetError(NCCLZ_ERR_CORRUPT, "frame header announces %u payload bytes, more than a chunk can take",
+                       h.payload_bytes);
+  if (st) return st;
+  *len = NCCLZ_FRAME_HEADER_BYTES + h.payload_bytes;
+  if (h.payload_bytes)
+    st = r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_DATA, r->rstage + NCCLZ_FRAME_HEADER_BYTES, h.payload_bytes);
+  r->st->t_wait_data += exec_now() - t1;
+  r->st->chunks_received++;
+  return st;
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static size_t in_offset(const run_t *r, size_t off) {
+  return r->coll == NCCLZ_ALLGATHER ? off - (size_t)r->s.rank * r->count : off;
+}
+static size_t out_offset(const run_t *r, size_t off) {
+  return r->coll == NCCLZ_REDUCESCATTER ? off - (size_t)r->s.rank * r->count : off;
+}
+static char *cell(void *base, size_t i) { return (char *)base + 4 * i; }
+
+/* Where an ENCODE send reads: the working buffer while reducing, else the input. */
+static void *send_source(run_t *r, size_t off) {
+  if (r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER) return cell(r->work, off);
+  return cell(r->in, in_offset(r, off));
+}
+
+static ncclzStatus run_send(run_t *r, const ncclzOp *o, size_t off, size_t len) {
+  r->st->raw_bytes += len * r->dsize;
+  if (o->action & NCCLZ_ACT_FORWARD) {
+    if (o->dep < 0 || !r->kept[o->dep]) return ncclzSetError(NCCLZ_ERR_ARG, "schedule: forward without a kept frame");
+    if (r->framed) {
+      ncclzFrameHeader h;
+      if (!ncclzFrameHeaderParse(r->kept[o->dep], r->kept_len[o->dep], &h)) r->st->coder_mix[h.coder]++;
+    }
+    return send_bytes(r, o, r->kept[o->dep], r->kept_len[o->dep]);
+  }
+  size_t flen = 0;
+  ncclzStatus st = encode_chunk(r, send_source(r, off), len, &flen);
+  return st ? st : send_bytes(r, o, r->stage, flen);
+}
+
+static ncclzStatus run_recv(run_t *r, size_t i, const ncclzOp *o, size_t off, size_t len) {
+  size_t flen = 0;
+  ncclzStatus st = recv_bytes(r, o, len, &flen);
+  if (!st && (o->action & NCCLZ_ACT_KEEP)) {
+    r->kept[i] = malloc(flen ? flen : 1);
+    if (!r->kept[i]) return ncclzSetError(NCCLZ_ERR_NOMEM, "kept frame of %zu bytes", flen);
+    memcpy(r->kept[i], r->rstage, flen);
+    r->kept_len[i] = flen;
+  }
+  if (!st && (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE))) st = decode_chunk(r, r->rstage, flen, len);
+  if (st) return st;
+  if (o->action & NCCLZ_ACT_REDUCE) reduce_chunk(r, cell(r->work, off), len);
+  if (o->action & NCCLZ_ACT_STORE) {
+    void *dst = cell(r->out, out_offset(r, off));
+    if (o->action & NCCLZ_ACT_REDUCE) {
+      if (dst != cell(r->work, off)) memcpy(dst, cell(r->work, off), len * 4);
+    } else {
+      store_chunk(r, dst, len);
+    }
+  }
+  return NCCLZ_OK;
+}
+
+static ncclzStatus run_ops(run_t *r) {
+  for (size_t i = 0; i < r->s.nops; i++) {
+    const ncclzOp *o = &r->s.ops[i];
+    size_t off, len;
+    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    ncclzStatus st = NCCLZ_OK;
+    if (o->kind == NCCLZ_OP_COPY) {
+      size_t src = r->coll == NCCLZ_REDUCESCATTER || r->coll == NCCLZ_ALLTOALL ? off : in_offset(r, off);
+      memmove(cell(r->out, out_offset(r, off)), cell(r->in, src), len * 4);
+    } else if (o->kind == NCCLZ_OP_SEND) {
+      st = run_send(r, o, off, len);
+    } else {
+      st = run_recv(r, i, o, off, len);
+    }
+    if (st) return st;
+  }
+  return r->t->flush(r->t);
+}
+
+/* ------------------------------------------------------------- set-up */
+
+static uint32_t pick_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int n, size_t dsize) {
+  size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)n;
+  size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;
+  size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
+  size_t c = (blk + per - 1) / per;
+  return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
+}
+
+/* Largest chunk of the schedule (the chunk ranges split blocks as evenly as possible). */
+static size_t largest_chunk(const run_t *r) {
+  size_t best = 0;
+  for (uint32_t b = 0; b < r->s.nblocks; b++) {
+    size_t off, len;
+    ncclzScheduleRange(&r->s, r->count, b, 0, &off, &len);
+    if (len > best) best = len;
+  }
+  return best;
+}
+
+static ncclzStatus alloc_run(run_t *r) {
+  size_t ni = r->n_in ? r->n_in : 1, no = r->n_out ? r->n_out : 1, mc = r->max_chunk ? r->max_chunk : 1;
+  r->in = calloc(ni, 4);
+  r->work = r->coll == NCCLZ_REDUCESCATTER ? malloc(ni * 4) : NULL;
+  r->out = r->coll == NCCLZ_ALLREDUCE ? NULL : calloc(no, 4);
+  size_t cap = 0;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
+    size_t b = ncclzFrameBound((ncclzCoder)c, &r->c->cfg.coder_params, mc, 0);
+    if (b > cap) cap = b;
+  }
+  r->stage_cap = cap > mc * 4 ? cap : mc * 4;
+  r->stage = malloc(r->stage_cap);
+  r->rstage = malloc(r->stage_cap);
+  r->sym = malloc(mc * 4);
+  r->half = malloc(mc * 2);
+  r->fl = malloc(mc * 4);
+  r->kept = calloc(r->s.nops + 1, sizeof *r->kept);
+  r->kept_len = calloc(r->s.nops + 1, sizeof *r->kept_len);
+  if (r->qp.kind == NCCLZ_QUANT_QSGD) {
+    r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
+    r->scales = calloc(r->n_scales + 1, sizeof *r->scales);
+  }
+  int ok = r->in && r->stage && r->rstage && r->sym && r->half && r->fl && r->kept && r->kept_len &&
+           (r->coll != NCCLZ_REDUCESCATTER || r->work) && (r->coll == NCCLZ_ALLREDUCE || r->out) &&
+           (r->qp.kind != NCCLZ_QUANT_QSGD || r->scales);
+  if (r->coll == NCCLZ_ALLREDUCE) r->work = r->out = r->in; /* NCCL: allreduce works in its output */
+  if (r->coll != NCCLZ_ALLREDUCE && r->coll != NCCLZ_REDUCESCATTER) r->work = r->in;
+  return ok ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "executor buffers for %zu elements", r->n_in);
+}
+
+static void free_run(run_t *r) {
+  if (r->coll == NCCLZ_REDUCESCATTER) free(r->work);
+  if (r->out != r->in) free(r->out);
+  free(r->in);
+  free(r->stage);
+  free(r->rstage);
+  free(r->sym);
+  free(r->half);
+  free(r->fl);
+  for (size_t i = 0; r->kept && i < r->s.nops; i++) free(r->kept[i]);
+  free(r->kept);
+  free(r->kept_len);
+  free(r->scales);
+  ncclzScheduleFree(&r->s);
+}
+
+/* Checks that do not depend on the data: identical on every rank that makes the same call. */
+static ncclzStatus check_call(const ncclzHostComm *c, ncclzCollective coll, size_t count, ncclzDtype dtype,
+                              int root) {
+  const ncclzQuantSpec *q = &c->cfg.quant;
+  if ((unsigned)coll >= NCCLZ_COLL_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "collective %d unknown", (int)coll);
+  if (dtype != NCCLZ_DTYPE_F32 && dtype != NCCLZ_DTYPE_BF16 && dtype != NCCLZ_DTYPE_F16)
+    return ncclzSetError(NCCLZ_ERR_ARG, "dtype %s: the executor takes f32, bf16 and f16", ncclzDtypeName(dtype));
+  if (root < 0 || root >= c->t->nranks) return ncclzSetError(NCCLZ_ERR_ARG, "root %d of %d ranks", root, c->t->nranks);
+  if (count > UINT32_MAX / 2) return ncclzSetError(NCCLZ_ERR_ARG, "count %zu too large", count);
+  if (q->kind == NCCLZ_QUANT_EB && q->lorenzo) {
+    if (coll != NCCLZ_ALLREDUCE && coll != NCCLZ_BROADCAST)
+      return ncclzSetError(NCCLZ_ERR_ARG, "Lorenzo needs a whole-array result (allreduce or broadcast), not %s",
+                           ncclzCollectiveName(coll));
+    size_t prod = 1;
+    for (int i = 0; i < c->cfg.ndims; i++) prod *= c->cfg.dims[i];
+    if (c->cfg.ndims < 1 || prod != count)
+      return ncclzSetError(NCCLZ_ERR_ARG, "Lorenzo dims (%d given) must multiply to the count %zu", c->cfg.ndims, count);
+  }
+  return NCCLZ_OK;
+}
+
+static void init_qparams(run_t *r) {
+  const ncclzConfig *cfg = &r->c->cfg;
+  const ncclzQuantSpec *q = &cfg->quant;
+  memset(&r->qp, 0, sizeof r->qp);
+  r->qp.kind = q->kind;
+  r->qp.rank = (uint32_t)r->t->rank;
+  r->qp.dims[0] = r->qp.dims[1] = r->qp.dims[2] = 1;
+  if (q->kind == NCCLZ_QUANT_EB) {
+    r->qp.lorenzo = q->lorenzo;
+    for (int i = 0; i < cfg->ndims && i < 3; i++) r->qp.dims[3 - cfg->ndims + i] = cfg->dims[i];
+    if (cfg->ndims < 1) r->qp.dims[2] = (uint32_t)r->n_in;
+    r->qp.has_fill = q->has_fill;
+    r->qp.fill_value = q->fill_value;
+  } else if (q->kind == NCCLZ_QUANT_QSGD) {
+    r->qp.qsgd_bits = q->qsgd_bits;
+    r->qp.qsgd_bucket = q->qsgd_bucket;
+    r->qp.seed = q->seed;
+  }
+}
+
+static ncclzStatus prepare(run_t *r, const void *sendbuff) {
+  ncclzStatus st = alloc_run(r);
+  float *x = NULL;
+  int has_input = sendbuff && (r->coll != NCCLZ_BROADCAST || r->s.rank == r->s.root);
+  if (!st && has_input) {
+    x = r->quantized ? malloc((r->n_in ? r->n_in : 1) * sizeof *x) : (float *)r->in;
+    if (!x) st = ncclzSetError(NCCLZ_ERR_NOMEM, "input of %zu elements", r->n_in);
+    if (x) ncclzToFloat(sendbuff, r->dtype, r->n_in, x);
+  }
+  /* Every rank takes part in the agreement, even after a local failure, so that none hangs;
+   * a local allocation failure aborts the transport instead. */
+  if (st) {
+    r->t->abort(r->t, ncclzLastError());
+    return st;
+  }
+  st = exec_agree_and_quantize(r, x);
+  if (x != (float *)r->in) free(x);
+  if (r->coll == NCCLZ_REDUCESCATTER && !st) memcpy(r->work, r->in, r->n_in * 4);
+  return st;
+}
+
+ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sendbuff, void *recvbuff, size_t count,
+                         ncclzDtype dtype, int root, ncclzExecStats *stats) {
+  ncclzExecStats local;
+  ncclzExecStats *st_out = stats ? stats : &local;
+  memset(st_out, 0, sizeof *st_out);
+  if (!c) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzHostRun: NULL communicator");
+  ncclzStatus st = check_call(c, coll, count, dtype, root);
+  if (st) return st;
+  double t0 = exec_now();
+  run_t r = {0};
+  r.c = c;
+  r.t = c->t;
+  r.coll = coll;
+  r.dtype = dtype;
+  r.dsize = ncclzDtypeSize(dtype);
+  r.count = count;
+  r.n_in = in_count(coll, count, c->t->nranks);
+  r.n_out = out_count(coll, count, c->t->nranks);
+  r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
+  r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
+  r.k = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_REDUCESCATTER ? c->t->nranks : 1;
+  r.st = st_out;
+  uint32_t nch = pick_chunks(&c->cfg, coll, count, c->t->nranks, r.dsize);
+  if (ncclzScheduleBuild(coll, c->t->nranks, c->t->rank, root, nch, &r.s))
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
+  r.max_chunk = largest_chunk(&r);
+  init_qparams(&r);
+  uint64_t wire0 = r.t->bytes_sent[0] + r.t->bytes_sent[1];
+  st = prepare(&r, sendbuff);
+  if (!st) {
+    st = run_ops(&r);
+    if (st) r.t->abort(r.t, ncclzLastError());
+  }
+  float *y = NULL;
+  if (!st) {
+    y = malloc((r.n_out ? r.n_out : 1) * sizeof *y);
+    st = y ? exec_dequantize(&r, y) : ncclzSetError(NCCLZ_ERR_NOMEM, "output of %zu elements", r.n_out);
+  }
+  if (!st) ncclzFromFloat(y, r.n_out, dtype, recvbuff);
+  free(y);
+  st_out->wire_bytes = r.t->bytes_sent[0] + r.t->bytes_sent[1] - wire0;
+  free_run(&r);
+  st_out->t_total = exec_now() - t0;
+  return st;
+}

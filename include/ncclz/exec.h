@@ -1,0 +1,146 @@
+/* ncclz executor: compressed collectives that run the schedule/ op lists.
+ *
+ * This is the one public header of the exec layer (it may use codecs, schedule and model only).
+ *
+ * The engine runs one rank's op list (ncclzScheduleBuild) over a transport:
+ *  - quantization happens once, at the interface: all ranks first agree on the quantization step
+ *    (EB rel range via allreduce(min/max), QSGD bucket scales via allreduce(max)); with a final
+ *    error bound E over k summed contributions every rank quantizes with ~E/k;
+ *  - every chunk that is sent is one self-describing frame (codecs/FORMAT.md) whose coder comes
+ *    from the policy (raw, fixedlen, huffman, or auto = REA per frame);
+ *  - reductions add the integer codes (exact; no error compounds), gather phases forward the
+ *    frames they received unchanged, and dequantization happens once at the end.
+ *
+ * Size protocol (variable frame sizes over transports that need matched counts, as NCCL does):
+ * a control lane. Every frame's 64-byte header travels on the control lane, ahead of its payload,
+ * and the receiver posts the payload receive with exactly the size the header names. The header
+ * is part of the frame, so the bytes on the wire are exactly the sum of the frame sizes (1.00x),
+ * and the lane carries no round trip: the sender never waits for the receiver. exec/engine.c
+ * explains why this option was chosen over size-deterministic FIXEDLEN or piggy-backed headers.
+ *
+ * Transports: an in-process one (one thread per rank) and MPI (one process per rank); the NCCL
+ * backend (point-to-point inside ncclGroupStart/End, on GPUs) is still to come (see the end). */
+#ifndef NCCLZ_EXEC_H
+#define NCCLZ_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ncclz/codecs.h"
+#include "ncclz/model.h"
+#include "ncclz/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ config */
+
+typedef enum {
+  NCCLZ_POLICY_OFF = 0,      /* no quantization, no frames: the plain collective's bytes */
+  NCCLZ_POLICY_RAW = 1,      /* frames, every one RAW */
+  NCCLZ_POLICY_FIXEDLEN = 2,
+  NCCLZ_POLICY_HUFFMAN = 3,
+  NCCLZ_POLICY_AUTO = 4,     /* REA picks the coder of every frame (needs a profile) */
+  NCCLZ_POLICY_COUNT = 5
+} ncclzCoderPolicy;
+
+const char *ncclzPolicyName(ncclzCoderPolicy p); /* "off", "raw", "fixedlen", "huffman", "auto" */
+int ncclzPolicyFromName(const char *name);       /* -1 if unknown */
+
+typedef struct {
+  ncclzQuantSpec quant;        /* none, eb:abs/rel (lorenzo only for allreduce/broadcast), qsgd */
+  ncclzCoderPolicy policy;
+  size_t chunk_bytes;          /* raw (input) bytes per chunk; one chunk = one frame. Default 4 MiB,
+                                  the paper's 8-slot batch of NCCL_BUFFSIZE */
+  uint32_t max_chunks;         /* at most this many chunks per block (default 64) */
+  double final_error_bound;    /* > 0 (EB only): |result - exact result| <= this on every element;
+                                  overrides the spec's number */
+  const ncclzProfile *profile; /* REA costs and thresholds; required for auto */
+  ncclzTransportHint hint;     /* the path REA plans for (default NET) */
+  ncclzCoderParams coder_params;
+  uint32_t dims[3];            /* Lorenzo shape (C order, dims[2] fastest); ndims 0: 1D */
+  int ndims;
+} ncclzConfig;
+
+void ncclzConfigDefault(ncclzConfig *c);
+/* A stable fingerprint of everything that must agree across ranks (profile thresholds included). */
+uint64_t ncclzConfigFingerprint(const ncclzConfig *c);
+
+/* ---------------------------------------------------------------- transport */
+
+enum { NCCLZ_LANE_CTRL = 0, NCCLZ_LANE_DATA = 1 };
+
+/* Byte frames between ranks. A message is matched on (peer, tag, lane), tag = (step, chunk) as
+ * schedule.h documents, and messages with equal keys arrive in order. recv must name exactly the
+ * length that was sent (NCCL semantics; the CPU transports report a mismatch as an error). send
+ * never waits for the receiver (it copies or queues). */
+typedef struct ncclzTransport ncclzTransport;
+struct ncclzTransport {
+  int rank, nranks;
+  ncclzStatus (*send)(ncclzTransport *t, int peer, uint64_t tag, int lane, const void *buf, size_t len);
+  ncclzStatus (*recv)(ncclzTransport *t, int peer, uint64_t tag, int lane, void *buf, size_t len);
+  /* Element-wise max over all ranks, in place (min: negate). Every rank must call it. */
+  ncclzStatus (*allreduce_max)(ncclzTransport *t, double *vals, size_t n);
+  /* Completes outstanding sends. */
+  ncclzStatus (*flush)(ncclzTransport *t);
+  /* After an error in the middle of a collective: wake every rank's waits with an error (thread
+   * transport) or abort the job (MPI), so that nothing hangs. */
+  void (*abort)(ncclzTransport *t, const char *why);
+  void (*destroy)(ncclzTransport *t);
+  uint64_t bytes_sent[2];      /* per lane, counted by the transport */
+  void *impl;
+};
+
+/* In-process transport: nranks ranks, one thread each, in one process. */
+typedef struct ncclzThreadGroup ncclzThreadGroup;
+ncclzThreadGroup *ncclzThreadGroupCreate(int nranks);
+ncclzTransport *ncclzThreadGroupTransport(ncclzThreadGroup *g, int rank); /* owned by the group */
+void ncclzThreadGroupDestroy(ncclzThreadGroup *g);
+
+/* MPI transport over a duplicate of MPI_COMM_WORLD (builds with NCCLZ_MPI only; these return
+ * NCCLZ_ERR_ARG / NULL without it). ncclzMpiInit/Finalize wrap MPI_Init/Finalize so that callers
+ * need not include mpi.h. */
+int ncclzMpiAvailable(void);
+ncclzStatus ncclzMpiInit(int *argc, char ***argv);
+void ncclzMpiFinalize(void);
+ncclzTransport *ncclzMpiTransportCreate(void);
+
+/* ------------------------------------------------------------------- engine */
+
+/* What one collective did, on this rank. */
+typedef struct {
+  uint64_t raw_bytes;          /* bytes the plain collective would have sent from this rank */
+  uint64_t frame_bytes;        /* sum of the sizes of the frames this rank sent */
+  uint64_t wire_bytes;         /* bytes this rank put on the transport, both lanes */
+  uint64_t frames;
+  uint64_t coder_mix[NCCLZ_CODER_COUNT];
+  double error_bound;          /* derived bound on every element of the result (0: exact) */
+  double quant_bound;          /* the bound each rank quantized with (its half-step for EB) */
+  double t_agree, t_quant, t_encode, t_decode, t_reduce, t_wait_ctrl, t_wait_data, t_total; /* s */
+  uint64_t chunks_received;    /* frames received (for the per-chunk protocol cost) */
+} ncclzExecStats;
+
+typedef struct ncclzHostComm ncclzHostComm;
+
+/* Checks the config on every rank and across ranks (a mismatch is an error on every rank; every
+ * rank must call this). The transport stays owned by the caller. */
+ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const ncclzConfig *cfg);
+void ncclzHostCommDestroy(ncclzHostComm *c);
+
+/* Runs one collective with NCCL's buffer conventions: count is per rank's block (allreduce,
+ * broadcast: the whole buffer; reducescatter: the output; allgather: the input; alltoall: per
+ * peer). dtype f32, bf16 or f16; the op is a sum. sendbuff may equal recvbuff. stats may be NULL. */
+ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sendbuff, void *recvbuff, size_t count,
+                         ncclzDtype dtype, int root, ncclzExecStats *stats);
+
+/* ----------------------------------------------------------------- NCCL path
+ * Not built yet (issue 5, priority 2): ncclzCommInit (wrap or create an ncclComm_t, with an
+ * ncclzTransport as the control lane), ncclzAllReduce/ReduceScatter/AllGather/AlltoAll/Broadcast
+ * with NCCL's signatures, GPU codecs from codecs_cuda.h, ping-pong staging banks. exec/CMakeLists.txt
+ * compiles exec/nccl_exec.cu and defines NCCLZ_HAVE_NCCL once that file exists. */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NCCLZ_EXEC_H */
