@@ -11,6 +11,7 @@ typedef int (*cli_verb_fn)(int argc, char **argv);
 int cli_codec(int argc, char **argv);
 int cli_model(int argc, char **argv);
 int cli_perf(int argc, char **argv);
+int cli_profile_data(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 
 #include "ncclz/codecs.h"

@@ -13,6 +13,7 @@ static const struct {
 } verbs[] = {
     {"codec", cli_codec, "quantize and code a file; report CR, error and speed"},
     {"model", cli_model, "REA break-even surface: best coder per bandwidth and size"},
+    {"profile-data", cli_profile_data, "CR per coder and frame size, for 1..N ranks' summed codes"},
     {"perf", cli_perf, "compressed collectives: nccl-tests' table plus cr, coders, maxerr"},
     {"sim", cli_sim, "SimGrid replay of the schedules at any node count and bandwidth"},
 };

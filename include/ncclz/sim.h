@@ -1,0 +1,197 @@
+/* ncclz sim: a SimGrid replay of the executor's collective schedules on a described platform.
+ *
+ * This is the one public header of the simulator layer. It depends on ncclz/schedule.h (the op
+ * lists it replays), ncclz/model.h (codec costs and the REA decisions) and ncclz/codecs.h (coder
+ * ids). The library exists only when SimGrid was found (CMake option NCCLZ_SIM); users test the
+ * macro NCCLZ_HAVE_SIM, which the ncclz_sim target exports.
+ *
+ * What a replay is (docs/simulator.md has the details):
+ *   - the platform is generated from an ncclzSimPlatform: nodes x GPUs, NVLink inside a node, NIC
+ *     rails, a non-blocking or 2-level fat-tree fabric, a rank placement;
+ *   - every rank (actor) walks its ncclzSchedule op list in order, as the executor issues it:
+ *     SEND waits for its dep, encodes (codec time from the profile's curves), then posts the frame;
+ *     RECV posts a receive; at most `banks` frames are in flight per peer and direction;
+ *   - wire bytes come from ncclzSimData (compression ratio per coder and per number of ranks
+ *     whose codes are summed in the frame), the coder of each frame from model/rea_decide.h;
+ *   - two fidelities: FULL (one actor per rank) and REDUCED (the ring on 2 nodes, with the
+ *     logical step count and chunk size), chosen automatically for symmetric ring cases. */
+#ifndef NCCLZ_SIM_H
+#define NCCLZ_SIM_H
+
+#include "ncclz/codecs.h"
+#include "ncclz/model.h"
+#include "ncclz/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- platform */
+
+typedef enum { NCCLZ_TOPO_NONBLOCKING = 0, NCCLZ_TOPO_FATTREE = 1 } ncclzSimTopology;
+
+typedef enum {
+  NCCLZ_PLACE_CONTIGUOUS = 0, /* rank r on node r / G, GPU r % G (NCCL's usual ring order) */
+  NCCLZ_PLACE_STRIDED = 1,    /* rank r on GPU slot (r * stride) mod N, wrapping with an offset */
+  NCCLZ_PLACE_RANDOM = 2,     /* a seeded random permutation of the slots */
+} ncclzSimPlacement;
+
+typedef struct {
+  int nodes;                 /* >= 1 */
+  int gpus_per_node;         /* >= 1 */
+  double nvlink_gbps;        /* per GPU and direction (GB/s, 1e9 bytes/s) */
+  double nvlink_latency_us;  /* one intra-node hop */
+  int rails;                 /* NICs per node; GPU g uses NIC g % rails */
+  double nic_gbps;           /* per NIC and direction */
+  double nic_latency_us;     /* one inter-node hop (NIC to NIC, through the first switch level) */
+  ncclzSimTopology topology;
+  int nodes_per_leaf;        /* fat-tree: nodes under one leaf switch */
+  double oversubscription;   /* fat-tree: leaf down/up capacity ratio (2 = 2:1), >= 1 */
+  double uplink_latency_us;  /* fat-tree: extra latency of a hop that crosses leaves */
+  ncclzSimPlacement placement;
+  int stride;                /* STRIDED: slots between consecutive ranks (default G) */
+  uint64_t seed;             /* RANDOM */
+  double bandwidth_factor;   /* calibrated: every link bandwidth is multiplied by it (default 1) */
+} ncclzSimPlatform;
+
+/* 1 node x 8 GPUs, NVLink 450 GB/s 1 us, 1 rail of 50 GB/s (400 Gb/s) 5 us, non-blocking,
+ * contiguous, factor 1. */
+void ncclzSimPlatformDefault(ncclzSimPlatform *p);
+/* NCCLZ_ERR_ARG naming the field ("platform.nic_gbps: must be > 0"). */
+ncclzStatus ncclzSimPlatformValidate(const ncclzSimPlatform *p);
+/* Node and GPU of every rank under the placement (arrays of nodes * gpus_per_node). */
+ncclzStatus ncclzSimPlace(const ncclzSimPlatform *p, int *node_of, int *gpu_of);
+
+/* ------------------------------------------------------------ data profile */
+
+/* Compression ratio (raw bytes / frame bytes, the 64-byte header included) per coder, for a
+ * frame holding the sum of k ranks' codes: cr[c][k-1], k = 1..n_ranks; larger k use the last
+ * entry. RAW frames are always raw + header, whatever cr[RAW] says. */
+#define NCCLZ_SIM_MAX_CR_RANKS 64
+typedef struct {
+  uint32_t n_ranks;
+  double cr[NCCLZ_CODER_COUNT][NCCLZ_SIM_MAX_CR_RANKS];
+  ncclzDataClass data_class;  /* picks the codec cost curves of the profile */
+  size_t dtype_bytes;         /* raw bytes per element (4 for f32) */
+} ncclzSimData;
+
+/* One CR per coder for every k (fixedlen, huffman; RAW is implied). */
+void ncclzSimDataConstant(ncclzSimData *d, double cr_fixedlen, double cr_huffman);
+/* CR of coder c for frames summing k ranks. */
+double ncclzSimDataCr(const ncclzSimData *d, ncclzCoder c, uint32_t k);
+/* Derives CR for k = 1 from a data file with the model's sample profiling (quantize with SPEC,
+ * sample frame by frame, predict the frame sizes), the same for every k. raw: the file's bytes. */
+ncclzStatus ncclzSimDataFromSamples(const void *raw, size_t len, ncclzDtype dtype, const char *quant_spec,
+                                    const ncclzProfile *prof, ncclzSimData *out);
+
+/* ----------------------------------------------------------------- options */
+
+typedef enum {
+  NCCLZ_SIM_OFF = 0,       /* plain NCCL: raw bytes, no frames, no codec (the baseline) */
+  NCCLZ_SIM_AUTO = 1,      /* REA picks the coder of each frame */
+  NCCLZ_SIM_RAW = 2,       /* forced coders: every frame with this one */
+  NCCLZ_SIM_FIXEDLEN = 3,
+  NCCLZ_SIM_HUFFMAN = 4,
+  NCCLZ_SIM_COMPRESS_COUNT = 5
+} ncclzSimCompress;
+const char *ncclzSimCompressName(ncclzSimCompress c); /* "off", "auto", "raw", "fixedlen", "huffman" */
+int ncclzSimCompressFromName(const char *name);       /* -1 if unknown */
+
+typedef enum { NCCLZ_FID_AUTO = 0, NCCLZ_FID_FULL = 1, NCCLZ_FID_REDUCED = 2 } ncclzSimFidelity;
+const char *ncclzSimFidelityName(ncclzSimFidelity f); /* "auto", "full", "reduced" */
+int ncclzSimFidelityFromName(const char *name);
+
+/* How a receiver learns a variable frame size (DESIGN.md, "Only compressed bytes cross the wire"). */
+typedef enum {
+  NCCLZ_SIZE_PIGGYBACK = 0, /* the header rides one chunk ahead: no extra message */
+  NCCLZ_SIZE_HEADER = 1,    /* a 64-byte header message precedes each payload (extra latency) */
+} ncclzSimSizeProtocol;
+
+/* The transport hint REA plans every frame for. The executor takes one hint per communicator
+ * (default NET), and a frame encoded once is forwarded unchanged around the ring, so AUTO uses
+ * NET whenever the ranks span nodes (NVLINK on one node); PER_HOP plans each frame for the hop it
+ * is first sent on. */
+typedef enum {
+  NCCLZ_SIM_HINT_AUTO = 0,
+  NCCLZ_SIM_HINT_PER_HOP = 1,
+  NCCLZ_SIM_HINT_NVLINK = 2,
+  NCCLZ_SIM_HINT_SHM = 3,
+  NCCLZ_SIM_HINT_NET = 4,
+} ncclzSimHintPolicy;
+const char *ncclzSimHintPolicyName(ncclzSimHintPolicy h); /* "auto", "per_hop", "nvlink", "shm", "net" */
+int ncclzSimHintPolicyFromName(const char *name);
+
+typedef struct {
+  ncclzCollective coll;
+  uint64_t bytes;             /* nccl-tests' size: the buffer (AllReduce, Broadcast) or the total
+                                 gathered/scattered/exchanged bytes (AllGather, ReduceScatter, Alltoall) */
+  int root;                   /* Broadcast */
+  ncclzSimCompress compress;
+  ncclzSimFidelity fidelity;  /* AUTO chooses; REDUCED where not eligible is an error */
+  uint64_t chunk_bytes;       /* raw bytes per chunk (0: the profile's frame_bytes) */
+  uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
+  uint32_t max_chunks;        /* at most (0: 64); larger chunks then hold several frames */
+  uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
+  ncclzSimSizeProtocol size_protocol;
+  ncclzSimHintPolicy hint;
+  int full_max_ranks;         /* AUTO refuses a full replay above this (0: 4096) */
+} ncclzSimOptions;
+
+void ncclzSimOptionsDefault(ncclzSimOptions *o);
+
+/* ------------------------------------------------------------------ result */
+
+typedef struct {
+  double time_us;                       /* simulated time of the collective */
+  ncclzSimFidelity fidelity;            /* the one used (FULL or REDUCED) */
+  int actors;                           /* actors simulated */
+  int nranks;                           /* logical ranks */
+  uint32_t nchunks;                     /* chunks per block */
+  uint64_t frames[NCCLZ_CODER_COUNT];   /* frames sent by the simulated actors, per coder */
+  double wire_bytes;                    /* bytes they sent */
+  double raw_bytes;                     /* raw bytes those frames stand for */
+  double wall_s;                        /* host time the replay took */
+  char why[160];                        /* why this fidelity */
+} ncclzSimResult;
+
+/* Replays one collective. prof and data may be NULL when opt->compress is OFF. The replay runs in
+ * a forked child (SimGrid keeps one engine per process), so this can be called many times. */
+ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
+                        const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* Which fidelity AUTO takes, and why (a sentence into why[cap]). */
+ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *plat, const ncclzSimOptions *opt, char *why,
+                                        size_t cap);
+
+/* nccl-tests' algbw and busbw (GB/s) of `bytes` in time_us on n ranks. */
+double ncclzSimAlgBw(uint64_t bytes, double time_us);
+double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_us);
+
+/* ---------------------------------------------------------------- scenario */
+
+/* A what-if scenario (scenarios/README.md and docs/scenarios.md): a base platform and options,
+ * and axes whose cross product gives the points. */
+typedef struct {
+  ncclzSimPlatform platform;
+  ncclzSimOptions options;
+} ncclzSimPoint;
+
+typedef struct {
+  char name[128];
+  ncclzSimData data;
+  size_t npoints;
+  ncclzSimPoint *points;
+  char measured[512];         /* optional path of measured results to compare with ("" if none) */
+} ncclzSimScenario;
+
+/* Parses a scenario; NCCLZ_ERR_ARG with the field named ("scenario sweep.nodes[2]: must be >= 1").
+ * base_dir resolves relative paths in the scenario (NULL: the current directory). */
+ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
+                                  ncclzSimScenario *out);
+ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out);
+void ncclzSimScenarioFree(ncclzSimScenario *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NCCLZ_SIM_H */

@@ -1,0 +1,226 @@
+/* Platforms: defaults, validation, rank placement, and the SimGrid XML generated from them.
+ *
+ * C cannot build a SimGrid platform in 3.32, so we write XML. Layout (DESIGN.md, "Notes on
+ * SimGrid 3.32"):
+ *   - a top zone with Full routing whose children are one zone per node;
+ *   - in a node zone, one host per GPU, an NVLink link per GPU and one link per NIC rail, every
+ *     link SPLITDUPLEX (the up and down directions are separate constraints), and a router as the
+ *     node's gateway: GPU -> GPU goes NVLink(src) UP, NVLink(dst) DOWN; GPU -> gateway goes
+ *     through the GPU's NIC UP, gateway -> GPU through its NIC DOWN (GPUDirect RDMA: inter-node
+ *     traffic does not touch NVLink);
+ *   - node to node: for a non-blocking fabric, the source node's switch port, a link so wide
+ *     that it never binds (SimGrid forbids empty routes; a per-node link keeps flows of different
+ *     nodes in separate constraints, where a shared backbone slows large runs 8-fold); for a
+ *     fat-tree hop that crosses leaves, the two leaf uplinks (UP at the source leaf, DOWN at the
+ *     destination leaf).
+ * Latencies: a link's latency counts once per direction crossed, so each link of a hop carries
+ * its share (half of the NIC hop on each NIC). */
+#include "sim_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ncclzSimPlatformDefault(ncclzSimPlatform *p) {
+  memset(p, 0, sizeof *p);
+  p->nodes = 1;
+  p->gpus_per_node = 8;
+  p->nvlink_gbps = 450.0;
+  p->nvlink_latency_us = 1.0;
+  p->rails = 1;
+  p->nic_gbps = 50.0;
+  p->nic_latency_us = 5.0;
+  p->topology = NCCLZ_TOPO_NONBLOCKING;
+  p->nodes_per_leaf = 32;
+  p->oversubscription = 1.0;
+  p->uplink_latency_us = 0.0;
+  p->placement = NCCLZ_PLACE_CONTIGUOUS;
+  p->stride = 0;
+  p->seed = 1;
+  p->bandwidth_factor = 1.0;
+}
+
+#define BAD(field, ...) ncclzSetError(NCCLZ_ERR_ARG, "platform." field ": " __VA_ARGS__)
+
+ncclzStatus ncclzSimPlatformValidate(const ncclzSimPlatform *p) {
+  long n = (long)p->nodes * p->gpus_per_node;
+  if (p->nodes < 1) return BAD("nodes", "must be >= 1");
+  if (p->gpus_per_node < 1) return BAD("gpus_per_node", "must be >= 1");
+  if (n > (1L << 20)) return BAD("nodes", "nodes x gpus_per_node must be at most 2^20");
+  if (!(p->nvlink_gbps > 0.0)) return BAD("nvlink_gbps", "must be > 0");
+  if (!(p->nvlink_latency_us >= 0.0)) return BAD("nvlink_latency_us", "must be >= 0");
+  if (p->rails < 1 || p->rails > p->gpus_per_node) return BAD("rails", "must be in 1..gpus_per_node");
+  if (!(p->nic_gbps > 0.0)) return BAD("nic_gbps", "must be > 0");
+  if (!(p->nic_latency_us >= 0.0)) return BAD("nic_latency_us", "must be >= 0");
+  if (p->topology == NCCLZ_TOPO_FATTREE) {
+    if (p->nodes_per_leaf < 1) return BAD("nodes_per_leaf", "must be >= 1");
+    if (!(p->oversubscription >= 1.0)) return BAD("oversubscription", "must be >= 1");
+    if (!(p->uplink_latency_us >= 0.0)) return BAD("uplink_latency_us", "must be >= 0");
+  }
+  if (p->placement == NCCLZ_PLACE_STRIDED && p->stride != 0 && (p->stride < 1 || n % p->stride != 0))
+    return BAD("stride", "must divide nodes x gpus_per_node (%ld)", n);
+  if (!(p->bandwidth_factor > 0.0)) return BAD("bandwidth_factor", "must be > 0");
+  return NCCLZ_OK;
+}
+
+/* splitmix64: a seeded, portable permutation source for RANDOM placement. */
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+ncclzStatus ncclzSimPlace(const ncclzSimPlatform *p, int *node_of, int *gpu_of) {
+  ncclzStatus st = ncclzSimPlatformValidate(p);
+  if (st != NCCLZ_OK) return st;
+  int g = p->gpus_per_node, n = p->nodes * g;
+  int *slot = malloc((size_t)n * sizeof *slot);
+  if (!slot) return ncclzSetError(NCCLZ_ERR_NOMEM, "placement: out of memory");
+  int stride = p->stride ? p->stride : g;
+  uint64_t seed = p->seed;
+  for (int r = 0; r < n; r++) {
+    if (p->placement == NCCLZ_PLACE_STRIDED)  /* stride | n: r*stride mod n, then the next offset */
+      slot[r] = (int)(((int64_t)r * stride) % n + ((int64_t)r * stride) / n);
+    else
+      slot[r] = r;
+  }
+  if (p->placement == NCCLZ_PLACE_RANDOM)
+    for (int r = n - 1; r > 0; r--) {  /* Fisher-Yates */
+      int j = (int)(splitmix(&seed) % (uint64_t)(r + 1)), t = slot[r];
+      slot[r] = slot[j];
+      slot[j] = t;
+    }
+  for (int r = 0; r < n; r++) {
+    node_of[r] = slot[r] / g;
+    gpu_of[r] = slot[r] % g;
+  }
+  free(slot);
+  return NCCLZ_OK;
+}
+
+void sim_host_name(char *buf, size_t cap, int node, int gpu) { snprintf(buf, cap, "n%dg%d", node, gpu); }
+
+/* A switch port is this many times wider than the node's NICs together: it never binds. */
+#define SWITCH_PORT_FACTOR 1000.0
+
+static double bps(const ncclzSimPlatform *p, double gbps) { return gbps * 1e9 * p->bandwidth_factor; }
+
+static int leaf_of(const ncclzSimPlatform *p, int node) {
+  return p->topology == NCCLZ_TOPO_FATTREE ? node / p->nodes_per_leaf : 0;
+}
+
+sim_hop sim_hop_between(const ncclzSimPlatform *p, int node_a, int node_b) {
+  sim_hop h;
+  if (node_a == node_b) {
+    h.hint = NCCLZ_HINT_NVLINK;
+    h.alpha_us = p->nvlink_latency_us;
+    h.beta_gbps = p->nvlink_gbps * p->bandwidth_factor;
+    return h;
+  }
+  h.hint = NCCLZ_HINT_NET;
+  h.alpha_us = p->nic_latency_us + (leaf_of(p, node_a) != leaf_of(p, node_b) ? p->uplink_latency_us : 0.0);
+  h.beta_gbps = p->nic_gbps * p->bandwidth_factor;
+  return h;
+}
+
+sim_hop sim_hop_actors(const sim_layout *lay, int a, int b) {
+  int na = lay->node_of[a], nb = lay->node_of[b];
+  if (lay->loop && a == lay->nactors - 1 && b == 0) nb = na + 1; /* stands for the next node */
+  return sim_hop_between(&lay->p, na, nb);
+}
+
+static void write_link(FILE *f, const char *id, double bw_bps, double lat_s) {
+  fprintf(f, "  <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n", id,
+          bw_bps, lat_s);
+}
+
+static void write_route(FILE *f, const char *src, const char *dst, const char *l1, const char *d1, const char *l2,
+                        const char *d2) {
+  fprintf(f, "  <route src=\"%s\" dst=\"%s\" symmetrical=\"NO\">", src, dst);
+  if (l1) fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", l1, d1);
+  if (l2) fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", l2, d2);
+  fprintf(f, "</route>\n");
+}
+
+/* One node: GPUs, their NVLink links, the NIC rails, the gateway and the routes among them. */
+static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
+  int g = p->gpus_per_node;
+  char a[48], b[48], la[48], lb[48], gw[48];
+  snprintf(gw, sizeof gw, "n%dgw", node);
+  fprintf(f, " <zone id=\"n%d\" routing=\"Full\">\n", node);
+  for (int i = 0; i < g; i++) {
+    sim_host_name(a, sizeof a, node, i);
+    fprintf(f, "  <host id=\"%s\" speed=\"1Gf\"/>\n", a);
+  }
+  fprintf(f, "  <router id=\"%s\"/>\n", gw);
+  for (int i = 0; i < g; i++) {
+    snprintf(la, sizeof la, "n%dnv%d", node, i);
+    write_link(f, la, bps(p, p->nvlink_gbps), p->nvlink_latency_us * 0.5e-6);
+  }
+  for (int r = 0; r < p->rails; r++) {
+    snprintf(la, sizeof la, "n%dnic%d", node, r);
+    write_link(f, la, bps(p, p->nic_gbps), p->nic_latency_us * 0.5e-6);
+  }
+  for (int i = 0; i < g; i++) {
+    sim_host_name(a, sizeof a, node, i);
+    snprintf(la, sizeof la, "n%dnv%d", node, i);
+    for (int j = 0; j < g; j++) {
+      if (i == j) continue;
+      sim_host_name(b, sizeof b, node, j);
+      snprintf(lb, sizeof lb, "n%dnv%d", node, j);
+      if (loop && i == g - 1 && j == 0) { /* out through the NICs and back in */
+        char na[48], nb[48];
+        snprintf(na, sizeof na, "n%dnic%d", node, i % p->rails);
+        snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
+        write_route(f, a, b, na, "UP", nb, "DOWN");
+      } else {
+        write_route(f, a, b, la, "UP", lb, "DOWN");
+      }
+    }
+    snprintf(la, sizeof la, "n%dnic%d", node, i % p->rails);
+    write_route(f, a, gw, la, "UP", NULL, NULL);
+    write_route(f, gw, a, la, "DOWN", NULL, NULL);
+  }
+  fprintf(f, " </zone>\n");
+}
+
+/* Node-to-node routes: direct (non-blocking) or through the leaf uplinks (fat-tree). */
+static void write_fabric(FILE *f, const ncclzSimPlatform *p) {
+  int leaves = (p->nodes + (p->topology == NCCLZ_TOPO_FATTREE ? p->nodes_per_leaf : p->nodes) - 1) /
+               (p->topology == NCCLZ_TOPO_FATTREE ? p->nodes_per_leaf : p->nodes);
+  if (p->topology == NCCLZ_TOPO_FATTREE)
+    for (int l = 0; l < leaves; l++) {
+      char id[32];
+      snprintf(id, sizeof id, "leaf%d", l);
+      double cap = (double)p->nodes_per_leaf * p->rails * bps(p, p->nic_gbps) / p->oversubscription;
+      write_link(f, id, cap, p->uplink_latency_us * 0.5e-6);
+    }
+  for (int a = 0; a < p->nodes; a++) {
+    char id[32];
+    snprintf(id, sizeof id, "n%dsw", a);
+    write_link(f, id, SWITCH_PORT_FACTOR * bps(p, p->nic_gbps) * p->rails, 0.0);
+  }
+  for (int a = 0; a < p->nodes; a++)
+    for (int b = 0; b < p->nodes; b++) {
+      if (a == b) continue;
+      int la = leaf_of(p, a), lb = leaf_of(p, b);
+      fprintf(f, " <zoneRoute src=\"n%d\" dst=\"n%d\" gw_src=\"n%dgw\" gw_dst=\"n%dgw\" symmetrical=\"NO\">", a, b, a,
+              b);
+      if (la != lb)
+        fprintf(f, "<link_ctn id=\"leaf%d\" direction=\"UP\"/><link_ctn id=\"leaf%d\" direction=\"DOWN\"/>", la, lb);
+      else
+        fprintf(f, "<link_ctn id=\"n%dsw\" direction=\"UP\"/>", a);
+      fprintf(f, "</zoneRoute>\n");
+    }
+}
+
+int sim_platform_write(FILE *f, const sim_layout *lay) {
+  const ncclzSimPlatform *p = &lay->p;
+  fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
+  fprintf(f, "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
+  for (int n = 0; n < p->nodes; n++) write_node(f, p, n, lay->loop);
+  write_fabric(f, p);
+  fprintf(f, "</zone>\n</platform>\n");
+  return ferror(f) ? -1 : 0;
+}

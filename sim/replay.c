@@ -1,0 +1,287 @@
+/* The replay: one SimGrid actor per simulated rank walks its schedule op list in order, as the
+ * executor issues it.
+ *   SEND: wait for the op's dep (the receive whose data it sends; a REDUCE dep also waits for its
+ *         decode), wait for a free staging bank (at most `banks` frames in flight to the peer),
+ *         encode on the rank's codec stream (ENCODE only; FORWARD re-sends the received frame),
+ *         then post the frame. The payload names the coder, so a forwarding rank re-sends the same
+ *         frame (a RAW frame made for NVLink stays RAW on the NIC hop that forwards it).
+ *   RECV: wait for a free bank (completing the oldest receive), then post the receive.
+ *   completing a receive: the frame's decode goes on the codec stream; the actor waits for it
+ *         only when a send needs the sum (REDUCE feeding the next step).
+ * The codec stream is one serial resource per rank (kernels of one GPU queue up), tracked as the
+ * time it becomes idle: decodes that nothing waits for overlap with transfers.
+ * Transfers go through one mailbox per ordered pair of actors; both sides issue a pair's messages
+ * in (step, chunk) order, so FIFO matching pairs the SEND and RECV with the same (step, chunk). */
+#include "sim_internal.h"
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+
+typedef struct {
+  const sim_job *job;
+  sim_actor_stats *st;
+  int a, m;                 /* this actor, actor count */
+  ncclzSchedule s;          /* the logical rank's list */
+  sg_comm_t *comm;          /* per op: the outstanding transfer, NULL when done */
+  sg_comm_t *hdr;           /* per RECV op: the outstanding size header (HEADER protocol) */
+  void **payload;           /* per RECV op: what arrived (coder + 1) */
+  uint8_t *done;            /* per RECV op: completed (and its decode queued) */
+  size_t *sendq, sq_head, sq_tail; /* outstanding sends, in issue order */
+  size_t *recvq, rq_head, rq_tail; /* outstanding receives, in issue order */
+  int *out_inflight, *in_inflight; /* per peer actor */
+  sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
+  double codec_free;        /* simulated time (s) when the codec stream is idle */
+} rank_ctx;
+
+/* Any non-NULL payload will do for SimGrid (NULL aborts); ours carries the frame's coder. */
+static void *coder_payload(ncclzCoder c) { return (void *)(uintptr_t)(c + 1); }
+static ncclzCoder payload_coder(void *p) { return (ncclzCoder)((uintptr_t)p - 1); }
+
+/* The actor that plays schedule peer `peer` of logical rank r. */
+static int peer_actor(const rank_ctx *c, int peer) {
+  const sim_job *j = c->job;
+  if (!j->reduced) return peer;
+  int d = ((peer - c->s.rank) % j->nranks + j->nranks) % j->nranks; /* ring offset: 1 or n-1 */
+  return d == 1 ? (c->a + 1) % c->m : (c->a + c->m - 1) % c->m;
+}
+
+/* The mailbox from actor src to actor dst (tag "h": the size headers), cached per peer. */
+static sg_mailbox_t mb_get(sg_mailbox_t *cache, int idx, int src, int dst, const char *tag) {
+  if (!cache[idx]) {
+    char name[64];
+    snprintf(name, sizeof name, "%d>%d%s", src, dst, tag);
+    cache[idx] = sg_mailbox_by_name(name);
+  }
+  return cache[idx];
+}
+
+/* Queues codec work of `us` on the rank's codec stream; returns when it will be done (s). */
+static double codec_queue(rank_ctx *c, double us) {
+  double now = simgrid_get_clock();
+  double start = c->codec_free > now ? c->codec_free : now;
+  c->codec_free = start + us * 1e-6;
+  return c->codec_free;
+}
+
+static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
+  size_t off, len;
+  ncclzScheduleRange(&c->s, c->job->count, o->block, o->chunk, &off, &len);
+  return (double)len * (double)c->job->elem_bytes;
+}
+
+/* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
+ * (AllReduce's gather), one rank's data everywhere else. */
+static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
+  if (o->phase == NCCLZ_PHASE_REDUCE) return o->step + 1;
+  return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
+}
+
+/* Waits for receive i to arrive (its header first, then the payload) and queues its decode. */
+static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
+  const ncclzOp *o = &c->s.ops[i];
+  int p = peer_actor(c, o->peer);
+  if (c->done[i]) goto decoded;
+  if (c->hdr[i]) {
+    sg_comm_wait(c->hdr[i]);
+    c->hdr[i] = NULL;
+    c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+  }
+  sg_comm_wait(c->comm[i]);
+  c->comm[i] = NULL;
+  c->done[i] = 1;
+  c->in_inflight[p]--;
+  if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
+    ncclzCoder cd = payload_coder(c->payload[i]);
+    codec_queue(c, sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
+  }
+decoded:
+  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->codec_free > simgrid_get_clock())
+    sg_actor_sleep_until(c->codec_free);
+}
+
+/* Completes receives in issue order up to and including op i (the executor consumes frames in
+ * order). */
+static void complete_through(rank_ctx *c, size_t i, int need_sum) {
+  while (!c->done[i] && c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
+  complete_recv(c, i, need_sum);
+}
+
+static void wait_oldest_send(rank_ctx *c) {
+  size_t i = c->sendq[c->sq_head++];
+  sg_comm_wait(c->comm[i]);
+  c->comm[i] = NULL;
+  c->out_inflight[peer_actor(c, c->s.ops[i].peer)]--;
+}
+
+static void do_send(rank_ctx *c, size_t i) {
+  const ncclzOp *o = &c->s.ops[i];
+  const sim_job *j = c->job;
+  int p = peer_actor(c, o->peer);
+  if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
+  while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
+  double raw = raw_bytes_of(c, o);
+  uint32_t k = frame_k(c, o);
+  ncclzCoder cd;
+  if ((o->action & NCCLZ_ACT_FORWARD) && o->dep >= 0) {
+    cd = payload_coder(c->payload[o->dep]);
+  } else {
+    sim_hop hop = j->per_hop ? sim_hop_actors(&j->lay, c->a, p) : j->hop;
+    cd = sim_pick_coder(j, &hop, k, raw);
+    double us = sim_codec_us(j, cd, 0, raw);
+    if (us > 0.0) sg_actor_sleep_until(codec_queue(c, us));
+  }
+  double bytes = sim_frame_bytes(j, cd, k, raw);
+  if (j->opt->compress != NCCLZ_SIM_OFF) /* plain NCCL sends no frames */
+    c->st->frames[cd] += (uint64_t)ceil(raw / (double)j->frame_bytes > 1.0 ? raw / (double)j->frame_bytes : 1.0);
+  c->st->wire_bytes += bytes;
+  c->st->raw_bytes += raw;
+  if (j->opt->size_protocol == NCCLZ_SIZE_HEADER && j->opt->compress != NCCLZ_SIM_OFF)
+    sg_comm_detach(sg_mailbox_put_init(mb_get(c->hb_out, p, c->a, p, "h"), coder_payload(cd),
+                                       NCCLZ_FRAME_HEADER_BYTES),
+                   NULL); /* fire and forget: detach starts it */
+  c->comm[i] = sg_mailbox_put_async(mb_get(c->mb_out, p, c->a, p, ""), coder_payload(cd),
+                                    (long)(bytes < 1.0 ? 1.0 : bytes));
+  c->sendq[c->sq_tail++] = i;
+  c->out_inflight[p]++;
+}
+
+static void do_recv(rank_ctx *c, size_t i) {
+  const ncclzOp *o = &c->s.ops[i];
+  int p = peer_actor(c, o->peer);
+  while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
+    complete_recv(c, c->recvq[c->rq_head++], 0);
+  if (c->job->opt->size_protocol == NCCLZ_SIZE_HEADER && c->job->opt->compress != NCCLZ_SIM_OFF)
+    c->hdr[i] = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
+  else
+    c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+  c->recvq[c->rq_tail++] = i;
+  c->in_inflight[p]++;
+}
+
+static void rank_actor(int argc, char **argv) {
+  rank_ctx *c = sg_actor_self_get_data();
+  for (size_t i = 0; i < c->s.nops; i++) {
+    if (c->s.ops[i].kind == NCCLZ_OP_SEND) do_send(c, i);
+    else if (c->s.ops[i].kind == NCCLZ_OP_RECV) do_recv(c, i);
+  }
+  while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
+  while (c->sq_head < c->sq_tail) wait_oldest_send(c);
+  if (c->codec_free > simgrid_get_clock()) sg_actor_sleep_until(c->codec_free);
+  c->st->end_s = simgrid_get_clock();
+}
+
+static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
+  memset(c, 0, sizeof *c);
+  c->job = j;
+  c->st = st;
+  c->a = a;
+  c->m = j->lay.nactors;
+  if (ncclzScheduleBuild(j->opt->coll, j->nranks, a % j->nranks, j->opt->root, j->nchunks, &c->s)) return -1;
+  size_t n = c->s.nops, m = (size_t)c->m;
+  c->comm = calloc(n, sizeof *c->comm);
+  c->hdr = calloc(n, sizeof *c->hdr);
+  c->payload = calloc(n, sizeof *c->payload);
+  c->done = calloc(n, 1);
+  c->sendq = calloc(n, sizeof *c->sendq);
+  c->recvq = calloc(n, sizeof *c->recvq);
+  c->out_inflight = calloc(m, sizeof *c->out_inflight);
+  c->in_inflight = calloc(m, sizeof *c->in_inflight);
+  c->mb_out = calloc(m, sizeof *c->mb_out);
+  c->mb_in = calloc(m, sizeof *c->mb_in);
+  c->hb_out = calloc(m, sizeof *c->hb_out);
+  c->hb_in = calloc(m, sizeof *c->hb_in);
+  if (!c->comm || !c->hdr || !c->payload || !c->done || !c->sendq || !c->recvq || !c->out_inflight ||
+      !c->in_inflight || !c->mb_out || !c->mb_in || !c->hb_out || !c->hb_in)
+    return -1;
+  return 0;
+}
+
+static void ctx_free(rank_ctx *c) {
+  ncclzScheduleFree(&c->s);
+  free(c->comm);
+  free(c->hdr);
+  free(c->payload);
+  free(c->done);
+  free(c->sendq);
+  free(c->recvq);
+  free(c->out_inflight);
+  free(c->in_inflight);
+  free(c->mb_out);
+  free(c->mb_in);
+  free(c->hb_out);
+  free(c->hb_in);
+}
+
+/* Actors switch stacks: raw contexts are the fastest (boost 1.4x, ucontext 2x slower). Under ASan,
+ * each replay prints one "ASan is ignoring requested __asan_handle_no_return" warning, because
+ * Debian's SimGrid has no sanitizer fiber hooks; the runs stay clean, and thread contexts (which
+ * ASan follows) make the tests 10x slower, so we keep raw contexts there too. */
+#define CONTEXT_FACTORY "--cfg=contexts/factory:raw"
+
+/* The engine settings of DESIGN.md: CM02 without cross-traffic and TCP window (gamma 0), unit
+ * latency and bandwidth factors (the calibrated factor is applied to the links themselves). */
+static void engine_init(void) {
+  static char *argv[] = {"ncclz-sim",
+                         "--cfg=network/model:CM02",
+                         "--cfg=network/crosstraffic:0",
+                         "--cfg=network/TCP-gamma:0",
+                         "--cfg=network/latency-factor:1",
+                         "--cfg=network/bandwidth-factor:1",
+                         "--cfg=network/weight-S:0",
+                         "--cfg=contexts/stack-size:256",
+                         CONTEXT_FACTORY,
+                         "--log=root.thres:critical",
+                         "--log=xbt_cfg.thres:critical",
+                         NULL};
+  int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
+  simgrid_init(&argc, argv);
+}
+
+static int load_platform(const sim_layout *lay) {
+  const char *dir = getenv("TMPDIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/ncclz-sim-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  FILE *f = fdopen(fd, "w");
+  if (!f) return -1;
+  int rc = sim_platform_write(f, lay);
+  if (fclose(f) != 0) rc = -1;
+  if (rc == 0) simgrid_load_platform(path);
+  unlink(path);
+  return rc;
+}
+
+int sim_replay_run(const sim_job *job, sim_actor_stats *stats) {
+  engine_init();
+  if (load_platform(&job->lay)) return -1;
+  rank_ctx *ctx = calloc((size_t)job->lay.nactors, sizeof *ctx);
+  if (!ctx) return -1;
+  int rc = 0;
+  for (int a = 0; a < job->lay.nactors && rc == 0; a++) {
+    char host[48], name[32];
+    if (ctx_init(&ctx[a], job, a, &stats[a])) {
+      rc = -1;
+      break;
+    }
+    sim_host_name(host, sizeof host, job->lay.node_of[a], job->lay.gpu_of[a]);
+    snprintf(name, sizeof name, "rank%d", a);
+    sg_actor_t act = sg_actor_init(name, sg_host_by_name(host));
+    sg_actor_set_data(act, &ctx[a]);
+    sg_actor_start(act, rank_actor, 0, NULL);
+  }
+  if (rc == 0) simgrid_run();
+  for (int a = 0; a < job->lay.nactors; a++) ctx_free(&ctx[a]);
+  free(ctx);
+  return rc;
+}

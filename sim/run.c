@@ -1,0 +1,253 @@
+/* Running one replay: check the inputs, choose the fidelity, lay the actors out, size the chunks,
+ * then replay in a forked child (SimGrid keeps one engine per process and cannot be reset) that
+ * sends its totals back through a pipe. */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const compress_names[NCCLZ_SIM_COMPRESS_COUNT] = {"off", "auto", "raw", "fixedlen", "huffman"};
+static const char *const fidelity_names[3] = {"auto", "full", "reduced"};
+
+const char *ncclzSimCompressName(ncclzSimCompress c) {
+  return (unsigned)c < NCCLZ_SIM_COMPRESS_COUNT ? compress_names[c] : "?";
+}
+int ncclzSimCompressFromName(const char *name) {
+  for (int i = 0; i < NCCLZ_SIM_COMPRESS_COUNT; i++)
+    if (!strcmp(name, compress_names[i])) return i;
+  return -1;
+}
+static const char *const hint_names[5] = {"auto", "per_hop", "nvlink", "shm", "net"};
+const char *ncclzSimHintPolicyName(ncclzSimHintPolicy h) { return (unsigned)h < 5 ? hint_names[h] : "?"; }
+int ncclzSimHintPolicyFromName(const char *name) {
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(name, hint_names[i])) return i;
+  return -1;
+}
+
+const char *ncclzSimFidelityName(ncclzSimFidelity f) { return (unsigned)f < 3 ? fidelity_names[f] : "?"; }
+int ncclzSimFidelityFromName(const char *name) {
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(name, fidelity_names[i])) return i;
+  return -1;
+}
+
+void ncclzSimOptionsDefault(ncclzSimOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->coll = NCCLZ_ALLREDUCE;
+  o->bytes = 1u << 20;
+  o->compress = NCCLZ_SIM_OFF;
+  o->fidelity = NCCLZ_FID_AUTO;
+  o->size_protocol = NCCLZ_SIZE_PIGGYBACK;
+}
+
+double ncclzSimAlgBw(uint64_t bytes, double time_us) { return time_us > 0 ? (double)bytes / (time_us * 1e3) : 0.0; }
+double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_us) {
+  return ncclzSimAlgBw(bytes, time_us) * ncclzBusBwFactor(c, nranks);
+}
+
+/* The ring collectives are the same on every rank up to a rotation; only a platform whose every
+ * ring hop of one class sees the same links and load keeps that symmetry. */
+ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSimOptions *o, char *why, size_t cap) {
+  int n = p->nodes * p->gpus_per_node;
+  const char *reason = NULL;
+  if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
+    reason = o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
+  else if (p->placement != NCCLZ_PLACE_CONTIGUOUS)
+    reason = "a non-contiguous placement makes ring hops differ";
+  else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
+    reason = "hops that cross fat-tree leaves differ from the others";
+  else if (p->nodes <= 2 || n < 3)
+    reason = "at most 2 nodes: the full replay is as small";
+  if (reason) {
+    snprintf(why, cap, "full: %s", reason);
+    return NCCLZ_FID_FULL;
+  }
+  int m = p->gpus_per_node > 1 ? p->gpus_per_node : 2;
+  snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", m, n);
+  return NCCLZ_FID_REDUCED;
+}
+
+static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                const ncclzSimOptions *o) {
+  ncclzStatus st = ncclzSimPlatformValidate(p);
+  if (st != NCCLZ_OK) return st;
+  if ((unsigned)o->coll >= NCCLZ_COLL_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "options.collective: unknown");
+  if (o->bytes == 0) return ncclzSetError(NCCLZ_ERR_ARG, "options.bytes: must be > 0");
+  if ((unsigned)o->compress >= NCCLZ_SIM_COMPRESS_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "options.compress: unknown");
+  if (o->compress != NCCLZ_SIM_OFF && (!prof || !data))
+    return ncclzSetError(NCCLZ_ERR_ARG, "options.compress: %s needs a profile and a data profile",
+                         ncclzSimCompressName(o->compress));
+  if (o->root < 0 || o->root >= p->nodes * p->gpus_per_node) return ncclzSetError(NCCLZ_ERR_ARG, "options.root: out of range");
+  if (data && data->dtype_bytes == 0) return ncclzSetError(NCCLZ_ERR_ARG, "data.dtype_bytes: must be > 0");
+  return NCCLZ_OK;
+}
+
+/* Block and chunk sizes as the executor cuts them: chunks of chunk_bytes (the frame size by
+ * default), at least min_chunks (2 when compressing: headers ride one chunk ahead), at most
+ * max_chunks (a chunk then holds several frames). */
+static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
+  int n = j->nranks;
+  j->elem_bytes = j->data ? j->data->dtype_bytes : 4;
+  uint64_t elems = o->bytes / j->elem_bytes ? o->bytes / j->elem_bytes : 1;
+  int whole = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_BROADCAST;
+  j->count = whole ? elems : (elems / (uint64_t)n ? elems / (uint64_t)n : 1);
+  double block = (double)(whole ? elems / (o->coll == NCCLZ_BROADCAST ? 1 : (uint64_t)n) : j->count) * (double)j->elem_bytes;
+  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
+  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;
+  uint32_t minc = o->min_chunks ? o->min_chunks : (o->compress == NCCLZ_SIM_OFF ? 1u : 2u);
+  uint32_t maxc = o->max_chunks ? o->max_chunks : 64u;
+  double c = ceil(block / (double)chunk);
+  if (c < minc) c = minc;
+  if (c > maxc) c = maxc;
+  j->nchunks = (uint32_t)c;
+  j->frame_bytes = frame;
+}
+
+/* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the
+ * executor's profile describes its own machine, the scenario the projected one). */
+static void set_hint(sim_job *j, const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  j->per_hop = o->hint == NCCLZ_SIM_HINT_PER_HOP;
+  int net = o->hint == NCCLZ_SIM_HINT_NET || (o->hint == NCCLZ_SIM_HINT_AUTO && p->nodes > 1) ||
+            o->hint == NCCLZ_SIM_HINT_PER_HOP;
+  j->hop = sim_hop_between(p, 0, net ? 1 : 0);
+  if (o->hint == NCCLZ_SIM_HINT_SHM) j->hop.hint = NCCLZ_HINT_SHM;
+}
+
+static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
+  j->lay.p = *p;
+  if (reduced) {
+    /* One node whose last GPU sends to GPU 0 through the NICs: every ring hop class appears as
+     * in the full ring, with the same links and load. One GPU per node: two nodes instead. */
+    j->lay.p.nodes = p->gpus_per_node > 1 ? 1 : 2;
+    j->lay.loop = p->gpus_per_node > 1;
+    j->lay.p.topology = NCCLZ_TOPO_NONBLOCKING;
+  }
+  j->lay.nactors = j->lay.p.nodes * j->lay.p.gpus_per_node;
+  j->lay.node_of = malloc((size_t)j->lay.nactors * sizeof(int));
+  j->lay.gpu_of = malloc((size_t)j->lay.nactors * sizeof(int));
+  if (!j->lay.node_of || !j->lay.gpu_of) return -1;
+  return ncclzSimPlace(&j->lay.p, j->lay.node_of, j->lay.gpu_of) == NCCLZ_OK ? 0 : -1;
+}
+
+/* What the child sends back. */
+typedef struct {
+  int ok;
+  double end_s;
+  uint64_t frames[NCCLZ_CODER_COUNT];
+  double wire_bytes, raw_bytes;
+} child_report;
+
+static void child_main(const sim_job *j, int fd) {
+  child_report r;
+  memset(&r, 0, sizeof r);
+  sim_actor_stats *st = calloc((size_t)j->lay.nactors, sizeof *st);
+  if (st && sim_replay_run(j, st) == 0) {
+    r.ok = 1;
+    for (int a = 0; a < j->lay.nactors; a++) {
+      if (st[a].end_s > r.end_s) r.end_s = st[a].end_s;
+      for (int c = 0; c < NCCLZ_CODER_COUNT; c++) r.frames[c] += st[a].frames[c];
+      r.wire_bytes += st[a].wire_bytes;
+      r.raw_bytes += st[a].raw_bytes;
+    }
+  }
+  ssize_t w = write(fd, &r, sizeof r);
+  _exit(w == (ssize_t)sizeof r ? 0 : 3);
+}
+
+static ncclzStatus run_forked(const sim_job *j, child_report *r) {
+  int fds[2];
+  if (pipe(fds)) return ncclzSetError(NCCLZ_ERR_IO, "sim: pipe: %s", strerror(errno));
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child_main(j, fds[1]);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  while (got < sizeof *r) {
+    ssize_t k = read(fds[0], (char *)r + got, sizeof *r - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (got != sizeof *r || !r->ok) {
+    if (WIFSIGNALED(status))
+      return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay died with signal %d", WTERMSIG(status));
+    return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay failed (exit %d)", WEXITSTATUS(status));
+  }
+  return NCCLZ_OK;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *opt, ncclzSimResult *res) {
+  memset(res, 0, sizeof *res);
+  ncclzStatus st = check_inputs(prof, data, p, opt);
+  if (st != NCCLZ_OK) return st;
+  ncclzSimOptions o = *opt;
+  if (!o.banks) o.banks = 2;
+  if (!o.full_max_ranks) o.full_max_ranks = 4096;
+  int n = p->nodes * p->gpus_per_node;
+  char why[160];
+  ncclzSimFidelity auto_f = ncclzSimChooseFidelity(p, &o, why, sizeof why);
+  ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? auto_f : o.fidelity;
+  if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL)
+    return ncclzSetError(NCCLZ_ERR_ARG, "options.fidelity: reduced does not apply (%s)", why + 6);
+  if (f == NCCLZ_FID_REDUCED && (p->nodes < 2 || n < 3)) f = NCCLZ_FID_FULL;
+  if (o.fidelity != NCCLZ_FID_AUTO) snprintf(why, sizeof why, "%s: asked for", ncclzSimFidelityName(f));
+  if (f == NCCLZ_FID_FULL && n > o.full_max_ranks)
+    return ncclzSetError(NCCLZ_ERR_ARG, "options: %d ranks need the full replay (%s), above full_max_ranks %d",
+                         n, why + 6, o.full_max_ranks);
+
+  sim_job j;
+  memset(&j, 0, sizeof j);
+  j.prof = prof;
+  j.data = data;
+  j.opt = &o;
+  j.nranks = n;
+  j.reduced = f == NCCLZ_FID_REDUCED;
+  size_job(&j, prof, &o);
+  if (prof)
+    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+      ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
+  set_hint(&j, p, &o);
+  double t0 = now_s();
+  child_report r;
+  memset(&r, 0, sizeof r);
+  if (make_layout(&j, p, j.reduced)) st = ncclzSetError(NCCLZ_ERR_NOMEM, "sim: out of memory");
+  else st = run_forked(&j, &r);
+  free(j.lay.node_of);
+  free(j.lay.gpu_of);
+  if (st != NCCLZ_OK) return st;
+  res->time_us = r.end_s * 1e6;
+  res->fidelity = f;
+  res->actors = j.lay.nactors;
+  res->nranks = n;
+  res->nchunks = j.nchunks;
+  memcpy(res->frames, r.frames, sizeof res->frames);
+  res->wire_bytes = r.wire_bytes;
+  res->raw_bytes = r.raw_bytes;
+  res->wall_s = now_s() - t0;
+  snprintf(res->why, sizeof res->why, "%s", why);
+  return NCCLZ_OK;
+}

@@ -1,0 +1,403 @@
+/* What-if scenarios (docs/scenarios.md): a base platform and options, a data profile, and sweep
+ * axes whose cross product gives the points. Parsed with cJSON; every error names its field. */
+#include "sim_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERR(...) ncclzSetError(NCCLZ_ERR_ARG, "scenario " __VA_ARGS__)
+
+/* ------------------------------------------------------------ field readers */
+
+static int num_field(const cJSON *obj, const char *path, const char *key, double lo, double hi, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v)) return ERR("%s.%s: must be a number", path, key), -1;
+  if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+    return ERR("%s.%s: must be in [%g, %g]", path, key, lo, hi), -1;
+  *out = v->valuedouble;
+  return 0;
+}
+
+static int int_field(const cJSON *obj, const char *path, const char *key, double lo, double hi, int *out) {
+  double d = *out;
+  if (num_field(obj, path, key, lo, hi, &d)) return -1;
+  if (d != floor(d)) return ERR("%s.%s: must be an integer", path, key), -1;
+  *out = (int)d;
+  return 0;
+}
+
+/* A byte count: a number, or a string with a K/M/G suffix (powers of 1024). */
+static int bytes_value(const cJSON *v, const char *field, uint64_t *out) {
+  double d = -1.0;
+  if (cJSON_IsNumber(v)) d = v->valuedouble;
+  else if (cJSON_IsString(v)) {
+    char *end;
+    d = strtod(v->valuestring, &end);
+    double mul = 1.0;
+    if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1048576.0, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1073741824.0, end++;
+    if (*end == 'i' || *end == 'B') end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+    if (*end) d = -1.0;
+    d *= mul;
+  }
+  if (!(d >= 1.0 && d <= 1e15) || d != floor(d)) return ERR("%s: expected a byte count such as 1048576 or \"1M\"", field), -1;
+  *out = (uint64_t)d;
+  return 0;
+}
+
+/* An enum given by name. */
+static int name_field(const cJSON *obj, const char *path, const char *key, int (*from)(const char *), const char *expect,
+                      int *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) return 0;
+  int x = cJSON_IsString(v) ? from(v->valuestring) : -1;
+  if (x < 0) return ERR("%s.%s: expected %s", path, key, expect), -1;
+  *out = x;
+  return 0;
+}
+
+static int topo_from(const char *s) { return !strcmp(s, "nonblocking") ? 0 : !strcmp(s, "fattree") ? 1 : -1; }
+static int place_from(const char *s) {
+  return !strcmp(s, "contiguous") ? 0 : !strcmp(s, "strided") ? 1 : !strcmp(s, "random") ? 2 : -1;
+}
+static int proto_from(const char *s) { return !strcmp(s, "piggyback") ? 0 : !strcmp(s, "header") ? 1 : -1; }
+static int class_from(const char *s) { return ncclzDataClassFromName(s); }
+
+/* --------------------------------------------------------------- sections */
+
+static int parse_platform(const cJSON *o, ncclzSimPlatform *p) {
+  if (!o) return 0;
+  if (!cJSON_IsObject(o)) return ERR("platform: must be an object"), -1;
+  int t = p->topology, pl = p->placement;
+  double seed = (double)p->seed;
+  if (int_field(o, "platform", "nodes", 1, 1 << 20, &p->nodes) ||
+      int_field(o, "platform", "gpus_per_node", 1, 1024, &p->gpus_per_node) ||
+      num_field(o, "platform", "nvlink_gbps", 1e-6, 1e9, &p->nvlink_gbps) ||
+      num_field(o, "platform", "nvlink_latency_us", 0, 1e9, &p->nvlink_latency_us) ||
+      int_field(o, "platform", "rails", 1, 1024, &p->rails) ||
+      num_field(o, "platform", "nic_gbps", 1e-6, 1e9, &p->nic_gbps) ||
+      num_field(o, "platform", "nic_latency_us", 0, 1e9, &p->nic_latency_us) ||
+      name_field(o, "platform", "topology", topo_from, "nonblocking or fattree", &t) ||
+      int_field(o, "platform", "nodes_per_leaf", 1, 1 << 20, &p->nodes_per_leaf) ||
+      num_field(o, "platform", "oversubscription", 1, 1e6, &p->oversubscription) ||
+      num_field(o, "platform", "uplink_latency_us", 0, 1e9, &p->uplink_latency_us) ||
+      name_field(o, "platform", "placement", place_from, "contiguous, strided or random", &pl) ||
+      int_field(o, "platform", "stride", 1, 1 << 20, &p->stride) ||
+      num_field(o, "platform", "seed", 0, 9e15, &seed) ||
+      num_field(o, "platform", "bandwidth_factor", 1e-6, 1e6, &p->bandwidth_factor))
+    return -1;
+  p->topology = (ncclzSimTopology)t;
+  p->placement = (ncclzSimPlacement)pl;
+  p->seed = (uint64_t)seed;
+  return 0;
+}
+
+static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
+  if (!o) return 0;
+  if (!cJSON_IsObject(o)) return ERR("options: must be an object"), -1;
+  int fid = opt->fidelity, proto = opt->size_protocol, hint = opt->hint, minc = (int)opt->min_chunks, maxc = (int)opt->max_chunks,
+      banks = (int)opt->banks;
+  double chunk = (double)opt->chunk_bytes;
+  if (num_field(o, "options", "chunk_bytes", 0, 1e15, &chunk) || int_field(o, "options", "min_chunks", 0, 1 << 16, &minc) ||
+      int_field(o, "options", "max_chunks", 0, 1 << 16, &maxc) || int_field(o, "options", "banks", 0, 64, &banks) ||
+      int_field(o, "options", "root", 0, 1 << 20, &opt->root) ||
+      int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
+      name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||
+      name_field(o, "options", "size_protocol", proto_from, "piggyback or header", &proto) ||
+      name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint))
+    return -1;
+  opt->hint = (ncclzSimHintPolicy)hint;
+  opt->fidelity = (ncclzSimFidelity)fid;
+  opt->size_protocol = (ncclzSimSizeProtocol)proto;
+  opt->chunk_bytes = (uint64_t)chunk;
+  opt->min_chunks = (uint32_t)minc;
+  opt->max_chunks = (uint32_t)maxc;
+  opt->banks = (uint32_t)banks;
+  return 0;
+}
+
+/* One coder's CR: a number (every k) or an array indexed by k-1 (ranks whose codes are summed). */
+static int parse_cr(const cJSON *cr, const char *coder, ncclzSimData *d, int c) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cr, coder);
+  if (!v) return ERR("data.cr.%s: required", coder), -1;
+  if (cJSON_IsNumber(v)) {
+    if (!(v->valuedouble >= 0.01)) return ERR("data.cr.%s: must be >= 0.01", coder), -1;
+    for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) d->cr[c][k] = v->valuedouble;
+    return 0;
+  }
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+  if (n < 1 || n > NCCLZ_SIM_MAX_CR_RANKS)
+    return ERR("data.cr.%s: a number or an array of 1..%d numbers", coder, NCCLZ_SIM_MAX_CR_RANKS), -1;
+  for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) {
+    const cJSON *e = cJSON_GetArrayItem(v, k < n ? k : n - 1);
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0.01)) return ERR("data.cr.%s[%d]: must be a number >= 0.01", coder, k), -1;
+    d->cr[c][k] = e->valuedouble;
+  }
+  return 0;
+}
+
+static int parse_data_file(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d) {
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+  const cJSON *quant = cJSON_GetObjectItemCaseSensitive(o, "quant");
+  if (!cJSON_IsString(file)) return ERR("data.file: must be a path"), -1;
+  if (!cJSON_IsString(quant)) return ERR("data.quant: required with data.file (e.g. \"eb:rel=1e-4\")"), -1;
+  if (!prof) return ERR("data.file: needs a profile (--profile) for the frame size"), -1;
+  char path[1024];
+  if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
+  else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
+  FILE *f = fopen(path, "rb");
+  if (!f) return ERR("data.file: cannot open '%s'", path), -1;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  rewind(f);
+  void *raw = len > 0 ? malloc((size_t)len) : NULL;
+  size_t got = raw ? fread(raw, 1, (size_t)len, f) : 0;
+  fclose(f);
+  if (!raw || got != (size_t)len) {
+    free(raw);
+    return ERR("data.file: cannot read '%s'", path), -1;
+  }
+  ncclzStatus st = ncclzSimDataFromSamples(raw, (size_t)len, NCCLZ_DTYPE_F32, quant->valuestring, prof, d);
+  free(raw);
+  if (st != NCCLZ_OK) return ERR("data.file: %s", ncclzLastError()), -1;
+  return 0;
+}
+
+static int parse_data(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d) {
+  ncclzSimDataConstant(d, 1.0, 1.0);
+  if (!o) return 0; /* compress "off" needs no data */
+  if (!cJSON_IsObject(o)) return ERR("data: must be an object"), -1;
+  int cls = NCCLZ_CLASS_DEFAULT;
+  if (name_field(o, "data", "class", class_from, "default, none, eb, eb_lorenzo or qsgd", &cls)) return -1;
+  const cJSON *cr = cJSON_GetObjectItemCaseSensitive(o, "cr");
+  if (cr) {
+    if (!cJSON_IsObject(cr)) return ERR("data.cr: must be an object {\"fixedlen\": .., \"huffman\": ..}"), -1;
+    if (parse_cr(cr, "fixedlen", d, NCCLZ_CODER_FIXEDLEN) || parse_cr(cr, "huffman", d, NCCLZ_CODER_HUFFMAN)) return -1;
+    d->n_ranks = NCCLZ_SIM_MAX_CR_RANKS;
+  } else if (cJSON_GetObjectItemCaseSensitive(o, "file")) {
+    if (parse_data_file(o, base_dir, prof, d)) return -1;
+  } else {
+    return ERR("data: needs cr or file"), -1;
+  }
+  d->data_class = (ncclzDataClass)cls;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ sweep */
+
+typedef struct {
+  int coll[NCCLZ_COLL_COUNT], ncoll;
+  int *nodes, nnodes, *gpn, ngpn;
+  double *nic;
+  int nnic;
+  uint64_t *bytes;
+  int nbytes;
+  int comp[NCCLZ_SIM_COMPRESS_COUNT], ncomp;
+} axes;
+
+static void free_axes(axes *a) {
+  free(a->nodes);
+  free(a->gpn);
+  free(a->nic);
+  free(a->bytes);
+}
+
+/* An axis: absent (the base value), a single value, or an array of values. */
+static int axis_len(const cJSON *sw, const char *key, const cJSON **arr) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(sw, key);
+  *arr = v;
+  if (!v) return 0;
+  return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+}
+
+static const cJSON *axis_item(const cJSON *arr, int i) { return cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr; }
+
+static int axis_names(const cJSON *sw, const char *key, int (*from)(const char *), const char *expect, int *out,
+                      int cap, int *n) {
+  const cJSON *arr;
+  int len = axis_len(sw, key, &arr);
+  if (len > cap) return ERR("sweep.%s: at most %d values", key, cap), -1;
+  for (int i = 0; i < len; i++) {
+    const cJSON *e = axis_item(arr, i);
+    int x = cJSON_IsString(e) ? from(e->valuestring) : -1;
+    if (x < 0) return ERR("sweep.%s[%d]: expected %s", key, i, expect), -1;
+    out[i] = x;
+  }
+  if (len) *n = len;
+  return 0;
+}
+
+static int axis_numbers(const cJSON *sw, const char *key, double lo, double hi, int integer, double **out, int *n) {
+  const cJSON *arr;
+  int len = axis_len(sw, key, &arr);
+  if (!len) return 0;
+  *out = malloc((size_t)len * sizeof **out);
+  if (!*out) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
+  for (int i = 0; i < len; i++) {
+    const cJSON *e = axis_item(arr, i);
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= lo && e->valuedouble <= hi) ||
+        (integer && e->valuedouble != floor(e->valuedouble)))
+      return ERR("sweep.%s[%d]: must be %s in [%g, %g]", key, i, integer ? "an integer" : "a number", lo, hi), -1;
+    (*out)[i] = e->valuedouble;
+  }
+  *n = len;
+  return 0;
+}
+
+static int to_ints(double *d, int n, int **out) {
+  *out = malloc((size_t)(n ? n : 1) * sizeof **out);
+  if (!*out) return -1;
+  for (int i = 0; i < n; i++) (*out)[i] = (int)d[i];
+  return 0;
+}
+
+static int collname(const char *s) { return ncclzCollectiveFromName(s); }
+
+static int parse_axes(const cJSON *sw, const ncclzSimPoint *base, axes *a) {
+  memset(a, 0, sizeof *a);
+  a->coll[0] = base->options.coll, a->ncoll = 1;
+  a->comp[0] = base->options.compress, a->ncomp = 1;
+  double *tmp = NULL;
+  int n = 0, rc = 0;
+  if (sw && !cJSON_IsObject(sw)) return ERR("sweep: must be an object"), -1;
+  rc = axis_names(sw, "collective", collname, "allreduce, reducescatter, allgather, alltoall or broadcast", a->coll,
+                  NCCLZ_COLL_COUNT, &a->ncoll) ||
+       axis_names(sw, "compress", ncclzSimCompressFromName, "off, auto, raw, fixedlen or huffman", a->comp,
+                  NCCLZ_SIM_COMPRESS_COUNT, &a->ncomp);
+  if (!rc) {
+    n = 0;
+    if (!(rc = axis_numbers(sw, "nodes", 1, 1 << 20, 1, &tmp, &n)) && n) rc = to_ints(tmp, n, &a->nodes);
+    a->nnodes = n;
+    free(tmp), tmp = NULL;
+  }
+  if (!rc) {
+    n = 0;
+    if (!(rc = axis_numbers(sw, "gpus_per_node", 1, 1024, 1, &tmp, &n)) && n) rc = to_ints(tmp, n, &a->gpn);
+    a->ngpn = n;
+    free(tmp), tmp = NULL;
+  }
+  if (!rc) rc = axis_numbers(sw, "nic_gbps", 1e-6, 1e9, 0, &a->nic, &a->nnic);
+  const cJSON *arr;
+  int len = rc ? 0 : axis_len(sw, "bytes", &arr);
+  if (len) {
+    a->bytes = malloc((size_t)len * sizeof *a->bytes);
+    if (!a->bytes) rc = -1;
+    for (int i = 0; i < len && !rc; i++) {
+      char field[48];
+      snprintf(field, sizeof field, "sweep.bytes[%d]", i);
+      rc = bytes_value(axis_item(arr, i), field, &a->bytes[i]);
+    }
+    a->nbytes = rc ? 0 : len;
+  }
+  return rc ? -1 : 0;
+}
+
+/* The cross product, in the order collective, nodes, gpus_per_node, nic_gbps, bytes, compress. */
+static int expand(const ncclzSimPoint *base, const axes *a, ncclzSimScenario *s) {
+  int nn = a->nnodes ? a->nnodes : 1, ng = a->ngpn ? a->ngpn : 1, nb = a->nbytes ? a->nbytes : 1,
+      nw = a->nnic ? a->nnic : 1;
+  size_t total = (size_t)a->ncoll * nn * ng * nw * nb * a->ncomp;
+  if (total > 100000) return ERR("sweep: %zu points, at most 100000", total), -1;
+  s->points = calloc(total, sizeof *s->points);
+  if (!s->points) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
+  size_t k = 0;
+  for (int ic = 0; ic < a->ncoll; ic++)
+    for (int in = 0; in < nn; in++)
+      for (int ig = 0; ig < ng; ig++)
+        for (int iw = 0; iw < nw; iw++)
+          for (int ib = 0; ib < nb; ib++)
+            for (int ik = 0; ik < a->ncomp; ik++) {
+              ncclzSimPoint *p = &s->points[k++];
+              *p = *base;
+              p->options.coll = (ncclzCollective)a->coll[ic];
+              if (a->nnodes) p->platform.nodes = a->nodes[in];
+              if (a->ngpn) p->platform.gpus_per_node = a->gpn[ig];
+              if (a->nnic) p->platform.nic_gbps = a->nic[iw];
+              if (a->nbytes) p->options.bytes = a->bytes[ib];
+              p->options.compress = (ncclzSimCompress)a->comp[ik];
+            }
+  s->npoints = total;
+  return 0;
+}
+
+static int parse_root(const cJSON *root, const char *base_dir, const ncclzProfile *prof, ncclzSimScenario *s) {
+  if (!cJSON_IsObject(root)) return ERR(": must be a JSON object"), -1;
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+  if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "what-if") != 0)
+    return ERR("kind: must be \"what-if\" (the kind that ncclz sim runs)"), -1;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+  if (name && !cJSON_IsString(name)) return ERR("name: must be a string"), -1;
+  snprintf(s->name, sizeof s->name, "%s", name ? name->valuestring : "what-if");
+  const cJSON *meas = cJSON_GetObjectItemCaseSensitive(root, "measured");
+  if (meas && !cJSON_IsString(meas)) return ERR("measured: must be a path"), -1;
+  if (meas) {
+    if (meas->valuestring[0] == '/' || !base_dir) snprintf(s->measured, sizeof s->measured, "%s", meas->valuestring);
+    else snprintf(s->measured, sizeof s->measured, "%s/%s", base_dir, meas->valuestring);
+  }
+  ncclzSimPoint base;
+  ncclzSimPlatformDefault(&base.platform);
+  ncclzSimOptionsDefault(&base.options);
+  if (parse_data(cJSON_GetObjectItemCaseSensitive(root, "data"), base_dir, prof, &s->data) ||
+      parse_platform(cJSON_GetObjectItemCaseSensitive(root, "platform"), &base.platform) ||
+      parse_options(cJSON_GetObjectItemCaseSensitive(root, "options"), &base.options))
+    return -1;
+  axes a;
+  int rc = parse_axes(cJSON_GetObjectItemCaseSensitive(root, "sweep"), &base, &a);
+  if (!rc) rc = expand(&base, &a, s);
+  free_axes(&a);
+  if (rc) return -1;
+  for (size_t i = 0; i < s->npoints; i++) {
+    if (ncclzSimPlatformValidate(&s->points[i].platform) != NCCLZ_OK) return ERR("%s", ncclzLastError()), -1;
+    if (s->points[i].options.compress != NCCLZ_SIM_OFF && !cJSON_GetObjectItemCaseSensitive(root, "data"))
+      return ERR("data: required when sweep.compress is not \"off\""), -1;
+  }
+  return 0;
+}
+
+ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
+                                  ncclzSimScenario *out) {
+  memset(out, 0, sizeof *out);
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root) return ncclzSetError(NCCLZ_ERR_ARG, "scenario: not valid JSON (near byte %ld)",
+                                  (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : 0));
+  int rc = parse_root(root, base_dir, prof, out);
+  cJSON_Delete(root);
+  if (rc) {
+    ncclzSimScenarioFree(out);
+    return NCCLZ_ERR_ARG;
+  }
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "scenario: cannot open '%s'", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  rewind(f);
+  char *buf = malloc(len > 0 ? (size_t)len : 1);
+  size_t got = buf ? fread(buf, 1, len > 0 ? (size_t)len : 0, f) : 0;
+  fclose(f);
+  if (!buf || got != (size_t)(len > 0 ? len : 0)) {
+    free(buf);
+    return ncclzSetError(NCCLZ_ERR_IO, "scenario: cannot read '%s'", path);
+  }
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  ncclzStatus st = ncclzSimScenarioParse(buf, got, slash ? dir : ".", prof, out);
+  free(buf);
+  return st;
+}
+
+void ncclzSimScenarioFree(ncclzSimScenario *s) {
+  free(s->points);
+  s->points = NULL;
+  s->npoints = 0;
+}

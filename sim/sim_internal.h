@@ -1,0 +1,68 @@
+/* Internals of the simulator layer, shared by the sim/ sources only. */
+#ifndef NCCLZ_SIM_INTERNAL_H
+#define NCCLZ_SIM_INTERNAL_H
+
+#include "ncclz/sim.h"
+
+#include <stdio.h>
+
+/* The platform a replay actually runs on: the scenario's, or the one-node slice of it that the
+ * reduced replay uses, where the ring's wrap-around hop (last GPU to GPU 0) is routed through
+ * the NICs (loop), so that it stands for the hop to the next node. Actor a runs on node
+ * node_of[a], GPU gpu_of[a]. */
+typedef struct {
+  ncclzSimPlatform p;
+  int loop;
+  int nactors;
+  int *node_of, *gpu_of;
+} sim_layout;
+
+/* Writes the SimGrid platform XML of a layout (all p.nodes x p.gpus_per_node hosts, named
+ * n<node>g<gpu>). */
+int sim_platform_write(FILE *f, const sim_layout *lay);
+void sim_host_name(char *buf, size_t cap, int node, int gpu);
+
+/* Per-hop facts a sender needs: the REA transport hint and the nominal path of the hop. */
+typedef struct {
+  ncclzTransportHint hint;
+  double alpha_us, beta_gbps;
+} sim_hop;
+sim_hop sim_hop_between(const ncclzSimPlatform *p, int node_a, int node_b);
+/* The hop from actor a to actor b of a layout (the loop's wrap-around hop is a NIC hop). */
+sim_hop sim_hop_actors(const sim_layout *lay, int a, int b);
+
+/* Everything one replay needs; shared read-only by all actors. */
+typedef struct {
+  const ncclzProfile *prof;
+  const ncclzSimData *data;
+  const ncclzSimOptions *opt;
+  sim_layout lay;
+  int nranks;          /* logical ranks of the schedule */
+  int reduced;         /* actors stand for a ring of nranks: peers are remapped by ring offset */
+  uint32_t nchunks;
+  uint64_t frame_bytes; /* raw bytes per frame (a chunk may hold several) */
+  size_t count;         /* elements, as ncclzScheduleRange takes them */
+  size_t elem_bytes;    /* raw bytes per element */
+  ncclzReaConfig cfg[NCCLZ_HINT_COUNT];
+  int per_hop;          /* REA plans each frame for its own hop, else for `hop` */
+  sim_hop hop;          /* the communicator's hint and its link */
+} sim_job;
+
+/* Per-actor counters that the replay returns. */
+typedef struct {
+  double end_s;
+  uint64_t frames[NCCLZ_CODER_COUNT];
+  double wire_bytes, raw_bytes;
+} sim_actor_stats;
+
+/* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
+ * process). stats: one per actor. Returns 0 or -1. */
+int sim_replay_run(const sim_job *job, sim_actor_stats *stats);
+
+/* Frame model: wire bytes of a chunk of raw bytes holding the sum of k ranks' codes, coded with c,
+ * and its coder under the options (REA for AUTO). */
+ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes);
+double sim_frame_bytes(const sim_job *job, ncclzCoder c, uint32_t k, double raw_bytes);
+double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_bytes);
+
+#endif

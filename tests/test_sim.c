@@ -1,0 +1,305 @@
+/* The simulator: the replay against closed forms, the two fidelities against each other, a
+ * fat-tree's contention against the flow model, Alltoall and Broadcast sanity, scenario parsing,
+ * and the speed of a 1024-node projection. Skips (exit 77) when the build has no SimGrid. */
+#include "testutil.h"
+
+#ifndef NCCLZ_HAVE_SIM
+int main(void) {
+  printf("SKIP: built without SimGrid (NCCLZ_SIM off or libsimgrid-dev missing)\n");
+  return 77;
+}
+#else
+#include "ncclz/sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ncclzProfile prof;
+static ncclzSimData data;
+
+static double rel(double a, double b) { return fabs(a - b) / b; }
+
+static double run_us(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *r) {
+  ncclzStatus st = ncclzSimRun(&prof, &data, p, o, r);
+  CHECK(st == NCCLZ_OK, "ncclzSimRun: %s", ncclzLastError());
+  return st == NCCLZ_OK ? r->time_us : -1.0;
+}
+
+/* A two-level platform with round numbers: NVLink 400 GB/s 2 us, one 50 GB/s 5 us NIC. */
+static void platform(ncclzSimPlatform *p, int nodes, int gpn) {
+  ncclzSimPlatformDefault(p);
+  p->nodes = nodes;
+  p->gpus_per_node = gpn;
+  p->nvlink_gbps = 400.0;
+  p->nvlink_latency_us = 2.0;
+  p->nic_gbps = 50.0;
+  p->nic_latency_us = 5.0;
+}
+
+/* ------------------------------------------------------------ closed form */
+
+/* Uncompressed ring, one chunk per block, non-blocking: every step takes the slowest hop's
+ * alpha + block/beta, and there are 2(N-1) steps (AllReduce) or N-1. */
+static void test_closed_form(void) {
+  const ncclzCollective colls[] = {NCCLZ_ALLREDUCE, NCCLZ_ALLGATHER, NCCLZ_REDUCESCATTER};
+  const int shapes[][2] = {{4, 1}, {2, 8}, {8, 4}, {1, 8}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t c = 0; c < 3; c++) {
+      ncclzSimPlatform p;
+      platform(&p, shapes[s][0], shapes[s][1]);
+      ncclzSimOptions o;
+      ncclzSimOptionsDefault(&o);
+      o.coll = colls[c];
+      o.bytes = 64u << 20;
+      o.chunk_bytes = 1ull << 40; /* one chunk per block */
+      int n = p.nodes * p.gpus_per_node;
+      double block = (double)o.bytes / n, steps = colls[c] == NCCLZ_ALLREDUCE ? 2.0 * (n - 1) : n - 1;
+      double hop = p.nodes > 1 ? p.nic_latency_us + block / (p.nic_gbps * 1e3)
+                               : p.nvlink_latency_us + block / (p.nvlink_gbps * 1e3);
+      ncclzSimResult r;
+      double t = run_us(&p, &o, &r);
+      CHECK(rel(t, steps * hop) < 1e-3, "%s %dx%d: sim %.3f us, closed form %.3f us", ncclzCollectiveName(colls[c]),
+            p.nodes, p.gpus_per_node, t, steps * hop);
+    }
+}
+
+/* --------------------------------------------------------- two fidelities */
+
+static void test_fidelities_agree(void) {
+  const ncclzCollective colls[] = {NCCLZ_ALLREDUCE, NCCLZ_ALLGATHER, NCCLZ_REDUCESCATTER};
+  const ncclzSimCompress modes[] = {NCCLZ_SIM_OFF, NCCLZ_SIM_AUTO, NCCLZ_SIM_HUFFMAN};
+  for (size_t c = 0; c < 3; c++)
+    for (size_t m = 0; m < 3; m++) {
+      ncclzSimPlatform p;
+      platform(&p, 8, 8); /* 64 ranks */
+      ncclzSimOptions o;
+      ncclzSimOptionsDefault(&o);
+      o.coll = colls[c];
+      o.bytes = 256u << 20;
+      o.compress = modes[m];
+      o.chunk_bytes = 1u << 20; /* 4 chunks a block: pipelining and the banks matter */
+      ncclzSimResult full, red;
+      o.fidelity = NCCLZ_FID_AUTO;
+      double ta = run_us(&p, &o, &red);
+      CHECK(red.fidelity == NCCLZ_FID_REDUCED && red.actors == 8, "auto picked %s with %d actors (%s)",
+            ncclzSimFidelityName(red.fidelity), red.actors, red.why);
+      o.fidelity = NCCLZ_FID_FULL;
+      double tf = run_us(&p, &o, &full);
+      CHECK(full.actors == 64, "full replay ran %d actors", full.actors);
+      CHECK(rel(ta, tf) < 0.01, "%s %s: reduced %.2f us, full %.2f us", ncclzCollectiveName(colls[c]),
+            ncclzSimCompressName(modes[m]), ta, tf);
+      if (modes[m] != NCCLZ_SIM_OFF) /* and the compressed case did compress */
+        CHECK(full.wire_bytes < 0.5 * full.raw_bytes, "wire %.0f raw %.0f", full.wire_bytes, full.raw_bytes);
+    }
+}
+
+/* --------------------------------------------------------------- contention */
+
+/* The flow model's prediction for an uncompressed one-chunk ring: each hop r -> r+1 is one flow;
+ * its share is the smallest capacity / flows over the links it crosses (NIC up and down per
+ * rail, leaf uplinks), and every step waits for the slowest hop. */
+static double flow_model_us(const ncclzSimPlatform *p, double steps, double block) {
+  int n = p->nodes * p->gpus_per_node, leaves = (p->nodes + p->nodes_per_leaf - 1) / p->nodes_per_leaf;
+  int *node = malloc((size_t)n * sizeof *node), *gpu = malloc((size_t)n * sizeof *gpu);
+  int *up = calloc((size_t)p->nodes * p->rails, sizeof *up), *down = calloc((size_t)p->nodes * p->rails, sizeof *down);
+  int *lup = calloc((size_t)leaves, sizeof *lup), *ldown = calloc((size_t)leaves, sizeof *ldown);
+  ncclzSimPlace(p, node, gpu);
+  int fat = p->topology == NCCLZ_TOPO_FATTREE;
+  for (int pass = 0; pass < 2; pass++) {
+    double worst = 0.0;
+    for (int r = 0; r < n; r++) {
+      int s = r, d = (r + 1) % n;
+      int ls = node[s] / p->nodes_per_leaf, ld = node[d] / p->nodes_per_leaf;
+      int *nu = &up[node[s] * p->rails + gpu[s] % p->rails], *nd = &down[node[d] * p->rails + gpu[d] % p->rails];
+      if (node[s] == node[d]) continue; /* NVLink: faster than any NIC share here */
+      if (pass == 0) {
+        ++*nu, ++*nd;
+        if (fat && ls != ld) lup[ls]++, ldown[ld]++;
+        continue;
+      }
+      double share = p->nic_gbps / (*nu > *nd ? *nu : *nd);
+      double leaf_cap = p->nodes_per_leaf * p->rails * p->nic_gbps / p->oversubscription;
+      if (fat && ls != ld) {
+        double l = leaf_cap / (lup[ls] > ldown[ld] ? lup[ls] : ldown[ld]);
+        if (l < share) share = l;
+      }
+      double t = p->nic_latency_us + block / (share * 1e3);
+      if (t > worst) worst = t;
+    }
+    if (pass == 1) {
+      free(node), free(gpu), free(up), free(down), free(lup), free(ldown);
+      return steps * worst;
+    }
+  }
+  return 0.0;
+}
+
+static void test_fattree_contention(void) {
+  ncclzSimPlatform nb, ft;
+  platform(&nb, 4, 4);
+  nb.rails = 4; /* one NIC per GPU: the NICs never share, only the uplinks can */
+  nb.placement = NCCLZ_PLACE_STRIDED;
+  nb.stride = 8; /* consecutive ranks on different leaves */
+  ft = nb;
+  ft.topology = NCCLZ_TOPO_FATTREE;
+  ft.nodes_per_leaf = 2;
+  ft.oversubscription = 2.0;
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 64u << 20;
+  o.chunk_bytes = 1ull << 40;
+  int n = 16;
+  double block = (double)o.bytes / n, steps = 2.0 * (n - 1);
+  ncclzSimResult r1, r2;
+  double t_nb = run_us(&nb, &o, &r1), t_ft = run_us(&ft, &o, &r2);
+  double p_nb = flow_model_us(&nb, steps, block), p_ft = flow_model_us(&ft, steps, block);
+  CHECK(r2.fidelity == NCCLZ_FID_FULL, "fat-tree + strided must take the full replay (%s)", r2.why);
+  CHECK(rel(t_nb, p_nb) < 0.005, "non-blocking strided: sim %.2f, flow model %.2f", t_nb, p_nb);
+  CHECK(rel(t_ft, p_ft) < 0.005, "2:1 fat-tree strided: sim %.2f, flow model %.2f", t_ft, p_ft);
+  CHECK(rel(t_ft / t_nb, p_ft / p_nb) < 0.005 && t_ft / t_nb > 1.8, "slowdown sim %.3f, flow model %.3f", t_ft / t_nb,
+        p_ft / p_nb);
+  /* Contiguous placement crosses each uplink with one flow: no slowdown. */
+  ft.placement = nb.placement = NCCLZ_PLACE_CONTIGUOUS;
+  double c_nb = run_us(&nb, &o, &r1), c_ft = run_us(&ft, &o, &r2);
+  CHECK(rel(c_ft, c_nb) < 0.001, "contiguous: fat-tree %.2f, non-blocking %.2f", c_ft, c_nb);
+  printf("fat-tree 2:1, strided: %.1f us vs %.1f us non-blocking (x%.3f; flow model x%.3f)\n", t_ft, t_nb,
+         t_ft / t_nb, p_ft / p_nb);
+}
+
+/* ------------------------------------------------------ alltoall, broadcast */
+
+/* Pairwise Alltoall with one GPU per node: every send is posted at once, so each NIC carries
+ * (N-1) blocks back to back: alpha + (N-1) block / beta. */
+static void test_alltoall_broadcast(void) {
+  ncclzSimPlatform p;
+  platform(&p, 8, 1);
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.coll = NCCLZ_ALLTOALL;
+  o.bytes = 64u << 20;
+  o.chunk_bytes = 1ull << 40;
+  o.banks = 8;
+  ncclzSimResult r;
+  double t = run_us(&p, &o, &r), block = (double)o.bytes / 8;
+  double cf = p.nic_latency_us + 7 * block / (p.nic_gbps * 1e3);
+  CHECK(r.fidelity == NCCLZ_FID_FULL, "alltoall takes the full replay");
+  CHECK(rel(t, cf) < 0.01, "alltoall: sim %.2f, closed form %.2f", t, cf);
+  o.compress = NCCLZ_SIM_FIXEDLEN;
+  double tc = run_us(&p, &o, &r);
+  CHECK(tc < t / 3, "alltoall fixedlen (CR 6) %.2f vs plain %.2f", tc, t);
+  /* Broadcast: a pipelined ring; C chunks over N-1 hops take (C + N - 2) chunk times. */
+  o.coll = NCCLZ_BROADCAST;
+  o.compress = NCCLZ_SIM_OFF;
+  o.chunk_bytes = 4u << 20;
+  o.banks = 1;
+  double tb = run_us(&p, &o, &r), chunk = (double)(4u << 20);
+  double cb = (r.nchunks + 8 - 2) * (p.nic_latency_us + chunk / (p.nic_gbps * 1e3));
+  CHECK(rel(tb, cb) < 0.01, "broadcast: sim %.2f, pipeline closed form %.2f (%u chunks)", tb, cb, r.nchunks);
+}
+
+/* ------------------------------------------------------------- REA, options */
+
+static void test_rea_and_options(void) {
+  ncclzSimPlatform p;
+  platform(&p, 1, 8);
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 256u << 20;
+  o.compress = NCCLZ_SIM_AUTO;
+  ncclzSimResult r;
+  run_us(&p, &o, &r);
+  CHECK(r.frames[NCCLZ_CODER_RAW] > 0 && r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] == 0,
+        "NVLink only: REA must pick RAW (raw %llu)", (unsigned long long)r.frames[NCCLZ_CODER_RAW]);
+  platform(&p, 4, 8);
+  double t_pig = run_us(&p, &o, &r);
+  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] > 0, "over the NIC REA compresses");
+  o.size_protocol = NCCLZ_SIZE_HEADER;
+  double t_hdr = run_us(&p, &o, &r);
+  CHECK(t_hdr > t_pig, "a header message per chunk costs time: %.2f vs %.2f", t_hdr, t_pig);
+  /* Errors name the field. */
+  o.fidelity = NCCLZ_FID_REDUCED;
+  o.coll = NCCLZ_ALLTOALL;
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "fidelity"),
+        "reduced alltoall refused: %s", ncclzLastError());
+  p.nic_gbps = 0;
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "platform.nic_gbps"),
+        "%s", ncclzLastError());
+}
+
+/* --------------------------------------------------------------- scenarios */
+
+static void test_scenario(void) {
+  const char *good = "{\"kind\":\"what-if\",\"data\":{\"cr\":{\"fixedlen\":4,\"huffman\":[8,7,6]}},"
+                     "\"platform\":{\"gpus_per_node\":4,\"nic_gbps\":25},"
+                     "\"sweep\":{\"collective\":[\"allreduce\",\"alltoall\"],\"nodes\":[1,2],"
+                     "\"bytes\":[\"1M\",4096],\"compress\":[\"off\",\"auto\"]}}";
+  ncclzSimScenario s;
+  CHECK(ncclzSimScenarioParse(good, strlen(good), NULL, &prof, &s) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(s.npoints == 16, "16 points, got %zu", s.npoints);
+  CHECK(s.npoints && s.points[0].platform.nic_gbps == 25 && s.points[0].options.bytes == (1u << 20), "base values");
+  CHECK(ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 2) == 7 && ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 50) == 6,
+        "CR per ranks summed");
+  ncclzSimScenarioFree(&s);
+  const struct {
+    const char *json, *field;
+  } bad[] = {
+      {"{\"kind\":\"measure\"}", "kind"},
+      {"{\"kind\":\"what-if\",\"platform\":{\"nodes\":0}}", "platform.nodes"},
+      {"{\"kind\":\"what-if\",\"platform\":{\"topology\":\"torus\"}}", "platform.topology"},
+      {"{\"kind\":\"what-if\",\"sweep\":{\"bytes\":[\"1Q\"]}}", "sweep.bytes[0]"},
+      {"{\"kind\":\"what-if\",\"sweep\":{\"compress\":[\"auto\"]}}", "data"},
+      {"{\"kind\":\"what-if\",\"data\":{\"cr\":{\"fixedlen\":4}}}", "data.cr.huffman"},
+      {"{\"kind\":\"what-if\",\"options\":{\"size_protocol\":\"mpi\"}}", "options.size_protocol"},
+      {"{\"kind\":\"what-if\",", "JSON"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ncclzStatus st = ncclzSimScenarioParse(bad[i].json, strlen(bad[i].json), NULL, &prof, &s);
+    CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i].field), "bad[%zu]: '%s' should name %s", i,
+          ncclzLastError(), bad[i].field);
+  }
+  /* CR from real data through the model's sample profiling. */
+  size_t len;
+  void *raw = tu_read_file("resnet18_rank0_64k.f32", &len);
+  ncclzSimData d;
+  if (raw) {
+    CHECK(ncclzSimDataFromSamples(raw, len, NCCLZ_DTYPE_F32, "qsgd:bits=8,bucket=512", &prof, &d) == NCCLZ_OK, "%s",
+          ncclzLastError());
+    CHECK(ncclzSimDataCr(&d, NCCLZ_CODER_FIXEDLEN, 1) > 1.5 && ncclzSimDataCr(&d, NCCLZ_CODER_HUFFMAN, 1) > 1.5,
+          "QSGD CRs %.2f %.2f", ncclzSimDataCr(&d, NCCLZ_CODER_FIXEDLEN, 1), ncclzSimDataCr(&d, NCCLZ_CODER_HUFFMAN, 1));
+    free(raw);
+  }
+}
+
+/* ------------------------------------------------------------------ speed */
+
+static void test_speed(void) {
+  ncclzSimPlatform p;
+  platform(&p, 1024, 8);
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 1u << 30;
+  o.compress = NCCLZ_SIM_AUTO;
+  ncclzSimResult r;
+  run_us(&p, &o, &r);
+  printf("1024 nodes x 8 GPUs, AllReduce 1 GiB auto: %.1f us simulated, %.3f s wall, %s\n", r.time_us, r.wall_s, r.why);
+  /* The target is 1 s on the CI machine; sanitizers and shared cores get a generous bound. */
+  CHECK(r.fidelity == NCCLZ_FID_REDUCED && r.wall_s < 20.0, "wall %.2f s", r.wall_s);
+}
+
+int main(void) {
+  size_t len;
+  char *json = tu_read_file("profile_synthetic.json", &len);
+  CHECK(json && ncclzProfileParse(json, len, &prof) == NCCLZ_OK, "profile: %s", ncclzLastError());
+  free(json);
+  ncclzSimDataConstant(&data, 6.0, 9.0);
+  test_closed_form();
+  test_fidelities_agree();
+  test_fattree_contention();
+  test_alltoall_broadcast();
+  test_rea_and_options();
+  test_scenario();
+  test_speed();
+  return tu_finish("sim");
+}
+#endif
