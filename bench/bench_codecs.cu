@@ -35,7 +35,8 @@ static std::vector<float> load_tiled(const char *path, size_t n) {
 struct Row {
   std::string data, quant, coder;
   ncclzCudaBenchResult r;
-  double cr;
+  double cr, bound; /* EB: the error bound every value must meet (0: not EB) */
+  bool ok;
 };
 
 int main(int argc, char **argv) {
@@ -91,6 +92,8 @@ int main(int argc, char **argv) {
         return 1;
       }
       row.cr = 4.0 * n / (double)row.r.output_bytes;
+      row.bound = qp.kind == NCCLZ_QUANT_EB ? (qp.bound > 0 ? qp.bound : qp.abs_eb) : 0;
+      row.ok = row.r.lossless_ok && (row.bound == 0 || row.r.max_abs_err <= row.bound);
       rows.push_back(row);
       fprintf(stderr, "done %s %s\n", qq.spec, row.coder.c_str());
     }
@@ -108,15 +111,16 @@ int main(int argc, char **argv) {
     double roof = w.r.copy_gbps / (1 + 1 / w.cr);
     printf("%-5s %-26s %-9s %7.2f %9.1f %9.1f %9.1f %9.1f %9.1f %8.1f %5s\n", w.data.c_str(), w.quant.c_str(),
            w.coder.c_str(), w.cr, w.r.encode_gbps, w.r.decode_gbps, w.r.coder_encode_gbps, w.r.coder_decode_gbps,
-           roof, w.r.copy_gbps, w.r.lossless_ok ? "yes" : "NO");
+           roof, w.r.copy_gbps, w.ok ? "yes" : "NO");
     if (jf)
       fprintf(jf,
               "  {\"data\": \"%s\", \"quant\": \"%s\", \"coder\": \"%s\", \"cr\": %.4f, \"encode_gbps\": %.2f, "
               "\"decode_gbps\": %.2f, \"coder_encode_gbps\": %.2f, \"coder_decode_gbps\": %.2f, \"copy_gbps\": %.2f, "
-              "\"roofline_gbps\": %.2f, \"output_bytes\": %zu, \"max_abs_err\": %.6g, \"lossless_ok\": %s}%s\n",
+              "\"roofline_gbps\": %.2f, \"output_bytes\": %zu, \"max_abs_err\": %.6g, \"error_bound\": %.6g, "
+              "\"lossless_ok\": %s, \"ok\": %s}%s\n",
               w.data.c_str(), w.quant.c_str(), w.coder.c_str(), w.cr, w.r.encode_gbps, w.r.decode_gbps,
               w.r.coder_encode_gbps, w.r.coder_decode_gbps, w.r.copy_gbps, roof, w.r.output_bytes, w.r.max_abs_err,
-              w.r.lossless_ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
+              w.bound, w.r.lossless_ok ? "true" : "false", w.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
   }
   if (jf) {
     fprintf(jf, " ]\n}\n");

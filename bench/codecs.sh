@@ -13,8 +13,13 @@ OUTDIR=${OUT:-$ROOT/bench/results}
 mkdir -p "$OUTDIR"
 B=${BUILD:-/tmp/ncclz-bench-build}
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-COMMIT=$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)
-if ! git -c safe.directory='*' diff --quiet 2>/dev/null; then COMMIT="$COMMIT+dirty"; fi
+# git does not work in the GPU machine's copy: pass NCCLZ_COMMIT (e.g. $(git rev-parse --short HEAD))
+if [ -n "${NCCLZ_COMMIT:-}" ]; then
+  COMMIT=$NCCLZ_COMMIT
+else
+  COMMIT=$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)
+  if ! git -c safe.directory='*' diff --quiet 2>/dev/null; then COMMIT="$COMMIT+dirty"; fi
+fi
 SKIP_TESTS=${SKIP_TESTS:-0}
 
 # cJSON from Debian's packages (the GPU machine has none)

@@ -93,6 +93,125 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
   }
 }
 
+/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0). */
+static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, double abs_eb, double bound, int has_fill,
+                                                   float fill, ncclzCudaQuantStats *st) {
+  if (has_fill && v == fill) return NCCLZ_FILL_CODE;
+  int bad = 0;
+  int32_t c = eb_code(v, abs_eb, bound, &bad);
+  if (bad) {
+    atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
+    atomicMin(&st->first_bad, (unsigned long long)i);
+  }
+  return c;
+}
+
+/* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
+__global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
+                                                      ncclzCudaQuantStats *st) {
+  if (resolved) {
+    p.abs_eb = st->abs_eb;
+    p.bound = st->bound;
+  }
+  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  const size_t n4 = n / 4;
+  const float4 *x4 = (const float4 *)x;
+  int4 *s4 = (int4 *)sym;
+  for (size_t q = gid; q < n4; q += stride) {
+    float4 v = __ldg(x4 + q);
+    int4 o;
+    o.x = eb_plain(v.x, 4 * q, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    o.y = eb_plain(v.y, 4 * q + 1, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    o.z = eb_plain(v.z, 4 * q + 2, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    o.w = eb_plain(v.w, 4 * q + 3, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    s4[q] = o;
+  }
+  if (gid < n - 4 * n4) {
+    size_t i = 4 * n4 + gid;
+    sym[i] = eb_plain(__ldg(x + i), i, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+  }
+}
+
+/* EB with Lorenzo over whole planes in shared memory. A CTA takes planes [p0, p1) (the plane
+ * before too, for 3D), computes every code once into shared memory (fill and failures as 0, as
+ * eb_term) and predicts from there. Each thread keeps its own elements' codes in registers. */
+#define LZ_THREADS 512
+#define LZ_MAXP 12288 /* plane elements for the shared-memory paths */
+#define LZ_MAXE (LZ_MAXP / LZ_THREADS)
+
+__global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
+                                                         uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
+  extern __shared__ uint32_t s_lz[];
+  if (resolved) {
+    p.abs_eb = st->abs_eb;
+    p.bound = st->bound;
+  }
+  const uint32_t P = p.d1 * p.d2, tid = threadIdx.x;
+  uint32_t *prev = s_lz, *cur = s_lz + P;
+  const uint32_t p0 = blockIdx.x * planes_per_cta, p1 = min(p0 + planes_per_cta, p.d0);
+  const int L = p.lorenzo;
+  if (L == 3 && p0 > 0) {
+    const float *xp = x + (size_t)(p0 - 1) * P;
+    for (uint32_t e = tid; e < P; e += LZ_THREADS) {
+      float v = __ldg(xp + e);
+      int bad = 0;
+      prev[e] = p.has_fill && v == p.fill ? 0u : (uint32_t)eb_code(v, p.abs_eb, p.bound, &bad);
+    }
+  }
+  for (uint32_t pl = p0; pl < p1; pl++) {
+    const size_t base = (size_t)pl * P;
+    int32_t c[LZ_MAXE];
+    uint32_t isfill = 0;
+#pragma unroll
+    for (int k = 0; k < LZ_MAXE; k++) {
+      uint32_t e = tid + k * LZ_THREADS;
+      c[k] = 0;
+      if (e < P) {
+        float v = __ldg(x + base + e);
+        if (p.has_fill && v == p.fill) {
+          isfill |= 1u << k;
+          cur[e] = 0u;
+        } else {
+          int bad = 0;
+          c[k] = eb_code(v, p.abs_eb, p.bound, &bad);
+          cur[e] = (uint32_t)c[k];
+          if (bad) {
+            atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
+            atomicMin(&st->first_bad, (unsigned long long)(base + e));
+          }
+        }
+      }
+    }
+    __syncthreads();
+    const int hi = L == 3 && pl > 0;
+#pragma unroll
+    for (int k = 0; k < LZ_MAXE; k++) {
+      uint32_t e = tid + k * LZ_THREADS;
+      if (e < P) {
+        int32_t out = NCCLZ_FILL_CODE;
+        if (!(isfill >> k & 1)) {
+          uint32_t kk = e % p.d2, j = e / p.d2;
+          int hk = kk > 0, hj = L >= 2 && j > 0;
+          uint32_t pred = 0;
+          if (hk) pred += cur[e - 1];
+          if (hj) pred += cur[e - p.d2];
+          if (hj && hk) pred -= cur[e - p.d2 - 1];
+          if (hi) pred += prev[e];
+          if (hi && hk) pred -= prev[e - 1];
+          if (hi && hj) pred -= prev[e - p.d2];
+          if (hi && hj && hk) pred += prev[e - p.d2 - 1];
+          out = (int32_t)((uint32_t)c[k] - pred);
+        }
+        sym[base + e] = out;
+      }
+    }
+    __syncthreads();
+    uint32_t *t = prev;
+    prev = cur;
+    cur = t;
+  }
+}
+
 /* Float min/max via CAS loops (rare: one per warp). */
 static __device__ void atomic_fmin(float *a, float v) {
   int *p = (int *)a, old = *p;
@@ -111,22 +230,48 @@ static __device__ void atomic_fmax(float *a, float v) {
   }
 }
 
-__global__ void k_eb_range2(const float *x, size_t n, int has_fill, float fill, ncclzCudaQuantStats *st) {
+__global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
+                                                    ncclzCudaQuantStats *st) {
   float lo = INFINITY, hi = -INFINITY;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    float v = __ldg(x + i);
-    if ((has_fill && v == fill) || !(fabsf(v) < NCCLZ_EB_HUGE_VALUE)) continue;
+  auto take = [&](float v) {
+    if ((has_fill && v == fill) || !(fabsf(v) < NCCLZ_EB_HUGE_VALUE)) return;
     lo = fminf(lo, v);
     hi = fmaxf(hi, v);
+  };
+  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  if (((uintptr_t)x & 15) == 0) { /* float4 loads, the tail scalar */
+    const size_t n4 = n / 4;
+    const float4 *x4 = (const float4 *)x;
+    for (size_t q = gid; q < n4; q += stride) {
+      float4 v = __ldg(x4 + q);
+      take(v.x);
+      take(v.y);
+      take(v.z);
+      take(v.w);
+    }
+    if (gid < n - 4 * n4) take(__ldg(x + 4 * n4 + gid));
+  } else {
+    for (size_t i = gid; i < n; i += stride) take(__ldg(x + i));
   }
   for (int o = 16; o; o >>= 1) {
     lo = fminf(lo, __shfl_xor_sync(NZ_FULL, lo, o));
     hi = fmaxf(hi, __shfl_xor_sync(NZ_FULL, hi, o));
   }
-  if ((threadIdx.x & 31) == 0 && lo <= hi) {
-    atomic_fmin(&st->vmin, lo);
-    atomic_fmax(&st->vmax, hi);
+  __shared__ float s_lo[8], s_hi[8];
+  if ((threadIdx.x & 31) == 0) {
+    s_lo[threadIdx.x / 32] = lo;
+    s_hi[threadIdx.x / 32] = hi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) { /* one atomic pair per block */
+    for (int w = 1; w < (int)(blockDim.x / 32); w++) {
+      lo = fminf(lo, s_lo[w]);
+      hi = fmaxf(hi, s_hi[w]);
+    }
+    if (lo <= hi) {
+      atomic_fmin(&st->vmin, lo);
+      atomic_fmax(&st->vmax, hi);
+    }
   }
 }
 
@@ -160,6 +305,15 @@ __global__ void k_stats_init(ncclzCudaQuantStats *st, double abs_eb, double boun
 
 size_t ncclzCudaQuantWorkspaceSize(size_t n) { return 4 * n + 256; }
 
+/* Planes per CTA for the Lorenzo paths: enough CTAs to fill the chip, at least 4 chunks when
+ * there are 4 planes (so that the carries between chunks are always exercised). */
+static uint32_t lz_planes_per_cta(uint32_t d0, uint32_t ctas) {
+  uint32_t c = d0 / ctas;
+  if (c > 16) c = 16;
+  if (c > d0 / 4) c = d0 / 4;
+  return c ? c : 1;
+}
+
 static unsigned grid_for(size_t n) {
   size_t b = n / 256 + 1;
   return (unsigned)(b < 132 * 16 ? b : 132 * 16);
@@ -186,7 +340,17 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
     NZ_LAUNCHED();
   }
-  k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+  const uint32_t P = e.d1 * e.d2;
+  if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
+    k_eb_quant_vec<<<grid_for(n / 4), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+  } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
+    const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
+    const size_t smem = 2ull * P * 4;
+    NZ_CUDA(cudaFuncSetAttribute(k_eb_lz_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
+    k_eb_lz_fwd<<<(unsigned)nz_ceil(e.d0, ppc), LZ_THREADS, smem, s>>>(e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+  } else {
+    k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+  }
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -215,14 +379,140 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
   }
 }
 
-__global__ void k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill, const int32_t *c,
-                             size_t n, float *x) {
+/* Inverse Lorenzo without fills, for planes that fit in shared memory: the inverse is an
+ * inclusive prefix sum along each predicted axis (wrapping uint32), and these commute. Along the
+ * plane axis (3D) the planes go in chunks of ppc: k_lz_chunk_sum sums each chunk's raw planes,
+ * k_lz_chunk_carry turns those sums into exclusive prefixes (the carry into each chunk), and
+ * k_lz_inverse walks its chunk keeping the running plane sum in registers, scans each plane's
+ * rows and columns in shared memory and writes the dequantized floats. */
+__global__ void __launch_bounds__(256) k_lz_chunk_sum(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc,
+                                                      uint32_t *agg) {
+  const uint32_t e = blockIdx.x * 256 + threadIdx.x, c = blockIdx.y;
+  if (e >= P) return;
+  const uint32_t p0 = c * ppc, p1 = min(p0 + ppc, d0);
+  uint32_t acc = 0;
+#pragma unroll 8
+  for (uint32_t pl = p0; pl < p1; pl++) acc += (uint32_t)__ldg(d + (size_t)pl * P + e);
+  agg[(size_t)c * P + e] = acc;
+}
+
+/* 32 elements x 32 groups of chunks per CTA: group sums, their exclusive scan, then each group
+ * rewrites its chunk sums as exclusive prefixes. */
+__global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t P, uint32_t nc) {
+  __shared__ uint32_t part[32][33];
+  const uint32_t e = blockIdx.x * 32 + threadIdx.x, g = threadIdx.y, gs = (nc + 31) / 32;
+  const uint32_t c0 = min(g * gs, nc), c1 = min(c0 + gs, nc);
+  uint32_t s = 0;
+  if (e < P)
+    for (uint32_t c = c0; c < c1; c++) s += agg[(size_t)c * P + e];
+  part[g][threadIdx.x] = s;
+  __syncthreads();
+  if (g == 0) {
+    uint32_t run = 0;
+    for (int k = 0; k < 32; k++) {
+      uint32_t v = part[k][threadIdx.x];
+      part[k][threadIdx.x] = run;
+      run += v;
+    }
+  }
+  __syncthreads();
+  uint32_t run = part[g][threadIdx.x];
+  if (e < P)
+    for (uint32_t c = c0; c < c1; c++) {
+      uint32_t v = agg[(size_t)c * P + e];
+      agg[(size_t)c * P + e] = run;
+      run += v;
+    }
+}
+
+__global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, const uint32_t *carry, int L, uint32_t d0,
+                                                          uint32_t d1, uint32_t d2, uint32_t ppc, double abs_eb,
+                                                          const double *d_abs_eb, float *x) {
+  extern __shared__ uint32_t s_lz[];
+  uint32_t *s = s_lz, *part = s_lz + d1 * d2; /* plane, then LZ_THREADS column partials */
   if (d_abs_eb) abs_eb = *d_abs_eb;
-  double step = 2.0 * abs_eb;
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    int32_t v = c[i];
-    x[i] = v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step);
+  const double step = 2.0 * abs_eb;
+  const uint32_t P = d1 * d2, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t c = blockIdx.x, p0 = c * ppc, p1 = min(p0 + ppc, d0);
+  uint32_t acc[LZ_MAXE];
+#pragma unroll
+  for (int k = 0; k < LZ_MAXE; k++) {
+    uint32_t e = tid + k * LZ_THREADS;
+    acc[k] = carry && e < P ? carry[(size_t)c * P + e] : 0u;
+  }
+  /* column scan split into segments of rows: cs segments per column */
+  uint32_t cs = d2 >= LZ_THREADS ? 1 : LZ_THREADS / d2;
+  if (cs > d1) cs = d1;
+  const uint32_t seg_rows = (d1 + cs - 1) / cs;
+  for (uint32_t pl = p0; pl < p1; pl++) {
+    const size_t base = (size_t)pl * P;
+#pragma unroll
+    for (int k = 0; k < LZ_MAXE; k++) {
+      uint32_t e = tid + k * LZ_THREADS;
+      if (e < P) {
+        uint32_t v = (uint32_t)__ldg(d + base + e);
+        acc[k] = L == 3 ? acc[k] + v : v;
+        s[e] = acc[k];
+      }
+    }
+    __syncthreads();
+    /* rows: a warp per row, 32 columns at a time */
+    for (uint32_t r = warp; r < d1; r += LZ_THREADS / 32) {
+      uint32_t run = 0;
+      for (uint32_t k0 = 0; k0 < d2; k0 += 32) {
+        uint32_t k = k0 + lane, v = k < d2 ? s[r * d2 + k] : 0u;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          uint32_t y = __shfl_up_sync(NZ_FULL, v, o);
+          if (lane >= (uint32_t)o) v += y;
+        }
+        v += run;
+        if (k < d2) s[r * d2 + k] = v;
+        run = __shfl_sync(NZ_FULL, v, 31);
+      }
+    }
+    __syncthreads();
+    if (L >= 2) { /* columns: segment sums, then each segment rescanned with its carry */
+      for (uint32_t t = tid; t < d2 * cs; t += LZ_THREADS) {
+        uint32_t col = t % d2, sg = t / d2, r0 = sg * seg_rows, r1 = min(r0 + seg_rows, d1), sum = 0;
+        for (uint32_t r = r0; r < r1; r++) sum += s[r * d2 + col];
+        if (cs > 1) part[t] = sum; /* d2 * cs <= LZ_THREADS when cs > 1 */
+      }
+      __syncthreads();
+      for (uint32_t t = tid; t < d2 * cs; t += LZ_THREADS) {
+        uint32_t col = t % d2, sg = t / d2, r0 = sg * seg_rows, r1 = min(r0 + seg_rows, d1), run = 0;
+        for (uint32_t q = 0; q < sg; q++) run += part[q * d2 + col];
+        for (uint32_t r = r0; r < r1; r++) {
+          run += s[r * d2 + col];
+          s[r * d2 + col] = run;
+        }
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int k = 0; k < LZ_MAXE; k++) {
+      uint32_t e = tid + k * LZ_THREADS;
+      if (e < P) x[base + e] = (float)((double)(int32_t)s[e] * step);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
+                                                     const int32_t *c, size_t n, float *x) {
+  if (d_abs_eb) abs_eb = *d_abs_eb;
+  const double step = 2.0 * abs_eb;
+  auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
+  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  if ((((uintptr_t)c | (uintptr_t)x) & 15) == 0) {
+    const size_t n4 = n / 4;
+    for (size_t q = gid; q < n4; q += stride) {
+      int4 v = __ldg((const int4 *)c + q);
+      ((float4 *)x)[q] = make_float4(one(v.x), one(v.y), one(v.z), one(v.w));
+    }
+    if (gid < n - 4 * n4) x[4 * n4 + gid] = one(__ldg(c + 4 * n4 + gid));
+  } else {
+    for (size_t i = gid; i < n; i += stride) x[i] = one(c[i]);
   }
 }
 
@@ -241,6 +531,24 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       d2 = n;
       L = 1;
     }
+    if (d1 * d2 <= LZ_MAXP && d0 > 0) {
+      const uint32_t P = (uint32_t)(d1 * d2), ppc = lz_planes_per_cta((uint32_t)d0, 512);
+      const uint32_t nc = (uint32_t)nz_ceil(d0, ppc);
+      uint32_t *carry = NULL;
+      if (L == 3 && nc > 1) {
+        carry = (uint32_t *)d_ws; /* nc * P <= n words */
+        k_lz_chunk_sum<<<dim3((unsigned)nz_ceil(P, 256), nc), 256, 0, s>>>(d_sym, P, (uint32_t)d0, ppc, carry);
+        NZ_LAUNCHED();
+        k_lz_chunk_carry<<<(unsigned)nz_ceil(P, 32), dim3(32, 32), 0, s>>>(carry, P, nc);
+        NZ_LAUNCHED();
+      }
+      const size_t smem = 4ull * (P + LZ_THREADS);
+      NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
+      k_lz_inverse<<<nc, LZ_THREADS, smem, s>>>(d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
+                                                p->abs_eb, d_abs_eb, d_x);
+      NZ_LAUNCHED();
+      return NCCLZ_OK;
+    }
     int32_t *w = (int32_t *)d_ws;
     /* Without fill codes the inverse is a prefix sum along each predicted axis (wrapping). */
     size_t rows = n / d2;
@@ -256,7 +564,7 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
     }
     codes = w;
   }
-  k_eb_dequant<<<grid_for(n), 256, 0, s>>>(p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
+  k_eb_dequant<<<grid_for(n / 4), 256, 0, s>>>(p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
