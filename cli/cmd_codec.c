@@ -30,7 +30,7 @@ typedef struct {
 
 /* Results of one run, in the contract's JSON names. */
 typedef struct {
-  size_t input_bytes, quant_bytes, output_bytes, frames;
+  size_t input_bytes, quant_bytes, output_bytes, frames, side_bytes;
   double max_abs_err, error_bound, encode_gbps, decode_gbps;
   unsigned coder_mix[NCCLZ_CODER_COUNT];
   int lossless_ok;
@@ -211,7 +211,8 @@ static void fill_result(const codec_pass *p, const float *x, size_t in_bytes, co
   r->input_bytes = in_bytes;
   r->output_bytes = p->stream_len;
   ncclzSymbolStatsCompute(p->sym.sym, p->sym.n, &r->stats);
-  r->quant_bytes = (size_t)ceil(r->stats.global_width_bits / 8) + p->sym.n_scales * sizeof(float);
+  r->side_bytes = p->sym.n_scales * sizeof(float);
+  r->quant_bytes = (size_t)ceil(r->stats.global_width_bits / 8) + r->side_bytes;
   r->lossless_ok = same_symbols(&p->sym, &p->back);
   r->error_bound = error_bound_of(&p->sym);
   r->max_abs_err = max_abs_error(&p->sym, x, p->y);
@@ -221,7 +222,8 @@ static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 static void print_json(const codec_opts *o, const codec_result *r, size_t n) {
   cJSON *j = cJSON_CreateObject(), *mix = cJSON_CreateObject();
-  double in = (double)r->input_bytes, sym_bits = 8.0 * in;
+  /* The yardsticks code the same symbols and ship the same side data (QSGD scales) as the coders. */
+  double in = (double)r->input_bytes, in_bits = 8.0 * in, side_bits = 8.0 * (double)r->side_bytes;
   cJSON_AddStringToObject(j, "input", o->input);
   cJSON_AddStringToObject(j, "dtype", ncclzDtypeName(o->dtype));
   cJSON_AddNumberToObject(j, "elements", (double)n);
@@ -235,9 +237,10 @@ static void print_json(const codec_opts *o, const codec_result *r, size_t n) {
   cJSON_AddNumberToObject(j, "output_bytes", (double)r->output_bytes);
   cJSON_AddNumberToObject(j, "cr", ratio(in, (double)r->output_bytes));
   cJSON_AddNumberToObject(j, "cr_quant", ratio(in, (double)r->quant_bytes));
-  cJSON_AddNumberToObject(j, "entropy_cr", ratio(sym_bits, r->stats.entropy_bits));
-  cJSON_AddNumberToObject(j, "huffman_opt_cr", ratio(sym_bits, r->stats.huffman_opt_bits));
-  cJSON_AddNumberToObject(j, "fixedlen_ideal_cr", ratio(sym_bits, r->stats.fixedlen_ideal_bits));
+  cJSON_AddNumberToObject(j, "entropy_cr", ratio(in_bits, r->stats.entropy_bits + side_bits));
+  cJSON_AddNumberToObject(j, "huffman_opt_cr", ratio(in_bits, r->stats.huffman_opt_bits + side_bits));
+  cJSON_AddNumberToObject(j, "fixedlen_ideal_cr", ratio(in_bits, r->stats.fixedlen_ideal_bits + side_bits));
+  cJSON_AddNumberToObject(j, "side_bytes", (double)r->side_bytes);
   cJSON_AddNumberToObject(j, "max_abs_err", r->max_abs_err);
   cJSON_AddNumberToObject(j, "error_bound", r->error_bound);
   cJSON_AddNumberToObject(j, "encode_gbps", r->encode_gbps);
