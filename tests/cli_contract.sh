@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The command-line contract of `ncclz codec` (DESIGN.md): --help exits 0, bad input exits 2 with
+# one line on stderr, --json is one JSON object on stdout, a stream decodes back bit for bit.
+#   tests/cli_contract.sh NCCLZ_BINARY TEST_DATA_DIR
+set -u
+NCCLZ=$1 DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0 failed=0
+
+# expect CODE DESCRIPTION -- command...: checks the exit status and, for 2, a single stderr line.
+expect() {
+  local want=$1 what=$2; shift 3
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$? lines
+  lines=$(wc -l <"$TMP/err")
+  if [ "$got" -eq "$want" ] && { [ "$want" -ne 2 ] || [ "$lines" -eq 1 ]; }; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what: exit $got (want $want), stderr: $(head -c 300 "$TMP/err")"
+  fi
+}
+
+F=$DATA/trefht_member57_8x64x128.f32
+expect 0 "codec --help" -- "$NCCLZ" codec --help
+expect 0 "ncclz --help" -- "$NCCLZ" --help
+expect 2 "unknown verb" -- "$NCCLZ" frobnicate
+expect 2 "missing --input" -- "$NCCLZ" codec --quant none --coder raw
+expect 2 "missing file" -- "$NCCLZ" codec --input "$TMP/nope.f32" --quant none --coder raw
+expect 2 "bad quant spec" -- "$NCCLZ" codec --input "$F" --quant eb:rel=abc --coder raw
+expect 2 "bad coder" -- "$NCCLZ" codec --input "$F" --quant none --coder zstd
+expect 2 "lorenzo 3d without dims" -- "$NCCLZ" codec --input "$F" --quant eb:rel=1e-4,lorenzo=3d --coder raw
+expect 2 "fill values refused without fill=" -- "$NCCLZ" codec --input "$DATA/pop_ocean_t_384x320.f32" --quant eb:rel=1e-4 --coder huffman
+expect 0 "fill values kept with fill=" -- "$NCCLZ" codec --input "$DATA/pop_ocean_t_384x320.f32" --dims 384x320 \
+  --quant eb:rel=1e-4,lorenzo=2d,fill=9.97e36 --coder huffman --repeat 1
+printf '\x00\x00\xc0\x7f' | cat "$F" - >"$TMP/nan.f32"   # one NaN appended
+expect 2 "NaN under quantization" -- "$NCCLZ" codec --input "$TMP/nan.f32" --quant eb:abs=0.01 --coder raw
+head -c 1001 "$F" >"$TMP/odd.f32"
+expect 2 "not a whole number of elements" -- "$NCCLZ" codec --input "$TMP/odd.f32" --quant none --coder raw
+
+# Lossless round trip through a stream file, and the JSON object on stdout.
+expect 0 "encode to a stream" -- "$NCCLZ" codec --input "$F" --quant none --coder huffman --out "$TMP/s.ncz" --json --repeat 1
+if jq -e '.lossless_ok and .output_bytes > 0 and (.coder_mix.huffman >= 1)' "$TMP/out" >/dev/null; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL: --json object: $(head -c 300 "$TMP/out")"; fi
+expect 0 "decode the stream" -- "$NCCLZ" codec --decode "$TMP/s.ncz" --output "$TMP/back.f32"
+if cmp -s "$F" "$TMP/back.f32"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: decoded file differs"; fi
+
+# Corrupt and truncated streams: exit 2, one line, nothing written.
+cp "$TMP/s.ncz" "$TMP/bad.ncz"
+printf '\xff' | dd of="$TMP/bad.ncz" bs=1 seek=200 conv=notrunc status=none
+expect 2 "corrupt stream" -- "$NCCLZ" codec --decode "$TMP/bad.ncz" --output "$TMP/bad.out"
+head -c 5000 "$TMP/s.ncz" >"$TMP/short.ncz"
+expect 2 "truncated stream" -- "$NCCLZ" codec --decode "$TMP/short.ncz" --output "$TMP/short.out"
+if [ ! -e "$TMP/bad.out" ] && [ ! -e "$TMP/short.out" ]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL: a corrupt stream left an output file"; fi
+
+# Error-bounded stream: decoded values within the bound (checked by the encoder's own report).
+expect 0 "eb stream" -- "$NCCLZ" codec --input "$F" --dims 8x64x128 --quant eb:rel=1e-4,lorenzo=3d --coder fixedlen --json --repeat 1
+if jq -e '.bound_ok and .max_abs_err <= .error_bound' "$TMP/out" >/dev/null; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL: eb bound: $(head -c 300 "$TMP/out")"; fi
+
+echo "cli_contract: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
