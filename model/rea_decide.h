@@ -186,10 +186,11 @@ NCCLZ_REA_FN uint32_t ncclz_rea_block_width(const int32_t *sym, uint64_t len) {
   return w == 31 ? 32 : w;
 }
 
-/* Huffman alphabet index of a symbol (FORMAT.md), 2R for an escape (fill codes included). */
+/* Huffman alphabet index of a symbol (FORMAT.md): 2R + 1 for a fill code, 2R for an escape. */
 NCCLZ_REA_FN int64_t ncclz_rea_huff_index(int32_t s, int32_t centre, uint32_t radius) {
   int64_t idx = (int64_t)s - centre + radius;
-  if (s == NCCLZ_FILL_CODE || idx < 0 || idx >= 2 * (int64_t)radius) return 2 * (int64_t)radius;
+  if (s == NCCLZ_FILL_CODE) return 2 * (int64_t)radius + 1;
+  if (idx < 0 || idx >= 2 * (int64_t)radius) return 2 * (int64_t)radius;
   return idx;
 }
 
@@ -202,8 +203,9 @@ NCCLZ_REA_FN int64_t ncclz_rea_hist_first_index(int64_t sum, uint64_t count, int
 }
 
 /* Histogram bin of an alphabet index: the 256 fine bins from first_index on, then the tail bin
- * (in the alphabet, outside those bins) and the escape bin (index 2R). */
+ * (in the alphabet, outside those bins), the escape bin (index 2R) and the fill bin (2R + 1). */
 NCCLZ_REA_FN uint32_t ncclz_rea_hist_bin(int64_t idx, uint32_t radius, int64_t first_index) {
+  if (idx == 2 * (int64_t)radius + 1) return NCCLZ_REA_HIST_FILL;
   if (idx == 2 * (int64_t)radius) return NCCLZ_REA_HIST_ESCAPE;
   int64_t bin = idx - first_index;
   return bin >= 0 && bin < NCCLZ_REA_HIST_BINS ? (uint32_t)bin : NCCLZ_REA_HIST_TAIL;

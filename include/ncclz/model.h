@@ -122,7 +122,8 @@ ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
 #define NCCLZ_REA_HIST_BINS 256
 #define NCCLZ_REA_HIST_TAIL NCCLZ_REA_HIST_BINS        /* in the alphabet, outside the 256 bins */
 #define NCCLZ_REA_HIST_ESCAPE (NCCLZ_REA_HIST_BINS + 1) /* escaped by the coder (+32 bits each) */
-#define NCCLZ_REA_HIST_TOTAL (NCCLZ_REA_HIST_BINS + 2)
+#define NCCLZ_REA_HIST_FILL (NCCLZ_REA_HIST_BINS + 2)   /* fill codes: their own index, no raw bits */
+#define NCCLZ_REA_HIST_TOTAL (NCCLZ_REA_HIST_BINS + 3)
 
 /* Where the sample window lies in a frame: `count` pieces of `blocks` 32-symbol blocks, spread
  * evenly over the frame's full blocks and aligned to them (so sampled FIXEDLEN blocks are the
