@@ -164,10 +164,21 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
       if (tid == 0) fail(F, NZ_R_FL_SIZE);
       return;
     }
-    for (uint32_t i = tid; i < agg; i += FL_THREADS) {
-      uint32_t v = __ldg(P + head + running + i);
-      s_pack[i] = v;
-      chk += nz_chk(v, sw + head + running + i);
+    for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 16) { /* 16 loads in flight per thread */
+      uint32_t v[16];
+#pragma unroll
+      for (int q = 0; q < 16; q++) {
+        uint32_t i = i0 + q * FL_THREADS;
+        v[q] = i < agg ? __ldg(P + head + running + i) : 0u;
+      }
+#pragma unroll
+      for (int q = 0; q < 16; q++) {
+        uint32_t i = i0 + q * FL_THREADS;
+        if (i < agg) {
+          s_pack[i] = v[q];
+          chk += nz_chk(v[q], sw + head + running + i);
+        }
+      }
     }
     __syncthreads();
     int32_t *dst = sym + (size_t)f * sh.frame_symbols;

@@ -66,7 +66,7 @@ NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total) {
   L.table = o; /* encode: code per index; decode: sorted indices + canonical tables */
   o = align256(o + 4 * (bins + (size_t)nf * 64));
   L.lut = o;
-  o = align256(o + (decode && huff ? 4 * ((size_t)nf << 11) : 0));
+  o = align256(o + (decode && huff ? 4 * ((size_t)nf << NZ_HF_FAST_BITS) : 0));
   L.total = o;
   return L;
 }

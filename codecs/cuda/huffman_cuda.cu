@@ -16,7 +16,7 @@
 #define SCAN_CHUNK 16384u          /* symbols per CTA in the range and histogram passes */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
-#define FAST_BITS 11u
+#define FAST_BITS NZ_HF_FAST_BITS
 
 /* vmin/vmax: trimmed extremes of the sampled non-fill symbols, centre: their median (k_hf_median). */
 static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame *F) {

@@ -140,6 +140,7 @@ NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder);
 NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 
 /* Kernels launched from several files. */
+#define NZ_HF_FAST_BITS 12u /* HUFFMAN decode: first-level table of 2^12 entries per frame */
 #define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
 
 void nz_launch_init(NzFrame *fr, uint32_t nf, unsigned long long *lookback, size_t n_lookback, uint32_t *counter,
