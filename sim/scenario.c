@@ -167,21 +167,86 @@ static int parse_data_file(const cJSON *o, const char *base_dir, const ncclzProf
   return 0;
 }
 
+/* data.profile: a data profile written by `ncclz profile-data` (docs/data-profile.md). Row k gives
+ * the CR of frames summing k ranks' codes, at the frame size nearest data.frame_bytes (default:
+ * the calibration profile's frame_bytes); the class follows its quantizer unless data.class says. */
+static int dp_class(const char *quant) {
+  ncclzQuantSpec q;
+  if (ncclzQuantSpecParse(quant, &q) != NCCLZ_OK) return -1;
+  if (q.kind == NCCLZ_QUANT_NONE) return NCCLZ_CLASS_NONE;
+  if (q.kind == NCCLZ_QUANT_QSGD) return NCCLZ_CLASS_QSGD;
+  return q.lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB;
+}
+
+/* The CRs of one row at the point nearest `frame` (in log size). */
+static int dp_row(const cJSON *row, int k, double frame, ncclzSimData *d) {
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(row, "points"), *pt, *best = NULL;
+  double dist = 1e300;
+  cJSON_ArrayForEach(pt, pts) {
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(pt, "frame_bytes");
+    if (!cJSON_IsNumber(fb) || fb->valuedouble <= 0) continue;
+    double x = fabs(log(fb->valuedouble / frame));
+    if (x < dist) dist = x, best = pt;
+  }
+  const cJSON *cr = cJSON_GetObjectItemCaseSensitive(best, "cr");
+  const cJSON *fl = cJSON_GetObjectItemCaseSensitive(cr, "fixedlen"), *hf = cJSON_GetObjectItemCaseSensitive(cr, "huffman");
+  if (!cJSON_IsNumber(fl) || !cJSON_IsNumber(hf) || fl->valuedouble < 0.01 || hf->valuedouble < 0.01)
+    return ERR("data.profile: rows[%d]: expected points[] with frame_bytes and cr.fixedlen, cr.huffman", k), -1;
+  d->cr[NCCLZ_CODER_FIXEDLEN][k] = fl->valuedouble;
+  d->cr[NCCLZ_CODER_HUFFMAN][k] = hf->valuedouble;
+  return 0;
+}
+
+static int parse_data_profile(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d, int *cls) {
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "profile");
+  double frame = prof ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  if (!cJSON_IsString(file)) return ERR("data.profile: must be the path of a data profile (ncclz profile-data)"), -1;
+  if (num_field(o, "data", "frame_bytes", 1, 1e15, &frame)) return -1;
+  char path[1024];
+  if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
+  else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
+  FILE *f = fopen(path, "rb");
+  if (!f) return ERR("data.profile: cannot open '%s'", path), -1;
+  char *buf = malloc(1 << 22);
+  size_t got = buf ? fread(buf, 1, (1 << 22) - 1, f) : 0;
+  fclose(f);
+  cJSON *root = buf ? cJSON_ParseWithLength(buf, got) : NULL;
+  free(buf);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
+  const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quant");
+  int n = cJSON_IsArray(rows) ? cJSON_GetArraySize(rows) : 0, rc = 0;
+  if (n < 1 || n > NCCLZ_SIM_MAX_CR_RANKS || !cJSON_IsString(quant))
+    rc = (ERR("data.profile: '%s' is not a data profile (expected quant and 1..%d rows)", path, NCCLZ_SIM_MAX_CR_RANKS), -1);
+  for (int k = 0; k < n && !rc; k++) rc = dp_row(cJSON_GetArrayItem(rows, k), k, frame, d);
+  for (int k = n; k < NCCLZ_SIM_MAX_CR_RANKS && !rc; k++)
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) d->cr[c][k] = d->cr[c][n - 1];
+  if (!rc) {
+    d->n_ranks = (uint32_t)n;
+    *cls = dp_class(quant->valuestring);
+    if (*cls < 0) rc = (ERR("data.profile: '%s': unknown quant '%s'", path, quant->valuestring), -1);
+  }
+  cJSON_Delete(root);
+  return rc;
+}
+
 static int parse_data(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d) {
   ncclzSimDataConstant(d, 1.0, 1.0);
   if (!o) return 0; /* compress "off" needs no data */
   if (!cJSON_IsObject(o)) return ERR("data: must be an object"), -1;
   int cls = NCCLZ_CLASS_DEFAULT;
-  if (name_field(o, "data", "class", class_from, "default, none, eb, eb_lorenzo or qsgd", &cls)) return -1;
   const cJSON *cr = cJSON_GetObjectItemCaseSensitive(o, "cr");
-  if (cr) {
+  if (!cr && cJSON_GetObjectItemCaseSensitive(o, "profile") && parse_data_profile(o, base_dir, prof, d, &cls)) return -1;
+  if (name_field(o, "data", "class", class_from, "default, none, eb, eb_lorenzo or qsgd", &cls)) return -1;
+  if (!cr && cJSON_GetObjectItemCaseSensitive(o, "profile")) {
+    /* read above */
+  } else if (cr) {
     if (!cJSON_IsObject(cr)) return ERR("data.cr: must be an object {\"fixedlen\": .., \"huffman\": ..}"), -1;
     if (parse_cr(cr, "fixedlen", d, NCCLZ_CODER_FIXEDLEN) || parse_cr(cr, "huffman", d, NCCLZ_CODER_HUFFMAN)) return -1;
     d->n_ranks = NCCLZ_SIM_MAX_CR_RANKS;
   } else if (cJSON_GetObjectItemCaseSensitive(o, "file")) {
     if (parse_data_file(o, base_dir, prof, d)) return -1;
   } else {
-    return ERR("data: needs cr or file"), -1;
+    return ERR("data: needs cr, file or profile"), -1;
   }
   d->data_class = (ncclzDataClass)cls;
   return 0;

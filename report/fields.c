@@ -1,0 +1,145 @@
+/* Scenario field readers: every error names the field by its path and says what was expected. */
+#include "report_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *read_text(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "cannot open '%s'", path), NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!buf || got != (size_t)n) {
+    free(buf);
+    ncclzSetError(NCCLZ_ERR_IO, "cannot read '%s'", path);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = (size_t)n;
+  return buf;
+}
+
+int fld_string(const cJSON *o, const char *path, const char *key, int required, const char **out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v) return required ? (SCN_ERR("%s%s%s: required (a string)", path, *path ? "." : "", key), -1) : 0;
+  if (!cJSON_IsString(v)) return SCN_ERR("%s%s%s: expected a string", path, *path ? "." : "", key), -1;
+  *out = v->valuestring;
+  return 0;
+}
+
+int fld_number(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  const char *dot = *path ? "." : "";
+  if (!v) return required ? (SCN_ERR("%s%s%s: required (a number in [%g, %g])", path, dot, key, lo, hi), -1) : 0;
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+    return SCN_ERR("%s%s%s: expected a number in [%g, %g]", path, dot, key, lo, hi), -1;
+  *out = v->valuedouble;
+  return 0;
+}
+
+/* "64K", "4M", "1G", "1.5M" (powers of 1024) or a plain number; -1 when not a byte count. */
+static double parse_bytes(const cJSON *e) {
+  if (cJSON_IsNumber(e)) return e->valuedouble >= 1 && e->valuedouble == floor(e->valuedouble) ? e->valuedouble : -1;
+  if (!cJSON_IsString(e)) return -1;
+  char *end;
+  double d = strtod(e->valuestring, &end);
+  if (end == e->valuestring) return -1;
+  switch (*end) {
+  case 'K': case 'k': d *= 1024.0, end++; break;
+  case 'M': case 'm': d *= 1048576.0, end++; break;
+  case 'G': case 'g': d *= 1073741824.0, end++; break;
+  default: break;
+  }
+  if (*end == 'i') end++;
+  if (*end == 'B') end++;
+  return *end || d < 1 || d > 1e15 ? -1 : floor(d);
+}
+
+static int items(const cJSON *o, const char *path, const char *key, int required, const char *what, const cJSON **arr,
+                 int *n) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  const char *dot = *path ? "." : "";
+  *arr = v;
+  *n = 0;
+  if (!v) return required ? (SCN_ERR("%s%s%s: required (%s)", path, dot, key, what), -1) : 0;
+  *n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+  if (*n < 1 || *n > 10000) return SCN_ERR("%s%s%s: expected %s (1 to 10000 values)", path, dot, key, what), -1;
+  return 0;
+}
+
+int fld_numbers(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, int integer,
+                double **out, int *n) {
+  const cJSON *arr;
+  char what[96];
+  snprintf(what, sizeof what, "an array of %s in [%g, %g]", integer ? "integers" : "numbers", lo, hi);
+  int len;
+  if (items(o, path, key, required, what, &arr, &len)) return -1;
+  if (!len) return 0;
+  double *v = malloc((size_t)len * sizeof *v);
+  if (!v) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
+  for (int i = 0; i < len; i++) {
+    const cJSON *e = cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr;
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= lo && e->valuedouble <= hi) ||
+        (integer && e->valuedouble != floor(e->valuedouble))) {
+      free(v);
+      return SCN_ERR("%s%s%s[%d]: expected %s in [%g, %g]", path, *path ? "." : "", key, i,
+                     integer ? "an integer" : "a number", lo, hi), -1;
+    }
+    v[i] = e->valuedouble;
+  }
+  free(*out);
+  *out = v;
+  *n = len;
+  return 0;
+}
+
+int fld_bytes(const cJSON *o, const char *path, const char *key, int required, double **out, int *n) {
+  const cJSON *arr;
+  int len;
+  if (items(o, path, key, required, "an array of byte counts such as 65536 or \"4M\"", &arr, &len)) return -1;
+  if (!len) return 0;
+  double *v = malloc((size_t)len * sizeof *v);
+  if (!v) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
+  for (int i = 0; i < len; i++) {
+    v[i] = parse_bytes(cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr);
+    if (v[i] < 0) {
+      free(v);
+      return SCN_ERR("%s%s%s[%d]: expected a byte count such as 65536 or \"4M\"", path, *path ? "." : "", key, i), -1;
+    }
+  }
+  free(*out);
+  *out = v;
+  *n = len;
+  return 0;
+}
+
+int fld_known(const cJSON *o, const char *path, const char *const *keys) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, o) {
+    int ok = 0;
+    for (const char *const *k = keys; *k && !ok; k++) ok = !strcmp(*k, it->string);
+    if (!ok) {
+      sbuf list;
+      sb_init(&list);
+      for (const char *const *k = keys; *k; k++) sb_printf(&list, "%s%s", k == keys ? "" : ", ", *k);
+      SCN_ERR("%s%s%s: unknown field (expected one of: %s)", path, *path ? "." : "", it->string, sb_str(&list));
+      sb_free(&list);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void fmt_bytes(double b, char *buf, size_t cap) {
+  static const char *const suffix[] = {"", "K", "M", "G", "T"};
+  int i = 0;
+  while (i < 4 && b >= 1024.0 && fmod(b, 1024.0) == 0.0) b /= 1024.0, i++;
+  if (i) snprintf(buf, cap, "%g%s", b, suffix[i]);
+  else snprintf(buf, cap, "%.0f", b);
+}

@@ -1,0 +1,365 @@
+/* Kinds "validate" and "measure": measured results (`ncclz perf --json` files) beside the
+ * simulator's replay of the same points, with the median error. Without a measurement file the
+ * report says so and shows the simulated predictions alone. "measure" first runs `ncclz perf` on
+ * this machine's GPUs (a CUDA build only), then reports like validate. */
+#include "report_internal.h"
+
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef NCCLZ_HAVE_SIM
+ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
+  (void)r, (void)c, (void)files, (void)nfiles, (void)looked;
+  return ncclzSetError(NCCLZ_ERR_RUNTIME, "validate needs the simulator, and this build has none (SimGrid was not "
+                                           "found when it was configured; install libsimgrid-dev and rebuild)");
+}
+#else
+#include "ncclz/sim.h"
+
+#define VA_MAX_PATHS 8
+#define VA_MAX_FILES 64
+
+typedef struct {
+  char name[32];
+  ncclzSimScenario sc; /* one point: the path's platform and options, and the data */
+} va_path;
+
+typedef struct {
+  char path[32], coll[24], compress[16], file[512];
+  int nranks;
+  double bytes, meas_us, meas_cr, sim_us;
+  int has_meas;
+} va_point;
+
+typedef struct {
+  va_point *pt;
+  size_t n, cap;
+} va_points;
+
+/* A path's platform as a one-point what-if document, parsed by the simulator's own parser. */
+static int parse_path(run_ctx *c, const cJSON *plat, const char *name, va_path *p) {
+  cJSON *doc = cJSON_CreateObject();
+  cJSON_AddStringToObject(doc, "kind", "what-if");
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(c->root, "data");
+  const cJSON *opts = cJSON_GetObjectItemCaseSensitive(c->root, "options");
+  if (data) cJSON_AddItemToObject(doc, "data", cJSON_Duplicate(data, 1));
+  if (opts) cJSON_AddItemToObject(doc, "options", cJSON_Duplicate(opts, 1));
+  cJSON_AddItemToObject(doc, "platform", cJSON_Duplicate(plat, 1));
+  char *text = cJSON_PrintUnformatted(doc);
+  cJSON_Delete(doc);
+  snprintf(p->name, sizeof p->name, "%.31s", name);
+  ncclzStatus st = text ? ncclzSimScenarioParse(text, strlen(text), c->dir, c->prof, &p->sc) : NCCLZ_ERR_NOMEM;
+  free(text);
+  if (st != NCCLZ_OK) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", ncclzLastError());
+    return ncclzSetError(NCCLZ_ERR_ARG, "%s (in paths.%s)", msg, name), -1;
+  }
+  return 0;
+}
+
+static int parse_paths(run_ctx *c, va_path *paths, int *n) {
+  const cJSON *obj = cJSON_GetObjectItemCaseSensitive(c->root, "paths"), *it;
+  *n = 0;
+  if (!cJSON_IsObject(obj) || !cJSON_GetArraySize(obj) || cJSON_GetArraySize(obj) > VA_MAX_PATHS)
+    return SCN_ERR("paths: required, an object of 1 to %d named platforms, e.g. {\"socket\": {\"gpus_per_node\": 1, "
+                   "\"nic_gbps\": 3.6}}", VA_MAX_PATHS), -1;
+  cJSON_ArrayForEach(it, obj) {
+    if (!cJSON_IsObject(it)) return SCN_ERR("paths.%s: expected a platform object", it->string), -1;
+    if (parse_path(c, it, it->string, &paths[*n])) return -1;
+    (*n)++;
+  }
+  return 0;
+}
+
+static const va_path *find_path(const va_path *paths, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(paths[i].name, name)) return &paths[i];
+  return NULL;
+}
+
+static va_point *add_point(va_points *v) {
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? 2 * v->cap : 64;
+    va_point *p = realloc(v->pt, cap * sizeof *p);
+    if (!p) return NULL;
+    v->pt = p, v->cap = cap;
+  }
+  memset(&v->pt[v->n], 0, sizeof v->pt[0]);
+  return &v->pt[v->n++];
+}
+
+/* Simulates one point on its path: nranks spread as the path's gpus_per_node says; forced coders
+ * take the measured CR when there is one (the data's CR is what the simulator cannot know). */
+static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_point *q) {
+  ncclzSimPoint pt = vp->sc.points[0];
+  ncclzSimData data = vp->sc.data;
+  int gpn = pt.platform.gpus_per_node < q->nranks ? pt.platform.gpus_per_node : q->nranks;
+  pt.platform.gpus_per_node = gpn;
+  pt.platform.nodes = q->nranks / gpn;
+  int coll = ncclzCollectiveFromName(q->coll), comp = ncclzSimCompressFromName(q->compress);
+  if (coll < 0 || comp < 0)
+    return ncclzSetError(NCCLZ_ERR_ARG, "%s: unknown collective '%s' or compress '%s'", q->file, q->coll, q->compress);
+  pt.options.coll = (ncclzCollective)coll;
+  pt.options.compress = (ncclzSimCompress)comp;
+  pt.options.bytes = (uint64_t)q->bytes;
+  int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
+  if (q->has_meas && q->meas_cr > 0 && forced > 0)
+    for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;
+  ncclzSimResult r;
+  ncclzStatus st = ncclzSimRun(prof, &data, &pt.platform, &pt.options, &r);
+  q->sim_us = r.time_us;
+  return st;
+}
+
+/* ------------------------------------------------------- measurement files */
+
+static int read_perf_file(const char *file, const char *path, va_points *v) {
+  size_t len;
+  char *text = read_text(file, &len);
+  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+  free(text);
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(root, "points"), *p;
+  const cJSON *coll = cJSON_GetObjectItemCaseSensitive(root, "collective");
+  const cJSON *comp = cJSON_GetObjectItemCaseSensitive(root, "compress");
+  const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
+  const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
+  int rc = 0;
+  if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
+    rc = (ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
+                                       "nranks, points[])", file), -1);
+  const cJSON *list = rc ? NULL : pts;
+  cJSON_ArrayForEach(p, list) {
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(p, "size"), *t = cJSON_GetObjectItemCaseSensitive(p, "time_us");
+    const cJSON *cr = cJSON_GetObjectItemCaseSensitive(p, "cr");
+    if (!cJSON_IsNumber(size) || !cJSON_IsNumber(t) || t->valuedouble <= 0) continue;
+    va_point *q = add_point(v);
+    if (!q) return cJSON_Delete(root), ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory"), -1;
+    snprintf(q->path, sizeof q->path, "%.31s", cJSON_IsString(fpath) ? fpath->valuestring : path);
+    snprintf(q->coll, sizeof q->coll, "%.23s", coll->valuestring);
+    snprintf(q->compress, sizeof q->compress, "%.15s", comp->valuestring);
+    snprintf(q->file, sizeof q->file, "%s", file);
+    q->nranks = (int)nr->valuedouble;
+    q->bytes = size->valuedouble;
+    q->meas_us = t->valuedouble;
+    q->meas_cr = cJSON_IsNumber(cr) ? cr->valuedouble : 0;
+    q->has_meas = 1;
+  }
+  cJSON_Delete(root);
+  return rc;
+}
+
+/* The files named by "measured": [{file|glob, path}], relative to the scenario. */
+static int measured_files(run_ctx *c, char files[][512], char paths[][32], int *n, sbuf *looked) {
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->root, "measured"), *e;
+  static const char *const keys[] = {"file", "glob", "path", NULL};
+  int i = 0;
+  *n = 0;
+  if (arr && !cJSON_IsArray(arr)) return SCN_ERR("measured: expected an array of {file or glob, path}"), -1;
+  cJSON_ArrayForEach(e, arr) {
+    char where[32], full[1200];
+    snprintf(where, sizeof where, "measured[%d]", i++);
+    const char *file = NULL, *pat = NULL, *path = NULL;
+    if (!cJSON_IsObject(e) || fld_known(e, where, keys) || fld_string(e, where, "file", 0, &file) ||
+        fld_string(e, where, "glob", 0, &pat) || fld_string(e, where, "path", 1, &path))
+      return cJSON_IsObject(e) ? -1 : (SCN_ERR("%s: expected an object {file or glob, path}", where), -1);
+    if (!file == !pat) return SCN_ERR("%s: give exactly one of file and glob", where), -1;
+    run_path(c, file ? file : pat, full, sizeof full);
+    sb_printf(looked, "%s%s", looked->len ? ", " : "", full);
+    glob_t g;
+    if (glob(full, 0, NULL, &g) == 0)
+      for (size_t k = 0; k < g.gl_pathc && *n < VA_MAX_FILES; k++, (*n)++) {
+        snprintf(files[*n], 512, "%s", g.gl_pathv[k]);
+        snprintf(paths[*n], 32, "%.31s", path);
+      }
+    globfree(&g);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ report */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_abs_error(const va_points *v, double min_bytes, size_t *count) {
+  double *e = malloc((v->n ? v->n : 1) * sizeof *e);
+  size_t n = 0;
+  for (size_t i = 0; e && i < v->n; i++)
+    if (v->pt[i].has_meas && v->pt[i].bytes >= min_bytes) e[n++] = fabs(v->pt[i].sim_us / v->pt[i].meas_us - 1.0);
+  double med = NAN;
+  if (n) {
+    qsort(e, n, sizeof *e, cmp_double);
+    med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+  }
+  free(e);
+  *count = n;
+  return med;
+}
+
+static void busbw_plot(ncclzReport *r, const va_points *v) {
+  static const char *const dims[] = {"path", "coll", "compress", "ranks", "source"};
+  xy_row *rows = malloc((2 * v->n + 1) * sizeof *rows);
+  char (*rk)[16] = malloc((v->n + 1) * sizeof *rk);
+  size_t n = 0;
+  for (size_t i = 0; rows && rk && i < v->n; i++) {
+    const va_point *q = &v->pt[i];
+    int coll = ncclzCollectiveFromName(q->coll);
+    snprintf(rk[i], 16, "%d", q->nranks);
+    for (int s = q->has_meas ? 0 : 1; s < 2; s++, n++) {
+      rows[n].dim[0] = q->path, rows[n].dim[1] = q->coll, rows[n].dim[2] = q->compress, rows[n].dim[3] = rk[i];
+      rows[n].dim[4] = s ? "simulated" : "measured";
+      rows[n].x = q->bytes;
+      rows[n].y = ncclzSimBusBw((ncclzCollective)(coll < 0 ? 0 : coll), q->nranks, (uint64_t)q->bytes, s ? q->sim_us : q->meas_us);
+    }
+  }
+  series_spec sp = {"validate_busbw", "Bus bandwidth against size: measured and simulated", "busbw: measured and simulated",
+                    "message size (bytes)", "busbw (GB/s)", dims, 5, -1, 2, 1, NULL};
+  if (rows && rk) plot_series(r, &sp, rows, n);
+  free(rows);
+  free(rk);
+}
+
+static ncclzStatus points_table(ncclzReport *r, const va_points *v) {
+  ncclzTable *t = ncclzTableNew("validate_points", "path\tcollective\tranks\tcompress\tbytes\tmeasured us\tsimulated us\t"
+                                                  "error\tmeasured CR\tfile");
+  cJSON *arr = cJSON_AddArrayToObject(ncclzReportJson(r), "points");
+  for (size_t i = 0; i < v->n; i++) {
+    const va_point *q = &v->pt[i];
+    char b[32], m[32] = "-", e[32] = "-";
+    fmt_bytes(q->bytes, b, sizeof b);
+    if (q->has_meas) snprintf(m, sizeof m, "%.1f", q->meas_us), snprintf(e, sizeof e, "%+.1f%%", 100.0 * (q->sim_us / q->meas_us - 1));
+    ncclzTableAdd(t, "%s\t%s\t%d\t%s\t%s\t%s\t%.1f\t%s\t%.2f\t%s", q->path, q->coll, q->nranks, q->compress, b, m, q->sim_us,
+                  e, q->meas_cr, q->file[0] ? q->file : "(prediction)");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", q->path);
+    cJSON_AddStringToObject(o, "collective", q->coll);
+    cJSON_AddNumberToObject(o, "nranks", q->nranks);
+    cJSON_AddStringToObject(o, "compress", q->compress);
+    cJSON_AddNumberToObject(o, "bytes", q->bytes);
+    cJSON_AddNumberToObject(o, "simulated_us", q->sim_us);
+    if (q->has_meas) cJSON_AddNumberToObject(o, "measured_us", q->meas_us), cJSON_AddNumberToObject(o, "error", q->sim_us / q->meas_us - 1);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return ncclzReportTable(r, t, "Every point (error = simulated / measured - 1)");
+}
+
+/* "predict": {collective[], bytes[], compress[], path[], nranks}: what to simulate without
+ * measurements. */
+static int predictions(run_ctx *c, const va_path *paths, int np, va_points *v) {
+  const cJSON *pr = cJSON_GetObjectItemCaseSensitive(c->root, "predict");
+  static const char *const keys[] = {"collective", "bytes", "compress", "nranks", NULL};
+  if (!pr) return 0;
+  double *bytes = NULL, nranks = 2;
+  int nb = 0;
+  if (!cJSON_IsObject(pr) || fld_known(pr, "predict", keys) || fld_bytes(pr, "predict", "bytes", 1, &bytes, &nb) ||
+      fld_number(pr, "predict", "nranks", 0, 1, 1 << 20, &nranks))
+    return free(bytes), cJSON_IsObject(pr) ? -1 : (SCN_ERR("predict: expected an object"), -1);
+  const cJSON *colls = cJSON_GetObjectItemCaseSensitive(pr, "collective"), *comps = cJSON_GetObjectItemCaseSensitive(pr, "compress");
+  const cJSON *cl, *cm;
+  int rc = 0;
+  for (int p = 0; p < np && !rc; p++)
+    cJSON_ArrayForEach(cl, colls) cJSON_ArrayForEach(cm, comps) for (int b = 0; b < nb && !rc; b++) {
+      if (!cJSON_IsString(cl) || !cJSON_IsString(cm) || ncclzCollectiveFromName(cl->valuestring) < 0 ||
+          ncclzSimCompressFromName(cm->valuestring) < 0) {
+        rc = (SCN_ERR("predict: collective[] and compress[] must be arrays of names (allreduce, ...; off, auto, ...)"), -1);
+        break;
+      }
+      va_point *q = add_point(v);
+      if (!q) { rc = -1; break; }
+      snprintf(q->path, sizeof q->path, "%.31s", paths[p].name);
+      snprintf(q->coll, sizeof q->coll, "%.23s", cl->valuestring);
+      snprintf(q->compress, sizeof q->compress, "%.15s", cm->valuestring);
+      q->nranks = (int)nranks;
+      q->bytes = bytes[b];
+    }
+  free(bytes);
+  return rc;
+}
+
+static ncclzStatus simulate_all(const run_ctx *c, const va_path *paths, int np, va_points *v) {
+  for (size_t i = 0; i < v->n; i++) {
+    ncclzProgress("validate: simulating", i, v->n);
+    const va_path *vp = find_path(paths, np, v->pt[i].path);
+    if (!vp) return ncclzSetError(NCCLZ_ERR_ARG, "scenario measured: %s names path '%s', which paths does not define",
+                                  v->pt[i].file, v->pt[i].path);
+    ncclzStatus st = simulate(c->prof, vp, &v->pt[i]);
+    if (st != NCCLZ_OK) return st;
+  }
+  ncclzProgress("validate: simulating", v->n, v->n);
+  return NCCLZ_OK;
+}
+
+static void summary(ncclzReport *r, const va_points *v, const char *looked, int nfiles) {
+  size_t n_all, n_big;
+  double all = median_abs_error(v, 0, &n_all), big = median_abs_error(v, 1048576, &n_big);
+  cJSON *j = ncclzReportJson(r);
+  cJSON_AddNumberToObject(j, "measured_files", nfiles);
+  if (!nfiles) {
+    ncclzReportNote(r, "No measurement file was found (looked for: %s), so there is nothing to compare: the table "
+                       "below holds the simulator's predictions only. Record measurements on the GPU machine with "
+                       "`ncclz perf ... --json bench/results/perf-<collective>-<path>.json` and run this again.", looked);
+    cJSON_AddStringToObject(j, "measured_status", "no measurement file found");
+    return;
+  }
+  ncclzReportText(r, "%d measurement file(s), %zu measured points. Median |simulated / measured - 1|: %.1f%% over all "
+                     "points, %.1f%% over the %zu points of at least 1 MiB (DESIGN.md target: 10%%).", nfiles, n_all,
+                  100.0 * all, 100.0 * big, n_big);
+  if (n_all) cJSON_AddNumberToObject(j, "median_abs_error", all);
+  if (n_big) cJSON_AddNumberToObject(j, "median_abs_error_1mib", big);
+}
+
+ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
+  va_path paths[VA_MAX_PATHS];
+  int np = 0;
+  memset(paths, 0, sizeof paths);
+  va_points v = {0};
+  ncclzStatus st = parse_paths(c, paths, &np) ? NCCLZ_ERR_ARG : NCCLZ_OK;
+  for (int i = 0; i < nfiles && st == NCCLZ_OK; i++) {
+    const char *sep = strchr(files[i], '\t'); /* "FILE\tPATH" */
+    char file[512];
+    snprintf(file, sizeof file, "%.*s", (int)(sep - files[i]), files[i]);
+    if (read_perf_file(file, sep + 1, &v)) st = NCCLZ_ERR_ARG;
+    else run_input(c, "measurement", file, "", sep + 1);
+  }
+  if (st == NCCLZ_OK && !nfiles && predictions(c, paths, np, &v)) st = NCCLZ_ERR_ARG;
+  if (st == NCCLZ_OK) st = simulate_all(c, paths, np, &v);
+  if (st == NCCLZ_OK) {
+    ncclzReportHeading(r, "Simulated against measured");
+    summary(r, &v, looked, nfiles);
+    busbw_plot(r, &v);
+    st = points_table(r, &v);
+  }
+  for (int i = 0; i < np; i++) ncclzSimScenarioFree(&paths[i].sc);
+  free(v.pt);
+  return st;
+}
+
+ncclzStatus kind_validate(ncclzReport *r, run_ctx *c) {
+  char(*files)[512] = calloc(VA_MAX_FILES, 512), (*paths)[32] = calloc(VA_MAX_FILES, 32);
+  const char **list = calloc(VA_MAX_FILES, sizeof *list);
+  char(*joined)[560] = calloc(VA_MAX_FILES, 560);
+  sbuf looked;
+  sb_init(&looked);
+  int n = 0;
+  ncclzStatus st = !files || !paths || !list || !joined ? ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory")
+                   : measured_files(c, files, paths, &n, &looked) ? NCCLZ_ERR_ARG : NCCLZ_OK;
+  for (int i = 0; i < n && st == NCCLZ_OK; i++) {
+    snprintf(joined[i], 560, "%s\t%s", files[i], paths[i]);
+    list[i] = joined[i];
+  }
+  if (st == NCCLZ_OK) st = validate_files(r, c, list, n, looked.len ? sb_str(&looked) : "(no \"measured\" entries)");
+  sb_free(&looked);
+  free(files), free(paths), free(list), free(joined);
+  return st;
+}
+#endif
+
+#ifndef NCCLZ_HAVE_SIM
+ncclzStatus kind_validate(ncclzReport *r, run_ctx *c) { return validate_files(r, c, NULL, 0, ""); }
+#endif

@@ -1,0 +1,162 @@
+/* ncclz run (report/ncclzRunScenario): schema errors name the field; a small what-if writes
+ * index.html, results.json and CSV; the tune kind's recommendation has regret >= 0 and the
+ * oracle's is 0. Kept small: each case runs in well under a second. */
+#include "ncclz/report.h"
+#include "testutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OK(c) CHECK(c, "%s", ncclzLastError())
+
+static char tmp[64];
+#define DATA NCCLZ_TEST_DATA
+
+static const char *scenario(const char *name, const char *text) {
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s.json", tmp, name);
+  FILE *f = fopen(path, "w");
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static ncclzStatus run(const char *path, const char *out) {
+  char dir[160];
+  snprintf(dir, sizeof dir, "%s/%s", tmp, out);
+  ncclzRunOptions o = {path, dir, NULL, NULL, NULL};
+  return ncclzRunScenario(&o);
+}
+
+/* A bad scenario gives NCCLZ_ERR_ARG and a message holding `field`. */
+static void expect_error(const char *text, const char *field) {
+  ncclzStatus st = run(scenario("bad", text), "bad");
+  CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), field), "want ARG naming '%s', got %d '%s'", field, (int)st,
+        ncclzLastError());
+}
+
+static void schema_errors(void) {
+  expect_error("[1]", "expected a JSON object");
+  expect_error("{\"kind\": \"what-ever\"}", "kind");
+  expect_error("{\"kind\": 3}", "kind");
+  expect_error("{\"kind\": \"tune\"}", "profile");
+  expect_error("{\"kind\": \"tune\", \"profile\": \"" DATA "/profiles_bad/version_2.json\"}", "profile");
+  const char *tune = "{\"kind\": \"tune\", \"profile\": \"" DATA "/profile_synthetic.json\", %s}";
+  char buf[1024];
+  snprintf(buf, sizeof buf, tune, "\"platforms\": [{\"label\": \"n\"}], \"sweep\": {\"min_gain_permil\": [0, 2000]}");
+  expect_error(buf, "sweep.min_gain_permil[1]");
+  snprintf(buf, sizeof buf, tune, "\"platforms\": [{\"label\": \"n\", \"hint\": \"ib\"}]");
+  expect_error(buf, "platforms[0].hint");
+  snprintf(buf, sizeof buf, tune, "\"platforms\": [{\"label\": \"n\"}], \"workloads\": [{\"label\": \"w\", \"file\": \"x.f32\", \"quant\": \"none\"}]");
+  expect_error(buf, "workloads[0].bytes");
+  snprintf(buf, sizeof buf, tune, "\"platforms\": [{\"label\": \"n\"}], \"sweep\": {\"frame_size\": [1]}");
+  expect_error(buf, "sweep.frame_size");
+  expect_error("{\"kind\": \"cr-table\", \"nodes\": [2], \"datasets\": [{\"label\": \"a\", \"quant\": \"eb:rel=1e-4\", "
+               "\"files\": [\"nope.f32\"]}]}", "datasets[0].files");
+  expect_error("{\"kind\": \"cr-table\", \"nodes\": [2, \"x\"], \"datasets\": []}", "nodes[1]");
+#ifdef NCCLZ_HAVE_SIM
+  expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"sweep\": {\"nodes\": [0]}}",
+               "sweep.nodes[0]");
+  expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"workloads\": [{\"label\": "
+               "\"a\", \"data\": {\"cr\": {\"fixedlen\": 0}}}], \"sweep\": {\"compress\": [\"auto\"]}}", "data.cr.fixedlen");
+  expect_error("{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\"}", "paths");
+#endif
+}
+
+static cJSON *load_json(const char *out) {
+  char path[200];
+  snprintf(path, sizeof path, "%s/%s/results.json", tmp, out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  static char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  return cJSON_ParseWithLength(buf, n);
+}
+
+static int exists(const char *out, const char *file) {
+  char path[200];
+  snprintf(path, sizeof path, "%s/%s/%s", tmp, out, file);
+  return access(path, F_OK) == 0;
+}
+
+static void whatif_run(void) {
+#ifdef NCCLZ_HAVE_SIM
+  const char *s = scenario("wi", "{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\","
+                                 "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"eb\"},"
+                                 "\"platform\": {\"gpus_per_node\": 2, \"nic_gbps\": 5},"
+                                 "\"sweep\": {\"nodes\": [2, 4], \"bytes\": [\"4M\", \"64M\"], \"compress\": [\"off\", \"auto\"]},"
+                                 "\"paper\": [{\"compress\": \"auto\", \"metric\": \"speedup\", \"value\": 3, \"source\": \"t\"}]}");
+  OK(run(s, "wi") == NCCLZ_OK);
+  OK(exists("wi", "index.html") && exists("wi", "results.json") && exists("wi", "whatif_points.csv") &&
+     exists("wi", "paper_vs_ncclz.csv") && exists("wi", "profile.csv"));
+  cJSON *j = load_json("wi");
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(j, "points");
+  OK(cJSON_GetArraySize(pts) == 8);
+  const cJSON *p;
+  cJSON_ArrayForEach(p, pts) {
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(p, "speedup_vs_nccl");
+    OK(cJSON_IsNumber(sp) && sp->valuedouble > 0);
+  }
+  OK(cJSON_GetObjectItemCaseSensitive(j, "provenance") != NULL);
+  cJSON_Delete(j);
+#else
+  printf("what-if run: skipped (no simulator in this build)\n");
+#endif
+}
+
+static void tune_run(void) {
+  const char *s = scenario("tune", "{\"kind\": \"tune\", \"profile\": \"" DATA "/profile_synthetic.json\","
+      "\"workloads\": [{\"label\": \"t\", \"file\": \"" DATA "/trefht_member57_8x64x128.f32\", \"dims\": [8, 64, 128],"
+      " \"quant\": \"eb:rel=1e-4,lorenzo=3d\", \"bytes\": [\"16K\", \"256K\", \"4M\", \"64M\"]},"
+      " {\"label\": \"g\", \"file\": \"" DATA "/resnet18_rank0_64k.f32\", \"quant\": \"qsgd:bits=8,bucket=512\", \"weight\": 2,"
+      " \"bytes\": [\"16K\", \"1M\", \"16M\"]}],"
+      "\"platforms\": [{\"label\": \"net\", \"hint\": \"net\"}, {\"label\": \"fast\", \"hint\": \"net\", \"bandwidth_gbps\": 40},"
+      " {\"label\": \"nvlink\", \"hint\": \"nvlink\"}],"
+      "\"sweep\": {\"huff_min_bytes\": [0, 1048576], \"min_gain_permil\": [0, 100, 900], \"fast_path_bytes\": [0, 65536],"
+      " \"sample_window_bytes\": [1024, 65536], \"frame_bytes\": [262144, 4194304]}}");
+  OK(run(s, "tune") == NCCLZ_OK);
+  OK(exists("tune", "index.html") && exists("tune", "tune_regret.csv") && exists("tune", "tune_recommended.csv"));
+  cJSON *j = load_json("tune");
+  const cJSON *rec = cJSON_GetObjectItemCaseSensitive(j, "recommended");
+  const cJSON *mean = cJSON_GetObjectItemCaseSensitive(rec, "regret_mean");
+  const cJSON *orc = cJSON_GetObjectItemCaseSensitive(j, "oracle_regret");
+  OK(cJSON_IsNumber(mean) && mean->valuedouble >= 0);
+  OK(cJSON_IsNumber(orc) && orc->valuedouble == 0);
+  /* the recommendation is no worse than the profile's thresholds or any fixed coder */
+  const cJSON *cur = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "profile_thresholds"), "regret_mean");
+  OK(cJSON_IsNumber(cur) && cur->valuedouble >= mean->valuedouble);
+  const cJSON *fx = cJSON_GetObjectItemCaseSensitive(j, "fixed_coders"), *f;
+  cJSON_ArrayForEach(f, fx) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(f, "regret_mean");
+    OK(cJSON_IsNumber(m) && m->valuedouble >= 0);
+  }
+  const cJSON *per = cJSON_GetObjectItemCaseSensitive(rec, "regret_per_platform"), *p;
+  cJSON_ArrayForEach(p, per) OK(p->valuedouble >= 0);
+  cJSON_Delete(j);
+}
+
+static void crtable_run(void) {
+  const char *s = scenario("cr", "{\"kind\": \"cr-table\", \"data_dir\": \"" DATA "\", \"nodes\": [1, 2],"
+      "\"ranks_per_node\": 2, \"datasets\": [{\"label\": \"g\", \"quant\": \"qsgd:bits=8,bucket=512\","
+      "\"files\": [\"resnet18_rank0_64k.f32\", \"resnet18_rank1_64k.f32\"], \"paper\": {\"huffman\": [8, 8, 8]}}]}");
+  OK(run(s, "cr") == NCCLZ_OK);
+  OK(exists("cr", "table1.csv") && exists("cr", "cr_per_ranks_summed.csv"));
+}
+
+int main(void) {
+  snprintf(tmp, sizeof tmp, "/tmp/ncclz-test-run-XXXXXX");
+  if (!mkdtemp(tmp)) return 1;
+  setenv("NCCLZ_GNUPLOT", "/nonexistent/gnuplot", 1); /* plots are test_report's; keep these fast */
+  schema_errors();
+  whatif_run();
+  tune_run();
+  crtable_run();
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+  return tu_finish("test_run");
+}
