@@ -48,7 +48,7 @@ static int perf_command(const run_ctx *c, const cJSON *run, int i, const char *c
 ncclzStatus kind_measure(ncclzReport *r, run_ctx *c) {
   const cJSON *runs = cJSON_GetObjectItemCaseSensitive(c->root, "runs"), *run;
   int n = 0, i = 0;
-  static char files[64][560];
+  static char files[64][1400]; /* a result path (< 1200) and a path name */
   const char *list[64];
   if (!cJSON_IsArray(runs) || !cJSON_GetArraySize(runs)) return SCN_ERR("runs: required, an array of {collective, compress[], gpus, path, ...}");
   cJSON_ArrayForEach(run, runs) {
@@ -71,7 +71,8 @@ ncclzStatus kind_measure(ncclzReport *r, run_ctx *c) {
       if (stc == -1 || !WIFEXITED(stc) || WEXITSTATUS(stc) != 0)
         return ncclzSetError(NCCLZ_ERR_RUNTIME, "measure: `ncclz perf` failed for %s (exit %d); see its message above",
                              where, WIFEXITED(stc) ? WEXITSTATUS(stc) : -1);
-      snprintf(files[n], sizeof files[n], "%s\t%s", json, path);
+      if (snprintf(files[n], sizeof files[n], "%s\t%s", json, path) >= (int)sizeof files[n])
+        return SCN_ERR("%s.path: too long", where);
       list[n] = files[n];
       n++;
     }
