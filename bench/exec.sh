@@ -1,83 +1,160 @@
 #!/usr/bin/env bash
-# The executor's benchmarks and checks, in one script: build, the CPU-transport tests (threads and
-# mpirun -np 4), `ncclz perf` runs, and (once the NCCL backend exists) the GPU rows on 2x H200 for
-# NVLink and the NET socket path at default, 1x1 and 4x4 socket threads.
+# The executor's checks and benchmarks in one script: build, the CPU-transport tests, the GPU tests
+# (test_gpu_exec, 2 GPUs), then `ncclz perf` on the GPUs: AllReduce and AlltoAll, 1 MiB..1 GiB,
+# plain NCCL (--compress off) against compressed (ResNet-18 gradients, qsgd:bits=8,bucket=512,
+# auto), over NVLink and over the NET socket path (default, 1x1 and 4x4 socket threads), in both
+# launch modes (-g 2 threads; mpirun -np 2 ... -g 1). Without GPUs it runs the CPU backend rows.
 #
-# Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-*.json and
-# OUTDIR/exec-table.md. Environment: NCCLZ_DATA (full data set; default ../shared/data),
-# CMAKE_PREFIX_PATH / LD_LIBRARY_PATH for cJSON on the GPU machine, BUILD (build dir).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-<date>.json (device,
+# NCCL version, commit, date, every run's points), OUTDIR/exec-table.md and logs.
+# Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
+# sizes), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (default tests/data/profile_synthetic.json).
+# Needs on the GPU machine: .deps/*.deb (Debian's libcjson) and .devdata/resnet18_digits_step100_rank0.f32.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
 OUT=${1:-bench/results}
-BUILD=${BUILD:-build-bench-exec}
-DATA=${NCCLZ_DATA:-../shared/data}
-PROFILE=${NCCLZ_PROFILE:-tests/data/profile_synthetic.json}
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 # NVLink SHARP multicast stays off (KINDS.md)
+B=${BUILD:-/tmp/ncclz-exec-build}
+PROFILE=${NCCLZ_PROFILE:-tests/data/profile_synthetic.json}
+DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+COMMIT=${NCCLZ_COMMIT:-$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)}
+export NCCL_NVLS_ENABLE=0 # NVLink SHARP multicast stays off (KINDS.md), for every program here
+export OMPI_MCA_rmaps_base_oversubscribe=1
 
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target ncclz test_exec test_exec_mpi >/dev/null
-ctest --test-dir "$BUILD" -R exec --output-on-failure | tee "$OUT/exec-tests.log"
-NCCLZ="$BUILD/ncclz"
-
-MPIRUN=(mpirun --allow-run-as-root --bind-to none --oversubscribe)
-GRAD="$DATA/gradients/resnet18_digits_step100_rank0.f32"
+if ls .deps/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/cjson/cJSON.h ]; then
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  sed -i 's#"/usr"#"/tmp/deps/usr"#g; s#"/usr/#"/tmp/deps/usr/#g' /tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON/*.cmake
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
+fi
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
+GRAD=.devdata/resnet18_digits_step100_rank0.f32
+[ -f "$GRAD" ] || GRAD=../shared/data/gradients/resnet18_digits_step100_rank0.f32
 [ -f "$GRAD" ] || GRAD=tests/data/resnet18_rank0_64k.f32
 
-table="$OUT/exec-table.md"
-{
-  echo "| backend | path | collective | compress | quant | size | busbw GB/s | cr | coders | #wrong |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
-} >"$table"
+echo "== build ($NGPU GPUs)"
+TARGETS="ncclz test_exec test_exec_mpi"
+[ "$NGPU" -ge 1 ] && TARGETS="$TARGETS test_gpu_exec"
+build() { # SRC
+  { cmake -S "$1" -B "$B" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF ${DEPS:-} &&
+    cmake --build "$B" -j"$(nproc)" --target $TARGETS; } >>"$OUT/exec-build.log" 2>&1
+}
+: >"$OUT/exec-build.log"
+if ! build "$ROOT"; then
+  # Another layer in progress in this working tree (report/, `ncclz run`) may not build without
+  # the simulator: build a copy without it, so the executor's numbers do not wait on it.
+  echo "full build failed; building without report/ and ncclz run" | tee -a "$OUT/exec-build.log"
+  rm -rf /tmp/ncclz-src "$B" && mkdir -p /tmp/ncclz-src
+  tar --exclude='./build*' --exclude=./.devdata --exclude=./report --exclude=./cli/cmd_run.c -cf - . | tar -xf - -C /tmp/ncclz-src
+  sed -i '/cli_run/d' /tmp/ncclz-src/cli/main.c /tmp/ncclz-src/cli/cli.h
+  build /tmp/ncclz-src || { tail -30 "$OUT/exec-build.log"; exit 1; }
+fi
+NCCLZ="$B/ncclz"
 
-# One perf run -> JSON, plus one table row per point.
-perf() { # name path args...
-  local name=$1 path=$2
-  shift 2
-  env "${ENVS[@]}" "$NCCLZ" perf "$@" --json "$OUT/exec-$name.json" 2>>"$OUT/exec-perf.log"
-  python3 - "$OUT/exec-$name.json" "$path" >>"$table" <<'EOF'
+echo "== tests"
+if [ "$NGPU" -lt 2 ] || [ "${CPU_TESTS:-0}" = 1 ]; then # CI runs them; the GPU machine's time is for GPUs
+  (cd "$B" && timeout 300 ctest -R "test_exec" --output-on-failure) >"$OUT/exec-tests.log" 2>&1
+  echo "cpu tests rc=$?"; grep -E "tests passed|Failed|FAIL" "$OUT/exec-tests.log" | head -5
+fi
+if [ "$NGPU" -ge 2 ] && [ "${SKIP_TESTS:-0}" != 1 ]; then
+  timeout 150 "$B/tests/test_gpu_exec" >"$OUT/exec-gpu-tests.log" 2>&1
+  echo "gpu tests rc=$?"; grep -E "passed|FAIL|SKIP" "$OUT/exec-gpu-tests.log" | head -20
+fi
+
+RUNS="$OUT/exec-runs"
+rm -rf "$RUNS"; mkdir -p "$RUNS"
+MPIRUN=(mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH)
+
+# One perf run: NAME PATH LAUNCH TIMEOUT args... (PATH selects the NCCL environment).
+perf() {
+  local name=$1 path=$2 launch=$3 tmo=$4
+  shift 4
+  [[ "$name" =~ ${ONLY:-.} ]] || return 0 # ONLY=REGEX: a subset of the runs
+  local envs=(NCCL_NVLS_ENABLE=0)
+  case $path in socket*) envs+=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo) ;; esac
+  [ "$path" = socket1x1 ] && envs+=(NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1)
+  [ "$path" = socket4x4 ] && envs+=(NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4)
+  echo "== $name ($path, $launch)" >>"$OUT/exec-perf.log"
+  if [ "$launch" = mpi ]; then
+    local xs=()
+    for e in "${envs[@]}"; do xs+=(-x "$e"); done
+    timeout "$tmo" "${MPIRUN[@]}" "${xs[@]}" "$NCCLZ" perf -g 1 "$@" --json "$RUNS/$name.json" >>"$OUT/exec-perf.log" 2>&1
+  else
+    timeout "$tmo" env "${envs[@]}" "$NCCLZ" perf -g 2 "$@" --json "$RUNS/$name.json" >>"$OUT/exec-perf.log" 2>&1
+  fi
+  local rc=$?
+  echo "$name rc=$rc"
+  [ -f "$RUNS/$name.json" ] && python3 - "$RUNS/$name.json" "$path" "$name" <<'EOF'
 import json, sys
-j = json.load(open(sys.argv[1]))
-for p in j["points"]:
-    c = p["coders"]
-    print(f"| {j['backend']} | {sys.argv[2]} | {j['collective']} | {j['compress']} | {j['quant']} | {p['size']} | "
-          f"{p['busbw']:.3f} | {p['cr']:.2f} | {c['raw']}:{c['fixedlen']}:{c['huffman']} | {p['wrong']} |")
+j = json.load(open(sys.argv[1])); j["path"] = sys.argv[2]; j["name"] = sys.argv[3]
+json.dump(j, open(sys.argv[1], "w"))
 EOF
 }
 
-ENVS=(NCCLZ_BENCH=1) # per-path NCCL settings for the next perf runs
-
-# CPU backend (threads): the same schedules and frames, any machine.
-for comp in off fixedlen huffman auto; do
-  q=qsgd:bits=8,bucket=512
-  [ $comp = off ] && q=none
-  perf "cpu-allreduce-$comp" threads -c allreduce -b 1M -e 16M -f 4 -g 2 -n 5 -w 1 \
-    --compress $comp --quant $q --profile "$PROFILE" --data "$GRAD"
-done
-perf cpu-alltoall-auto threads -c alltoall -b 1M -e 16M -f 4 -g 2 -n 5 -w 1 --compress auto \
-  --quant qsgd:bits=8,bucket=512 --profile "$PROFILE" --data "$GRAD"
-
-# GPU rows: only when this build has the NCCL backend (exec/nccl_exec.cu).
-if "$NCCLZ" perf --backend nccl -g 1 -b 1K -e 1K --compress off >/dev/null 2>&1; then
-  for path in nvlink socket socket1x1 socket4x4; do
-    ENVS=(NCCLZ_BENCH=1)
-    case $path in
-    socket*) ENVS+=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo) ;;
-    esac
-    [ $path = socket1x1 ] && ENVS+=(NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1)
-    [ $path = socket4x4 ] && ENVS+=(NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4)
-    for comp in off auto; do
-      q=qsgd:bits=8,bucket=512
-      [ $comp = off ] && q=none
-      for coll in allreduce alltoall; do
-        perf "gpu-$path-$coll-$comp" "$path" --backend nccl -c $coll -b 1M -e 1G -f 4 -g 2 \
-          --compress $comp --quant $q --profile "$PROFILE" --data "$GRAD" --trace "$OUT/exec-trace-$path-$coll.json"
-      done
+Q=qsgd:bits=8,bucket=512
+SIZES=(-b 1M -e 1G -f 4)
+[ "${QUICK:-0}" = 1 ] && SIZES=(-b 1M -e 1G -f 32)
+if [ "$NGPU" -ge 2 ]; then
+  for coll in allreduce alltoall; do
+    perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --compress off --data "$GRAD"
+    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --compress auto --quant $Q \
+      --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-nvlink-$coll.json"
+  done
+  for path in socket socket1x1 socket4x4; do
+    colls="allreduce alltoall"
+    [ "$path" != socket ] && colls=allreduce
+    for coll in $colls; do
+      perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 3 -w 1 --compress off --data "$GRAD"
+      perf "$path-$coll-auto" $path threads 70 -c $coll "${SIZES[@]}" -n 3 -w 1 --compress auto --quant $Q \
+        --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
-  "${MPIRUN[@]}" -np 2 "$NCCLZ" perf --backend nccl -g 1 -c allreduce -b 1M -e 256M -f 4 --compress auto \
-    --quant qsgd:bits=8,bucket=512 --profile "$PROFILE" --json "$OUT/exec-gpu-mpi-allreduce.json"
+  # The fixed coders on the socket path (what auto chooses between), and the MPI launch mode.
+  perf socket-allreduce-fixedlen socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --compress fixedlen \
+    --quant $Q --data "$GRAD"
+  perf socket-allreduce-huffman socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --compress huffman \
+    --quant $Q --data "$GRAD"
+  perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce -b 1M -e 1G -f 32 -n 10 -w 2 --compress off --data "$GRAD"
+  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce -b 1M -e 1G -f 32 -n 10 -w 2 --compress auto --quant $Q \
+    --profile "$PROFILE" --data "$GRAD"
+  perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 3 -w 1 --compress auto --quant $Q \
+    --profile "$PROFILE" --data "$GRAD"
 else
-  echo "GPU rows skipped: this build has no NCCL backend yet (exec/nccl_exec.cu)" | tee -a "$OUT/exec-perf.log"
+  perf cpu-allreduce-auto threads threads 300 --backend cpu -c allreduce -b 1M -e 16M -f 4 -n 3 -w 1 \
+    --compress auto --quant $Q --profile "$PROFILE" --data "$GRAD"
 fi
-cat "$table"
+
+# Everything into one JSON and one table (speedup against the plain run of the same path and size).
+DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+NCCLV=$(grep -h "NCCL version" "$OUT/exec-perf.log" 2>/dev/null | head -1)
+NCCLV=${NCCLV:-$(grep -m1 -ho "define NCCL_VERSION_CODE [0-9]*" /usr/include/nccl.h 2>/dev/null)}
+python3 - "$RUNS" "$OUT" "${DATE}" "$COMMIT" "${DEVICE:-none}" "${NCCLV:-unknown}" <<'EOF'
+import glob, json, os, sys
+runs_dir, out, date, commit, device, nccl = sys.argv[1:7]
+runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(runs_dir, "*.json"))) if "trace-" not in f]
+res = {"date": date, "commit": commit, "device": device, "nccl": nccl, "runs": runs}
+path = os.path.join(out, "exec-%s.json" % date[:10])
+json.dump(res, open(path, "w"), indent=1)
+plain = {}
+for r in runs:
+    if r["compress"] == "off":
+        for p in r["points"]:
+            plain[(r["path"], r.get("launch"), r["collective"], p["size"])] = p
+rows = ["| path | launch | collective | compress | size | time us | busbw GB/s | plain busbw | speedup | wire CR | 0.7xCR | coders r:f:h | exposed | #wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+for r in runs:
+    for p in r["points"]:
+        b = plain.get((r["path"], r.get("launch"), r["collective"], p["size"])) or plain.get((r["path"], "threads", r["collective"], p["size"]))
+        sp = b["time_us"] / p["time_us"] if b and p["time_us"] > 0 else float("nan")
+        wcr = p["raw_bytes"] / p["wire_bytes"] if p.get("wire_bytes") else 1.0
+        c = p["coders"]
+        ex = "%.1f%%" % (100 * p["exposed_frac"]) if "exposed_frac" in p else ""
+        rows.append(f"| {r['path']} | {r.get('launch','')} | {r['collective']} | {r['compress']} | {p['size']>>20} MiB | {p['time_us']:.0f} | "
+                    f"{p['busbw']:.2f} | {b['busbw'] if b else float('nan'):.2f} | {sp:.2f} | {wcr:.2f} | {0.7*wcr:.2f} | "
+                    f"{c['raw']}:{c['fixedlen']}:{c['huffman']} | {ex} | {p['wrong']} |")
+open(os.path.join(out, "exec-table.md"), "w").write("\n".join(rows) + "\n")
+print("\n".join(rows)); print("wrote", path)
+EOF
+grep -h "# trace" "$OUT/exec-perf.log" | tail -20
+grep -hiE "error|fail" "$OUT/exec-perf.log" | head -20

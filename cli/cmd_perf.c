@@ -24,6 +24,9 @@ typedef struct {
   size_t min_bytes, max_bytes;
   double factor;
   int ngpus, iters, warmup, root;
+  int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
+  int mpi;                     /* launched by mpirun: one rank per process */
+  const char *hint;
   ncclzDtype dtype;
   ncclzConfig cfg;
   const char *quant_text, *data, *json, *profile, *backend, *trace;
@@ -36,12 +39,18 @@ static void print_help(void) {
   printf("usage: ncclz perf -c allreduce|reducescatter|allgather|alltoall|broadcast -b MIN -e MAX -f FACTOR\n"
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
-         "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n\n"
+         "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
+         "                  [--hint nvlink|shm|net]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
          "file into the send buffers at a different offset per rank. auto needs --profile (or $NCCLZ_PROFILE).\n"
-         "The backend defaults to nccl when built with CUDA, else cpu (threads, one per rank).\n"
+         "The backend defaults to nccl when built with CUDA, else cpu (threads, one per rank). nccl: -g N runs\n"
+         "one process with a thread per GPU; `mpirun -np N ncclz perf -g 1` one rank per GPU (NCCL id over MPI).\n"
+         "--hint is the path REA plans for (default: net when NCCL_P2P_DISABLE=1, else nvlink; cpu: net).\n"
+         "--trace FILE (nccl): one extra traced call per size; the last size's timeline goes to FILE (rank 0)\n"
+         "and FILE.rN (rank N) as Chrome trace JSON; the exposed codec time is printed per size.\n"
+         "Outputs above 4M elements are checked on a stride (every element up to 4M checked).\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
 }
 
@@ -58,6 +67,7 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'P': o->profile = arg; break;
   case 'B': o->backend = arg; break;
   case 'T': o->trace = arg; break;
+  case 'H': o->hint = arg; break;
   case 'r': o->root = atoi(arg); break;
   case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
@@ -78,6 +88,7 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"trace", required_argument, 0, 'T'},    {"root", required_argument, 0, 'r'},
       {"chunk", required_argument, 0, 'k'},    {"final-bound", required_argument, 0, 'E'},
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
+      {"hint", required_argument, 0, 'H'},
       {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
@@ -111,7 +122,8 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
   if (o->ngpus < 1 || o->ngpus > 64) return cli_usage_error(VERB, "-g %d: need 1..64", o->ngpus);
   if (o->iters < 1 || o->warmup < 0) return cli_usage_error(VERB, "-n must be >= 1 and -w >= 0");
   if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
-  if (o->root < 0 || o->root >= o->ngpus) return cli_usage_error(VERB, "--root %d: need 0..%d", o->root, o->ngpus - 1);
+  o->nranks = o->ngpus;
+  if (o->hint && ncclzHintFromName(o->hint) < 0) return cli_usage_error(VERB, "--hint %s: nvlink|shm|net", o->hint);
   if (ncclzQuantSpecParse(o->quant_text, &o->cfg.quant)) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
   if (o->cfg.policy == NCCLZ_POLICY_OFF && o->cfg.quant.kind != NCCLZ_QUANT_NONE)
     return cli_usage_error(VERB, "--compress off is the plain collective: it takes no --quant");
@@ -124,10 +136,10 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
 /* ------------------------------------------------------------------ data */
 
 static size_t in_elems(const perf_opts *o, size_t count) {
-  return o->coll == NCCLZ_REDUCESCATTER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->ngpus : count;
+  return o->coll == NCCLZ_REDUCESCATTER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
 }
 static size_t out_elems(const perf_opts *o, size_t count) {
-  return o->coll == NCCLZ_ALLGATHER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->ngpus : count;
+  return o->coll == NCCLZ_ALLGATHER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
 }
 
 /* Input i of rank r: the file tiled from a per-rank offset, else integers (lossless modes stay
@@ -135,7 +147,7 @@ static size_t out_elems(const perf_opts *o, size_t count) {
 static float input_value(const perf_opts *o, int r, size_t i) {
   float v;
   if (o->file) {
-    size_t off = (size_t)r * (o->file_n / (size_t)o->ngpus + 7919);
+    size_t off = (size_t)r * (o->file_n / (size_t)o->nranks + 7919);
     v = o->file[(off + i) % o->file_n];
   } else if (o->cfg.quant.kind == NCCLZ_QUANT_NONE) {
     v = (float)((long)((r * 7 + (long)(i % 1000003) * 13) % 61) - 30);
@@ -154,10 +166,10 @@ static double expected(const perf_opts *o, size_t count, int me, size_t i) {
   double s = 0;
   switch (o->coll) {
   case NCCLZ_ALLREDUCE:
-    for (int q = 0; q < o->ngpus; q++) s += input_value(o, q, i);
+    for (int q = 0; q < o->nranks; q++) s += input_value(o, q, i);
     return s;
   case NCCLZ_REDUCESCATTER:
-    for (int q = 0; q < o->ngpus; q++) s += input_value(o, q, (size_t)me * count + i);
+    for (int q = 0; q < o->nranks; q++) s += input_value(o, q, (size_t)me * count + i);
     return s;
   case NCCLZ_ALLGATHER: return input_value(o, (int)(i / count), i % count);
   case NCCLZ_ALLTOALL: return input_value(o, (int)(i / count), (size_t)me * count + i % count);
@@ -166,6 +178,16 @@ static double expected(const perf_opts *o, size_t count, int me, size_t i) {
 }
 
 /* ----------------------------------------------------------- cpu backend */
+
+typedef struct {
+  size_t size, count;
+  double time_us, algbw, busbw, cr, maxerr, bound;
+  uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
+  double codec_us, exposed_us, comm_us, iface_us; /* nccl --trace: the traced call */
+  int traced;
+} perf_point;
+
+
 
 typedef struct {
   const perf_opts *o;
@@ -204,12 +226,6 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
-typedef struct {
-  size_t size, count;
-  double time_us, algbw, busbw, cr, maxerr, bound;
-  uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
-} perf_point;
-
 static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
   size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, count), no = out_elems(o, count);
   float *x = malloc((ni + 1) * sizeof *x);
@@ -222,14 +238,15 @@ static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
   free(x);
 }
 
-/* Wrong elements and max error of one rank's output. */
-static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
-  size_t no = out_elems(o, j->count);
+/* Wrong elements and max error of one rank's output (host copy, dtype); every `stride`-th element. */
+static void check_output(const perf_opts *o, size_t count, int rank, const void *out, double bound, size_t stride,
+                         perf_point *p) {
+  size_t no = out_elems(o, count);
   float *y = malloc((no + 1) * sizeof *y);
-  ncclzToFloat(j->out, o->dtype, no, y);
+  ncclzToFloat(out, o->dtype, no, y);
   int lossless = o->cfg.quant.kind == NCCLZ_QUANT_NONE;
-  for (size_t i = 0; i < no; i++) {
-    double e = expected(o, j->count, j->rank, i), err = fabs((double)y[i] - e);
+  for (size_t i = 0; i < no; i += stride) {
+    double e = expected(o, count, rank, i), err = fabs((double)y[i] - e);
     if (lossless) {
       float ef = (float)e;
       uint16_t h;
@@ -238,12 +255,19 @@ static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
         ncclzToFloat(&h, o->dtype, 1, &ef);
       }
       p->wrong += memcmp(&ef, &y[i], 4) != 0 && !o->file; /* file data: float sums depend on order */
+    } else if (bound < 0) { /* plain NCCL ran (auto kept everything RAW): float rounding only */
+      double eps = o->dtype == NCCLZ_DTYPE_BF16 ? 0x1p-8 : o->dtype == NCCLZ_DTYPE_F16 ? 0x1p-11 : 0x1p-23;
+      p->wrong += !(err <= o->nranks * eps * fabs(e) + 1e-30);
     } else {
-      p->wrong += !(err <= j->stats.error_bound);
+      p->wrong += !(err <= bound);
     }
     if (err > p->maxerr) p->maxerr = err;
   }
   free(y);
+}
+
+static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
+  check_output(o, j->count, j->rank, j->out, j->stats.error_bound, 1, p);
 }
 
 static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
@@ -282,7 +306,7 @@ static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
 
 static void print_header(const perf_opts *o) {
   fprintf(stderr, "# ncclz perf: %s, %d ranks (%s backend), compress %s, quant %s, dtype %s\n",
-          ncclzCollectiveName(o->coll), o->ngpus, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
+          ncclzCollectiveName(o->coll), o->nranks, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
           ncclzDtypeName(o->dtype));
   fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s\n", "size", "count", "type", "redop", "root",
           "time", "algbw", "busbw", "#wrong", "cr", "coders", "maxerr");
@@ -316,6 +340,13 @@ static cJSON *point_json(const perf_point *p) {
   cJSON_AddNumberToObject(j, "wire_bytes", (double)p->wire);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)p->mix[c]);
   cJSON_AddItemToObject(j, "coders", mix);
+  if (p->traced) {
+    cJSON_AddNumberToObject(j, "codec_us", p->codec_us);
+    cJSON_AddNumberToObject(j, "exposed_us", p->exposed_us);
+    cJSON_AddNumberToObject(j, "exposed_frac", p->codec_us > 0 ? p->exposed_us / p->codec_us : 0);
+    cJSON_AddNumberToObject(j, "comm_us", p->comm_us);
+    cJSON_AddNumberToObject(j, "iface_us", p->iface_us);
+  }
   return j;
 }
 
@@ -324,13 +355,15 @@ static int write_json(const perf_opts *o, cJSON *points) {
   cJSON_AddStringToObject(j, "verb", "perf");
   cJSON_AddStringToObject(j, "collective", ncclzCollectiveName(o->coll));
   cJSON_AddStringToObject(j, "backend", o->backend);
-  cJSON_AddNumberToObject(j, "nranks", o->ngpus);
+  cJSON_AddNumberToObject(j, "nranks", o->nranks);
+  cJSON_AddStringToObject(j, "launch", o->mpi ? "mpi" : "threads");
+  cJSON_AddStringToObject(j, "hint", o->hint ? o->hint : "net");
   cJSON_AddStringToObject(j, "compress", ncclzPolicyName(o->cfg.policy));
   cJSON_AddStringToObject(j, "quant", o->quant_text);
   cJSON_AddStringToObject(j, "dtype", ncclzDtypeName(o->dtype));
   cJSON_AddStringToObject(j, "data", o->data ? o->data : "synthetic");
   cJSON_AddNumberToObject(j, "chunk_bytes", (double)o->cfg.chunk_bytes);
-  cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->ngpus));
+  cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->nranks));
   cJSON_AddItemToObject(j, "points", points);
   char *s = cJSON_Print(j);
   FILE *f = fopen(o->json, "w");
@@ -356,37 +389,325 @@ static int load_inputs(perf_opts *o) {
   return CLI_OK;
 }
 
+/* Sizes MIN, MIN*FACTOR, ... <= MAX, as element counts per rank's block (nccl-tests' rule). */
+static size_t make_points(const perf_opts *o, perf_point **pts) {
+  size_t n = 0, ds = ncclzDtypeSize(o->dtype);
+  for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes * 1.000001; sz *= o->factor) n++;
+  *pts = calloc(n + 1, sizeof **pts);
+  size_t k = 0;
+  for (double sz = (double)o->min_bytes; k < n; sz *= o->factor, k++) {
+    size_t per = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_BROADCAST ? 1 : (size_t)o->nranks;
+    (*pts)[k].count = (size_t)sz / ds / per;
+    (*pts)[k].size = (*pts)[k].count * ds * per;
+  }
+  return n;
+}
+
+static void finish_point(const perf_opts *o, perf_point *p) {
+  double secs = p->time_us * 1e-6;
+  p->algbw = secs > 0 ? (double)p->size / secs / 1e9 : 0;
+  p->busbw = p->algbw * ncclzBusBwFactor(o->coll, o->nranks);
+  p->cr = p->frames_b ? (double)p->raw / (double)p->frames_b : 1.0;
+}
+
+/* ----------------------------------------------------------- nccl backend */
+#ifdef NCCLZ_HAVE_NCCL
+#include <cuda_runtime_api.h>
+
+typedef struct {
+  const perf_opts *o;
+  ncclzTransport *t;
+  int rank, dev;
+  perf_point *pts;
+  size_t npts;
+  cJSON *json_points; /* rank 0 */
+  uint64_t wrong;
+  int rc;
+} gpu_rank;
+
+static ncclDataType_t nccl_type(ncclzDtype d) {
+  return d == NCCLZ_DTYPE_BF16 ? ncclBfloat16 : d == NCCLZ_DTYPE_F16 ? ncclFloat16 : ncclFloat32;
+}
+
+static ncclzStatus gpu_call(const perf_opts *o, ncclzComm_t c, const void *in, void *out, size_t count,
+                            cudaStream_t s) {
+  ncclDataType_t t = nccl_type(o->dtype);
+  switch (o->coll) {
+  case NCCLZ_ALLREDUCE: return ncclzAllReduce(in, out, count, t, ncclSum, c, s);
+  case NCCLZ_REDUCESCATTER: return ncclzReduceScatter(in, out, count, t, ncclSum, c, s);
+  case NCCLZ_ALLGATHER: return ncclzAllGather(in, out, count, t, c, s);
+  case NCCLZ_ALLTOALL: return ncclzAlltoAll(in, out, count, t, c, s);
+  default: return ncclzBroadcast(in, out, count, t, o->root, c, s);
+  }
+}
+
+/* Chrome trace JSON (Perfetto opens it): one process per rank, one thread per stream. */
+static void write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
+  const ncclzTraceEvent *ev;
+  size_t n;
+  ncclzCommTrace(c, &ev, &n, NULL);
+  static const char *lanes[4] = {"interface", "encode", "nccl", "decode"};
+  cJSON *arr = cJSON_CreateArray();
+  for (int l = 0; l < 4; l++) {
+    cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", "thread_name");
+    cJSON_AddStringToObject(m, "ph", "M");
+    cJSON_AddNumberToObject(m, "pid", rank);
+    cJSON_AddNumberToObject(m, "tid", l);
+    cJSON_AddStringToObject(a, "name", lanes[l]);
+    cJSON_AddItemToObject(m, "args", a);
+    cJSON_AddItemToArray(arr, m);
+  }
+  for (size_t i = 0; i < n; i++) {
+    cJSON *e = cJSON_CreateObject(), *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", ev[i].name);
+    cJSON_AddStringToObject(e, "ph", "X");
+    cJSON_AddNumberToObject(e, "pid", rank);
+    cJSON_AddNumberToObject(e, "tid", ev[i].lane);
+    cJSON_AddNumberToObject(e, "ts", ev[i].ts_us);
+    cJSON_AddNumberToObject(e, "dur", ev[i].dur_us);
+    cJSON_AddNumberToObject(a, "step", ev[i].step);
+    cJSON_AddNumberToObject(a, "chunk", ev[i].chunk);
+    cJSON_AddItemToObject(e, "args", a);
+    cJSON_AddItemToArray(arr, e);
+  }
+  char path[1024];
+  if (rank)
+    snprintf(path, sizeof path, "%s.r%d", o->trace, rank);
+  else
+    snprintf(path, sizeof path, "%s", o->trace);
+  char *txt = cJSON_PrintUnformatted(arr);
+  FILE *f = fopen(path, "w");
+  if (f && txt) fputs(txt, f);
+  if (f) fclose(f);
+  free(txt);
+  cJSON_Delete(arr);
+}
+
+enum { AG_MAX = 3, AG_SUM = 9 };
+
+/* Max of time, maxerr, bound over ranks; sums of the counters (each rank fills its own slots). */
+static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *st, const ncclzTraceSummary *ts,
+                             uint64_t wrong, double maxerr, double secs) {
+  int nr = g->t->nranks;
+  size_t nv = AG_MAX + (size_t)AG_SUM * nr;
+  double *v = calloc(nv, sizeof *v), *m = v + AG_MAX + (size_t)AG_SUM * g->rank;
+  v[0] = secs * 1e6;
+  v[1] = maxerr;
+  v[2] = st->error_bound;
+  double mine[AG_SUM] = {(double)wrong,         (double)st->raw_bytes,     (double)st->frame_bytes,
+                         (double)st->wire_bytes, (double)st->coder_mix[0], (double)st->coder_mix[1],
+                         (double)st->coder_mix[2], ts->codec_us,            ts->exposed_us};
+  memcpy(m, mine, sizeof mine);
+  ncclzStatus s = g->t->allreduce_max(g->t, v, nv);
+  p->time_us = v[0];
+  p->maxerr = v[1];
+  p->bound = v[2];
+  for (int r = 0; r < nr; r++) {
+    const double *q = v + AG_MAX + (size_t)AG_SUM * r;
+    p->wrong += (uint64_t)q[0];
+    p->raw += (uint64_t)q[1];
+    p->frames_b += (uint64_t)q[2];
+    p->wire += (uint64_t)q[3];
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) p->mix[c] += (uint64_t)q[4 + c];
+    p->codec_us += q[7];
+    p->exposed_us += q[8];
+  }
+  p->comm_us = ts->comm_us;
+  p->iface_us = ts->iface_us;
+  free(v);
+  return s;
+}
+
+static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_point *p, int last) {
+  const perf_opts *o = g->o;
+  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, p->count), no = out_elems(o, p->count);
+  float *x = malloc((ni + 1) * sizeof *x);
+  void *hin = malloc((ni + 1) * ds), *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
+  for (size_t i = 0; i < ni; i++) x[i] = input_value(o, g->rank, i);
+  ncclzFromFloat(x, ni, o->dtype, hin);
+  free(x);
+  ncclzStatus st = NCCLZ_OK;
+  if (cudaMalloc(&din, (ni + 1) * ds) || cudaMalloc(&dout, (no + 1) * ds) ||
+      cudaMemcpy(din, hin, ni * ds, cudaMemcpyHostToDevice) || cudaMemset(dout, 0, (no + 1) * ds))
+    st = ncclzSetError(NCCLZ_ERR_CUDA, "perf buffers of %zu + %zu elements", ni, no);
+  for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
+  double v = 0, t0 = 0, secs = 0;
+  if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
+  t0 = now();
+  for (int i = 0; !st && i < o->iters; i++) st = gpu_call(o, c, din, dout, p->count, s);
+  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
+  secs = (now() - t0) / o->iters;
+  ncclzExecStats es;
+  ncclzCommLastStats(c, &es);
+  ncclzTraceSummary ts = {0};
+  if (!st && o->trace) { /* one extra call with timing events, outside the timed loop */
+    ncclzCommSetTrace(c, 1);
+    st = gpu_call(o, c, din, dout, p->count, s);
+    ncclzCommSetTrace(c, 0);
+    ncclzCommTrace(c, NULL, NULL, &ts);
+    p->traced = 1;
+    if (!st && last) write_trace(o, g->rank, c);
+  }
+  perf_point mine = {0};
+  if (!st && cudaMemcpy(hout, dout, no * ds, cudaMemcpyDeviceToHost))
+    st = ncclzSetError(NCCLZ_ERR_CUDA, "copy of the output");
+  size_t stride = no > (4u << 20) ? no / (4u << 20) + 1 : 1;
+  /* No frames in a quantized mode: REA kept the message RAW and plain NCCL ran (exact but for
+   * float rounding), so the quantizer's bound does not apply (-1: check the float rounding). */
+  double bound = es.frames == 0 && o->cfg.quant.kind != NCCLZ_QUANT_NONE ? -1 : es.error_bound;
+  if (!st) check_output(o, p->count, g->rank, hout, bound, stride, &mine);
+  cudaFree(din);
+  cudaFree(dout);
+  free(hin);
+  free(hout);
+  if (st) return st;
+  return aggregate(g, p, &es, &ts, mine.wrong, mine.maxerr, secs);
+}
+
+static void *gpu_rank_main(void *arg) {
+  gpu_rank *g = arg;
+  const perf_opts *o = g->o;
+  ncclzComm_t c = NULL;
+  cudaStream_t s = NULL;
+  ncclzStatus st = ncclzCommInitCreate(&c, g->t, g->dev, &o->cfg);
+  if (!st && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream");
+  for (size_t k = 0; !st && k < g->npts; k++) {
+    perf_point *p = &g->pts[k];
+    st = gpu_point(g, c, s, p, k + 1 == g->npts);
+    if (st || g->rank) continue;
+    finish_point(o, p);
+    g->wrong += p->wrong;
+    print_point(o, p);
+    if (p->traced)
+      fprintf(stderr, "# trace %zu B: codec %.0f us, exposed %.0f us (%.1f%%), nccl busy %.0f us, interface %.0f us\n",
+              p->size, p->codec_us, p->exposed_us, p->codec_us > 0 ? 100 * p->exposed_us / p->codec_us : 0,
+              p->comm_us, p->iface_us);
+    cJSON_AddItemToArray(g->json_points, point_json(p));
+  }
+  if (st) g->rc = cli_runtime_error(VERB, "rank %d: %s", g->rank, ncclzLastError());
+  if (s) cudaStreamDestroy(s);
+  ncclzCommDestroy(c);
+  return NULL;
+}
+
+static void nccl_defaults(perf_opts *o) {
+  const char *p2p = getenv("NCCL_P2P_DISABLE");
+  if (!o->hint) o->hint = p2p && atoi(p2p) ? "net" : "nvlink";
+  o->cfg.hint = (ncclzTransportHint)ncclzHintFromName(o->hint);
+}
+
+/* One process, a thread per GPU (-g N), or this process as one MPI rank (mpirun ... -g 1). */
+static int run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
+  perf_point *pts;
+  int ndev = 0;
+  cudaGetDeviceCount(&ndev);
+  if (o->mpi) {
+    ncclzTransport *t = ncclzMpiTransportCreate();
+    if (!t) return cli_runtime_error(VERB, "MPI transport: %s", ncclzLastError());
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    gpu_rank g = {o, t, t->rank, ndev ? (lr ? atoi(lr) : t->rank) % ndev : 0, NULL, 0, points, 0, CLI_OK};
+    g.npts = make_points(o, &g.pts);
+    if (t->rank == 0) print_header(o);
+    gpu_rank_main(&g);
+    *wrong = g.wrong;
+    free(g.pts);
+    t->destroy(t);
+    return g.rc;
+  }
+  if (ndev < o->ngpus) return cli_runtime_error(VERB, "-g %d: this machine has %d GPUs", o->ngpus, ndev);
+  size_t np = make_points(o, &pts);
+  free(pts);
+  ncclzThreadGroup *tg = ncclzThreadGroupCreate(o->ngpus);
+  gpu_rank *g = calloc((size_t)o->ngpus, sizeof *g);
+  pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
+  print_header(o);
+  for (int r = 0; r < o->ngpus; r++) {
+    g[r] = (gpu_rank){o, ncclzThreadGroupTransport(tg, r), r, r, NULL, 0, points, 0, CLI_OK};
+    g[r].npts = make_points(o, &g[r].pts);
+    pthread_create(&th[r], NULL, gpu_rank_main, &g[r]);
+  }
+  int rc = CLI_OK;
+  for (int r = 0; r < o->ngpus; r++) {
+    pthread_join(th[r], NULL);
+    if (g[r].rc && rc == CLI_OK) rc = g[r].rc;
+    free(g[r].pts);
+  }
+  *wrong = g[0].wrong;
+  (void)np;
+  ncclzThreadGroupDestroy(tg);
+  free(g);
+  free(th);
+  return rc;
+}
+#endif
+
+static int run_cpu(perf_opts *o, cJSON *points, uint64_t *wrong) {
+  perf_point *pts;
+  size_t np = make_points(o, &pts);
+  int rc = CLI_OK;
+  print_header(o);
+  for (size_t k = 0; rc == CLI_OK && k < np; k++) {
+    perf_point *p = &pts[k];
+    rc = run_point_cpu(o, p->count, p);
+    finish_point(o, p);
+    *wrong += p->wrong;
+    print_point(o, p);
+    cJSON_AddItemToArray(points, point_json(p));
+  }
+  free(pts);
+  return rc;
+}
+
 int cli_perf(int argc, char **argv) {
   perf_opts o;
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? CLI_OK : rc;
-  if (!o.backend) o.backend = "cpu";
-  if (strcmp(o.backend, "cpu")) return cli_usage_error(VERB, "--backend %s: this build has the cpu backend only", o.backend);
-  if ((rc = load_inputs(&o)) != CLI_OK) return rc;
-  print_header(&o);
-  cJSON *points = cJSON_CreateArray();
-  size_t ds = ncclzDtypeSize(o.dtype);
-  uint64_t wrong = 0;
-  for (double sz = (double)o.min_bytes; rc == CLI_OK && sz <= (double)o.max_bytes * 1.000001; sz *= o.factor) {
-    perf_point p = {0};
-    size_t per = o.coll == NCCLZ_ALLREDUCE || o.coll == NCCLZ_BROADCAST ? 1 : (size_t)o.ngpus;
-    p.count = (size_t)sz / ds / per;
-    p.size = p.count * ds * per;
-    rc = run_point_cpu(&o, p.count, &p);
-    double secs = p.time_us * 1e-6;
-    p.algbw = secs > 0 ? (double)p.size / secs / 1e9 : 0;
-    p.busbw = p.algbw * ncclzBusBwFactor(o.coll, o.ngpus);
-    p.cr = p.frames_b ? (double)p.raw / (double)p.frames_b : 1.0;
-    wrong += p.wrong;
-    print_point(&o, &p);
-    cJSON_AddItemToArray(points, point_json(&p));
+#ifdef NCCLZ_HAVE_NCCL
+  if (!o.backend) o.backend = "nccl";
+  const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
+  o.mpi = !strcmp(o.backend, "nccl") && ws && atoi(ws) > 1 && ncclzMpiAvailable();
+  if (o.mpi) {
+    if (o.ngpus != 1) return cli_usage_error(VERB, "under mpirun: -g 1 (one rank per GPU)");
+    if (ncclzMpiInit(&argc, &argv)) return cli_runtime_error(VERB, "MPI: %s", ncclzLastError());
+    o.nranks = atoi(ws);
   }
-  if (o.json && rc == CLI_OK)
+  if (!strcmp(o.backend, "nccl")) nccl_defaults(&o);
+#else
+  if (!o.backend) o.backend = "cpu";
+#endif
+  if (strcmp(o.backend, "cpu") && strcmp(o.backend, "nccl"))
+    return cli_usage_error(VERB, "--backend %s: cpu|nccl", o.backend);
+#ifndef NCCLZ_HAVE_NCCL
+  if (!strcmp(o.backend, "nccl")) return cli_usage_error(VERB, "--backend nccl: this build has no CUDA/NCCL");
+#endif
+  if (o.root < 0 || o.root >= o.nranks) return cli_usage_error(VERB, "--root %d: need 0..%d", o.root, o.nranks - 1);
+  if (o.hint) o.cfg.hint = (ncclzTransportHint)ncclzHintFromName(o.hint);
+  if ((rc = load_inputs(&o)) != CLI_OK) return rc;
+  cJSON *points = cJSON_CreateArray();
+  uint64_t wrong = 0;
+#ifdef NCCLZ_HAVE_NCCL
+  if (!strcmp(o.backend, "nccl"))
+    rc = run_nccl(&o, points, &wrong);
+  else
+#endif
+    rc = run_cpu(&o, points, &wrong);
+  int me = 0;
+#ifdef NCCLZ_HAVE_NCCL
+  if (o.mpi) {
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    me = r ? atoi(r) : 0;
+  }
+#endif
+  if (o.json && rc == CLI_OK && me == 0)
     rc = write_json(&o, points);
   else
     cJSON_Delete(points);
   free(o.file);
+#ifdef NCCLZ_HAVE_NCCL
+  if (o.mpi) ncclzMpiFinalize();
+#endif
   if (rc == CLI_OK && wrong) rc = cli_runtime_error(VERB, "%llu wrong elements", (unsigned long long)wrong);
   return rc;
 }

@@ -19,7 +19,7 @@
  * explains why this option was chosen over size-deterministic FIXEDLEN or piggy-backed headers.
  *
  * Transports: an in-process one (one thread per rank) and MPI (one process per rank); the NCCL
- * backend (point-to-point inside ncclGroupStart/End, on GPUs) is still to come (see the end). */
+ * backend (point-to-point inside ncclGroupStart/End, on GPUs) is at the end. */
 #ifndef NCCLZ_EXEC_H
 #define NCCLZ_EXEC_H
 
@@ -135,10 +135,81 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
                          ncclzDtype dtype, int root, ncclzExecStats *stats);
 
 /* ----------------------------------------------------------------- NCCL path
- * Not built yet (issue 5, priority 2): ncclzCommInit (wrap or create an ncclComm_t, with an
- * ncclzTransport as the control lane), ncclzAllReduce/ReduceScatter/AllGather/AlltoAll/Broadcast
- * with NCCL's signatures, GPU codecs from codecs_cuda.h, ping-pong staging banks. exec/CMakeLists.txt
- * compiles exec/nccl_exec.cu and defines NCCLZ_HAVE_NCCL once that file exists. */
+ * Compressed collectives on GPUs (exec/nccl_exec.cu; built with NCCLZ_CUDA, which defines
+ * NCCLZ_HAVE_NCCL). Payload frames move with ncclSend/ncclRecv (one ncclGroupStart/End per
+ * (step, chunk) of the schedule); their 64-byte headers move on the control lane of an
+ * ncclzTransport (threads of one process, or MPI), the same size protocol as the host engine.
+ * Every call is synchronous for the host (it returns when recvbuff is final): the host learns
+ * every frame size anyway, and the end-of-call check of the device status words makes a corrupt
+ * frame an error of this call. */
+#ifdef NCCLZ_HAVE_NCCL
+#ifdef __cplusplus
+} /* nccl.h brings C++ operator overloads (cuda_fp16.h): include it outside extern "C" */
+#endif
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ncclzComm *ncclzComm_t;
+
+/* Wraps an existing NCCL communicator (not owned: ncclzCommDestroy leaves it alone). ctrl is the
+ * control lane (same ranks, same numbering as nccl; owned by the caller). The config is checked
+ * on every rank and across ranks as ncclzHostCommInit does. The current CUDA device is the comm's. */
+ncclzStatus ncclzCommInit(ncclzComm_t *out, ncclComm_t nccl, ncclzTransport *ctrl, const ncclzConfig *cfg);
+/* Creates the NCCL communicator on `device`: rank 0's unique id travels over ctrl (MPI or threads). */
+ncclzStatus ncclzCommInitCreate(ncclzComm_t *out, ncclzTransport *ctrl, int device, const ncclzConfig *cfg);
+void ncclzCommDestroy(ncclzComm_t comm);
+ncclComm_t ncclzCommNccl(ncclzComm_t comm);
+
+/* NCCL's signatures. datatype ncclFloat32, ncclBfloat16 or ncclFloat16; op ncclSum (policy off
+ * passes any op through to NCCL). count as NCCL: allreduce/broadcast the whole buffer,
+ * reducescatter the output (recvcount), allgather the input (sendcount), alltoall per peer. */
+ncclzStatus ncclzAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclzComm_t comm, cudaStream_t stream);
+ncclzStatus ncclzReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclzComm_t comm, cudaStream_t stream);
+ncclzStatus ncclzAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclzComm_t comm, cudaStream_t stream);
+ncclzStatus ncclzAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclzComm_t comm, cudaStream_t stream);
+ncclzStatus ncclzBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclzComm_t comm, cudaStream_t stream);
+
+/* Inside ncclzGroupStart/End, calls are queued and run in order at ncclzGroupEnd (a framed call
+ * learns frame sizes on the host, so it cannot sit inside NCCL's own group deferral). Policy off
+ * calls also run at End, inside one ncclGroupStart/End. The buffers must stay valid until End. */
+ncclzStatus ncclzGroupStart(void);
+ncclzStatus ncclzGroupEnd(void);
+
+/* What the last call on this comm did (timings: t_total on the host; per-phase GPU times only
+ * while tracing). */
+void ncclzCommLastStats(ncclzComm_t comm, ncclzExecStats *stats);
+
+/* Tracing: while on, every call records CUDA events per chunk (encode, send/recv, decode, reduce)
+ * and keeps the timeline of the last call. Times are microseconds of CLOCK_REALTIME, so the
+ * ranks of one host line up. */
+typedef struct {
+  const char *name;   /* "quantize", "encode", "sendrecv", "send", "recv", "decode", "reduce", "dequantize" */
+  int lane;           /* 0 interface (user stream), 1 encode stream, 2 NCCL stream, 3 decode stream */
+  double ts_us, dur_us;
+  uint32_t step, chunk;
+  uint64_t bytes;     /* frame bytes sent or received (encode/decode: frame size) */
+} ncclzTraceEvent;
+
+typedef struct {
+  double total_us;    /* the call, first to last event */
+  double comm_us;     /* union of the NCCL intervals */
+  double codec_us;    /* sum of encode + decode + reduce (the pipelined codec work) */
+  double exposed_us;  /* the part of codec_us outside every NCCL interval */
+  double iface_us;    /* quantize + agreement + dequantize (once per call, not pipelined) */
+} ncclzTraceSummary;
+
+void ncclzCommSetTrace(ncclzComm_t comm, int on);
+/* The last traced call's events (owned by the comm, valid until its next call) and summary. */
+void ncclzCommTrace(ncclzComm_t comm, const ncclzTraceEvent **events, size_t *n, ncclzTraceSummary *sum);
+#endif /* NCCLZ_HAVE_NCCL */
 
 #ifdef __cplusplus
 }
