@@ -68,17 +68,6 @@ void ncclzReaPredictFrames(const ncclzSampleStats *s, uint64_t n, size_t dtype_b
   ncclz_rea_predict(s, n, dtype_bytes, side_bytes, cp, cand);
 }
 
-static ncclzReaRules rules_of(const ncclzReaConfig *cfg, size_t stage_cap) {
-  ncclzReaRules r;
-  r.stage_cap_bytes = stage_cap;
-  r.fast_path_bytes = cfg->fast_path_bytes;
-  r.huff_min_bytes = cfg->huff_min_bytes;
-  r.min_gain_permil = cfg->min_gain_permil;
-  r.coder_mask = cfg->coder_mask;
-  r.huff_ctx_valid = cfg->huff_ctx_valid;
-  return r;
-}
-
 /* Step 1: reject what no frame can describe before touching any data. */
 static ncclzStatus check_frame_args(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym,
                                     size_t n, const ncclzFrameDesc *desc, ncclzReaResult *res) {
@@ -96,7 +85,7 @@ ncclzStatus ncclzReaPlan(const ncclzProfile *prof, const ncclzReaConfig *cfg, co
   if (s != NCCLZ_OK) return s;
   memset(res, 0, sizeof *res);
   size_t dtype_bytes = ncclzDtypeSize(desc->dtype);
-  ncclzReaRules rules = rules_of(cfg, stage_cap);
+  ncclzReaRules rules = ncclz_rea_rules(cfg, stage_cap);
   res->planned = res->committed = NCCLZ_CODER_RAW;
   res->cand.frame_raw_bytes = (double)n * (double)dtype_bytes;
   res->cand.raw_frame_bytes = ncclz_rea_raw_frame_bytes(n, desc->side_bytes);
@@ -134,7 +123,7 @@ static ncclzStatus commit_raw_or_fail(const int32_t *sym, size_t n, const ncclzF
 /* Step 4: encode the planned coder; 1 when its realized frame passes the post-check. */
 static ncclzStatus materialize(const ncclzReaConfig *cfg, const int32_t *sym, size_t n, const ncclzFrameDesc *desc,
                                uint8_t *dst, size_t stage_cap, ncclzReaResult *res, int *accepted) {
-  ncclzReaRules rules = rules_of(cfg, stage_cap);
+  ncclzReaRules rules = ncclz_rea_rules(cfg, stage_cap);
   size_t len = 0;
   *accepted = 0;
   ncclzStatus s = ncclzFrameEncode(res->planned, sym, n, desc, dst, stage_cap, &len);

@@ -11,6 +11,8 @@
 #define NCCLZ_REA_DECIDE_H
 
 #include "ncclz/model.h"
+/* The coder's own inline alphabet rule and code-length builder (host and device share it). */
+#include "../codecs/huff_codebook.h"
 
 #if defined(__CUDACC__)
 #define NCCLZ_REA_FN static inline __host__ __device__
@@ -220,6 +222,107 @@ NCCLZ_REA_FN double ncclz_rea_huffman_bits(const uint32_t *freq, const uint8_t *
   bits += 32.0 * freq[NCCLZ_REA_HIST_ESCAPE];
   if (distinct_tail > 1) bits += (double)freq[NCCLZ_REA_HIST_TAIL] * ncclz_rea_bit_length(distinct_tail - 1);
   return bits;
+}
+
+/* -------------------------------------------------- sample accumulation
+ * Per-symbol steps of sample profiling. The host adds them up in one loop (model/sample.c); the
+ * device selector (model/rea_device.cuh) adds the same integers in parallel, so both get the
+ * same statistics bit for bit. */
+
+/* Range of the non-fill sampled symbols, and their sum (for the mean the fine bins centre on). */
+typedef struct {
+  int32_t min_sym, max_sym;
+  int64_t sum;
+  uint64_t count;
+} ncclzReaRange;
+
+/* The Huffman part of a sample: histogram, distinct tail values seen, used index span. */
+typedef struct {
+  uint32_t freq[NCCLZ_REA_HIST_TOTAL];
+  uint64_t tail_seen[(2 * NCCLZ_HUFF_MAX_RADIUS + 63) / 64];
+  int64_t lo_index, hi_index;
+} ncclzReaHuffSample;
+
+NCCLZ_REA_FN void ncclz_rea_range_init(ncclzReaRange *r) {
+  r->min_sym = INT32_MAX;
+  r->max_sym = INT32_MIN;
+  r->sum = 0;
+  r->count = 0;
+}
+
+NCCLZ_REA_FN void ncclz_rea_range_add(ncclzReaRange *r, int32_t s) {
+  if (s == NCCLZ_FILL_CODE) return; /* FORMAT.md: fill codes take no part in the alphabet */
+  if (s < r->min_sym) r->min_sym = s;
+  if (s > r->max_sym) r->max_sym = s;
+  r->sum += s;
+  r->count++;
+}
+
+/* The estimate's alphabet: the coder's radius rule around the sample mean (floor). The coder
+ * centres on a sample median; the mean is close enough for an estimate and needs no sort. */
+NCCLZ_REA_FN ncclzHuffAlphabet ncclz_rea_alphabet(const ncclzReaRange *r) {
+  if (!r->count) return ncclz_huff_choose_alphabet(0, 0, 0);
+  int64_t c = r->count;
+  int32_t centre = (int32_t)(r->sum >= 0 ? r->sum / c : -((-r->sum + c - 1) / c));
+  return ncclz_huff_choose_alphabet(r->min_sym, r->max_sym, centre);
+}
+
+NCCLZ_REA_FN void ncclz_rea_hist_init(ncclzReaHuffSample *h, ncclzHuffAlphabet a) {
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) h->freq[b] = 0;
+  for (unsigned w = 0; w < sizeof h->tail_seen / sizeof h->tail_seen[0]; w++) h->tail_seen[w] = 0;
+  h->lo_index = 2 * (int64_t)a.radius;
+  h->hi_index = 0;
+}
+
+/* The bin of one symbol and its index (for the span); a tail symbol also marks tail_seen. */
+NCCLZ_REA_FN uint32_t ncclz_rea_hist_locate(int32_t s, ncclzHuffAlphabet a, int64_t first_index, int64_t *idx) {
+  *idx = ncclz_rea_huff_index(s, a.centre, a.radius);
+  return ncclz_rea_hist_bin(*idx, a.radius, first_index);
+}
+
+NCCLZ_REA_FN void ncclz_rea_hist_add(ncclzReaHuffSample *h, int32_t s, ncclzHuffAlphabet a, int64_t first_index) {
+  int64_t idx;
+  uint32_t bin = ncclz_rea_hist_locate(s, a, first_index, &idx);
+  if (idx < h->lo_index) h->lo_index = idx;
+  if (idx > h->hi_index) h->hi_index = idx;
+  h->freq[bin]++;
+  if (bin == NCCLZ_REA_HIST_TAIL) h->tail_seen[idx / 64] |= 1ull << (idx % 64);
+}
+
+NCCLZ_REA_FN uint32_t ncclz_rea_popcount64(uint64_t w) {
+  uint32_t c = 0;
+  for (; w; w &= w - 1) c++;
+  return c;
+}
+
+/* Scratch of the code-length builder for the histogram's bins. */
+typedef struct {
+  uint64_t s64[NCCLZ_HUFF_SCRATCH64(NCCLZ_REA_HIST_TOTAL)];
+  uint32_t s32[NCCLZ_HUFF_SCRATCH32(NCCLZ_REA_HIST_TOTAL)];
+  uint8_t len[NCCLZ_REA_HIST_TOTAL];
+} ncclzReaLenScratch;
+
+/* The Huffman statistics from a finished histogram: code lengths, expected bits, table span. */
+NCCLZ_REA_FN void ncclz_rea_hist_finish(const ncclzReaHuffSample *h, ncclzReaLenScratch *w, ncclzSampleStats *st) {
+  ncclz_huff_lengths(h->freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, w->len, w->s64, w->s32);
+  uint32_t distinct_tail = 0;
+  for (unsigned k = 0; k < sizeof h->tail_seen / sizeof h->tail_seen[0]; k++)
+    distinct_tail += ncclz_rea_popcount64(h->tail_seen[k]);
+  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, w->len, distinct_tail);
+  st->huffman_table_span = (uint32_t)(h->hi_index - h->lo_index + 1);
+  st->huffman_valid = st->n_sampled > 0;
+}
+
+/* The admissibility rules of a config at a staging capacity. */
+NCCLZ_REA_FN ncclzReaRules ncclz_rea_rules(const ncclzReaConfig *cfg, uint64_t stage_cap) {
+  ncclzReaRules r;
+  r.stage_cap_bytes = stage_cap;
+  r.fast_path_bytes = cfg->fast_path_bytes;
+  r.huff_min_bytes = cfg->huff_min_bytes;
+  r.min_gain_permil = cfg->min_gain_permil;
+  r.coder_mask = cfg->coder_mask;
+  r.huff_ctx_valid = cfg->huff_ctx_valid;
+  return r;
 }
 
 /* ---------------------------------------------------------- predicted sizes */

@@ -10,13 +10,12 @@
 #include "ncclz/model.h"
 #include "rea_decide.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* First pass: FIXEDLEN widths, sample size, the min/max that choose the Huffman alphabet
- * (FORMAT.md: fill codes do not take part) and the sum that places the fine histogram bins. */
+/* First pass: FIXEDLEN widths of the sampled blocks, and the range and sum of the symbols. */
 static void scan_widths_and_range(const int32_t *sym, const ncclzSamplePlan *p, ncclzSampleStats *st,
-                                  int32_t *min_sym, int32_t *max_sym, int64_t *sum, uint64_t *count) {
-  int any = 0;
+                                  ncclzReaRange *r) {
   for (uint32_t i = 0; i < p->count; i++) {
     uint64_t start, len;
     ncclz_rea_sample_piece(p, i, &start, &len);
@@ -25,48 +24,20 @@ static void scan_widths_and_range(const int32_t *sym, const ncclzSamplePlan *p, 
       st->width_sum += ncclz_rea_block_width(sym + start + b, block_len);
       st->blocks_sampled++;
     }
-    for (uint64_t k = start; k < start + len; k++) {
-      if (sym[k] == NCCLZ_FILL_CODE) continue;
-      if (!any || sym[k] < *min_sym) *min_sym = sym[k];
-      if (!any || sym[k] > *max_sym) *max_sym = sym[k];
-      any = 1;
-      *sum += sym[k];
-      (*count)++;
-    }
+    for (uint64_t k = start; k < start + len; k++) ncclz_rea_range_add(r, sym[k]);
     st->n_sampled += len;
   }
 }
 
-/* The Huffman part of the sample: histogram, distinct tail values, used index span. */
-typedef struct {
-  uint32_t freq[NCCLZ_REA_HIST_TOTAL];
-  uint64_t tail_seen[(2 * NCCLZ_HUFF_MAX_RADIUS + 63) / 64];
-  int64_t lo_index, hi_index;
-} HuffSample;
-
+/* Second pass: the histogram of alphabet indices. */
 static void histogram_sample(const int32_t *sym, const ncclzSamplePlan *p, ncclzHuffAlphabet a, int64_t first_index,
-                             HuffSample *h) {
-  h->lo_index = 2 * (int64_t)a.radius;
-  h->hi_index = 0;
+                             ncclzReaHuffSample *h) {
+  ncclz_rea_hist_init(h, a);
   for (uint32_t i = 0; i < p->count; i++) {
     uint64_t start, len;
     ncclz_rea_sample_piece(p, i, &start, &len);
-    for (uint64_t k = start; k < start + len; k++) {
-      int64_t idx = ncclz_rea_huff_index(sym[k], a.centre, a.radius);
-      uint32_t bin = ncclz_rea_hist_bin(idx, a.radius, first_index);
-      if (idx < h->lo_index) h->lo_index = idx;
-      if (idx > h->hi_index) h->hi_index = idx;
-      h->freq[bin]++;
-      if (bin == NCCLZ_REA_HIST_TAIL) h->tail_seen[idx / 64] |= 1ull << (idx % 64);
-    }
+    for (uint64_t k = start; k < start + len; k++) ncclz_rea_hist_add(h, sym[k], a, first_index);
   }
-}
-
-static uint32_t count_bits_set(const uint64_t *words, size_t n) {
-  uint32_t c = 0;
-  for (size_t i = 0; i < n; i++)
-    for (uint64_t w = words[i]; w; w &= w - 1) c++;
-  return c;
 }
 
 ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_bytes, uint32_t pieces,
@@ -79,24 +50,21 @@ ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_
   if (n == 0) return NCCLZ_OK;
   ncclzSamplePlan plan;
   ncclz_rea_sample_plan(n, window_bytes, pieces, &plan);
-  int32_t min_sym = 0, max_sym = 0;
-  int64_t sum = 0;
-  uint64_t count = 0;
-  scan_widths_and_range(sym, &plan, out, &min_sym, &max_sym, &sum, &count);
-
-  HuffSample h;
-  memset(&h, 0, sizeof h);
-  /* The coder centres on a sample median; the sample mean is close enough for an estimate and
-   * costs no sort. */
-  int32_t centre = count ? (int32_t)(sum >= 0 ? sum / (int64_t)count : -((-sum + (int64_t)count - 1) / (int64_t)count)) : 0;
-  ncclzHuffAlphabet alpha = ncclzHuffAlphabetAround(min_sym, max_sym, centre);
-  histogram_sample(sym, &plan, alpha, ncclz_rea_hist_first_index(sum, count, alpha.centre, alpha.radius), &h);
-  uint8_t len[NCCLZ_REA_HIST_TOTAL];
-  ncclzHuffLengths(h.freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, len);
-  uint32_t distinct_tail = count_bits_set(h.tail_seen, sizeof h.tail_seen / sizeof h.tail_seen[0]);
-  out->huffman_bits = ncclz_rea_huffman_bits(h.freq, len, distinct_tail);
-  out->huffman_table_span = (uint32_t)(h.hi_index - h.lo_index + 1);
-  out->huffman_valid = out->n_sampled > 0;
+  ncclzReaRange r;
+  ncclz_rea_range_init(&r);
+  scan_widths_and_range(sym, &plan, out, &r);
+  ncclzHuffAlphabet alpha = ncclz_rea_alphabet(&r);
+  ncclzReaHuffSample *h = malloc(sizeof *h);
+  ncclzReaLenScratch *w = malloc(sizeof *w);
+  if (!h || !w) {
+    free(h);
+    free(w);
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzReaSampleProfile: out of memory");
+  }
+  histogram_sample(sym, &plan, alpha, ncclz_rea_hist_first_index(r.sum, r.count, alpha.centre, alpha.radius), h);
+  ncclz_rea_hist_finish(h, w, out);
+  free(h);
+  free(w);
   return NCCLZ_OK;
 }
 

@@ -1,0 +1,135 @@
+/* The REA on the device: one thread block plans one frame (Algorithm 1, steps 1-4).
+ *
+ * The sample statistics are the integers the host adds up in model/sample.c, added here by all
+ * threads of the block (shared-memory atomics: integer sums, so the result is the same bit for
+ * bit), then one control thread runs the shared decision functions of rea_decide.h: code lengths,
+ * predicted sizes, admissibility and the argmin. Include from CUDA code only. */
+#ifndef NCCLZ_REA_DEVICE_CUH
+#define NCCLZ_REA_DEVICE_CUH
+
+#include "rea_decide.h"
+
+/* What the device selector decides for one frame. */
+typedef struct {
+  int path;                    /* ncclzReaPath: FAST or PLANNED_RAW or CODED (no post-check here) */
+  int coder;                   /* ncclzCoder planned */
+  ncclzReaCandidates cand;     /* predicted sizes */
+  double time_us[NCCLZ_CODER_COUNT];
+} ncclzReaDeviceDecision;
+
+/* The block's shared work space. */
+typedef struct {
+  ncclzReaHuffSample h;
+  ncclzReaLenScratch w;
+  ncclzSampleStats st;
+  int min_sym, max_sym;
+  unsigned long long sum, count;  /* sum as two's complement: exact modulo 2^64 like the host's */
+  long long lo_index, hi_index;
+  ncclzHuffAlphabet alpha;
+  long long first_index;
+} ncclzReaBlockShared;
+
+/* Visits every sampled position: piece by piece, block-aligned so a thread owns whole blocks. */
+template <typename F>
+__device__ void ncclz_rea_for_sample_blocks(const ncclzSamplePlan *p, F f) {
+  for (uint32_t i = 0; i < p->count; i++) {
+    uint64_t start, len;
+    ncclz_rea_sample_piece(p, i, &start, &len);
+    for (uint64_t b = (uint64_t)threadIdx.x * NCCLZ_REA_BLOCK; b < len; b += (uint64_t)blockDim.x * NCCLZ_REA_BLOCK)
+      f(start + b, len - b < NCCLZ_REA_BLOCK ? len - b : NCCLZ_REA_BLOCK);
+  }
+}
+
+__device__ inline void ncclz_rea_block_range(const int32_t *sym, const ncclzSamplePlan *plan, ncclzReaBlockShared &s) {
+  ncclzReaRange r;
+  ncclz_rea_range_init(&r);
+  unsigned long long widths = 0, blocks = 0;
+  ncclz_rea_for_sample_blocks(plan, [&](uint64_t at, uint64_t len) {
+    widths += ncclz_rea_block_width(sym + at, len);
+    blocks++;
+    for (uint64_t k = at; k < at + len; k++) ncclz_rea_range_add(&r, sym[k]);
+  });
+  atomicAdd((unsigned long long *)&s.st.width_sum, widths);
+  atomicAdd((unsigned long long *)&s.st.blocks_sampled, blocks);
+  if (r.count) {
+    atomicMin(&s.min_sym, r.min_sym);
+    atomicMax(&s.max_sym, r.max_sym);
+    atomicAdd(&s.sum, (unsigned long long)r.sum);
+    atomicAdd(&s.count, (unsigned long long)r.count);
+  }
+}
+
+__device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSamplePlan *plan, ncclzReaBlockShared &s) {
+  long long lo = 2 * (long long)s.alpha.radius, hi = 0;
+  ncclz_rea_for_sample_blocks(plan, [&](uint64_t at, uint64_t len) {
+    for (uint64_t k = at; k < at + len; k++) {
+      int64_t idx;
+      uint32_t bin = ncclz_rea_hist_locate(sym[k], s.alpha, s.first_index, &idx);
+      lo = idx < lo ? idx : lo;
+      hi = idx > hi ? idx : hi;
+      atomicAdd(&s.h.freq[bin], 1u);
+      if (bin == NCCLZ_REA_HIST_TAIL) atomicOr((unsigned long long *)&s.h.tail_seen[idx / 64], 1ull << (idx % 64));
+    }
+  });
+  atomicMin(&s.lo_index, lo);
+  atomicMax(&s.hi_index, hi);
+}
+
+/* Plans one frame of n symbols (side_bytes of side data) with all threads of the block; the
+ * decision is valid in thread 0. stage_cap: the staging capacity in bytes. */
+__device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym,
+                                            uint64_t n, uint32_t dtype_bytes, uint32_t side_bytes,
+                                            ncclzCoderParams cp, uint64_t stage_cap, ncclzReaBlockShared &s,
+                                            ncclzReaDeviceDecision *out) {
+  const ncclzReaRules rules = ncclz_rea_rules(cfg, stage_cap);
+  const double raw_bytes = (double)n * (double)dtype_bytes;
+  if (ncclz_rea_fast_path(&rules, raw_bytes)) { /* step 2 */
+    if (threadIdx.x == 0) {
+      out->path = NCCLZ_REA_PATH_FAST;
+      out->coder = NCCLZ_CODER_RAW;
+      out->cand.raw_frame_bytes = ncclz_rea_raw_frame_bytes(n, side_bytes);
+    }
+    return;
+  }
+  ncclzSamplePlan plan;
+  ncclz_rea_sample_plan(n, cfg->sample_window_bytes, cfg->sample_pieces, &plan);
+  if (threadIdx.x == 0) {
+    s.st = ncclzSampleStats();
+    s.min_sym = INT32_MAX;
+    s.max_sym = INT32_MIN;
+    s.sum = s.count = 0;
+    for (uint32_t i = 0; i < plan.count; i++) {
+      uint64_t start, len;
+      ncclz_rea_sample_piece(&plan, i, &start, &len);
+      s.st.n_sampled += len;
+    }
+  }
+  __syncthreads();
+  ncclz_rea_block_range(sym, &plan, s);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    ncclzReaRange r = {s.min_sym, s.max_sym, (int64_t)s.sum, s.count};
+    s.alpha = ncclz_rea_alphabet(&r);
+    s.first_index = ncclz_rea_hist_first_index(r.sum, r.count, s.alpha.centre, s.alpha.radius);
+    s.lo_index = 2 * (long long)s.alpha.radius;
+    s.hi_index = 0;
+  }
+  __syncthreads();
+  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) s.h.freq[b] = 0;
+  for (uint32_t w = threadIdx.x; w < sizeof s.h.tail_seen / sizeof s.h.tail_seen[0]; w += blockDim.x) s.h.tail_seen[w] = 0;
+  __syncthreads();
+  ncclz_rea_block_hist(sym, &plan, s);
+  __syncthreads();
+  if (threadIdx.x == 0) { /* the control thread: the shared decision code */
+    s.h.lo_index = s.lo_index;
+    s.h.hi_index = s.hi_index;
+    ncclz_rea_hist_finish(&s.h, &s.w, &s.st);
+    ncclz_rea_predict(&s.st, n, dtype_bytes, side_bytes, &cp, &out->cand);
+    ncclzReaDecision d;
+    ncclz_rea_arbitrate(prof, ncclz_rea_link(prof, cfg->hint), cfg->data_class, &rules, &out->cand, &d);
+    out->coder = d.coder;
+    out->path = d.coder == NCCLZ_CODER_RAW ? NCCLZ_REA_PATH_PLANNED_RAW : NCCLZ_REA_PATH_CODED;
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c];
+  }
+}
+#endif

@@ -1,0 +1,193 @@
+/* The REA's device selector (model/rea_device.cuh: one block per frame) against the host path
+ * (ncclzReaPlan) on every frame of real data: the same coder, path, predicted sizes and costs,
+ * for both transport hints and two profiles. Then the cost of planning, against encoding the
+ * same frames on the GPU (a batch of 64 frames of 4 MiB; the issue's target is 2%).
+ * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "ncclz/codecs.h"
+#include "ncclz/codecs_cuda.h"
+#include "ncclz/model.h"
+#include "../model/rea_device.cuh"
+extern "C" {
+#include "testutil.h"
+}
+
+#define CU(call)                                                                                    \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess) {                                                                        \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));       \
+      exit(1);                                                                                      \
+    }                                                                                               \
+  } while (0)
+
+#define PLAN_THREADS 256
+
+__global__ void k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym, uint64_t n,
+                       uint32_t frame_syms, ncclzCoderParams cp, uint64_t stage_cap, ncclzReaDeviceDecision *out) {
+  __shared__ ncclzReaBlockShared s;
+  uint64_t start = (uint64_t)blockIdx.x * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
+  ncclz_rea_plan_block(prof, cfg, sym + start, m, 4, 0, cp, stage_cap, s, &out[blockIdx.x]);
+}
+
+/* Plans every frame of sym on host and device and compares the decisions. */
+static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHint hint, const ncclzSymbols *s,
+                    uint32_t frame_syms) {
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(prof, hint, ncclzDataClassOf(&s->qp), &cfg);
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  uint32_t nf = (uint32_t)((s->n + frame_syms - 1) / frame_syms);
+  uint64_t cap = ncclzFrameBound(NCCLZ_CODER_HUFFMAN, &cp, frame_syms, 0) + 4096;
+  ncclzProfile *dprof;
+  ncclzReaConfig *dcfg;
+  int32_t *dsym;
+  ncclzReaDeviceDecision *dout;
+  CU(cudaMalloc(&dprof, sizeof *dprof));
+  CU(cudaMalloc(&dcfg, sizeof *dcfg));
+  CU(cudaMalloc(&dsym, 4 * s->n));
+  CU(cudaMalloc(&dout, nf * sizeof *dout));
+  CU(cudaMemcpy(dprof, prof, sizeof *prof, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dcfg, &cfg, sizeof cfg, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dsym, s->sym, 4 * s->n, cudaMemcpyHostToDevice));
+  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, s->n, frame_syms, cp, cap, dout);
+  CU(cudaGetLastError());
+  std::vector<ncclzReaDeviceDecision> dev(nf);
+  CU(cudaMemcpy(dev.data(), dout, nf * sizeof *dout, cudaMemcpyDeviceToHost));
+  int differ = 0, coded = 0;
+  for (uint32_t f = 0; f < nf; f++) {
+    size_t start = (size_t)f * frame_syms, m = std::min<size_t>(frame_syms, s->n - start);
+    ncclzFrameDesc d = {NCCLZ_DTYPE_F32, &s->qp, NULL, 0, cp};
+    ncclzReaResult host;
+    CHECK(ncclzReaPlan(prof, &cfg, s->sym + start, m, &d, cap, &host) == NCCLZ_OK, "%s", ncclzLastError());
+    int same = host.planned == dev[f].coder && (int)host.path == dev[f].path;
+    if (host.path != NCCLZ_REA_PATH_FAST)
+      for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
+        same &= host.cand.pred_frame_bytes[c] == dev[f].cand.pred_frame_bytes[c] &&
+                host.decision.time_us[c] == dev[f].time_us[c];
+    differ += !same;
+    coded += host.planned != NCCLZ_CODER_RAW;
+  }
+  printf("%-44s %-6s %4u frames: %3d coded, %d differ\n", what, ncclzHintName(hint), nf, coded, differ);
+  CHECK(differ == 0, "%s %s: %d of %u frames decided differently on the device", what, ncclzHintName(hint), differ, nf);
+  cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dout);
+}
+
+/* Median time of planning and of HUFFMAN-encoding a batch of frames (CUDA events, warm-up). */
+static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile) {
+  const uint32_t fs = 1u << 20; /* 4 MiB of f32 */
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(prof, NCCLZ_HINT_NET, ncclzDataClassOf(&tile->qp), &cfg);
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = NCCLZ_CODER_HUFFMAN, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &tile->qp;
+  b.n_symbols = tile->n, b.frame_symbols = fs;
+  uint32_t nf = ncclzCudaBatchFrames(&b);
+  size_t slot = ncclzCudaFrameSlotBytes(&b), ws = ncclzCudaEncodeWorkspaceSize(&b);
+  ncclzProfile *dprof;
+  ncclzReaConfig *dcfg;
+  int32_t *dsym;
+  uint8_t *dframes, *dws;
+  uint32_t *dbytes;
+  ncclzReaDeviceDecision *dout;
+  CU(cudaMalloc(&dprof, sizeof *dprof));
+  CU(cudaMalloc(&dcfg, sizeof cfg));
+  CU(cudaMalloc(&dsym, 4 * tile->n));
+  CU(cudaMalloc(&dframes, slot * nf));
+  CU(cudaMalloc(&dws, ws));
+  CU(cudaMalloc(&dbytes, 4 * nf));
+  CU(cudaMalloc(&dout, nf * sizeof *dout));
+  CU(cudaMemcpy(dprof, prof, sizeof *prof, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dcfg, &cfg, sizeof cfg, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dsym, tile->sym, 4 * tile->n, cudaMemcpyHostToDevice));
+  cudaEvent_t e0, e1;
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  std::vector<float> plan_ms, enc_ms;
+  for (int r = 0; r < 23; r++) {
+    float ms;
+    CU(cudaEventRecord(e0));
+    k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, tile->n, fs, cp, slot, dout);
+    CU(cudaEventRecord(e1));
+    CU(cudaEventSynchronize(e1));
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 3) plan_ms.push_back(ms);
+    CU(cudaEventRecord(e0));
+    CHECK(ncclzCudaEncodeBatch(&b, dsym, NULL, dframes, slot, dbytes, dws, ws, 0) == NCCLZ_OK, "%s", ncclzLastError());
+    CU(cudaEventRecord(e1));
+    CU(cudaEventSynchronize(e1));
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 3) enc_ms.push_back(ms);
+  }
+  std::sort(plan_ms.begin(), plan_ms.end());
+  std::sort(enc_ms.begin(), enc_ms.end());
+  double p = plan_ms[plan_ms.size() / 2], e = enc_ms[enc_ms.size() / 2];
+  printf("planning cost: %u frames of 4 MiB: plan %.1f us, HUFFMAN encode %.1f us, ratio %.2f%% (target <= 2%%)\n", nf,
+         1e3 * p, 1e3 * e, 100 * p / e);
+  CHECK(p <= 0.02 * e, "planning %.1f us > 2%% of encoding %.1f us", 1e3 * p, 1e3 * e);
+  cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dframes), cudaFree(dws), cudaFree(dbytes), cudaFree(dout);
+}
+
+static int quantize_file(const char *file, const char *spec_text, const uint32_t *dims, int ndims, ncclzSymbols *s) {
+  size_t len = 0;
+  void *raw = tu_read_file(file, &len);
+  if (!raw) return 0;
+  ncclzQuantSpec spec;
+  ncclzQuantSpecParse(spec_text, &spec);
+  ncclzStatus st = ncclzArrayQuantize(&spec, NCCLZ_DTYPE_F32, raw, len / 4, dims, ndims, 0, s);
+  free(raw);
+  CHECK(st == NCCLZ_OK, "%s: %s", file, ncclzLastError());
+  return st == NCCLZ_OK;
+}
+
+int main(void) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  ncclzProfile prof[2];
+  const char *names[2] = {NCCLZ_TEST_DATA "/profile_synthetic.json", NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2-provisional.json"};
+  for (int i = 0; i < 2; i++) CHECK(ncclzProfileLoad(names[i], &prof[i]) == NCCLZ_OK, "%s", ncclzLastError());
+  struct { const char *file, *spec; uint32_t dims[3]; int ndims; } sets[] = {
+      {"trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", {8, 64, 128}, 3},
+      {"trefht_member57_8x64x128.f32", "eb:rel=1e-4", {8, 64, 128}, 3},
+      {"surface_tC_4x96x192.f32", "eb:rel=1e-4,lorenzo=3d", {4, 96, 192}, 3},
+      {"pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", {384, 320, 1}, 2},
+      {"resnet18_rank0_64k.f32", "qsgd:bits=8,bucket=512", {65536, 1, 1}, 1},
+      {"gpt_rank0_64k.f32", "qsgd:bits=4,bucket=512", {65536, 1, 1}, 1},
+  };
+  ncclzSymbols tile_src = {};
+  for (auto &d : sets) {
+    ncclzSymbols s;
+    if (!quantize_file(d.file, d.spec, d.dims, d.ndims, &s)) continue;
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", d.file, d.spec);
+    for (int p = 0; p < 2; p++)
+      for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+        for (uint32_t fs : {4096u, 16384u, 1u << 20}) compare(what, &prof[p], (ncclzTransportHint)h, &s, fs);
+    if (!tile_src.sym && d.spec[0] == 'q') tile_src = s;
+    else ncclzSymbolsFree(&s);
+  }
+  /* 256 MiB of the ResNet codes, tiled, for the cost of planning against encoding. */
+  if (tile_src.sym) {
+    ncclzSymbols tile = tile_src;
+    tile.n = 64u << 20;
+    tile.sym = (int32_t *)malloc(4 * tile.n);
+    for (size_t i = 0; i < tile.n; i++) tile.sym[i] = tile_src.sym[i % tile_src.n];
+    tile.scales = NULL;
+    planning_cost(&prof[1], &tile);
+    free(tile.sym);
+    ncclzSymbolsFree(&tile_src);
+  }
+  return tu_finish("test_gpu_rea");
+}
