@@ -302,15 +302,21 @@ typedef struct {
   uint8_t len[NCCLZ_REA_HIST_TOTAL];
 } ncclzReaLenScratch;
 
-/* The Huffman statistics from a finished histogram: code lengths, expected bits, table span. */
-NCCLZ_REA_FN void ncclz_rea_hist_finish(const ncclzReaHuffSample *h, ncclzReaLenScratch *w, ncclzSampleStats *st) {
-  ncclz_huff_lengths(h->freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, w->len, w->s64, w->s32);
+/* The Huffman statistics from a finished histogram and its code lengths: expected bits, span. */
+NCCLZ_REA_FN void ncclz_rea_hist_finish_lengths(const ncclzReaHuffSample *h, const uint8_t *len, ncclzSampleStats *st) {
   uint32_t distinct_tail = 0;
   for (unsigned k = 0; k < sizeof h->tail_seen / sizeof h->tail_seen[0]; k++)
     distinct_tail += ncclz_rea_popcount64(h->tail_seen[k]);
-  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, w->len, distinct_tail);
+  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, len, distinct_tail);
   st->huffman_table_span = (uint32_t)(h->hi_index - h->lo_index + 1);
   st->huffman_valid = st->n_sampled > 0;
+}
+
+/* The same with the code lengths built here by one thread (the host path). The device builds
+ * them with a whole block (model/rea_device.cuh), the same lengths. */
+NCCLZ_REA_FN void ncclz_rea_hist_finish(const ncclzReaHuffSample *h, ncclzReaLenScratch *w, ncclzSampleStats *st) {
+  ncclz_huff_lengths(h->freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, w->len, w->s64, w->s32);
+  ncclz_rea_hist_finish_lengths(h, w->len, st);
 }
 
 /* The admissibility rules of a config at a staging capacity. */

@@ -7,7 +7,14 @@
 #ifndef NCCLZ_REA_DEVICE_CUH
 #define NCCLZ_REA_DEVICE_CUH
 
+#include <cub/block/block_radix_sort.cuh>
+
 #include "rea_decide.h"
+
+/* Threads of the planning block (the sorts below are sized for it). */
+#define NCCLZ_REA_PLAN_THREADS 256
+#define NCCLZ_REA_SORT_ITEMS ((NCCLZ_REA_HIST_TOTAL + NCCLZ_REA_PLAN_THREADS - 1) / NCCLZ_REA_PLAN_THREADS)
+typedef cub::BlockRadixSort<unsigned long long, NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_SORT_ITEMS> ncclzReaSort;
 
 /* What the device selector decides for one frame. */
 typedef struct {
@@ -27,6 +34,9 @@ typedef struct {
   long long lo_index, hi_index;
   ncclzHuffAlphabet alpha;
   long long first_index;
+  typename ncclzReaSort::TempStorage sort;
+  uint32_t used;                   /* bins with a nonzero count */
+  uint32_t len_count[NCCLZ_HUFF_LEN_LIMIT + 1];
 } ncclzReaBlockShared;
 
 /* Visits every sampled position: piece by piece, block-aligned so a thread owns whole blocks. */
@@ -75,8 +85,71 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
   atomicMax(&s.hi_index, hi);
 }
 
-/* Plans one frame of n symbols (side_bytes of side data) with all threads of the block; the
- * decision is valid in thread 0. stage_cap: the staging capacity in bytes. */
+/* Sorts the block's keys (one per bin; unused bins as ~0 sort last) into s.w.s64 ascending. */
+__device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, unsigned long long (&k)[NCCLZ_REA_SORT_ITEMS]) {
+  __syncthreads();
+  ncclzReaSort(s.sort).Sort(k);
+  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
+    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
+    if (i < NCCLZ_REA_HIST_TOTAL) s.w.s64[i] = k[j];
+  }
+  __syncthreads();
+}
+
+/* ncclz_huff_lengths (FORMAT.md steps 1-4) with the two sorts done by the whole block: the keys
+ * are distinct, so any correct sort gives the host's order, and the tree and the length limit
+ * are the shared inline functions. Lengths land in s.w.len. */
+__device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s) {
+  const uint32_t *freq = s.h.freq;
+  unsigned long long k[NCCLZ_REA_SORT_ITEMS];
+  if (threadIdx.x == 0) s.used = 0;
+  __syncthreads();
+  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
+    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
+    int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
+    k[j] = used ? (unsigned long long)freq[i] << 32 | i : ~0ull;
+    if (i < NCCLZ_REA_HIST_TOTAL) s.w.len[i] = 0;
+    if (used) atomicAdd(&s.used, 1u);
+  }
+  ncclz_rea_block_sort(s, k); /* step 1: (frequency asc, index asc) */
+  const uint32_t m = s.used;
+  if (m <= 1) {
+    if (m == 1 && threadIdx.x == 0) s.w.len[(uint32_t)s.w.s64[0]] = 1;
+    __syncthreads();
+    return;
+  }
+  if (threadIdx.x == 0) { /* steps 2-3: the shared tree and limit, one thread */
+    uint64_t *key = (uint64_t *)s.w.s64;
+    ncclz_huff_tree_depths(key, m, key + m, s.w.s32);
+    int overflowed = 0;
+    for (uint32_t len = 0; len <= NCCLZ_HUFF_LEN_LIMIT; len++) s.len_count[len] = 0;
+    for (uint32_t i = 0; i < m; i++) {
+      uint32_t depth = s.w.s32[i];
+      if (depth > NCCLZ_HUFF_MAX_LEN) depth = NCCLZ_HUFF_MAX_LEN, overflowed = 1;
+      s.len_count[depth]++;
+    }
+    ncclz_huff_limit(s.len_count, NCCLZ_HUFF_MAX_LEN, overflowed);
+  }
+  __syncthreads();
+  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) { /* step 4: (frequency desc, index asc) */
+    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
+    int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
+    k[j] = used ? (unsigned long long)(0xFFFFFFFFu - freq[i]) << 32 | i : ~0ull;
+  }
+  ncclz_rea_block_sort(s, k);
+  if (threadIdx.x == 0) {
+    uint32_t len = 1;
+    for (uint32_t i = 0; i < m; i++) {
+      while (s.len_count[len] == 0) len++;
+      s.len_count[len]--;
+      s.w.len[(uint32_t)s.w.s64[i]] = (uint8_t)len;
+    }
+  }
+  __syncthreads();
+}
+
+/* Plans one frame of n symbols (side_bytes of side data) with the NCCLZ_REA_PLAN_THREADS threads
+ * of the block; the decision is valid in thread 0. stage_cap: the staging capacity in bytes. */
 __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym,
                                             uint64_t n, uint32_t dtype_bytes, uint32_t side_bytes,
                                             ncclzCoderParams cp, uint64_t stage_cap, ncclzReaBlockShared &s,
@@ -120,10 +193,11 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   __syncthreads();
   ncclz_rea_block_hist(sym, &plan, s);
   __syncthreads();
+  ncclz_rea_block_lengths(s);
   if (threadIdx.x == 0) { /* the control thread: the shared decision code */
     s.h.lo_index = s.lo_index;
     s.h.hi_index = s.hi_index;
-    ncclz_rea_hist_finish(&s.h, &s.w, &s.st);
+    ncclz_rea_hist_finish_lengths(&s.h, s.w.len, &s.st);
     ncclz_rea_predict(&s.st, n, dtype_bytes, side_bytes, &cp, &out->cand);
     ncclzReaDecision d;
     ncclz_rea_arbitrate(prof, ncclz_rea_link(prof, cfg->hint), cfg->data_class, &rules, &out->cand, &d);

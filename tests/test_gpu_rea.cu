@@ -28,7 +28,7 @@ extern "C" {
     }                                                                                               \
   } while (0)
 
-#define PLAN_THREADS 256
+#define PLAN_THREADS NCCLZ_REA_PLAN_THREADS
 
 __global__ void k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym, uint64_t n,
                        uint32_t frame_syms, ncclzCoderParams cp, uint64_t stage_cap, ncclzReaDeviceDecision *out) {
