@@ -90,7 +90,9 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
 
 /* Block and chunk sizes as the executor cuts them: chunks of chunk_bytes (the frame size by
  * default), at least min_chunks (2 when compressing: headers ride one chunk ahead), at most
- * max_chunks (a chunk then holds several frames). */
+ * max_chunks (a chunk then holds several frames). Plain NCCL (compress off) sends each block as
+ * one message: NCCL pipelines it inside the transfer, paying its latency once per step, not once
+ * per 4 MiB. */
 static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
   int n = j->nranks;
   j->elem_bytes = j->data ? j->data->dtype_bytes : 4;
@@ -102,7 +104,7 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;
   uint32_t minc = o->min_chunks ? o->min_chunks : (o->compress == NCCLZ_SIM_OFF ? 1u : 2u);
   uint32_t maxc = o->max_chunks ? o->max_chunks : 64u;
-  double c = ceil(block / (double)chunk);
+  double c = o->compress == NCCLZ_SIM_OFF && !o->chunk_bytes ? 1 : ceil(block / (double)chunk);
   if (c < minc) c = minc;
   if (c > maxc) c = maxc;
   j->nchunks = (uint32_t)c;
