@@ -7,29 +7,13 @@
  * the QSGD bucket maxima. Everything derived from it is identical on every rank, so every later
  * error check gives the same answer everywhere. */
 #include "engine_internal.h"
+#include "quant_rules.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_MAX, V_MAXABS, V_HEAD };
-
-/* Float spacing at |v| (what rounding a result of that size to float can cost, twice over). */
-static double f32_ulp(double v) {
-  float f = (float)fabs(v);
-  if (!(f < FLT_MAX)) return (double)FLT_MAX;
-  return (double)nextafterf(f, INFINITY) - (double)f;
-}
-
-/* The same for the output dtype: the result is rounded to it once, at the very end. */
-static double dtype_ulp(ncclzDtype dt, double v) {
-  if (dt == NCCLZ_DTYPE_F32) return f32_ulp(v);
-  int mant = dt == NCCLZ_DTYPE_BF16 ? 7 : 10, emin = dt == NCCLZ_DTYPE_BF16 ? -126 : -14;
-  int e;
-  frexp(fabs(v), &e); /* |v| in [2^(e-1), 2^e) */
-  return ldexp(1.0, (e - 1 > emin ? e - 1 : emin) - mant);
-}
 
 static uint64_t call_fingerprint(const run_t *r) {
   uint64_t v[5] = {(uint64_t)r->coll, (uint64_t)r->count, (uint64_t)r->dtype,
@@ -69,36 +53,9 @@ static void local_scan(const run_t *r, const float *x, double *v) {
 
 /* EB: the half-step every rank quantizes with, and the bound the result then meets. */
 static ncclzStatus derive_eb(run_t *r, const double *v) {
-  const ncclzConfig *cfg = &r->c->cfg;
-  const ncclzQuantSpec *q = &cfg->quant;
-  double gmax = v[V_MAXABS], k = r->k;
-  double u1 = f32_ulp(2 * gmax), uk = dtype_ulp(r->dtype, 2 * k * gmax + 2 * gmax);
-  double a, bound;
-  if (cfg->final_error_bound > 0) {
-    /* k contributions of at most a each, plus half a float step of the result. */
-    a = (cfg->final_error_bound - uk / 2) / k / (1 + 1e-7);
-    bound = cfg->final_error_bound;
-  } else {
-    /* The codec's rule: rel bound = X * (max - min), or X * max(|min|, 1) for a constant field. */
-    double range = v[V_MAX] + v[V_NEG_MIN], b = q->eb;
-    if (q->eb_is_rel && isfinite(range) && range > 0)
-      b = q->eb * range;
-    else if (q->eb_is_rel && isfinite(v[V_MAX]))
-      b = q->eb * fmax(fabs(v[V_MAX]), 1.0);
-    a = b - u1 / 2;
-    bound = k * a * (1 + 1e-7) + uk / 2;
-  }
-  if (!(a > 0))
-    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound below the float resolution of the data (max |x| %g)", gmax);
-  double lim = (double)INT32_MAX / (k * (q->lorenzo ? 8 : 1));
-  if ((gmax / (2 * a) + 1) >= fmin(lim, (double)NCCLZ_CODE_LIMIT))
-    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound %g too small for max |x| %g over %d ranks (codes overflow)", a,
-                         gmax, r->k);
-  r->qp.abs_eb = a;
-  r->qp.bound = a + u1; /* the quantizer's own check; round-to-nearest always passes it */
-  r->st->quant_bound = a;
-  r->st->error_bound = bound;
-  return NCCLZ_OK;
+  ncclzStatus st = ncclz_exec_derive_eb(&r->c->cfg, r->dtype, r->k, v, &r->qp, &r->st->error_bound);
+  if (st == NCCLZ_OK) r->st->quant_bound = r->qp.abs_eb;
+  return st;
 }
 
 /* QSGD: adopt the shared scales; the bound is k levels of the largest scale, plus rounding. */
@@ -109,7 +66,7 @@ static void derive_qsgd(run_t *r, const double *v) {
     smax = fmax(smax, r->scales[b]);
   }
   r->st->quant_bound = smax / s;
-  r->st->error_bound = r->k * smax / s * (1 + 1e-6) + dtype_ulp(r->dtype, 2 * r->k * smax) / 2;
+  r->st->error_bound = r->k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(r->dtype, 2 * r->k * smax) / 2;
 }
 
 static ncclzStatus quantize(run_t *r, const float *x) {

@@ -22,6 +22,7 @@
  *
  * Policy off sends the plain element bytes (sizes are known on both sides: no header at all). */
 #include "engine_internal.h"
+#include "quant_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -386,23 +387,7 @@ static ncclzStatus check_call(const ncclzHostComm *c, ncclzCollective coll, size
 }
 
 static void init_qparams(run_t *r) {
-  const ncclzConfig *cfg = &r->c->cfg;
-  const ncclzQuantSpec *q = &cfg->quant;
-  memset(&r->qp, 0, sizeof r->qp);
-  r->qp.kind = q->kind;
-  r->qp.rank = (uint32_t)r->t->rank;
-  r->qp.dims[0] = r->qp.dims[1] = r->qp.dims[2] = 1;
-  if (q->kind == NCCLZ_QUANT_EB) {
-    r->qp.lorenzo = q->lorenzo;
-    for (int i = 0; i < cfg->ndims && i < 3; i++) r->qp.dims[3 - cfg->ndims + i] = cfg->dims[i];
-    if (cfg->ndims < 1) r->qp.dims[2] = (uint32_t)r->n_in;
-    r->qp.has_fill = q->has_fill;
-    r->qp.fill_value = q->fill_value;
-  } else if (q->kind == NCCLZ_QUANT_QSGD) {
-    r->qp.qsgd_bits = q->qsgd_bits;
-    r->qp.qsgd_bucket = q->qsgd_bucket;
-    r->qp.seed = q->seed;
-  }
+  ncclz_exec_init_qparams(&r->c->cfg, (uint32_t)r->t->rank, r->n_in, &r->qp);
 }
 
 static ncclzStatus prepare(run_t *r, const void *sendbuff) {

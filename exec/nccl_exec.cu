@@ -37,6 +37,7 @@
  * (frames are self-describing; decoders accept every coder). */
 #include "ncclz/codecs_cuda.h"
 #include "ncclz/exec.h"
+#include "quant_rules.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -201,7 +202,6 @@ __global__ static void k_scan(const float *x, size_t n, int eb, int has_fill, fl
   }
 }
 
-enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_MAX, V_MAXABS, V_N };
 
 __global__ static void k_agree_fill(const ScanOut *o, int has_input, double *v) {
   int any = has_input && o->kmax != 0;
@@ -432,54 +432,16 @@ void ncclzCommTrace(ncclzComm_t c, const ncclzTraceEvent **ev, size_t *n, ncclzT
   if (sum) *sum = c->summary;
 }
 
-/* ------------------------------------------------------------ agreement (mirrors exec/agree.c) */
-
-static double f32_ulp(double v) {
-  float f = (float)fabs(v);
-  if (!(f < FLT_MAX)) return (double)FLT_MAX;
-  return (double)nextafterf(f, INFINITY) - (double)f;
-}
-static double dtype_ulp(ncclzDtype dt, double v) {
-  if (dt == NCCLZ_DTYPE_F32) return f32_ulp(v);
-  int mant = dt == NCCLZ_DTYPE_BF16 ? 7 : 10, emin = dt == NCCLZ_DTYPE_BF16 ? -126 : -14;
-  int e;
-  frexp(fabs(v), &e);
-  return ldexp(1.0, (e - 1 > emin ? e - 1 : emin) - mant);
-}
+/* ------------------------------------------------------------ agreement (rules in exec/quant_rules.c) */
 
 static int contributions(const grun *r) {
   return r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER ? r->c->nranks : 1;
 }
 
 static ncclzStatus derive_eb(grun *r, const double *v) {
-  const ncclzConfig *cfg = &r->c->cfg;
-  const ncclzQuantSpec *q = &cfg->quant;
-  double gmax = v[V_MAXABS], k = contributions(r);
-  double u1 = f32_ulp(2 * gmax), uk = dtype_ulp(r->dt, 2 * k * gmax + 2 * gmax);
-  double a, bound;
-  if (cfg->final_error_bound > 0) {
-    a = (cfg->final_error_bound - uk / 2) / k / (1 + 1e-7);
-    bound = cfg->final_error_bound;
-  } else {
-    double range = v[V_MAX] + v[V_NEG_MIN], b = q->eb;
-    if (q->eb_is_rel && isfinite(range) && range > 0)
-      b = q->eb * range;
-    else if (q->eb_is_rel && isfinite(v[V_MAX]))
-      b = q->eb * fmax(fabs(v[V_MAX]), 1.0);
-    a = b - u1 / 2;
-    bound = k * a * (1 + 1e-7) + uk / 2;
-  }
-  if (!(a > 0))
-    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound below the float resolution of the data (max |x| %g)", gmax);
-  double lim = (double)INT32_MAX / (k * (q->lorenzo ? 8 : 1));
-  if ((gmax / (2 * a) + 1) >= fmin(lim, (double)NCCLZ_CODE_LIMIT))
-    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound %g too small for max |x| %g over %g ranks (codes overflow)", a,
-                         gmax, k);
-  r->qp.abs_eb = a;
-  r->qp.bound = a + u1;
-  r->st->quant_bound = a;
-  r->st->error_bound = bound;
-  return NCCLZ_OK;
+  ncclzStatus st = ncclz_exec_derive_eb(&r->c->cfg, r->dt, contributions(r), v, &r->qp, &r->st->error_bound);
+  if (st == NCCLZ_OK) r->st->quant_bound = r->qp.abs_eb;
+  return st;
 }
 
 static uint64_t call_fingerprint(const grun *r) {
@@ -509,8 +471,8 @@ static ncclzStatus agree(grun *r, const float *x) {
   ncclzComm *c = r->c;
   const ncclzQuantSpec *q = &c->cfg.quant;
   TRY(ensure(&c->scan, sizeof(ScanOut)));
-  TRY(ensure(&c->agree, V_N * sizeof(double)));
-  TRY(ensure_host(&c->host_small, 2 * V_N * sizeof(double)));
+  TRY(ensure(&c->agree, V_HEAD * sizeof(double)));
+  TRY(ensure_host(&c->host_small, 2 * V_HEAD * sizeof(double)));
   double *hv = (double *)c->host_small.p;
   uint64_t fp = call_fingerprint(r);
   hv[V_FP_HI] = (double)(fp >> 32);
@@ -525,9 +487,9 @@ static ncclzStatus agree(grun *r, const float *x) {
   CU(cudaMemcpyAsync(c->agree.p, hv, 4 * sizeof(double), cudaMemcpyHostToDevice, r->stream));
   k_agree_fill<<<1, 1, 0, r->stream>>>((const ScanOut *)c->scan.p, x != nullptr && r->quantized, (double *)c->agree.p);
   CU(cudaGetLastError());
-  NC(ncclAllReduce(c->agree.p, c->agree.p, V_N, ncclDouble, ncclMax, c->nccl, r->stream));
-  double *v = hv + V_N;
-  CU(cudaMemcpyAsync(v, c->agree.p, V_N * sizeof(double), cudaMemcpyDeviceToHost, r->stream));
+  NC(ncclAllReduce(c->agree.p, c->agree.p, V_HEAD, ncclDouble, ncclMax, c->nccl, r->stream));
+  double *v = hv + V_HEAD;
+  CU(cudaMemcpyAsync(v, c->agree.p, V_HEAD * sizeof(double), cudaMemcpyDeviceToHost, r->stream));
   CU(cudaStreamSynchronize(r->stream));
   if (v[V_FP_HI] != -v[V_NFP_HI] || v[V_FP_LO] != -v[V_NFP_LO])
     return ncclzSetError(NCCLZ_ERR_ARG, "ranks disagree on the call or the config (collective %s, count %zu, dtype %s, "
@@ -543,7 +505,7 @@ static ncclzStatus agree(grun *r, const float *x) {
   if (r->qp.kind == NCCLZ_QUANT_QSGD && r->n_scales) {
     double s = (double)((1 << (r->qp.qsgd_bits - 1)) - 1), smax = v[V_MAXABS], k = contributions(r);
     r->st->quant_bound = smax / s;
-    r->st->error_bound = k * smax / s * (1 + 1e-6) + dtype_ulp(r->dt, 2 * k * smax) / 2;
+    r->st->error_bound = k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(r->dt, 2 * k * smax) / 2;
     NC(ncclAllReduce(c->scales.p, c->scales.p, r->n_scales, ncclFloat32, ncclMax, c->nccl, r->stream));
   }
   return NCCLZ_OK;
@@ -685,24 +647,8 @@ static ncclzStatus alloc_call(grun *r) {
 }
 
 static void init_qparams(grun *r) {
-  const ncclzConfig *cfg = &r->c->cfg;
-  const ncclzQuantSpec *q = &cfg->quant;
-  memset(&r->qp, 0, sizeof r->qp);
-  r->qp.kind = q->kind;
-  r->qp.rank = (uint32_t)r->c->rank;
-  r->qp.dims[0] = r->qp.dims[1] = r->qp.dims[2] = 1;
-  if (q->kind == NCCLZ_QUANT_EB) {
-    r->qp.lorenzo = q->lorenzo;
-    for (int i = 0; i < cfg->ndims && i < 3; i++) r->qp.dims[3 - cfg->ndims + i] = cfg->dims[i];
-    if (cfg->ndims < 1) r->qp.dims[2] = (uint32_t)r->n_in;
-    r->qp.has_fill = q->has_fill;
-    r->qp.fill_value = q->fill_value;
-  } else if (q->kind == NCCLZ_QUANT_QSGD) {
-    r->qp.qsgd_bits = q->qsgd_bits;
-    r->qp.qsgd_bucket = q->qsgd_bucket;
-    r->qp.seed = q->seed;
-    r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
-  }
+  ncclz_exec_init_qparams(&r->c->cfg, (uint32_t)r->c->rank, r->n_in, &r->qp);
+  if (r->qp.kind == NCCLZ_QUANT_QSGD) r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
 }
 
 /* ------------------------------------------------------------ tracing */

@@ -1,0 +1,71 @@
+/* The agreed quantization of a call: see quant_rules.h. */
+#include "quant_rules.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+double ncclz_exec_f32_ulp(double v) {
+  float f = (float)fabs(v);
+  if (!(f < FLT_MAX)) return (double)FLT_MAX;
+  return (double)nextafterf(f, INFINITY) - (double)f;
+}
+
+double ncclz_exec_dtype_ulp(ncclzDtype dt, double v) {
+  if (dt == NCCLZ_DTYPE_F32) return ncclz_exec_f32_ulp(v);
+  int mant = dt == NCCLZ_DTYPE_BF16 ? 7 : 10, emin = dt == NCCLZ_DTYPE_BF16 ? -126 : -14;
+  int e;
+  frexp(fabs(v), &e); /* |v| in [2^(e-1), 2^e) */
+  return ldexp(1.0, (e - 1 > emin ? e - 1 : emin) - mant);
+}
+
+ncclzStatus ncclz_exec_derive_eb(const ncclzConfig *cfg, ncclzDtype dt, double k, const double *v,
+                                 ncclzQuantParams *qp, double *error_bound) {
+  const ncclzQuantSpec *q = &cfg->quant;
+  double gmax = v[V_MAXABS];
+  double u1 = ncclz_exec_f32_ulp(2 * gmax), uk = ncclz_exec_dtype_ulp(dt, 2 * k * gmax + 2 * gmax);
+  double a, bound;
+  if (cfg->final_error_bound > 0) {
+    /* k contributions of at most a each, plus half a float step of the result. */
+    a = (cfg->final_error_bound - uk / 2) / k / (1 + 1e-7);
+    bound = cfg->final_error_bound;
+  } else {
+    /* The codec's rule: rel bound = X * (max - min), or X * max(|min|, 1) for a constant field. */
+    double range = v[V_MAX] + v[V_NEG_MIN], b = q->eb;
+    if (q->eb_is_rel && isfinite(range) && range > 0)
+      b = q->eb * range;
+    else if (q->eb_is_rel && isfinite(v[V_MAX]))
+      b = q->eb * fmax(fabs(v[V_MAX]), 1.0);
+    a = b - u1 / 2;
+    bound = k * a * (1 + 1e-7) + uk / 2;
+  }
+  if (!(a > 0))
+    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound below the float resolution of the data (max |x| %g)", gmax);
+  double lim = (double)INT32_MAX / (k * (q->lorenzo ? 8 : 1));
+  if ((gmax / (2 * a) + 1) >= fmin(lim, (double)NCCLZ_CODE_LIMIT))
+    return ncclzSetError(NCCLZ_ERR_RANGE, "error bound %g too small for max |x| %g over %g ranks (codes overflow)", a,
+                         gmax, k);
+  qp->abs_eb = a;
+  qp->bound = a + u1; /* the quantizer's own check; round-to-nearest always passes it */
+  *error_bound = bound;
+  return NCCLZ_OK;
+}
+
+void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in, ncclzQuantParams *qp) {
+  const ncclzQuantSpec *q = &cfg->quant;
+  memset(qp, 0, sizeof *qp);
+  qp->kind = q->kind;
+  qp->rank = rank;
+  qp->dims[0] = qp->dims[1] = qp->dims[2] = 1;
+  if (q->kind == NCCLZ_QUANT_EB) {
+    qp->lorenzo = q->lorenzo;
+    for (int i = 0; i < cfg->ndims && i < 3; i++) qp->dims[3 - cfg->ndims + i] = cfg->dims[i];
+    if (cfg->ndims < 1) qp->dims[2] = (uint32_t)n_in;
+    qp->has_fill = q->has_fill;
+    qp->fill_value = q->fill_value;
+  } else if (q->kind == NCCLZ_QUANT_QSGD) {
+    qp->qsgd_bits = q->qsgd_bits;
+    qp->qsgd_bucket = q->qsgd_bucket;
+    qp->seed = q->seed;
+  }
+}

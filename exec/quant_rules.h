@@ -1,0 +1,33 @@
+/* The quantization every rank of a call agrees on, shared by the host engine (exec/agree.c) and
+ * the NCCL backend (exec/nccl_exec.cu): the agreed values' layout, the error-bound derivation
+ * and the quantizer parameters from a config. Internal to exec/. */
+#ifndef NCCLZ_EXEC_QUANT_RULES_H
+#define NCCLZ_EXEC_QUANT_RULES_H
+
+#include "ncclz/exec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The values one allreduce(max) agrees on: fingerprint halves, non-fingerprint halves, counts of
+ * NaN/Inf and of unflagged huge values, -min, max, max |x|; QSGD bucket maxima follow. */
+enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_MAX, V_MAXABS, V_HEAD };
+
+/* Float spacing at |v| (what rounding a result of that size to float can cost, twice over). */
+double ncclz_exec_f32_ulp(double v);
+/* The same for the output dtype: the result is rounded to it once, at the very end. */
+double ncclz_exec_dtype_ulp(ncclzDtype dt, double v);
+
+/* EB over k contributions: the half-step every rank quantizes with (qp->abs_eb, qp->bound) and
+ * the bound the result then meets (*error_bound). NCCLZ_ERR_RANGE when it cannot hold. */
+ncclzStatus ncclz_exec_derive_eb(const ncclzConfig *cfg, ncclzDtype dt, double k, const double *v,
+                                 ncclzQuantParams *qp, double *error_bound);
+
+/* The quantizer parameters of a config for a rank's n_in input elements. */
+void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in, ncclzQuantParams *qp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
