@@ -36,6 +36,9 @@ int cli_runtime_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The contract's --json output: prints root as one line on stdout and frees it. */
+struct cJSON;
+int cli_emit_json(const char *verb, struct cJSON *root);
 /* Reads a whole file; returns NULL and prints a one-line error on failure. */
 void *cli_read_file(const char *verb, const char *path, size_t *len);
 /* Parses "AxBxC" into up to 3 dims; returns the count or -1. */

@@ -249,10 +249,7 @@ static void print_json(const codec_opts *o, const codec_result *r, size_t n) {
   cJSON_AddItemToObject(j, "coder_mix", mix);
   cJSON_AddBoolToObject(j, "lossless_ok", r->lossless_ok);
   cJSON_AddBoolToObject(j, "bound_ok", r->max_abs_err <= r->error_bound);
-  char *s = cJSON_PrintUnformatted(j);
-  puts(s);
-  free(s);
-  cJSON_Delete(j);
+  cli_emit_json(VERB, j);
 }
 
 static void print_human(const codec_opts *o, const codec_result *r) {

@@ -230,12 +230,7 @@ static int print_json(const model_opts *o, const model_inputs *in, const surface
   cJSON_AddNumberToObject(root, "cr_huffman", cr[NCCLZ_CODER_HUFFMAN]);
   cJSON *pts = cJSON_AddArrayToObject(root, "points");
   for (size_t k = 0; k < sf->n_bw * sf->n_sizes; k++) cJSON_AddItemToArray(pts, point_json(&sf->pts[k]));
-  char *text = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  if (!text) return cli_runtime_error(VERB, "out of memory");
-  printf("%s\n", text);
-  free(text);
-  return CLI_OK;
+  return cli_emit_json(VERB, root);
 }
 
 int cli_model(int argc, char **argv) {

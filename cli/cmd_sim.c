@@ -255,12 +255,7 @@ static int print_json(const sim_opts *o, const ncclzSimScenario *s, const ncclzP
   if (med >= 0) cJSON_AddNumberToObject(root, "median_abs_error", med);
   cJSON *pts = cJSON_AddArrayToObject(root, "points");
   for (size_t i = 0; i < s->npoints; i++) cJSON_AddItemToArray(pts, point_json(&s->points[i], &out[i]));
-  char *text = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  if (!text) return cli_runtime_error(VERB, "out of memory");
-  printf("%s\n", text);
-  free(text);
-  return CLI_OK;
+  return cli_emit_json(VERB, root);
 }
 
 static int run(const sim_opts *o, const ncclzProfile *prof, ncclzSimScenario *s) {

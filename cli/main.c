@@ -1,6 +1,8 @@
 /* ncclz: dispatch to one verb. Each verb parses its own options with getopt_long. */
 #include "cli.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -85,6 +87,15 @@ void *cli_read_file(const char *verb, const char *path, size_t *len) {
   fclose(f);
   *len = (size_t)n;
   return buf;
+}
+
+int cli_emit_json(const char *verb, cJSON *root) {
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) return cli_runtime_error(verb, "out of memory");
+  printf("%s\n", text);
+  free(text);
+  return CLI_OK;
 }
 
 int cli_parse_dims(const char *s, unsigned dims[3]) {

@@ -12,25 +12,8 @@
 
 #include "ncclz/codecs.h"
 #include "ncclz/codecs_cuda.h"
-extern "C" {
-#include "testutil.h"
-}
+#include "testutil_cuda.cuh"
 
-#define CU(call)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
-
-template <typename T>
-struct Dev {
-  T *p = nullptr;
-  explicit Dev(size_t n) { CU(cudaMalloc(&p, n * sizeof(T) + 16)); }
-  ~Dev() { cudaFree(p); }
-};
 
 /* Encodes sym on the GPU and the CPU, compares, and cross-decodes. */
 static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs, ncclzCoder c,
@@ -265,11 +248,7 @@ static void qsgd_case(const char *file) {
 }
 
 int main(int argc, char **argv) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP: no CUDA device\n");
-    return 77;
-  }
+  if (tu_cuda_skip_without_gpu()) return 77;
   int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
   std::vector<int32_t> s;
   const size_t sizes[] = {1, 2, 31, 32, 33, 1023, 1025, 8191, 8193, 100003, (1u << 20) + 7};

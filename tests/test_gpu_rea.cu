@@ -15,18 +15,7 @@
 #include "ncclz/codecs_cuda.h"
 #include "ncclz/model.h"
 #include "../model/rea_device.cuh"
-extern "C" {
-#include "testutil.h"
-}
-
-#define CU(call)                                                                                    \
-  do {                                                                                              \
-    cudaError_t e_ = (call);                                                                        \
-    if (e_ != cudaSuccess) {                                                                        \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));       \
-      exit(1);                                                                                      \
-    }                                                                                               \
-  } while (0)
+#include "testutil_cuda.cuh"
 
 #define PLAN_THREADS NCCLZ_REA_PLAN_THREADS
 
@@ -150,11 +139,7 @@ static int quantize_file(const char *file, const char *spec_text, const uint32_t
 }
 
 int main(void) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP: no CUDA device\n");
-    return 77;
-  }
+  if (tu_cuda_skip_without_gpu()) return 77;
   ncclzProfile prof[2];
   const char *names[2] = {NCCLZ_TEST_DATA "/profile_synthetic.json", NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2-provisional.json"};
   for (int i = 0; i < 2; i++) CHECK(ncclzProfileLoad(names[i], &prof[i]) == NCCLZ_OK, "%s", ncclzLastError());
