@@ -117,27 +117,22 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
 
 /* ------------------------------------------------------- measurement files */
 
-static int read_perf_file(const char *file, const char *path, va_points *v) {
-  size_t len;
-  char *text = read_text(file, &len);
-  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-  free(text);
+/* One `ncclz perf --json` object: a collective, a compress mode and its points. */
+static int read_perf_object(const cJSON *root, const char *file, const char *path, va_points *v) {
   const cJSON *pts = cJSON_GetObjectItemCaseSensitive(root, "points"), *p;
   const cJSON *coll = cJSON_GetObjectItemCaseSensitive(root, "collective");
   const cJSON *comp = cJSON_GetObjectItemCaseSensitive(root, "compress");
   const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
   const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
-  int rc = 0;
   if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
-    rc = (ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
-                                       "nranks, points[])", file), -1);
-  const cJSON *list = rc ? NULL : pts;
-  cJSON_ArrayForEach(p, list) {
+    return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
+                                        "nranks, points[]), or a bench file with runs[] of them", file), -1;
+  cJSON_ArrayForEach(p, pts) {
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(p, "size"), *t = cJSON_GetObjectItemCaseSensitive(p, "time_us");
     const cJSON *cr = cJSON_GetObjectItemCaseSensitive(p, "cr");
     if (!cJSON_IsNumber(size) || !cJSON_IsNumber(t) || t->valuedouble <= 0) continue;
     va_point *q = add_point(v);
-    if (!q) return cJSON_Delete(root), ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory"), -1;
+    if (!q) return ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory"), -1;
     snprintf(q->path, sizeof q->path, "%.31s", cJSON_IsString(fpath) ? fpath->valuestring : path);
     snprintf(q->coll, sizeof q->coll, "%.23s", coll->valuestring);
     snprintf(q->compress, sizeof q->compress, "%.15s", comp->valuestring);
@@ -147,6 +142,22 @@ static int read_perf_file(const char *file, const char *path, va_points *v) {
     q->meas_us = t->valuedouble;
     q->meas_cr = cJSON_IsNumber(cr) ? cr->valuedouble : 0;
     q->has_meas = 1;
+  }
+  return 0;
+}
+
+/* A `ncclz perf --json` file, or a bench/exec.sh results file holding runs[] of them. */
+static int read_perf_file(const char *file, const char *path, va_points *v) {
+  size_t len;
+  char *text = read_text(file, &len);
+  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+  free(text);
+  const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs"), *run;
+  int rc = 0;
+  if (cJSON_IsArray(runs)) {
+    cJSON_ArrayForEach(run, runs) if (!rc) rc = read_perf_object(run, file, path, v);
+  } else {
+    rc = read_perf_object(root, file, path, v);
   }
   cJSON_Delete(root);
   return rc;
