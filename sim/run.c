@@ -201,6 +201,18 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The executor's auto decides once per call from the first chunk of one rank's codes (k = 1),
+ * and when REA plans RAW there it runs the plain NCCL collective (exec/nccl_exec.cu). */
+static int auto_plans_raw(const sim_job *j) {
+  if (j->opt->compress != NCCLZ_SIM_AUTO || j->per_hop) return 0;
+  size_t off, len;
+  ncclzSchedule s;
+  if (ncclzScheduleBuild(j->opt->coll, j->nranks, 0, 0, j->nchunks, &s) != 0) return 0;
+  ncclzScheduleRange(&s, j->count, 0, 0, &off, &len);
+  ncclzScheduleFree(&s);
+  return sim_pick_coder(j, &j->hop, 1, (double)len * (double)j->elem_bytes) == NCCLZ_CODER_RAW;
+}
+
 ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *opt, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
@@ -233,6 +245,10 @@ ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, cons
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
   set_hint(&j, p, &o);
+  if (auto_plans_raw(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
+    o.compress = NCCLZ_SIM_OFF;
+    size_job(&j, prof, &o);
+  }
   double t0 = now_s();
   child_report r;
   memset(&r, 0, sizeof r);

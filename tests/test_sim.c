@@ -208,9 +208,15 @@ static void test_rea_and_options(void) {
   o.bytes = 256u << 20;
   o.compress = NCCLZ_SIM_AUTO;
   ncclzSimResult r;
-  run_us(&p, &o, &r);
-  CHECK(r.frames[NCCLZ_CODER_RAW] > 0 && r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] == 0,
-        "NVLink only: REA must pick RAW (raw %llu)", (unsigned long long)r.frames[NCCLZ_CODER_RAW]);
+  double t_auto = run_us(&p, &o, &r);
+  /* REA plans RAW on NVLink, so the call runs as plain NCCL, exactly as the executor does. */
+  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] == 0 && r.nchunks == 1,
+        "NVLink only: REA must pick RAW (coded frames %llu, chunks %u)",
+        (unsigned long long)(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN]), r.nchunks);
+  o.compress = NCCLZ_SIM_OFF;
+  double t_off = run_us(&p, &o, &r);
+  CHECK(t_auto == t_off, "NVLink auto %.3f us != plain %.3f us", t_auto, t_off);
+  o.compress = NCCLZ_SIM_AUTO;
   platform(&p, 4, 8);
   double t_pig = run_us(&p, &o, &r);
   CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] > 0, "over the NIC REA compresses");
