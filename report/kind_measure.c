@@ -1,6 +1,7 @@
-/* Kind "measure": GPU runs through the executor (`ncclz perf --json` for each run of the
- * scenario, on this machine's GPUs), then the validate report on the files it wrote. A build
- * without CUDA, or a machine without GPUs, gets one clear error (exit 1). */
+/* Kind "measure": runs through the executor (`ncclz perf --json` for each run of the scenario:
+ * the NCCL backend on this machine's GPUs, or with "backend": "cpu" the executor's thread
+ * transport), then the validate report on the files it wrote. `ncclz perf` itself says clearly
+ * when the machine has no GPU or the build no NCCL backend (exit 1). */
 #include "report_internal.h"
 
 #include <stdio.h>
@@ -8,26 +9,18 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#ifndef NCCLZ_HAVE_CUDA
-ncclzStatus kind_measure(ncclzReport *r, run_ctx *c) {
-  (void)r;
-  (void)c;
-  return ncclzSetError(NCCLZ_ERR_RUNTIME, "measure: this build has no GPU executor (configured without CUDA); run "
-                                           "this scenario on the GPU machine with a CUDA build, or use kind validate "
-                                           "on recorded `ncclz perf --json` files");
-}
-#else
 /* The `ncclz perf` command line of one run and compress mode. */
 static int perf_command(const run_ctx *c, const cJSON *run, int i, const char *comp, const char *json, sbuf *cmd) {
   static const char *const keys[] = {"collective", "compress", "gpus", "min_bytes", "max_bytes", "factor", "quant",
-                                     "data_file", "path", "env", "iters", NULL};
+                                     "data_file", "path", "env", "iters", "backend", NULL};
   char where[32];
   snprintf(where, sizeof where, "runs[%d]", i);
-  const char *coll = NULL, *quant = NULL, *data = NULL, *minb = "1M", *maxb = "256M";
+  const char *coll = NULL, *quant = NULL, *data = NULL, *minb = "1M", *maxb = "256M", *backend = NULL;
   double gpus = 2, factor = 4, iters = 20;
   if (!cJSON_IsObject(run) || fld_known(run, where, keys) || fld_string(run, where, "collective", 1, &coll) ||
       fld_string(run, where, "quant", 0, &quant) || fld_string(run, where, "data_file", 0, &data) ||
       fld_string(run, where, "min_bytes", 0, &minb) || fld_string(run, where, "max_bytes", 0, &maxb) ||
+      fld_string(run, where, "backend", 0, &backend) ||
       fld_number(run, where, "gpus", 0, 1, 64, &gpus) || fld_number(run, where, "factor", 0, 2, 1024, &factor) ||
       fld_number(run, where, "iters", 0, 1, 1e6, &iters))
     return -1;
@@ -35,7 +28,8 @@ static int perf_command(const run_ctx *c, const cJSON *run, int i, const char *c
   cJSON_ArrayForEach(e, env) if (cJSON_IsString(e)) sb_printf(cmd, "%s='%s' ", e->string, e->valuestring);
   sb_printf(cmd, "'%s' perf -c %s -b %s -e %s -f %g -g %g -n %g --compress %s --json '%s'", c->opt->ncclz ? c->opt->ncclz : "ncclz",
             coll, minb, maxb, factor, gpus, iters, comp, json);
-  if (quant) sb_printf(cmd, " --quant '%s'", quant);
+  if (quant && strcmp(comp, "off")) sb_printf(cmd, " --quant '%s'", quant); /* plain NCCL takes no quantizer */
+  if (backend) sb_printf(cmd, " --backend '%s'", backend);
   if (data) {
     char full[1200];
     run_path(c, data, full, sizeof full);
@@ -80,4 +74,3 @@ ncclzStatus kind_measure(ncclzReport *r, run_ctx *c) {
   }
   return validate_files(r, c, list, n, "the runs above");
 }
-#endif
