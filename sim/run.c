@@ -213,8 +213,8 @@ static int auto_plans_raw(const sim_job *j) {
   return sim_pick_coder(j, &j->hop, 1, (double)len * (double)j->elem_bytes) == NCCLZ_CODER_RAW;
 }
 
-ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                        const ncclzSimOptions *opt, ncclzSimResult *res) {
+static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                const ncclzSimOptions *opt, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
   ncclzStatus st = check_inputs(prof, data, p, opt);
   if (st != NCCLZ_OK) return st;
@@ -267,5 +267,64 @@ ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, cons
   res->raw_bytes = r.raw_bytes;
   res->wall_s = now_s() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
+  return NCCLZ_OK;
+}
+
+/* Rings of this many ranks or more are extrapolated from two shorter rings (see every_step). */
+#define SIM_EXTRAPOLATE_FROM 512
+#define SIM_RING_SHORT 128
+#define SIM_RING_LONG 256
+
+static int ring_collective(ncclzCollective c) {
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
+}
+
+/* The same job on a ring of m ranks: fewer nodes, and the bytes scaled so that every block (and
+ * so every chunk and frame) keeps its size. */
+static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint64_t block_elems = o->bytes / eb / (uint64_t)n;
+  q.nodes = m / p->gpus_per_node;
+  u.bytes = block_elems * (uint64_t)m * eb;
+  u.every_step = 1;
+  return sim_run_once(prof, data, &q, &u, r);
+}
+
+/* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes: each step of a ring in
+ * steady state costs the same, and the step count is affine in the ring's length. */
+static void extrapolate(const ncclzSimResult *a, const ncclzSimResult *b, int na, int nb, int n, ncclzSimResult *res) {
+  double f = (double)(n - na) / (double)(nb - na);
+  res->time_us = a->time_us + f * (b->time_us - a->time_us);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
+    res->frames[c] = (uint64_t)llround((double)a->frames[c] + f * ((double)b->frames[c] - (double)a->frames[c]));
+  res->wire_bytes = a->wire_bytes + f * (b->wire_bytes - a->wire_bytes);
+  res->raw_bytes = a->raw_bytes + f * (b->raw_bytes - a->raw_bytes);
+}
+
+ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *opt, ncclzSimResult *res) {
+  int n = p->nodes * p->gpus_per_node;
+  char why[160];
+  int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
+                (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
+  int g = p->gpus_per_node;
+  if (opt->every_step || !reduced || !ring_collective(opt->coll) || n < SIM_EXTRAPOLATE_FROM ||
+      SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
+    return sim_run_once(prof, data, p, opt, res);
+  ncclzSimResult a, b;
+  double t0 = now_s();
+  ncclzStatus st = run_ring_of(prof, data, p, opt, n, SIM_RING_SHORT, &a);
+  if (st == NCCLZ_OK) st = run_ring_of(prof, data, p, opt, n, SIM_RING_LONG, &b);
+  if (st != NCCLZ_OK) return st;
+  *res = b;
+  extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
+  res->nranks = n;
+  res->wall_s = now_s() - t0;
+  snprintf(res->why, sizeof res->why,
+           "reduced: symmetric ring, %d actors stand for %d ranks (the steady state of %d- and %d-rank rings, "
+           "extrapolated)", b.actors, n, SIM_RING_SHORT, SIM_RING_LONG);
   return NCCLZ_OK;
 }

@@ -293,6 +293,30 @@ static void test_speed(void) {
   CHECK(r.fidelity == NCCLZ_FID_REDUCED && r.wall_s < 20.0, "wall %.2f s", r.wall_s);
 }
 
+/* Large rings are extrapolated from the steady state of two shorter rings: the same time as
+ * replaying every step, for every ring collective, plain and compressed. */
+static void test_extrapolation(void) {
+  for (int nodes = 64; nodes <= 128; nodes *= 2)
+    for (int c = 0; c < 3; c++)
+      for (int comp = 0; comp < 2; comp++) {
+        ncclzCollective coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_ALLGATHER : NCCLZ_REDUCESCATTER;
+        ncclzSimPlatform p;
+        platform(&p, nodes, 8);
+        ncclzSimOptions o;
+        ncclzSimOptionsDefault(&o);
+        o.coll = coll;
+        o.bytes = 1u << 30;
+        o.compress = comp ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_OFF;
+        ncclzSimResult r;
+        double t_extra = run_us(&p, &o, &r);
+        CHECK(strstr(r.why, "extrapolated") != NULL, "%d ranks: not extrapolated (%s)", nodes * 8, r.why);
+        o.every_step = 1;
+        double t_all = run_us(&p, &o, &r);
+        CHECK(rel(t_extra, t_all) < 1e-3, "%s %s %d ranks: extrapolated %.3f us, every step %.3f us",
+              ncclzCollectiveName(coll), comp ? "huffman" : "off", nodes * 8, t_extra, t_all);
+      }
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -306,6 +330,7 @@ int main(void) {
   test_rea_and_options();
   test_scenario();
   test_speed();
+  test_extrapolation();
   return tu_finish("sim");
 }
 #endif

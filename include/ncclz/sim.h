@@ -135,6 +135,10 @@ typedef struct {
   ncclzSimSizeProtocol size_protocol;
   ncclzSimHintPolicy hint;
   int full_max_ranks;         /* AUTO refuses a full replay above this (0: 4096) */
+  int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
+                                 ring above 512 ranks replays rings of 128 and 256 ranks with the
+                                 same chunks and extrapolates their steady state (exact: the time is
+                                 affine in the step count there; a test holds them together) */
 } ncclzSimOptions;
 
 void ncclzSimOptionsDefault(ncclzSimOptions *o);
