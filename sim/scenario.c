@@ -106,6 +106,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
       int_field(o, "options", "max_chunks", 0, 1 << 16, &maxc) || int_field(o, "options", "banks", 0, 64, &banks) ||
       int_field(o, "options", "root", 0, 1 << 20, &opt->root) ||
       int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
+      int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||
       name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||
       name_field(o, "options", "size_protocol", proto_from, "piggyback or header", &proto) ||
       name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint))
