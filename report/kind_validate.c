@@ -306,6 +306,40 @@ static ncclzStatus simulate_all(const run_ctx *c, const va_path *paths, int np, 
   return NCCLZ_OK;
 }
 
+/* The coder a measured point ran with, for the best-coder comparison: plain NCCL counts as RAW;
+ * auto is a policy, not a coder (-1). */
+static int point_coder(const va_point *q) {
+  if (!strcmp(q->compress, "off") || !strcmp(q->compress, "raw")) return NCCLZ_CODER_RAW;
+  return ncclzCoderFromName(q->compress);
+}
+
+/* Best-coder agreement: for every (path, collective, ranks, size) measured with two coders or
+ * more, whether the coder fastest in the measurement is also fastest in the replay. */
+static size_t best_coder_agreement(const va_points *v, size_t *groups) {
+  size_t agree = 0;
+  *groups = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    const va_point *a = &v->pt[i];
+    if (!a->has_meas || point_coder(a) < 0) continue;
+    int first = 1, coders = 0;
+    const va_point *best_meas = a, *best_sim = a;
+    for (size_t k = 0; k < v->n; k++) {
+      const va_point *b = &v->pt[k];
+      if (!b->has_meas || point_coder(b) < 0 || strcmp(a->path, b->path) || strcmp(a->coll, b->coll) ||
+          a->nranks != b->nranks || a->bytes != b->bytes)
+        continue;
+      if (k < i) first = 0; /* the group is counted at its first point */
+      coders |= 1 << point_coder(b);
+      if (b->meas_us < best_meas->meas_us) best_meas = b;
+      if (b->sim_us < best_sim->sim_us) best_sim = b;
+    }
+    if (!first || (coders & (coders - 1)) == 0) continue; /* one coder only: nothing to rank */
+    (*groups)++;
+    agree += point_coder(best_meas) == point_coder(best_sim);
+  }
+  return agree;
+}
+
 static void summary(ncclzReport *r, const va_points *v, const char *looked, int nfiles) {
   size_t n_all, n_big;
   double all = median_abs_error(v, 0, &n_all), big = median_abs_error(v, 1048576, &n_big);
@@ -323,6 +357,14 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
                   100.0 * all, 100.0 * big, n_big);
   if (n_all) cJSON_AddNumberToObject(j, "median_abs_error", all);
   if (n_big) cJSON_AddNumberToObject(j, "median_abs_error_1mib", big);
+  size_t groups, agree = best_coder_agreement(v, &groups);
+  if (groups) {
+    ncclzReportText(r, "Best coder: in %zu of %zu measured (path, collective, size) groups with two coders or more, "
+                       "the coder fastest in the measurement is also fastest in the replay (%.0f%%; DESIGN.md target: "
+                       "90%%).", agree, groups, 100.0 * (double)agree / (double)groups);
+    cJSON_AddNumberToObject(j, "best_coder_groups", (double)groups);
+    cJSON_AddNumberToObject(j, "best_coder_agreement", (double)agree / (double)groups);
+  }
 }
 
 ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
