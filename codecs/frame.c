@@ -116,21 +116,30 @@ static ncclzStatus check_side(const ncclzFrameHeader *h) {
   return NCCLZ_OK;
 }
 
-ncclzStatus ncclzFrameHeaderParse(const uint8_t *src, size_t avail, ncclzFrameHeader *h) {
+/* What frame and stream headers check first, in FORMAT.md's order: length, magic, version and
+ * the FNV-1a of bytes 0..59. `what` ("frame", "stream") and `tag` ("NCZF", "NCZS") name it. */
+_Static_assert(NCCLZ_FRAME_HEADER_BYTES == NCCLZ_STREAM_HEADER_BYTES, "frame and stream headers share a prefix check");
+static ncclzStatus check_header_prefix(const uint8_t *src, size_t avail, uint32_t magic_want, const char *what,
+                                       const char *tag) {
   if (avail < NCCLZ_FRAME_HEADER_BYTES)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame truncated: %zu bytes available, the header needs %d", avail,
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "%s truncated: %zu bytes available, the header needs %d", what, avail,
                          NCCLZ_FRAME_HEADER_BYTES);
   uint32_t magic = ncclz_load_u32(src);
-  if (magic != NCCLZ_FRAME_MAGIC)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "bad frame magic 0x%08x (expected 0x%08x \"NCZF\")", magic,
-                         NCCLZ_FRAME_MAGIC);
+  if (magic != magic_want)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "bad %s magic 0x%08x (expected 0x%08x \"%s\")", what, magic, magic_want, tag);
   if (src[4] != NCCLZ_FORMAT_VERSION)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "unsupported frame version %u (this build reads version %d)", src[4],
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "unsupported %s version %u (this build reads version %d)", what, src[4],
                          NCCLZ_FORMAT_VERSION);
   uint32_t stored = ncclz_load_u32(src + 60), computed = ncclz_fnv1a(src, 60);
   if (stored != computed)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame header checksum mismatch (stored 0x%08x, computed 0x%08x)", stored,
-                         computed);
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "%s header checksum mismatch (stored 0x%08x, computed 0x%08x)", what,
+                         stored, computed);
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzFrameHeaderParse(const uint8_t *src, size_t avail, ncclzFrameHeader *h) {
+  ncclzStatus prefix = check_header_prefix(src, avail, NCCLZ_FRAME_MAGIC, "frame", "NCZF");
+  if (prefix != NCCLZ_OK) return prefix;
   unpack_frame_header(src, h);
   ncclzStatus st = check_enums(h);
   if (st != NCCLZ_OK) return st;
@@ -310,21 +319,9 @@ static ncclzStatus check_stream_fields(const uint8_t *src) {
 }
 
 ncclzStatus ncclzStreamHeaderParse(const uint8_t *src, size_t avail, ncclzStreamHeader *h) {
-  if (avail < NCCLZ_STREAM_HEADER_BYTES)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream truncated: %zu bytes available, the header needs %d", avail,
-                         NCCLZ_STREAM_HEADER_BYTES);
-  uint32_t magic = ncclz_load_u32(src);
-  if (magic != NCCLZ_STREAM_MAGIC)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "bad stream magic 0x%08x (expected 0x%08x \"NCZS\")", magic,
-                         NCCLZ_STREAM_MAGIC);
-  if (src[4] != NCCLZ_FORMAT_VERSION)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "unsupported stream version %u (this build reads version %d)", src[4],
-                         NCCLZ_FORMAT_VERSION);
-  uint32_t stored = ncclz_load_u32(src + 60), computed = ncclz_fnv1a(src, 60);
-  if (stored != computed)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header checksum mismatch (stored 0x%08x, computed 0x%08x)", stored,
-                         computed);
-  ncclzStatus st = check_stream_fields(src);
+  ncclzStatus st = check_header_prefix(src, avail, NCCLZ_STREAM_MAGIC, "stream", "NCZS");
+  if (st != NCCLZ_OK) return st;
+  st = check_stream_fields(src);
   if (st != NCCLZ_OK) return st;
   memset(h, 0, sizeof *h);
   ncclzQuantParams *q = &h->quant;
