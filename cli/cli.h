@@ -14,6 +14,7 @@ int cli_perf(int argc, char **argv);
 int cli_profile_data(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_calibrate(int argc, char **argv);
 
 #include "ncclz/codecs.h"
 /* `--coder auto` (cli/rea_chooser.c): a loaded profile and transport hint, and the frame encoder

@@ -18,6 +18,7 @@ static const struct {
     {"profile-data", cli_profile_data, "CR per coder and frame size, for 1..N ranks' summed codes"},
     {"perf", cli_perf, "compressed collectives: nccl-tests' table plus cr, coders, maxerr"},
     {"sim", cli_sim, "SimGrid replay of the schedules at any node count and bandwidth"},
+    {"calibrate", cli_calibrate, "measure codec, transport and overlap costs into a calibration profile"},
     {"run", cli_run, "run a scenario (what-if, tune, validate, measure, cr-table) into an HTML report"},
 };
 

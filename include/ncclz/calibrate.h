@@ -6,6 +6,8 @@
 #ifndef NCCLZ_CALIBRATE_H
 #define NCCLZ_CALIBRATE_H
 
+#include <stdio.h>
+
 #include "ncclz/codecs.h"
 
 #ifdef __cplusplus
@@ -46,6 +48,110 @@ ncclzStatus ncclzDataProfileBuild(const ncclzQuantSpec *spec, ncclzDtype dtype, 
 
 /* The profile as JSON text (malloc'd; docs/data-profile.md gives the schema). */
 char *ncclzDataProfileToJson(const ncclzDataProfile *dp, const char *const *inputs, uint32_t n_inputs);
+
+
+/* ------------------------------------------------------ calibration profile (issue 9)
+ * `ncclz calibrate` measures points (time against bytes) on the GPUs, fits them (calibrate/fit.c,
+ * pure C) and writes a schema-v1 calibration profile (calibrate/write_profile.c, model/PROFILE.md).
+ * The measured points travel as a "points document" (JSON, docs/calibrate.md), which is also
+ * what `ncclz calibrate --from-points` reads: measuring and fitting are separate steps. */
+
+#define NCCLZ_CAL_MAX_POINTS 64
+#define NCCLZ_CAL_MIN_FIT_BYTES 1048576.0 /* residuals are judged from 1 MiB up */
+#define NCCLZ_CAL_TOLERANCE 0.05          /* ... and must stay within 5% there */
+
+typedef struct {
+  double bytes, us;
+} ncclzCalPoint;
+
+/* time_us = alpha_us + bytes / (beta_gbps * 1e3): a fixed cost and a per-byte cost. Fitted by
+ * least squares on the relative error, i.e. weights 1/us^2 (every size counts alike, from 1 KiB
+ * to 1 GiB); alpha is clamped to >= 0 (then refitted as time proportional to bytes). */
+typedef struct {
+  double alpha_us;
+  double beta_gbps;
+  uint32_t n;                            /* points, sorted by bytes */
+  double bytes[NCCLZ_CAL_MAX_POINTS];
+  double us[NCCLZ_CAL_MAX_POINTS];
+  double resid[NCCLZ_CAL_MAX_POINTS];    /* (fit - measured) / measured */
+  uint32_t n_1m;                         /* points with bytes >= NCCLZ_CAL_MIN_FIT_BYTES */
+  double max_resid_1m;                   /* worst |resid| over those (0 if none) */
+  double max_resid;                      /* worst |resid| over all points */
+} ncclzCalFit;
+
+/* NCCLZ_ERR_ARG for no points, more than NCCLZ_CAL_MAX_POINTS, bytes or us <= 0 / not finite,
+ * or points whose time does not grow with bytes (no positive bandwidth). */
+ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *out);
+double ncclzCalFitEval(const ncclzCalFit *f, double bytes);
+
+/* Time (same unit as the inputs) of the intervals [ts[i], ts[i]+dur[i]) that lies outside the union
+ * of the comm intervals: the exposed codec time of an executor trace. */
+double ncclzCalExposed(const double *comm_ts, const double *comm_dur, size_t n_comm, const double *ts,
+                       const double *dur, size_t n);
+
+/* Measured paths. socket1x1/socket4x4 are the NET socket path with NCCL_NSOCKS_PERTHREAD x
+ * NCCL_SOCKET_NTHREADS = 1x1 and 4x4 (collective curves only; `socket` feeds transports.net). */
+typedef enum {
+  NCCLZ_CAL_NVLINK = 0,
+  NCCLZ_CAL_SHM = 1,
+  NCCLZ_CAL_SOCKET = 2,
+  NCCLZ_CAL_SOCKET1X1 = 3,
+  NCCLZ_CAL_SOCKET4X4 = 4,
+  NCCLZ_CAL_PATH_COUNT = 5
+} ncclzCalPath;
+const char *ncclzCalPathName(ncclzCalPath p);  /* "nvlink", "shm", "socket", "socket1x1", "socket4x4" */
+int ncclzCalPathFromName(const char *name);    /* -1 if unknown */
+/* NCCL environment of a path, "NAME=VALUE" strings ending with NULL (NCCL_NVLS_ENABLE=0 always). */
+const char *const *ncclzCalPathEnv(ncclzCalPath p);
+
+#define NCCLZ_CAL_CODERS 3   /* indexed by ncclzCoder; RAW unused */
+#define NCCLZ_CAL_CLASSES 5  /* indexed by ncclzDataClass (model.h) */
+#define NCCLZ_CAL_HINTS 3    /* indexed by ncclzTransportHint (model.h) */
+#define NCCLZ_CAL_COLLS 5    /* indexed by ncclzCollective (schedule.h) */
+
+typedef struct {
+  int present;
+  ncclzCalFit encode, decode;
+  int measured_curve;          /* 1: the line missed the tolerance, the profile keeps the measured points */
+} ncclzCalCodecFit;
+
+/* Everything fitted from one points document. */
+typedef struct {
+  char device[128], driver[64], cuda[64], nccl[64], date[64], method[256];
+  int sendrecv_present[NCCLZ_CAL_PATH_COUNT];
+  ncclzCalFit sendrecv[NCCLZ_CAL_PATH_COUNT];
+  int coll_present[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
+  ncclzCalFit coll[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
+  ncclzCalCodecFit codec[NCCLZ_CAL_CODERS][NCCLZ_CAL_CLASSES];
+  double lambda_enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS], lambda_dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
+  int lambda_measured[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
+  double worst_resid_1m;       /* over every fit, sizes >= 1 MiB */
+  char worst_what[96];         /* which fit and size it was */
+  char notes[1024];            /* what was filled in rather than measured ('; '-separated) */
+} ncclzCalResult;
+
+/* Parses a points document and fits everything in it. NCCLZ_ERR_ARG names the bad field. */
+ncclzStatus ncclzCalFitPoints(const char *json, size_t len, ncclzCalResult *out);
+/* The schema-v1 profile (malloc'd JSON text), checked with ncclzProfileParse before it is returned;
+ * the fits and residuals go under the top-level key "fit", which the loader ignores. NULL on error. */
+char *ncclzCalProfileJson(const ncclzCalResult *r);
+/* Residual table (one line per fit) on f. */
+void ncclzCalReport(const ncclzCalResult *r, FILE *f);
+/* Appends the arrays of points document b to those of a (metadata: a's, then b's for fields a lacks);
+ * returns the merged document (malloc'd) or NULL with the error set. */
+char *ncclzCalPointsMerge(const char *a, const char *b);
+
+/* ---- GPU measurement (calibrate/measure_gpu.cu; only in CUDA+NCCL builds, which define
+ * NCCLZ_HAVE_CALIBRATE_GPU). Each returns a points document (malloc'd) or NULL with the error set.
+ * A path's NCCL environment must be set before the call (the CLI runs each path as a child). */
+typedef struct {
+  int ngpus;      /* >= 2 for transports */
+  int quick;      /* fewer sizes and repetitions */
+  int progress;   /* progress lines on stderr */
+} ncclzCalMeasureOpts;
+int ncclzCalGpuCount(void);
+char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o);
+char *ncclzCalMeasurePath(const ncclzCalMeasureOpts *o, ncclzCalPath path);
 
 #ifdef __cplusplus
 }

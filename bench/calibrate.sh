@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `ncclz calibrate` on the GPU machine, in one go: build (cJSON from .deps/ like bench/codecs.sh),
+# run the calibration on 2 GPUs and print the fit residuals. Writes under $OUT (or bench/results/):
+#   h200-x2.json         the profile (copy to calibrate/profiles/h200-x2.json when it passes)
+#   h200-x2-points.json  the measured points (ncclz calibrate --from-points refits them anywhere)
+#   calibrate.log        stderr of the run (progress, residual table)
+# Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir).
+# Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUTDIR=${OUT:-$ROOT/bench/results}
+mkdir -p "$OUTDIR"
+B=${BUILD:-/tmp/ncclz-calibrate-build}
+NGPUS=${NGPUS:-2}
+PATHS=${PATHS:-nvlink,shm,socket}
+QUICK=${QUICK:-0}
+
+if ls .deps/*.deb >/dev/null 2>&1; then
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  sed -i 's#"/usr"#"/tmp/deps/usr"#g; s#"/usr/#"/tmp/deps/usr/#g' /tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON/*.cmake
+  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+  DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
+
+echo "== build"
+cmake -S . -B "$B" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF ${DEPS:-} >"$OUTDIR/build.log" 2>&1 &&
+  cmake --build "$B" -j"$(nproc)" --target ncclz test_calibrate_fit >>"$OUTDIR/build.log" 2>&1 ||
+  { tail -30 "$OUTDIR/build.log"; exit 1; }
+"$B/tests/test_calibrate_fit" || exit 1
+
+echo "== calibrate -g $NGPUS --paths $PATHS $([ "$QUICK" = 1 ] && echo --quick)"
+START=$(date +%s)
+Q=(); [ "$QUICK" = 1 ] && Q=(--quick)
+timeout 900 "$B/ncclz" calibrate -g "$NGPUS" --paths "$PATHS" "${Q[@]}" --out "$OUTDIR/h200-x2.json" \
+  --points-out "$OUTDIR/h200-x2-points.json" 2>"$OUTDIR/calibrate.log"
+RC=$?
+END=$(date +%s)
+# the residual table (progress lines use \r; keep the last state of each)
+tr '\r' '\n' <"$OUTDIR/calibrate.log" | grep -vE '^# (codecs|nvlink|shm|socket)' | grep -v '^\s*$'
+echo "calibrate rc=$RC in $((END - START)) s"
+if [ -f "$OUTDIR/h200-x2.json" ] && command -v python3 >/dev/null; then
+  python3 - "$OUTDIR/h200-x2.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+f = p["fit"]
+print("worst residual >= 1 MiB: %.2f%% (%s), within 5%%: %s" % (100 * f["worst_resid_1m"], f["worst"], f["within_tolerance"]))
+for h, t in p["transports"].items():
+    print("transport %-6s alpha %8.2f us  beta %8.2f GB/s" % (h, t["alpha_us"], t["beta_gbps"]))
+if f.get("notes"):
+    print("notes:", f["notes"])
+PY
+fi
+exit $RC

@@ -1,0 +1,529 @@
+/* From a points document to a schema-v1 calibration profile (model/PROFILE.md):
+ * parse the measured points, fit them (calibrate/fit.c), assemble the profile with cJSON and
+ * check it with ncclzProfileParse. The fits and their residuals go under the top-level key "fit"
+ * (the loader ignores unknown top-level keys). docs/calibrate.md describes the points document. */
+#include "ncclz/calibrate.h"
+#include "ncclz/model.h"
+#include "ncclz/schedule.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRY(expr)                          \
+  do {                                     \
+    ncclzStatus try_s_ = (expr);           \
+    if (try_s_ != NCCLZ_OK) return try_s_; \
+  } while (0)
+
+static void add_note(ncclzCalResult *r, const char *fmt, const char *a, const char *b) {
+  size_t len = strlen(r->notes);
+  if (len + 1 >= sizeof r->notes) return;
+  snprintf(r->notes + len, sizeof r->notes - len, "%s", len ? "; " : "");
+  len = strlen(r->notes);
+  snprintf(r->notes + len, sizeof r->notes - len, fmt, a, b);
+}
+
+/* [[bytes, us], ...] or [{"bytes": B, "us": T}, ...], appended to pts. */
+static ncclzStatus read_points(const cJSON *arr, const char *where, ncclzCalPoint *pts, size_t *n) {
+  if (!cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points %s: must be an array of [bytes, us]", where);
+  const cJSON *it;
+  cJSON_ArrayForEach(it, arr) {
+    double b, t;
+    if (cJSON_IsArray(it) && cJSON_GetArraySize(it) >= 2 && cJSON_IsNumber(cJSON_GetArrayItem(it, 0)) &&
+        cJSON_IsNumber(cJSON_GetArrayItem(it, 1))) {
+      b = cJSON_GetArrayItem(it, 0)->valuedouble;
+      t = cJSON_GetArrayItem(it, 1)->valuedouble;
+    } else if (cJSON_IsObject(it) && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(it, "bytes")) &&
+               cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(it, "us"))) {
+      b = cJSON_GetObjectItemCaseSensitive(it, "bytes")->valuedouble;
+      t = cJSON_GetObjectItemCaseSensitive(it, "us")->valuedouble;
+    } else {
+      return ncclzSetError(NCCLZ_ERR_ARG, "points %s: each point is [bytes, us]", where);
+    }
+    if (*n >= NCCLZ_CAL_MAX_POINTS)
+      return ncclzSetError(NCCLZ_ERR_ARG, "points %s: more than %d points", where, NCCLZ_CAL_MAX_POINTS);
+    pts[(*n)++] = (ncclzCalPoint){b, t};
+  }
+  return NCCLZ_OK;
+}
+
+static const char *get_str(const cJSON *o, const char *key) {
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static ncclzStatus fit_into(const ncclzCalPoint *pts, size_t n, const char *where, ncclzCalFit *f) {
+  if (ncclzCalFitLinear(pts, n, f)) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", ncclzLastError());
+    return ncclzSetError(NCCLZ_ERR_ARG, "points %s: %s", where, msg);
+  }
+  return NCCLZ_OK;
+}
+
+static void track_worst(ncclzCalResult *r, const ncclzCalFit *f, const char *what) {
+  for (uint32_t i = 0; i < f->n; i++)
+    if (f->bytes[i] >= NCCLZ_CAL_MIN_FIT_BYTES && fabs(f->resid[i]) > r->worst_resid_1m) {
+      r->worst_resid_1m = fabs(f->resid[i]);
+      snprintf(r->worst_what, sizeof r->worst_what, "%.60s at %.0f B", what, f->bytes[i]);
+    }
+}
+
+/* Gathers every entry of `arr` whose keys match, then fits. */
+typedef struct {
+  ncclzCalPoint p[NCCLZ_CAL_MAX_POINTS];
+  size_t n;
+} pointset;
+
+static ncclzStatus parse_metadata(const cJSON *root, ncclzCalResult *r) {
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+  struct {
+    const char *key;
+    char *dst;
+    size_t cap;
+  } f[] = {{"device", r->device, sizeof r->device}, {"driver", r->driver, sizeof r->driver},
+           {"cuda", r->cuda, sizeof r->cuda},       {"nccl", r->nccl, sizeof r->nccl},
+           {"date", r->date, sizeof r->date},       {"method", r->method, sizeof r->method}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    const char *s = m ? get_str(m, f[i].key) : NULL;
+    snprintf(f[i].dst, f[i].cap, "%s", s ? s : "unknown");
+  }
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_codecs(const cJSON *root, ncclzCalResult *r) {
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "codecs");
+  if (!cJSON_IsArray(arr) || !cJSON_GetArraySize(arr))
+    return ncclzSetError(NCCLZ_ERR_ARG, "points codecs: missing (an array of {coder, class, encode, decode})");
+  static pointset enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_CLASSES], dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_CLASSES];
+  memset(enc, 0, sizeof enc);
+  memset(dec, 0, sizeof dec);
+  const cJSON *e;
+  int i = 0;
+  cJSON_ArrayForEach(e, arr) {
+    char where[64];
+    snprintf(where, sizeof where, "codecs[%d]", i++);
+    const char *cs = get_str(e, "coder"), *ks = get_str(e, "class");
+    int c = cs ? ncclzCoderFromName(cs) : -1, k = ks ? ncclzDataClassFromName(ks) : -1;
+    if (c != NCCLZ_CODER_FIXEDLEN && c != NCCLZ_CODER_HUFFMAN)
+      return ncclzSetError(NCCLZ_ERR_ARG, "points %s.coder: fixedlen or huffman", where);
+    if (k < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.class: none, eb, eb_lorenzo, qsgd or default", where);
+    char w2[80];
+    snprintf(w2, sizeof w2, "%s.encode", where);
+    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "encode"), w2, enc[c][k].p, &enc[c][k].n));
+    snprintf(w2, sizeof w2, "%s.decode", where);
+    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "decode"), w2, dec[c][k].p, &dec[c][k].n));
+  }
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++) {
+    for (int k = 0; k < NCCLZ_CAL_CLASSES; k++) {
+      if (!enc[c][k].n && !dec[c][k].n) continue;
+      char where[96];
+      snprintf(where, sizeof where, "codecs %s/%s encode", ncclzCoderName((ncclzCoder)c),
+               ncclzDataClassName((ncclzDataClass)k));
+      ncclzCalCodecFit *cf = &r->codec[c][k];
+      TRY(fit_into(enc[c][k].p, enc[c][k].n, where, &cf->encode));
+      track_worst(r, &cf->encode, where);
+      snprintf(where, sizeof where, "codecs %s/%s decode", ncclzCoderName((ncclzCoder)c),
+               ncclzDataClassName((ncclzDataClass)k));
+      TRY(fit_into(dec[c][k].p, dec[c][k].n, where, &cf->decode));
+      track_worst(r, &cf->decode, where);
+      cf->present = 1;
+      cf->measured_curve = cf->encode.max_resid_1m > NCCLZ_CAL_TOLERANCE || cf->decode.max_resid_1m > NCCLZ_CAL_TOLERANCE;
+    }
+    /* default: eb_lorenzo (the smooth field), else the first class measured. */
+    if (!r->codec[c][NCCLZ_CLASS_DEFAULT].present) {
+      int from = r->codec[c][NCCLZ_CLASS_EB_LORENZO].present ? NCCLZ_CLASS_EB_LORENZO : -1;
+      for (int k = 1; from < 0 && k < NCCLZ_CAL_CLASSES; k++)
+        if (r->codec[c][k].present) from = k;
+      if (from < 0)
+        return ncclzSetError(NCCLZ_ERR_ARG, "points codecs: no points for coder %s", ncclzCoderName((ncclzCoder)c));
+      r->codec[c][NCCLZ_CLASS_DEFAULT] = r->codec[c][from];
+    }
+  }
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_transports(const cJSON *root, ncclzCalResult *r) {
+  static pointset sr[NCCLZ_CAL_PATH_COUNT], co[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
+  memset(sr, 0, sizeof sr);
+  memset(co, 0, sizeof co);
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "sendrecv"), *e;
+  int i = 0;
+  if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points sendrecv: must be an array");
+  cJSON_ArrayForEach(e, arr) {
+    char where[64];
+    snprintf(where, sizeof where, "sendrecv[%d]", i++);
+    const char *ps = get_str(e, "path");
+    int p = ps ? ncclzCalPathFromName(ps) : -1;
+    if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: nvlink, shm, socket, socket1x1 or socket4x4", where);
+    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, sr[p].p, &sr[p].n));
+  }
+  arr = cJSON_GetObjectItemCaseSensitive(root, "collectives");
+  if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points collectives: must be an array");
+  i = 0;
+  cJSON_ArrayForEach(e, arr) {
+    char where[64];
+    snprintf(where, sizeof where, "collectives[%d]", i++);
+    const char *ps = get_str(e, "path"), *cs = get_str(e, "collective");
+    int p = ps ? ncclzCalPathFromName(ps) : -1, c = cs ? ncclzCollectiveFromName(cs) : -1;
+    if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: nvlink, shm, socket, socket1x1 or socket4x4", where);
+    if (c < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.collective: unknown", where);
+    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, co[p][c].p, &co[p][c].n));
+  }
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
+    char where[96];
+    if (sr[p].n) {
+      snprintf(where, sizeof where, "sendrecv %s", ncclzCalPathName((ncclzCalPath)p));
+      TRY(fit_into(sr[p].p, sr[p].n, where, &r->sendrecv[p]));
+      track_worst(r, &r->sendrecv[p], where);
+      r->sendrecv_present[p] = 1;
+    }
+    for (int c = 0; c < NCCLZ_CAL_COLLS; c++) {
+      if (!co[p][c].n) continue;
+      snprintf(where, sizeof where, "%s %s", ncclzCollectiveName((ncclzCollective)c), ncclzCalPathName((ncclzCalPath)p));
+      TRY(fit_into(co[p][c].p, co[p][c].n, where, &r->coll[p][c]));
+      track_worst(r, &r->coll[p][c], where);
+      r->coll_present[p][c] = 1;
+    }
+  }
+  return NCCLZ_OK;
+}
+
+static int hint_of_path(int p) {
+  return p == NCCLZ_CAL_NVLINK ? NCCLZ_HINT_NVLINK : p == NCCLZ_CAL_SHM ? NCCLZ_HINT_SHM : NCCLZ_HINT_NET;
+}
+
+static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
+  double enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}}, dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}};
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "overlap"), *e;
+  if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points overlap: must be an array");
+  int i = 0;
+  cJSON_ArrayForEach(e, arr) {
+    char where[64];
+    snprintf(where, sizeof where, "overlap[%d]", i++);
+    const char *ps = get_str(e, "path"), *cs = get_str(e, "coder");
+    int p = ps ? ncclzCalPathFromName(ps) : -1, c = cs ? ncclzCoderFromName(cs) : -1;
+    if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: unknown", where);
+    if (c != NCCLZ_CODER_FIXEDLEN && c != NCCLZ_CODER_HUFFMAN)
+      return ncclzSetError(NCCLZ_ERR_ARG, "points %s.coder: fixedlen or huffman", where);
+    static const char *keys[4] = {"encode_us", "encode_exposed_us", "decode_us", "decode_exposed_us"};
+    double v[4];
+    for (int k = 0; k < 4; k++) {
+      const cJSON *it = cJSON_GetObjectItemCaseSensitive(e, keys[k]);
+      if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0))
+        return ncclzSetError(NCCLZ_ERR_ARG, "points %s.%s: must be a number >= 0", where, keys[k]);
+      v[k] = it->valuedouble;
+    }
+    int h = hint_of_path(p);
+    /* The default socket path stands for NET; the thread variants only when it is missing. */
+    if (p == NCCLZ_CAL_SOCKET1X1 || p == NCCLZ_CAL_SOCKET4X4) continue;
+    enc[c][h][0] += v[0];
+    enc[c][h][1] += v[1];
+    dec[c][h][0] += v[2];
+    dec[c][h][1] += v[3];
+  }
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
+    for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
+      r->lambda_enc[c][h] = r->lambda_dec[c][h] = 1.0;
+      if (enc[c][h][0] > 0 || dec[c][h][0] > 0) r->lambda_measured[c][h] = 1;
+      if (enc[c][h][0] > 0) r->lambda_enc[c][h] = fmin(1.0, enc[c][h][1] / enc[c][h][0]);
+      if (dec[c][h][0] > 0) r->lambda_dec[c][h] = fmin(1.0, dec[c][h][1] / dec[c][h][0]);
+      if (!r->lambda_measured[c][h])
+        add_note(r, "lambda %s/%s: not measured, 1.0 (no overlap) assumed", ncclzCoderName((ncclzCoder)c),
+                 ncclzHintName((ncclzTransportHint)h));
+    }
+  return NCCLZ_OK;
+}
+
+static int net_source(const ncclzCalResult *r, int hint) {
+  static const int order[NCCLZ_CAL_HINTS][NCCLZ_CAL_PATH_COUNT] = {
+      {NCCLZ_CAL_NVLINK, -1, -1, -1, -1},
+      {NCCLZ_CAL_SHM, -1, -1, -1, -1},
+      {NCCLZ_CAL_SOCKET, NCCLZ_CAL_SOCKET1X1, NCCLZ_CAL_SOCKET4X4, -1, -1}};
+  for (int i = 0; i < NCCLZ_CAL_PATH_COUNT && order[hint][i] >= 0; i++)
+    if (r->sendrecv_present[order[hint][i]]) return order[hint][i];
+  return -1;
+}
+
+ncclzStatus ncclzCalFitPoints(const char *json, size_t len, ncclzCalResult *out) {
+  memset(out, 0, sizeof *out);
+  cJSON *root = cJSON_ParseWithLength(json, len);
+  if (!root || !cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    return ncclzSetError(NCCLZ_ERR_ARG, "points: not a JSON object");
+  }
+  ncclzStatus st = NCCLZ_OK;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
+  if (!cJSON_IsNumber(v) || v->valuedouble != 1)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "points version: must be 1");
+  if (!st) st = parse_metadata(root, out);
+  if (!st) st = parse_codecs(root, out);
+  if (!st) st = parse_transports(root, out);
+  if (!st) st = parse_overlap(root, out);
+  cJSON_Delete(root);
+  if (st) return st;
+  int any = 0;
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) any |= out->sendrecv_present[p];
+  if (!any) return ncclzSetError(NCCLZ_ERR_ARG, "points sendrecv: no path measured");
+  int slowest = -1;
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++)
+    if (out->sendrecv_present[p] && (slowest < 0 || out->sendrecv[p].beta_gbps < out->sendrecv[slowest].beta_gbps))
+      slowest = p;
+  for (int h = 0; h < NCCLZ_CAL_HINTS; h++)
+    if (net_source(out, h) < 0)
+      add_note(out, "transports.%s: not measured, the values of path %s", ncclzHintName((ncclzTransportHint)h),
+               ncclzCalPathName((ncclzCalPath)slowest));
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static cJSON *num(double v) { return cJSON_CreateNumber(isfinite(v) ? v : 0.0); }
+/* Rounds to 6 significant digits so the profile stays readable. */
+static double r6(double v) {
+  if (v == 0 || !isfinite(v)) return 0;
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.6g", v);
+  return strtod(buf, NULL);
+}
+
+static cJSON *fit_json(const ncclzCalFit *f) {
+  cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
+  cJSON_AddItemToObject(o, "alpha_us", num(r6(f->alpha_us)));
+  cJSON_AddItemToObject(o, "beta_gbps", num(r6(f->beta_gbps)));
+  cJSON_AddItemToObject(o, "max_resid_1m", num(r6(f->max_resid_1m)));
+  cJSON_AddItemToObject(o, "max_resid", num(r6(f->max_resid)));
+  for (uint32_t i = 0; i < f->n; i++) {
+    cJSON *p = cJSON_CreateArray();
+    cJSON_AddItemToArray(p, num(f->bytes[i]));
+    cJSON_AddItemToArray(p, num(r6(f->us[i])));
+    cJSON_AddItemToArray(p, num(r6(f->resid[i])));
+    cJSON_AddItemToArray(pts, p);
+  }
+  cJSON_AddItemToObject(o, "points", pts); /* [bytes, measured us, (fit - measured) / measured] */
+  return o;
+}
+
+/* The profile curve: the fitted line at the measured sizes (unique, at most 32, first and last
+ * kept), or the measured times (mean per size) when the line misses the tolerance. */
+static cJSON *curve_json(const ncclzCalFit *f, int measured) {
+  double b[NCCLZ_CAL_MAX_POINTS], t[NCCLZ_CAL_MAX_POINTS];
+  int cnt[NCCLZ_CAL_MAX_POINTS];
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < f->n; i++) {
+    if (m && f->bytes[i] == b[m - 1]) {
+      t[m - 1] += f->us[i];
+      cnt[m - 1]++;
+    } else {
+      b[m] = f->bytes[i];
+      t[m] = f->us[i];
+      cnt[m++] = 1;
+    }
+  }
+  cJSON *arr = cJSON_CreateArray();
+  uint32_t keep = m < NCCLZ_CURVE_MAX_POINTS ? m : NCCLZ_CURVE_MAX_POINTS;
+  long last = -1;
+  for (uint32_t j = 0; j < keep; j++) {
+    long i = keep == 1 ? 0 : (long)((double)j * (m - 1) / (keep - 1) + 0.5);
+    if (i == last) continue;
+    last = i;
+    double us = measured ? t[i] / cnt[i] : ncclzCalFitEval(f, b[i]);
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddItemToObject(p, "bytes", num(b[i]));
+    cJSON_AddItemToObject(p, "us", num(r6(us)));
+    cJSON_AddItemToArray(arr, p);
+  }
+  return arr;
+}
+
+char *ncclzCalProfileJson(const ncclzCalResult *rin) {
+  ncclzCalResult *r = malloc(sizeof *r);
+  if (!r) {
+    ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  *r = *rin;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddNumberToObject(root, "version", NCCLZ_PROFILE_VERSION);
+  cJSON *m = cJSON_AddObjectToObject(root, "metadata");
+  cJSON_AddStringToObject(m, "device", r->device);
+  cJSON_AddStringToObject(m, "driver", r->driver);
+  cJSON_AddStringToObject(m, "cuda", r->cuda);
+  cJSON_AddStringToObject(m, "nccl", r->nccl);
+  cJSON_AddStringToObject(m, "date", r->date);
+  cJSON_AddStringToObject(m, "method", r->method);
+
+  /* transports: nvlink <- nvlink, shm <- shm, net <- socket (else socket1x1/4x4); a path not
+   * measured takes the slowest measured one's values, and says so in fit.notes. */
+  cJSON *tr = cJSON_AddObjectToObject(root, "transports");
+  int slowest = -1;
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++)
+    if (r->sendrecv_present[p] && (slowest < 0 || r->sendrecv[p].beta_gbps < r->sendrecv[slowest].beta_gbps))
+      slowest = p;
+  for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
+    int p = net_source(r, h);
+    if (p < 0) p = slowest; /* noted by ncclzCalFitPoints */
+    cJSON *t = cJSON_AddObjectToObject(tr, ncclzHintName((ncclzTransportHint)h));
+    cJSON_AddItemToObject(t, "alpha_us", num(r6(r->sendrecv[p].alpha_us)));
+    cJSON_AddItemToObject(t, "beta_gbps", num(r6(r->sendrecv[p].beta_gbps)));
+  }
+
+  cJSON *codecs = cJSON_AddObjectToObject(root, "codecs");
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++) {
+    cJSON *co = cJSON_AddObjectToObject(codecs, ncclzCoderName((ncclzCoder)c));
+    cJSON_AddNumberToObject(co, "alpha_us", 0.0);
+    cJSON *le = cJSON_AddObjectToObject(co, "lambda_enc"), *ld = cJSON_AddObjectToObject(co, "lambda_dec");
+    for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
+      cJSON_AddItemToObject(le, ncclzHintName((ncclzTransportHint)h), num(r6(r->lambda_enc[c][h])));
+      cJSON_AddItemToObject(ld, ncclzHintName((ncclzTransportHint)h), num(r6(r->lambda_dec[c][h])));
+    }
+    cJSON *cv = cJSON_AddObjectToObject(co, "curves");
+    for (int k = 0; k < NCCLZ_CAL_CLASSES; k++) {
+      const ncclzCalCodecFit *cf = &r->codec[c][k];
+      if (!cf->present) continue;
+      cJSON *o = cJSON_AddObjectToObject(cv, ncclzDataClassName((ncclzDataClass)k));
+      cJSON_AddItemToObject(o, "encode", curve_json(&cf->encode, cf->measured_curve));
+      cJSON_AddItemToObject(o, "decode", curve_json(&cf->decode, cf->measured_curve));
+    }
+  }
+  cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
+  cJSON_AddNumberToObject(th, "fast_path_bytes", 65536);
+  cJSON_AddNumberToObject(th, "huff_min_bytes", 262144);
+  cJSON_AddNumberToObject(th, "min_gain_permil", 50);
+  cJSON_AddNumberToObject(th, "sample_window_bytes", 65536);
+  cJSON_AddNumberToObject(th, "sample_pieces", 8);
+  cJSON_AddNumberToObject(th, "frame_bytes", 4194304);
+
+  /* fit: what the loader ignores but a reader wants: every fit, its points and residuals. */
+  cJSON *fit = cJSON_AddObjectToObject(root, "fit");
+  cJSON_AddStringToObject(fit, "model", "us = alpha_us + bytes / (beta_gbps * 1e3), least squares on relative error");
+  cJSON_AddNumberToObject(fit, "tolerance", NCCLZ_CAL_TOLERANCE);
+  cJSON_AddNumberToObject(fit, "min_bytes", NCCLZ_CAL_MIN_FIT_BYTES);
+  cJSON_AddItemToObject(fit, "worst_resid_1m", num(r6(r->worst_resid_1m)));
+  cJSON_AddStringToObject(fit, "worst", r->worst_what);
+  cJSON_AddBoolToObject(fit, "within_tolerance", r->worst_resid_1m <= NCCLZ_CAL_TOLERANCE);
+  cJSON *fs = cJSON_AddObjectToObject(fit, "sendrecv"), *fc = cJSON_AddObjectToObject(fit, "collectives");
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
+    if (r->sendrecv_present[p]) cJSON_AddItemToObject(fs, ncclzCalPathName((ncclzCalPath)p), fit_json(&r->sendrecv[p]));
+    cJSON *pc = NULL;
+    for (int c = 0; c < NCCLZ_CAL_COLLS; c++) {
+      if (!r->coll_present[p][c]) continue;
+      if (!pc) pc = cJSON_AddObjectToObject(fc, ncclzCalPathName((ncclzCalPath)p));
+      cJSON_AddItemToObject(pc, ncclzCollectiveName((ncclzCollective)c), fit_json(&r->coll[p][c]));
+    }
+  }
+  cJSON *fcd = cJSON_AddObjectToObject(fit, "codecs");
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++) {
+    cJSON *co = cJSON_AddObjectToObject(fcd, ncclzCoderName((ncclzCoder)c));
+    for (int k = 1; k < NCCLZ_CAL_CLASSES; k++) {
+      const ncclzCalCodecFit *cf = &r->codec[c][k];
+      if (!cf->present) continue;
+      cJSON *o = cJSON_AddObjectToObject(co, ncclzDataClassName((ncclzDataClass)k));
+      cJSON_AddStringToObject(o, "curve", cf->measured_curve ? "measured" : "linear");
+      cJSON_AddItemToObject(o, "encode", fit_json(&cf->encode));
+      cJSON_AddItemToObject(o, "decode", fit_json(&cf->decode));
+    }
+  }
+  cJSON_AddStringToObject(fit, "notes", r->notes);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  free(r);
+  if (!text) {
+    ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  ncclzProfile *prof = malloc(sizeof *prof);
+  ncclzStatus st = prof ? ncclzProfileParse(text, strlen(text), prof) : NCCLZ_ERR_NOMEM;
+  free(prof);
+  if (st) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", ncclzLastError());
+    ncclzSetError(st, "written profile does not load: %s", msg);
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static void report_fit(FILE *f, const char *what, const ncclzCalFit *x) {
+  fprintf(f, "  %-34s alpha %9.3f us  beta %9.3f GB/s  worst resid >=1MiB %6.2f%% (%u pts)  all %6.2f%%\n", what,
+          x->alpha_us, x->beta_gbps, 100 * x->max_resid_1m, x->n_1m, 100 * x->max_resid);
+}
+
+void ncclzCalReport(const ncclzCalResult *r, FILE *f) {
+  char what[96];
+  fprintf(f, "fits (us = alpha + bytes / beta; resid = (fit - measured) / measured):\n");
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
+    if (r->sendrecv_present[p]) {
+      snprintf(what, sizeof what, "sendrecv %s", ncclzCalPathName((ncclzCalPath)p));
+      report_fit(f, what, &r->sendrecv[p]);
+    }
+    for (int c = 0; c < NCCLZ_CAL_COLLS; c++)
+      if (r->coll_present[p][c]) {
+        snprintf(what, sizeof what, "%s %s", ncclzCollectiveName((ncclzCollective)c), ncclzCalPathName((ncclzCalPath)p));
+        report_fit(f, what, &r->coll[p][c]);
+      }
+  }
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
+    for (int k = 1; k < NCCLZ_CAL_CLASSES; k++) {
+      const ncclzCalCodecFit *cf = &r->codec[c][k];
+      if (!cf->present) continue;
+      snprintf(what, sizeof what, "%s/%s encode%s", ncclzCoderName((ncclzCoder)c), ncclzDataClassName((ncclzDataClass)k),
+               cf->measured_curve ? " [measured]" : "");
+      report_fit(f, what, &cf->encode);
+      snprintf(what, sizeof what, "%s/%s decode", ncclzCoderName((ncclzCoder)c), ncclzDataClassName((ncclzDataClass)k));
+      report_fit(f, what, &cf->decode);
+    }
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
+    for (int h = 0; h < NCCLZ_CAL_HINTS; h++)
+      fprintf(f, "  lambda %-8s %-6s enc %.3f dec %.3f%s\n", ncclzCoderName((ncclzCoder)c),
+              ncclzHintName((ncclzTransportHint)h), r->lambda_enc[c][h], r->lambda_dec[c][h],
+              r->lambda_measured[c][h] ? "" : " (assumed)");
+  fprintf(f, "worst residual at >= 1 MiB: %.2f%% (%s): %s the %.0f%% tolerance\n", 100 * r->worst_resid_1m,
+          r->worst_what[0] ? r->worst_what : "-", r->worst_resid_1m <= NCCLZ_CAL_TOLERANCE ? "within" : "OUTSIDE",
+          100 * NCCLZ_CAL_TOLERANCE);
+  if (r->notes[0]) fprintf(f, "notes: %s\n", r->notes);
+}
+
+char *ncclzCalPointsMerge(const char *a, const char *b) {
+  cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+  char *out = NULL;
+  if (!cJSON_IsObject(ja) || !cJSON_IsObject(jb)) {
+    ncclzSetError(NCCLZ_ERR_ARG, "points merge: not JSON objects");
+    goto done;
+  }
+  static const char *arrays[] = {"codecs", "sendrecv", "collectives", "overlap"};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+    cJSON *src = cJSON_GetObjectItemCaseSensitive(jb, arrays[i]);
+    if (!cJSON_IsArray(src)) continue;
+    cJSON *dst = cJSON_GetObjectItemCaseSensitive(ja, arrays[i]);
+    if (!cJSON_IsArray(dst)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(ja, arrays[i]);
+      dst = cJSON_AddArrayToObject(ja, arrays[i]);
+    }
+    cJSON *it;
+    cJSON_ArrayForEach(it, src) cJSON_AddItemToArray(dst, cJSON_Duplicate(it, 1));
+  }
+  cJSON *mb = cJSON_GetObjectItemCaseSensitive(jb, "metadata");
+  if (cJSON_IsObject(mb)) {
+    cJSON *ma = cJSON_GetObjectItemCaseSensitive(ja, "metadata");
+    if (!cJSON_IsObject(ma)) ma = cJSON_AddObjectToObject(ja, "metadata");
+    cJSON *it;
+    cJSON_ArrayForEach(it, mb) {
+      if (!it->string) continue;
+      cJSON *cur = cJSON_GetObjectItemCaseSensitive(ma, it->string);
+      if (!cur)
+        cJSON_AddItemToObject(ma, it->string, cJSON_Duplicate(it, 1));
+      else if (cJSON_IsString(cur) && !strcmp(cur->valuestring, "unknown"))
+        cJSON_ReplaceItemInObjectCaseSensitive(ma, it->string, cJSON_Duplicate(it, 1));
+    }
+  }
+  if (!cJSON_GetObjectItemCaseSensitive(ja, "version")) cJSON_AddNumberToObject(ja, "version", 1);
+  out = cJSON_Print(ja);
+done:
+  cJSON_Delete(ja);
+  cJSON_Delete(jb);
+  return out;
+}

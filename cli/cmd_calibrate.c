@@ -1,0 +1,267 @@
+/* ncclz calibrate: measure codec, transport and overlap costs on the GPUs and write a calibration
+ * profile (model/PROFILE.md), or fit and write one from a points document (--from-points).
+ *
+ * Every NCCL path needs its own environment before NCCL initializes, so each measurement runs in
+ * a child process: this binary again (/proc/self/exe) with the path's NCCL_* variables and the
+ * internal option --child-codecs or --child-path NAME, writing a points document to a temporary
+ * file. The parent merges the documents, fits them (calibrate/fit.c) and writes the profile
+ * (calibrate/write_profile.c). docs/calibrate.md tells the whole story. */
+#include "cli.h"
+#include "ncclz/calibrate.h"
+#include "ncclz/model.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VERB "calibrate"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--quick] --out PROFILE.json\n"
+          "       ncclz calibrate --from-points POINTS.json --out PROFILE.json\n"
+          "\n"
+          "Measures on the GPUs, fits and writes a calibration profile (schema v1, model/PROFILE.md):\n"
+          "  codec curves   encode/decode time per frame, 64 KiB..64 MiB, per coder (fixedlen, huffman)\n"
+          "                 and data class (qsgd gradients, eb_lorenzo smooth field, none: random floats)\n"
+          "  transports     send/recv alpha and beta per path, plain NCCL curves of the five collectives\n"
+          "                 1 KiB..1 GiB (nvlink: default NCCL; shm: NCCL_P2P_DISABLE=1; socket: NET over lo;\n"
+          "                 socket1x1, socket4x4: the socket path with 1x1 / 4x4 socket threads)\n"
+          "  overlap        lambda_enc/lambda_dec: exposed fraction of codec time in executor traces\n"
+          "The fits (us = alpha + bytes/beta) and their residuals go under the profile's \"fit\" key.\n"
+          "\n"
+          "  -g N                  GPUs (default 2; transports need 2)\n"
+          "  --paths LIST          comma-separated paths (default nvlink,shm,socket)\n"
+          "  --quick               fewer sizes and repetitions (a minute or two)\n"
+          "  --out FILE            the profile to write (required)\n"
+          "  --points-out FILE     also keep the measured points document\n"
+          "  --from-points FILE    no measurement: fit and write from a points document\n"
+          "  --quiet               no residual table on stderr\n"
+          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure (no GPU, no CUDA build).\n");
+}
+
+typedef struct {
+  int ngpus, quick, quiet;
+  const char *paths, *out, *points_out, *from_points, *child_path;
+  int child_codecs;
+} cal_opts;
+
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return cli_runtime_error(VERB, "cannot write '%s': %s", path, strerror(errno));
+  int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
+  bad |= fclose(f) != 0;
+  if (bad) return cli_runtime_error(VERB, "cannot write '%s'", path);
+  return CLI_OK;
+}
+
+/* Fit a points document and write the profile. */
+static int fit_and_write(const cal_opts *o, const char *points, size_t len) {
+  ncclzCalResult *r = malloc(sizeof *r);
+  if (!r) return cli_runtime_error(VERB, "out of memory");
+  if (ncclzCalFitPoints(points, len, r)) {
+    free(r);
+    return cli_usage_error(VERB, "%s", ncclzLastError());
+  }
+  char *text = ncclzCalProfileJson(r);
+  if (!text) {
+    free(r);
+    return cli_usage_error(VERB, "%s", ncclzLastError());
+  }
+  int rc = write_text(o->out, text);
+  if (!rc && !o->quiet) {
+    ncclzCalReport(r, stderr);
+    fprintf(stderr, "wrote %s\n", o->out);
+  }
+  free(text);
+  free(r);
+  return rc;
+}
+
+#ifdef NCCLZ_HAVE_CALIBRATE_GPU
+/* Child side: one measurement, its points document to --points-out. */
+static int run_child(const cal_opts *o) {
+  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2)};
+  char *doc;
+  if (o->child_codecs) {
+    doc = ncclzCalMeasureCodecs(&mo);
+  } else {
+    int p = ncclzCalPathFromName(o->child_path);
+    if (p < 0) return cli_usage_error(VERB, "--child-path %s: unknown path", o->child_path);
+    doc = ncclzCalMeasurePath(&mo, (ncclzCalPath)p);
+  }
+  if (!doc) return cli_runtime_error(VERB, "%s", ncclzLastError());
+  int rc = write_text(o->points_out, doc);
+  free(doc);
+  return rc;
+}
+
+/* Runs this binary as a child with the path's environment; returns its points document. */
+static char *spawn(const cal_opts *o, const char *what, int path, const char *tmp, int *rc) {
+  char g[16];
+  snprintf(g, sizeof g, "%d", o->ngpus);
+  const char *argv[12];
+  int a = 0;
+  argv[a++] = "ncclz";
+  argv[a++] = "calibrate";
+  argv[a++] = "-g";
+  argv[a++] = g;
+  if (path < 0) {
+    argv[a++] = "--child-codecs";
+  } else {
+    argv[a++] = "--child-path";
+    argv[a++] = ncclzCalPathName((ncclzCalPath)path);
+  }
+  if (o->quick) argv[a++] = "--quick";
+  argv[a++] = "--points-out";
+  argv[a++] = tmp;
+  argv[a++] = "--out";
+  argv[a++] = "/dev/null";
+  argv[a] = NULL;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *rc = cli_runtime_error(VERB, "fork: %s", strerror(errno));
+    return NULL;
+  }
+  if (pid == 0) {
+    for (const char *const *e = ncclzCalPathEnv(path < 0 ? NCCLZ_CAL_NVLINK : (ncclzCalPath)path); *e; e++)
+      putenv((char *)*e);
+    execv("/proc/self/exe", (char *const *)argv);
+    fprintf(stderr, "ncclz %s: exec /proc/self/exe: %s\n", VERB, strerror(errno));
+    _exit(CLI_RUNTIME);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *rc = cli_runtime_error(VERB, "%s: measurement failed (child exit %d)", what,
+                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return NULL;
+  }
+  size_t len = 0;
+  char *doc = cli_read_file(VERB, tmp, &len);
+  unlink(tmp);
+  if (!doc) *rc = CLI_RUNTIME;
+  return doc;
+}
+
+static int run_measure(const cal_opts *o, const int *paths, int npaths) {
+  int ndev = ncclzCalGpuCount();
+  if (ndev < 1) return cli_runtime_error(VERB, "no CUDA GPU on this machine");
+  if (ndev < o->ngpus) return cli_runtime_error(VERB, "-g %d: this machine has %d GPUs", o->ngpus, ndev);
+  if (o->ngpus < 2) return cli_runtime_error(VERB, "-g %d: transports need 2 GPUs", o->ngpus);
+  char tmpl[] = "/tmp/ncclz-calibrate-XXXXXX";
+  if (!mkdtemp(tmpl)) return cli_runtime_error(VERB, "mkdtemp: %s", strerror(errno));
+  char tmp[64];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = CLI_OK;
+  snprintf(tmp, sizeof tmp, "%s/codecs.json", tmpl);
+  if (isatty(2)) fprintf(stderr, "# calibrate: codec curves\n");
+  char *doc = spawn(o, "codecs", -1, tmp, &rc);
+  for (int i = 0; doc && i < npaths; i++) {
+    if (isatty(2)) fprintf(stderr, "# calibrate: path %s\n", ncclzCalPathName((ncclzCalPath)paths[i]));
+    snprintf(tmp, sizeof tmp, "%s/path%d.json", tmpl, i);
+    char *part = spawn(o, ncclzCalPathName((ncclzCalPath)paths[i]), paths[i], tmp, &rc);
+    if (!part) {
+      free(doc);
+      doc = NULL;
+      break;
+    }
+    char *merged = ncclzCalPointsMerge(doc, part);
+    free(doc);
+    free(part);
+    doc = merged;
+    if (!doc) rc = cli_runtime_error(VERB, "%s", ncclzLastError());
+  }
+  rmdir(tmpl);
+  if (!doc) return rc ? rc : CLI_RUNTIME;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (isatty(2)) fprintf(stderr, "# calibrate: measured in %.0f s\n", (double)(t1.tv_sec - t0.tv_sec));
+  if (o->points_out) rc = write_text(o->points_out, doc);
+  if (!rc) rc = fit_and_write(o, doc, strlen(doc));
+  free(doc);
+  return rc;
+}
+#endif
+
+int cli_calibrate(int argc, char **argv) {
+  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH };
+  static const struct option lo[] = {{"paths", required_argument, 0, O_PATHS},
+                                     {"quick", no_argument, 0, O_QUICK},
+                                     {"out", required_argument, 0, O_OUT},
+                                     {"points-out", required_argument, 0, O_POINTS_OUT},
+                                     {"from-points", required_argument, 0, O_FROM},
+                                     {"quiet", no_argument, 0, O_QUIET},
+                                     {"child-codecs", no_argument, 0, O_CHILD_CODECS},
+                                     {"child-path", required_argument, 0, O_CHILD_PATH},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0};
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":g:h", lo, NULL)) != -1) {
+    switch (c) {
+    case 'g': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || v < 1 || v > 64) return cli_usage_error(VERB, "-g %s: need 1..64", optarg);
+      o.ngpus = (int)v;
+      break;
+    }
+    case O_PATHS: o.paths = optarg; break;
+    case O_QUICK: o.quick = 1; break;
+    case O_OUT: o.out = optarg; break;
+    case O_POINTS_OUT: o.points_out = optarg; break;
+    case O_FROM: o.from_points = optarg; break;
+    case O_QUIET: o.quiet = 1; break;
+    case O_CHILD_CODECS: o.child_codecs = 1; break;
+    case O_CHILD_PATH: o.child_path = optarg; break;
+    case 'h': usage(stdout); return CLI_OK;
+    case ':': return cli_usage_error(VERB, "%s needs a value (ncclz calibrate --help)", argv[optind - 1]);
+    default: return cli_usage_error(VERB, "unknown option '%s' (ncclz calibrate --help)", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
+  if (!o.out) return cli_usage_error(VERB, "--out PROFILE.json is required");
+  int paths[NCCLZ_CAL_PATH_COUNT], npaths = 0;
+  {
+    char buf[256];
+    if (strlen(o.paths) >= sizeof buf) return cli_usage_error(VERB, "--paths: too long");
+    snprintf(buf, sizeof buf, "%s", o.paths);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      int p = ncclzCalPathFromName(tok);
+      if (p < 0) return cli_usage_error(VERB, "--paths: unknown path '%s' (nvlink, shm, socket, socket1x1, socket4x4)", tok);
+      for (int i = 0; i < npaths; i++)
+        if (paths[i] == p) return cli_usage_error(VERB, "--paths: '%s' twice", tok);
+      paths[npaths++] = p;
+    }
+    if (!npaths) return cli_usage_error(VERB, "--paths: empty");
+  }
+  if (o.from_points) {
+    size_t len = 0;
+    char *doc = cli_read_file(VERB, o.from_points, &len);
+    if (!doc) return CLI_USAGE;
+    int rc = fit_and_write(&o, doc, len);
+    free(doc);
+    return rc;
+  }
+#ifdef NCCLZ_HAVE_CALIBRATE_GPU
+  if (o.child_codecs || o.child_path) {
+    if (!o.points_out) return cli_usage_error(VERB, "internal child mode needs --points-out");
+    return run_child(&o);
+  }
+  return run_measure(&o, paths, npaths);
+#else
+  (void)paths;
+  return cli_runtime_error(VERB, "this build has no CUDA/NCCL: it cannot measure (use --from-points FILE)");
+#endif
+}
