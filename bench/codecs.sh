@@ -22,14 +22,7 @@ else
 fi
 SKIP_TESTS=${SKIP_TESTS:-0}
 
-# cJSON from Debian's packages (the GPU machine has none)
-if ls .deps/*.deb >/dev/null 2>&1; then
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-  # Debian's config names absolute /usr paths: point them at the unpacked prefix
-  sed -i 's#"/usr"#"/tmp/deps/usr"#g; s#"/usr/#"/tmp/deps/usr/#g' /tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON/*.cmake
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-  DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"

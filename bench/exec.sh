@@ -22,12 +22,7 @@ COMMIT=${NCCLZ_COMMIT:-$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev
 export NCCL_NVLS_ENABLE=0 # NVLink SHARP multicast stays off (KINDS.md), for every program here
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-if ls .deps/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/cjson/cJSON.h ]; then
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-  sed -i 's#"/usr"#"/tmp/deps/usr"#g; s#"/usr/#"/tmp/deps/usr/#g' /tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON/*.cmake
-  export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-  DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 GRAD=.devdata/resnet18_digits_step100_rank0.f32
 [ -f "$GRAD" ] || GRAD=../shared/data/gradients/resnet18_digits_step100_rank0.f32
