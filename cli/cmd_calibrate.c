@@ -160,8 +160,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   char tmpl[] = "/tmp/ncclz-calibrate-XXXXXX";
   if (!mkdtemp(tmpl)) return cli_runtime_error(VERB, "mkdtemp: %s", strerror(errno));
   char tmp[64];
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = ncclzNowSeconds();
   int rc = CLI_OK;
   snprintf(tmp, sizeof tmp, "%s/codecs.json", tmpl);
   if (isatty(2)) fprintf(stderr, "# calibrate: codec curves\n");
@@ -183,8 +182,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   }
   rmdir(tmpl);
   if (!doc) return rc ? rc : CLI_RUNTIME;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (isatty(2)) fprintf(stderr, "# calibrate: measured in %.0f s\n", (double)(t1.tv_sec - t0.tv_sec));
+  if (isatty(2)) fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
   if (o->points_out) rc = write_text(o->points_out, doc);
   if (!rc) rc = fit_and_write(o, doc, strlen(doc));
   free(doc);

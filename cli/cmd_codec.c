@@ -115,12 +115,6 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
   return CLI_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -190,19 +184,19 @@ static ncclzStatus run_pass(const codec_opts *o, const void *raw, size_t n, code
   ncclzCoderParams cp;
   ncclzCoderParamsDefault(&cp);
   memset(r->coder_mix, 0, sizeof r->coder_mix);
-  double t0 = now_s();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st = ncclzArrayQuantize(&o->quant, o->dtype, raw, n, dims, o->ndims, 0, &p->sym);
   if (st != NCCLZ_OK) return st;
   size_t fs = ncclzFrameSymbols(&p->sym, o->chunk);
   ncclzCoder fixed = o->coder < 0 ? NCCLZ_CODER_RAW : (ncclzCoder)o->coder;
   st = ncclzStreamEncode(&p->sym, fixed, o->rea ? cli_rea_encode : NULL, o->rea, fs, &cp, &p->stream, &p->stream_len, r->coder_mix);
-  double t1 = now_s();
+  double t1 = ncclzNowSeconds();
   if (st != NCCLZ_OK) return st;
   if (!(p->y = malloc((n ? n : 1) * sizeof(float)))) return ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
   st = ncclzStreamDecode(p->stream, p->stream_len, &p->back);
   if (st == NCCLZ_OK) st = ncclzArrayReconstruct(&p->back, p->y);
   *t_enc = t1 - t0;
-  *t_dec = now_s() - t1;
+  *t_dec = ncclzNowSeconds() - t1;
   r->frames = (n + fs - 1) / fs;
   return st;
 }

@@ -201,12 +201,6 @@ typedef struct {
   ncclzExecStats stats;
 } rank_job;
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *rank_main(void *arg) {
   rank_job *j = arg;
   ncclzHostComm *c = NULL;
@@ -216,11 +210,11 @@ static void *rank_main(void *arg) {
   for (int i = 0; !j->st && i < j->o->warmup + j->o->iters; i++) {
     if (i == j->o->warmup) {
       t->allreduce_max(t, &v, 1); /* a barrier: every rank starts timing together */
-      j->secs = now();
+      j->secs = ncclzNowSeconds();
     }
     j->st = ncclzHostRun(c, j->o->coll, j->in, j->out, j->count, j->o->dtype, j->o->root, &j->stats);
   }
-  j->secs = (now() - j->secs) / j->o->iters;
+  j->secs = (ncclzNowSeconds() - j->secs) / j->o->iters;
   snprintf(j->err, sizeof j->err, "%s", ncclzLastError());
   ncclzHostCommDestroy(c);
   return NULL;
@@ -534,10 +528,10 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
   double v = 0, t0 = 0, secs = 0;
   if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
-  t0 = now();
+  t0 = ncclzNowSeconds();
   for (int i = 0; !st && i < o->iters; i++) st = gpu_call(o, c, din, dout, p->count, s);
   if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  secs = (now() - t0) / o->iters;
+  secs = (ncclzNowSeconds() - t0) / o->iters;
   ncclzExecStats es;
   ncclzCommLastStats(c, &es);
   ncclzTraceSummary ts = {0};

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static _Thread_local char last_error[512];
 
@@ -24,6 +25,12 @@ const char *ncclzStatusString(ncclzStatus s) {
 }
 
 const char *ncclzLastError(void) { return last_error; }
+
+double ncclzNowSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...) {
   va_list ap;

@@ -93,9 +93,9 @@ ncclzStatus exec_agree_and_quantize(run_t *r, const float *x) {
   v[V_NFP_HI] = -v[V_FP_HI];
   v[V_NFP_LO] = -v[V_FP_LO];
   if (r->quantized) local_scan(r, x, v);
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st = r->t->allreduce_max(r->t, v, nv);
-  r->st->t_agree += exec_now() - t0;
+  r->st->t_agree += ncclzNowSeconds() - t0;
   if (!st && (v[V_FP_HI] != -v[V_NFP_HI] || v[V_FP_LO] != -v[V_NFP_LO]))
     st = ncclzSetError(NCCLZ_ERR_ARG, "ranks disagree on the call or the config (collective %s, count %zu, dtype %s, "
                                       "root, quantizer, coder policy, chunk size or profile)",
@@ -112,9 +112,9 @@ ncclzStatus exec_agree_and_quantize(run_t *r, const float *x) {
     derive_qsgd(r, v);
   free(v);
   if (st) return st;
-  t0 = exec_now();
+  t0 = ncclzNowSeconds();
   st = r->quantized ? quantize(r, x) : NCCLZ_OK;
-  r->st->t_quant += exec_now() - t0;
+  r->st->t_quant += ncclzNowSeconds() - t0;
   return st;
 }
 

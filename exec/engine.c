@@ -28,12 +28,6 @@
 #include <string.h>
 #include <time.h>
 
-double exec_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---------------------------------------------------------------- comm */
 
 ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const ncclzConfig *cfg) {
@@ -121,7 +115,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, si
 
 /* Encodes n cells into r->stage: a frame, or (policy off) the plain dtype bytes. */
 static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *len) {
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st = NCCLZ_OK;
   if (!r->framed) {
     ncclzFromFloat(cells, n, r->dtype, r->stage);
@@ -133,13 +127,13 @@ static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *l
     st = encode_policy(r, n, &d, len, &coder);
     if (!st) r->st->coder_mix[coder]++;
   }
-  r->st->t_encode += exec_now() - t0;
+  r->st->t_encode += ncclzNowSeconds() - t0;
   return st;
 }
 
 /* A received frame (or plain bytes) -> r->sym (quantized) or r->fl (floats). */
 static ncclzStatus decode_chunk(run_t *r, const uint8_t *buf, size_t len, size_t n) {
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st = NCCLZ_OK;
   if (!r->framed) {
     ncclzToFloat(buf, r->dtype, n, r->fl);
@@ -152,14 +146,14 @@ static ncclzStatus decode_chunk(run_t *r, const uint8_t *buf, size_t len, size_t
                          h.n_symbols, used, n, len);
     if (!st && !r->quantized) symbols_to_floats(r, n);
   }
-  r->st->t_decode += exec_now() - t0;
+  r->st->t_decode += ncclzNowSeconds() - t0;
   return st;
 }
 
 /* dst += the decoded chunk: integer codes (fill absorbs; unsigned wrap is exact for sums that
  * fit, which agree.c guarantees) or floats. */
 static void reduce_chunk(run_t *r, void *dst, size_t n) {
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   if (r->quantized) {
     int32_t *d = dst;
     for (size_t i = 0; i < n; i++)
@@ -169,7 +163,7 @@ static void reduce_chunk(run_t *r, void *dst, size_t n) {
     float *d = dst;
     for (size_t i = 0; i < n; i++) d[i] += r->fl[i];
   }
-  r->st->t_reduce += exec_now() - t0;
+  r->st->t_reduce += ncclzNowSeconds() - t0;
 }
 
 static void store_chunk(run_t *r, void *dst, size_t n) {
@@ -199,16 +193,16 @@ static ncclzStatus send_bytes(run_t *r, const ncclzOp *o, const uint8_t *buf, si
 /* Receives the frame of op o into r->rstage: header first, then exactly the payload it names. */
 static ncclzStatus recv_bytes(run_t *r, const ncclzOp *o, size_t n, size_t *len) {
   uint64_t tag = op_tag(r, o);
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st;
   if (!r->framed) {
     *len = n * r->dsize;
     st = *len ? r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_DATA, r->rstage, *len) : NCCLZ_OK;
-    r->st->t_wait_data += exec_now() - t0;
+    r->st->t_wait_data += ncclzNowSeconds() - t0;
     return st;
   }
   st = r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_CTRL, r->rstage, NCCLZ_FRAME_HEADER_BYTES);
-  double t1 = exec_now();
+  double t1 = ncclzNowSeconds();
   r->st->t_wait_ctrl += t1 - t0;
   if (st) return st;
   ncclzFrameHeader h;
@@ -220,7 +214,7 @@ static ncclzStatus recv_bytes(run_t *r, const ncclzOp *o, size_t n, size_t *len)
   *len = NCCLZ_FRAME_HEADER_BYTES + h.payload_bytes;
   if (h.payload_bytes)
     st = r->t->recv(r->t, o->peer, tag, NCCLZ_LANE_DATA, r->rstage + NCCLZ_FRAME_HEADER_BYTES, h.payload_bytes);
-  r->st->t_wait_data += exec_now() - t1;
+  r->st->t_wait_data += ncclzNowSeconds() - t1;
   r->st->chunks_received++;
   return st;
 }
@@ -419,7 +413,7 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   if (!c) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzHostRun: NULL communicator");
   ncclzStatus st = check_call(c, coll, count, dtype, root);
   if (st) return st;
-  double t0 = exec_now();
+  double t0 = ncclzNowSeconds();
   run_t r = {0};
   r.c = c;
   r.t = c->t;
@@ -453,6 +447,6 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   free(y);
   st_out->wire_bytes = r.t->bytes_sent[0] + r.t->bytes_sent[1] - wire0;
   free_run(&r);
-  st_out->t_total = exec_now() - t0;
+  st_out->t_total = ncclzNowSeconds() - t0;
   return st;
 }

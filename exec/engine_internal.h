@@ -41,5 +41,4 @@ ncclzStatus exec_agree_and_quantize(run_t *r, const float *x);
 /* Output cells -> floats (dequantization once, at the end). */
 ncclzStatus exec_dequantize(run_t *r, float *y);
 
-double exec_now(void);
 #endif

@@ -155,11 +155,7 @@ ncclzStatus ncclzReaEncodeBest(const ncclzProfile *prof, const ncclzReaConfig *c
 
 /* ------------------------------------------------------------ planning cost */
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
+static double now_us(void) { return 1e6 * ncclzNowSeconds(); }
 
 ncclzStatus ncclzReaMeasurePlanningCost(const ncclzProfile *prof, const ncclzReaConfig *cfg,
                                         const int32_t *sym, size_t n, const ncclzFrameDesc *desc,

@@ -195,12 +195,6 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
   return NCCLZ_OK;
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The executor's auto decides once per call from the first chunk of one rank's codes (k = 1),
  * and when REA plans RAW there it runs the plain NCCL collective (exec/nccl_exec.cu). */
 static int auto_plans_raw(const sim_job *j) {
@@ -249,7 +243,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
   }
-  double t0 = now_s();
+  double t0 = ncclzNowSeconds();
   child_report r;
   memset(&r, 0, sizeof r);
   if (make_layout(&j, p, j.reduced)) st = ncclzSetError(NCCLZ_ERR_NOMEM, "sim: out of memory");
@@ -265,7 +259,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   memcpy(res->frames, r.frames, sizeof res->frames);
   res->wire_bytes = r.wire_bytes;
   res->raw_bytes = r.raw_bytes;
-  res->wall_s = now_s() - t0;
+  res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
   return NCCLZ_OK;
 }
@@ -315,14 +309,14 @@ ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, cons
       SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
     return sim_run_once(prof, data, p, opt, res);
   ncclzSimResult a, b;
-  double t0 = now_s();
+  double t0 = ncclzNowSeconds();
   ncclzStatus st = run_ring_of(prof, data, p, opt, n, SIM_RING_SHORT, &a);
   if (st == NCCLZ_OK) st = run_ring_of(prof, data, p, opt, n, SIM_RING_LONG, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
   res->nranks = n;
-  res->wall_s = now_s() - t0;
+  res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why,
            "reduced: symmetric ring, %d actors stand for %d ranks (the steady state of %d- and %d-rank rings, "
            "extrapolated)", b.actors, n, SIM_RING_SHORT, SIM_RING_LONG);

@@ -394,12 +394,6 @@ static void test_canonical(void) {
 
 /* ------------------------------------------------------------ throughput */
 
-static double now(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void bench_symbols(const char *label, const int32_t *sym, size_t n) {
   ncclzCoderParams p;
   ncclzCoderParamsDefault(&p);
@@ -409,18 +403,18 @@ static void bench_symbols(const char *label, const int32_t *sym, size_t n) {
     size_t len = 0, cap = ncclzCoderBound((ncclzCoder)c, &p, n);
     ncclzHuffAlphabet a = {0, 0};
     int reps = 0;
-    double t0 = now(), t1;
+    double t0 = ncclzNowSeconds(), t1;
     do {
       encode((ncclzCoder)c, sym, n, &p, enc, cap, &len, &a);
       reps++;
-    } while ((t1 = now()) - t0 < 0.2);
+    } while ((t1 = ncclzNowSeconds()) - t0 < 0.2);
     double enc_mbs = reps * 4.0 * n / (t1 - t0) / 1e6;
     reps = 0;
-    t0 = now();
+    t0 = ncclzNowSeconds();
     do {
       decode((ncclzCoder)c, enc, len, &p, a, out, n);
       reps++;
-    } while ((t1 = now()) - t0 < 0.2);
+    } while ((t1 = ncclzNowSeconds()) - t0 < 0.2);
     double dec_mbs = reps * 4.0 * n / (t1 - t0) / 1e6;
     printf("bench %s, %-8s: ratio %.2f, encode %.0f MB/s, decode %.0f MB/s\n", label, ncclzCoderName((ncclzCoder)c),
            4.0 * n / (double)len, enc_mbs, dec_mbs);

@@ -711,14 +711,8 @@ static void test_convert(void) {
 
 /* ---------------------------------------------------------------- main */
 
-static double seconds(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC); /* C11; wall-clock is fine for a runtime note */
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(void) {
-  double t0 = seconds();
+  double t0 = ncclzNowSeconds();
   test_spec_parse();
   test_convert();
   test_lorenzo_small();
@@ -732,6 +726,6 @@ int main(void) {
   test_lorenzo_additive();
   test_eb_slices();
   test_eb_full_set();
-  printf("time %.1f s\n", seconds() - t0);
+  printf("time %.1f s\n", ncclzNowSeconds() - t0);
   return tu_finish("test_quant");
 }

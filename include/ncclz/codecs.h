@@ -47,6 +47,9 @@ ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...)
 #endif
     ;
 
+/* Seconds on the monotonic clock: the one clock every layer times host work with. */
+double ncclzNowSeconds(void);
+
 /* ------------------------------------------------------------------ types */
 
 typedef enum { NCCLZ_CODER_RAW = 0, NCCLZ_CODER_FIXEDLEN = 1, NCCLZ_CODER_HUFFMAN = 2, NCCLZ_CODER_COUNT = 3 } ncclzCoder;
