@@ -66,27 +66,8 @@ int cli_runtime_error(const char *verb, const char *fmt, ...) {
 }
 
 void *cli_read_file(const char *verb, const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    cli_usage_error(verb, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    cli_usage_error(verb, "cannot seek in '%s'", path);
-    return NULL;
-  }
-  long n = ftell(f);
-  rewind(f);
-  void *buf = malloc(n > 0 ? (size_t)n : 1);
-  if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    fclose(f);
-    cli_usage_error(verb, "cannot read '%s'", path);
-    return NULL;
-  }
-  fclose(f);
-  *len = (size_t)n;
+  char *buf = ncclzReadFile(NULL, path, len);
+  if (!buf) cli_usage_error(verb, "%s", ncclzLastError());
   return buf;
 }
 

@@ -2,8 +2,10 @@
 #include "ncclz/codecs.h"
 #include "hd_util.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +27,25 @@ const char *ncclzStatusString(ncclzStatus s) {
 }
 
 const char *ncclzLastError(void) { return last_error; }
+
+char *ncclzReadFile(const char *what, const char *path, size_t *len) {
+  const char *pre = what && *what ? what : "", *sep = what && *what ? ": " : "";
+  FILE *f = fopen(path, "rb");
+  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "%s%scannot open '%s': %s", pre, sep, path, strerror(errno)), NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  rewind(f);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!buf || got != (size_t)n) {
+    free(buf);
+    ncclzSetError(n < 0 || buf ? NCCLZ_ERR_IO : NCCLZ_ERR_NOMEM, "%s%scannot read '%s'", pre, sep, path);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = (size_t)n;
+  return buf;
+}
 
 double ncclzNowSeconds(void) {
   struct timespec ts;

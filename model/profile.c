@@ -293,30 +293,10 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
 
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out) {
   if (!path || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileLoad: NULL argument");
-  FILE *f = fopen(path, "rb");
-  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "profile %s: cannot open", path);
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      size_t ncap = cap ? 2 * cap : 65536;
-      char *nb = realloc(buf, ncap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return ncclzSetError(NCCLZ_ERR_NOMEM, "profile %s: out of memory", path);
-      }
-      buf = nb;
-      cap = ncap;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  int read_error = ferror(f);
-  fclose(f);
-  ncclzStatus s = read_error ? ncclzSetError(NCCLZ_ERR_IO, "profile %s: read error", path)
-                             : ncclzProfileParse(buf, len, out);
+  size_t len = 0;
+  char *buf = ncclzReadFile("profile", path, &len);
+  if (!buf) return NCCLZ_ERR_IO;
+  ncclzStatus s = ncclzProfileParse(buf, len, out);
   free(buf);
   return s;
 }

@@ -22,7 +22,7 @@ void run_input(run_ctx *c, const char *what, const char *path, const char *quant
  * "key: text" rows. */
 static void profile_sources(ncclzReport *r, const char *path, cJSON *out) {
   size_t len;
-  char *text = read_text(path, &len);
+  char *text = ncclzReadFile(NULL, path, &len);
   cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
   free(text);
   const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
@@ -116,7 +116,7 @@ static int surface_inputs(const run_ctx *c, const cJSON *s, surf_in *in, char *p
   ncclzQuantSpecFormat(&spec, in->quant, sizeof in->quant);
   run_path(c, file, path, cap);
   size_t len;
-  char *raw = read_text(path, &len);
+  char *raw = ncclzReadFile(NULL, path, &len);
   uint32_t d3[3] = {0, 0, 0};
   for (int i = 0; i < nd; i++) d3[i] = (uint32_t)dims[i];
   free(dims);

@@ -6,24 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "cannot open '%s'", path), NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  rewind(f);
-  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)n) {
-    free(buf);
-    ncclzSetError(NCCLZ_ERR_IO, "cannot read '%s'", path);
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = (size_t)n;
-  return buf;
-}
 
 int fld_string(const cJSON *o, const char *path, const char *key, int required, const char **out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

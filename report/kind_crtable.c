@@ -81,7 +81,7 @@ static int load_files(run_ctx *c, const cJSON *ds, const char *where, void **buf
     size_t len;
     if (!cJSON_IsString(f) || *nf == NCCLZ_DP_MAX_RANKS) return SCN_ERR("%s.files: expected up to %d file names", where, NCCLZ_DP_MAX_RANKS), -1;
     if (locate(dir, f->valuestring, path, sizeof path)) return SCN_ERR("%s.files: '%s' not found under '%s'", where, f->valuestring, dir), -1;
-    bufs[*nf] = read_text(path, &len);
+    bufs[*nf] = ncclzReadFile(NULL, path, &len);
     if (!bufs[*nf] || (*nf && len / 4 != *n)) return SCN_ERR("%s.files: '%s' unreadable or not the size of the first", where, path), -1;
     *n = len / 4;
     run_input(c, where, path, "", sl && !c->opt->data_dir ? "test slice (ncclz run --data DIR reads the full files)" : "full file");

@@ -149,7 +149,7 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
 /* A `ncclz perf --json` file, or a bench/exec.sh results file holding runs[] of them. */
 static int read_perf_file(const char *file, const char *path, va_points *v) {
   size_t len;
-  char *text = read_text(file, &len);
+  char *text = ncclzReadFile(NULL, file, &len);
   cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
   free(text);
   const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs"), *run;

@@ -46,7 +46,7 @@ static int temp_file(const char *text, char *path, size_t cap) {
  * inside HTML). */
 static int inline_svg(sbuf *body, const char *svg_path) {
   size_t len;
-  char *svg = read_text(svg_path, &len);
+  char *svg = ncclzReadFile(NULL, svg_path, &len);
   if (!svg) return -1;
   const char *start = strstr(svg, "<svg");
   if (start) sb_puts(body, start);
@@ -83,7 +83,7 @@ static int render(ncclzReport *r, const char *name, const char *script, const ch
     int st = system(cmd);
     rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
     size_t len;
-    char *e = read_text(epath, &len);
+    char *e = ncclzReadFile(NULL, epath, &len);
     if (e) sb_puts(err, e);
     free(e);
     unlink(epath);

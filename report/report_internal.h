@@ -54,7 +54,6 @@ int fld_bytes(const cJSON *o, const char *path, const char *key, int required, d
 /* Rejects keys that are not in the NULL-terminated list (a typo must not silently do nothing). */
 int fld_known(const cJSON *o, const char *path, const char *const *keys);
 /* Reads a whole file (NUL-terminated); NULL with NCCLZ_ERR_IO set. */
-char *read_text(const char *path, size_t *len);
 
 /* The sections every report shares. */
 void section_provenance(ncclzReport *r, const run_ctx *c);

@@ -99,7 +99,7 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   memset(&c, 0, sizeof c);
   c.opt = opt;
   size_t len;
-  char *text = read_text(opt->scenario, &len);
+  char *text = ncclzReadFile(NULL, opt->scenario, &len);
   if (!text) return NCCLZ_ERR_ARG; /* a scenario that cannot be read is bad input */
   c.text = text;
   c.len = len;

@@ -28,7 +28,7 @@ static int load_workload(run_ctx *c, const cJSON *o, const char *path, tn_worklo
   if (!rc && ncclzQuantSpecParse(quant, &spec) != NCCLZ_OK) rc = (SCN_ERR("%s.quant: %s", path, ncclzLastError()), -1);
   if (!rc) ncclzQuantSpecFormat(&spec, w->quant, sizeof w->quant);
   size_t len = 0;
-  char *raw = rc ? NULL : read_text(w->path, &len);
+  char *raw = rc ? NULL : ncclzReadFile(NULL, w->path, &len);
   if (!rc && !raw) rc = (SCN_ERR("%s.file: cannot read '%s'", path, w->path), -1);
   uint32_t d3[3] = {0, 0, 0};
   for (int i = 0; i < nd && i < 3; i++) d3[i] = (uint32_t)dims[i];

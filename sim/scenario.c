@@ -150,19 +150,10 @@ static int parse_data_file(const cJSON *o, const char *base_dir, const ncclzProf
   char path[1024];
   if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
   else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
-  FILE *f = fopen(path, "rb");
-  if (!f) return ERR("data.file: cannot open '%s'", path), -1;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  rewind(f);
-  void *raw = len > 0 ? malloc((size_t)len) : NULL;
-  size_t got = raw ? fread(raw, 1, (size_t)len, f) : 0;
-  fclose(f);
-  if (!raw || got != (size_t)len) {
-    free(raw);
-    return ERR("data.file: cannot read '%s'", path), -1;
-  }
-  ncclzStatus st = ncclzSimDataFromSamples(raw, (size_t)len, NCCLZ_DTYPE_F32, quant->valuestring, prof, d);
+  size_t len = 0;
+  char *raw = ncclzReadFile("scenario data.file", path, &len);
+  if (!raw) return -1;
+  ncclzStatus st = ncclzSimDataFromSamples(raw, len, NCCLZ_DTYPE_F32, quant->valuestring, prof, d);
   free(raw);
   if (st != NCCLZ_OK) return ERR("data.file: %s", ncclzLastError()), -1;
   return 0;
@@ -441,18 +432,9 @@ ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base
 
 ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "scenario: cannot open '%s'", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  rewind(f);
-  char *buf = malloc(len > 0 ? (size_t)len : 1);
-  size_t got = buf ? fread(buf, 1, len > 0 ? (size_t)len : 0, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)(len > 0 ? len : 0)) {
-    free(buf);
-    return ncclzSetError(NCCLZ_ERR_IO, "scenario: cannot read '%s'", path);
-  }
+  size_t got = 0;
+  char *buf = ncclzReadFile("scenario", path, &got);
+  if (!buf) return NCCLZ_ERR_IO;
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');

@@ -10,16 +10,8 @@
 #define OK(c) CHECK(c, "%s", "")
 
 static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  rewind(f);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
+  size_t len;
+  return ncclzReadFile(NULL, path, &len);
 }
 
 static void write_report(const char *dir) {

@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include "ncclz/codecs.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,21 +18,8 @@ void *tu_read_file(const char *name, size_t *len) {
     snprintf(path, sizeof path, "%s", name);
   else
     snprintf(path, sizeof path, "%s/%s", NCCLZ_TEST_DATA, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "cannot open %s\n", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *buf = malloc(n > 0 ? (size_t)n : 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) *len = (size_t)n;
+  char *buf = ncclzReadFile(NULL, path, len);
+  if (!buf) fprintf(stderr, "%s\n", ncclzLastError());
   return buf;
 }
 

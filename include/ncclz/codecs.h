@@ -47,6 +47,11 @@ ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...)
 #endif
     ;
 
+/* A whole file, NUL-terminated (the NUL is not counted in *len), malloc'd; NULL with a one-line
+ * error ("WHAT: cannot open 'PATH': reason", NCCLZ_ERR_IO or NCCLZ_ERR_NOMEM) on failure.
+ * what may be NULL. The one file reader of every layer. */
+char *ncclzReadFile(const char *what, const char *path, size_t *len);
+
 /* Seconds on the monotonic clock: the one clock every layer times host work with. */
 double ncclzNowSeconds(void);
 
