@@ -21,9 +21,8 @@ QUICK=${QUICK:-0}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"
-cmake -S . -B "$B" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF ${DEPS:-} >"$OUTDIR/build.log" 2>&1 &&
-  cmake --build "$B" -j"$(nproc)" --target ncclz test_calibrate_fit >>"$OUTDIR/build.log" 2>&1 ||
-  { tail -30 "$OUTDIR/build.log"; exit 1; }
+: >"$OUTDIR/build.log"
+ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit || exit 1
 "$B/tests/test_calibrate_fit" || exit 1
 
 echo "== calibrate -g $NGPUS --paths $PATHS $([ "$QUICK" = 1 ] && echo --quick)"

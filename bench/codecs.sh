@@ -26,9 +26,8 @@ SKIP_TESTS=${SKIP_TESTS:-0}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"
-cmake -S . -B "$B" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF ${DEPS:-} >"$OUTDIR/build.log" 2>&1 &&
-  cmake --build "$B" -j"$(nproc)" --target test_gpu_codecs ncclz_codecs_cuda >>"$OUTDIR/build.log" 2>&1 ||
-  { tail -30 "$OUTDIR/build.log"; exit 1; }
+: >"$OUTDIR/build.log"
+ncclz_device_build "$B" "$OUTDIR/build.log" test_gpu_codecs ncclz_codecs_cuda || exit 1
 # bench_codecs: through bench/CMakeLists.txt when the root adds it, else directly with nvcc
 if ! cmake --build "$B" --target bench_codecs >>"$OUTDIR/build.log" 2>&1; then
   nvcc -O3 -std=c++17 -arch=sm_90 -fmad=false -Iinclude bench/bench_codecs.cu "$B/codecs/libncclz_codecs_cuda.a" \

@@ -12,3 +12,11 @@ if ls .deps/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/cjson/cJSON.h ]; then
   export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
   DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
 fi
+
+# ncclz_device_build BUILD_DIR LOG TARGET...: configures (no simulator, no MPI, cJSON from DEPS)
+# and builds the targets; on failure prints the log's tail and returns 1.
+ncclz_device_build() {
+  local dir=$1 log=$2; shift 2
+  { cmake -S . -B "$dir" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF $DEPS && cmake --build "$dir" -j"$(nproc)" --target "$@"; } \
+    >>"$log" 2>&1 || { tail -30 "$log"; return 1; }
+}
