@@ -42,6 +42,8 @@ struct cJSON;
 int cli_emit_json(const char *verb, struct cJSON *root);
 /* Reads a whole file; returns NULL and prints a one-line error on failure. */
 void *cli_read_file(const char *verb, const char *path, size_t *len);
+/* --dtype: f32, bf16 or f16 into *out; CLI_OK, or CLI_USAGE after a one-line message. */
+int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out);
 /* Parses "AxBxC" into up to 3 dims; returns the count or -1. */
 int cli_parse_dims(const char *s, unsigned dims[3]);
 /* Parses a byte size with optional K/M/G suffix (powers of 1024); returns 0 on error. */

@@ -76,12 +76,9 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
     case 'i': o->input = optarg; break;
-    case 't': {
-      int t = ncclzDtypeFromName(optarg);
-      if (t < 0 || t == NCCLZ_DTYPE_I32) return cli_usage_error(VERB, "--dtype: expected f32, bf16 or f16, got '%s'", optarg);
-      o->dtype = (ncclzDtype)t;
+    case 't':
+      if (cli_parse_float_dtype(VERB, optarg, &o->dtype)) return CLI_USAGE;
       break;
-    }
     case 'd':
       if ((o->ndims = cli_parse_dims(optarg, o->dims)) < 0) return cli_usage_error(VERB, "--dims: expected AxBxC, got '%s'", optarg);
       break;

@@ -61,9 +61,7 @@ static int parse_args(int argc, char **argv, model_opts *o) {
     case 'i': o->data = optarg; break;
     case 'q': o->quant_text = optarg; break;
     case 't':
-      v = ncclzDtypeFromName(optarg);
-      if (v < 0 || v == NCCLZ_DTYPE_I32) return cli_usage_error(VERB, "--dtype: expected f32, bf16 or f16, got '%s'", optarg);
-      o->dtype = (ncclzDtype)v;
+      if (cli_parse_float_dtype(VERB, optarg, &o->dtype)) return CLI_USAGE;
       break;
     case 'd':
       if ((o->ndims = cli_parse_dims(optarg, o->dims)) < 0) return cli_usage_error(VERB, "--dims: expected AxBxC, got '%s'", optarg);

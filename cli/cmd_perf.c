@@ -72,8 +72,7 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
   case 't':
-    if ((v = ncclzDtypeFromName(arg)) < 0 || v == NCCLZ_DTYPE_I32) return cli_usage_error(VERB, "--dtype %s: f32|bf16|f16", arg);
-    o->dtype = (ncclzDtype)v;
+    if (cli_parse_float_dtype(VERB, arg, &o->dtype)) return CLI_USAGE;
     break;
   default: return cli_usage_error(VERB, "unknown option (ncclz perf --help)");
   }

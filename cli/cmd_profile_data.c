@@ -64,12 +64,9 @@ static int parse_args(int argc, char **argv, pd_opts *o) {
     case 'd':
       if ((o->ndims = cli_parse_dims(optarg, o->dims)) < 0) return cli_usage_error(VERB, "--dims: expected AxBxC, got '%s'", optarg);
       break;
-    case 't': {
-      int t = ncclzDtypeFromName(optarg);
-      if (t < 0 || t == NCCLZ_DTYPE_I32) return cli_usage_error(VERB, "--dtype: expected f32, bf16 or f16, got '%s'", optarg);
-      o->dtype = (ncclzDtype)t;
+    case 't':
+      if (cli_parse_float_dtype(VERB, optarg, &o->dtype)) return CLI_USAGE;
       break;
-    }
     case 'f':
       if (parse_frames(optarg, o)) return cli_usage_error(VERB, "--frames: expected sizes like 64K,1M (at most %d)", NCCLZ_DP_MAX_FRAMES);
       break;

@@ -80,6 +80,13 @@ int cli_emit_json(const char *verb, cJSON *root) {
   return CLI_OK;
 }
 
+int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out) {
+  int t = ncclzDtypeFromName(arg);
+  if (t < 0 || t == NCCLZ_DTYPE_I32) return cli_usage_error(verb, "--dtype: expected f32, bf16 or f16, got '%s'", arg);
+  *out = (ncclzDtype)t;
+  return CLI_OK;
+}
+
 int cli_parse_dims(const char *s, unsigned dims[3]) {
   int nd = 0;
   const char *p = s;
