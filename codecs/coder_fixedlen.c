@@ -6,7 +6,6 @@
 
 #define BLOCK 32u
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 static uint32_t bit_length(uint32_t v) {
 #if defined(__GNUC__)
@@ -142,8 +141,8 @@ ncclzStatus ncclzFixedlenEncode(const int32_t *sym, size_t n, const ncclzCoderPa
   if (tile == 0) return ncclzSetError(NCCLZ_ERR_ARG, "fixedlen: tile size (blocks per tile) must be > 0");
   *out_len = 0;
   if (n == 0) return NCCLZ_OK;
-  size_t nb = ceil_div(n, BLOCK), nt = ceil_div(nb, tile);
-  size_t code_bytes = 4 * ceil_div(5 * nb, 32), head = code_bytes + 4 * nt;
+  size_t nb = ncclz_ceil_div(n, BLOCK), nt = ncclz_ceil_div(nb, tile);
+  size_t code_bytes = 4 * ncclz_ceil_div(5 * nb, 32), head = code_bytes + 4 * nt;
   if (cap < head)
     return ncclzSetError(NCCLZ_ERR_CAPACITY, "fixedlen: %zu bytes of width codes and tile offsets do not fit in %zu",
                          head, cap);
@@ -208,8 +207,8 @@ ncclzStatus ncclzFixedlenDecode(const uint8_t *src, size_t len, const ncclzCoder
     return NCCLZ_OK;
   }
   if (n > SIZE_MAX / 8) return ncclzSetError(NCCLZ_ERR_CORRUPT, "fixedlen: symbol count %zu is too large", n);
-  size_t nb = ceil_div(n, BLOCK), nt = ceil_div(nb, tile);
-  size_t code_bytes = 4 * ceil_div(5 * nb, 32), head = code_bytes + 4 * nt;
+  size_t nb = ncclz_ceil_div(n, BLOCK), nt = ncclz_ceil_div(nb, tile);
+  size_t code_bytes = 4 * ncclz_ceil_div(5 * nb, 32), head = code_bytes + 4 * nt;
   if (len < head)
     return ncclzSetError(NCCLZ_ERR_CORRUPT,
                          "fixedlen: payload of %zu bytes is shorter than its %zu bytes of width codes and tile offsets",

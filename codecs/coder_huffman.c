@@ -13,7 +13,6 @@
 #define FAST_BITS 11u
 #define LEN_MASK 15u
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 void ncclzHuffLengths(const uint32_t *freq, uint32_t nsym, uint32_t max_len, uint8_t *lengths) {
   uint32_t used = 0;
@@ -152,7 +151,7 @@ static void encode_segment(BitWriter *bw, const int32_t *sym, size_t count, cons
 /* Writes lo, m, the nibble lengths and nseg; returns the table size (0 if it does not fit). */
 static size_t write_table(uint8_t *dst, size_t cap, const uint8_t *lengths, uint32_t lo, uint32_t m,
                           size_t nseg) {
-  size_t nibble_bytes = 4 * ceil_div(m, 8);
+  size_t nibble_bytes = 4 * ncclz_ceil_div(m, 8);
   size_t size = 8 + nibble_bytes + 4 + 4 * nseg;
   if (size > cap) return 0;
   ncclz_store_u32(dst, lo);
@@ -167,7 +166,7 @@ static ncclzStatus encode_with_book(const int32_t *sym, size_t n, size_t seg, En
                                     ncclzHuffAlphabet a, uint8_t *dst, size_t cap, size_t *out_len) {
   uint32_t lo, m;
   build_code_book(w, K, &lo, &m);
-  size_t nseg = ceil_div(n, seg);
+  size_t nseg = ncclz_ceil_div(n, seg);
   size_t head = write_table(dst, cap, w->lengths, lo, m, nseg);
   if (head == 0)
     return ncclzSetError(NCCLZ_ERR_CAPACITY, "huffman: the code table and %zu segment offsets do not fit in %zu bytes",
@@ -222,7 +221,7 @@ static ncclzStatus read_lengths(const uint8_t *nibbles, uint32_t lo, uint32_t m,
                                 size_t n) {
   memset(lengths, 0, K);
   for (uint32_t j = 0; j < m; j++) lengths[lo + j] = (nibbles[j / 2] >> (4 * (j & 1))) & 15u;
-  size_t nibble_bytes = 4 * ceil_div(m, 8);
+  size_t nibble_bytes = 4 * ncclz_ceil_div(m, 8);
   for (size_t b = m / 2; b < nibble_bytes; b++) {
     uint8_t pad = (b == m / 2 && (m & 1)) ? (uint8_t)(nibbles[b] & 0xF0u) : nibbles[b];
     if (pad) return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: nonzero padding after the %u code lengths", m);
@@ -299,7 +298,7 @@ static inline void br_skip(BitReader *br, uint32_t len) {
 /* Checks that the segment used exactly its words and that the rest of its last word is zero. */
 static ncclzStatus check_segment_end(const BitReader *br, size_t k) {
   uint64_t used = (uint64_t)br->next * 32 - br->nbits;
-  if (ceil_div(used, 32) != br->words)
+  if (ncclz_ceil_div(used, 32) != br->words)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: segment %zu decodes to %llu bits but holds %zu bytes", k,
                          (unsigned long long)used, 4 * br->words);
   uint32_t pad = (uint32_t)(br->words * 32 - used);
@@ -355,7 +354,7 @@ static ncclzStatus check_offsets(const uint8_t *offsets, size_t nseg, size_t str
 
 static ncclzStatus decode_segments(const DecodeBook *b, const uint8_t *offsets, const uint8_t *stream,
                                    size_t stream_bytes, size_t seg, ncclzHuffAlphabet a, int32_t *sym, size_t n) {
-  size_t nseg = ceil_div(n, seg);
+  size_t nseg = ncclz_ceil_div(n, seg);
   for (size_t k = 0; k < nseg; k++) {
     size_t begin = ncclz_load_u32(offsets + 4 * k);
     size_t end = k + 1 < nseg ? ncclz_load_u32(offsets + 4 * (k + 1)) : stream_bytes;
@@ -375,7 +374,7 @@ static ncclzStatus parse_table(const uint8_t *src, size_t len, uint32_t K, size_
   *m = ncclz_load_u32(src + 4);
   if (*lo > K || *m > K - *lo)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: code table lo=%u m=%u exceeds the alphabet of %u", *lo, *m, K);
-  size_t nibble_bytes = 4 * ceil_div(*m, 8);
+  size_t nibble_bytes = 4 * ncclz_ceil_div(*m, 8);
   if (len < 8 + nibble_bytes + 4)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: payload of %zu bytes is shorter than its code table", len);
   uint32_t stored_nseg = ncclz_load_u32(src + 8 + nibble_bytes);
@@ -398,7 +397,7 @@ ncclzStatus ncclzHuffmanDecode(const uint8_t *src, size_t len, const ncclzCoderP
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: radius %u is not a power of two in 1..%d", alpha.radius,
                          NCCLZ_HUFF_MAX_RADIUS);
   uint32_t K = ncclz_huff_alphabet_size(alpha.radius), lo = 0, m = 0;
-  size_t nseg = ceil_div(n, seg), head = 0;
+  size_t nseg = ncclz_ceil_div(n, seg), head = 0;
   ncclzStatus st = parse_table(src, len, K, nseg, &lo, &m, &head);
   if (st != NCCLZ_OK) return st;
   st = check_offsets(src + head - 4 * nseg, nseg, len - head);

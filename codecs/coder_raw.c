@@ -7,24 +7,23 @@ void ncclzCoderParamsDefault(ncclzCoderParams *p) {
   p->huffman_segment = 1024;
 }
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* FIXEDLEN: width codes + tile offsets + at most 32 words per block. */
 static size_t fixedlen_bound(const ncclzCoderParams *p, size_t n) {
   if (n == 0) return 0;
-  size_t nb = ceil_div(n, 32);
+  size_t nb = ncclz_ceil_div(n, 32);
   size_t tile = p && p->fixedlen_tile_blocks ? p->fixedlen_tile_blocks : 1;
-  return 4 * ceil_div(5 * nb, 32) + 4 * ceil_div(nb, tile) + 4 * 32 * nb;
+  return 4 * ncclz_ceil_div(5 * nb, 32) + 4 * ncclz_ceil_div(nb, tile) + 4 * 32 * nb;
 }
 
 /* HUFFMAN: lo, m, the largest nibble table (K = 8194 lengths), nseg and the offsets, and per
  * segment at most 47 bits a symbol (a 15-bit escape code + 32 raw bits) plus one padding word. */
 static size_t huffman_bound(const ncclzCoderParams *p, size_t n) {
   size_t seg = p && p->huffman_segment ? p->huffman_segment : 1;
-  size_t nseg = ceil_div(n, seg);
+  size_t nseg = ncclz_ceil_div(n, seg);
   size_t max_syms = 2 * (size_t)NCCLZ_HUFF_MAX_RADIUS + 1;
-  size_t table = 8 + 4 * ceil_div(max_syms, 8) + 4 + 4 * nseg;
-  return table + 4 * ceil_div(47 * n, 32) + 4 * nseg;
+  size_t table = 8 + 4 * ncclz_ceil_div(max_syms, 8) + 4 + 4 * nseg;
+  return table + 4 * ncclz_ceil_div(47 * n, 32) + 4 * nseg;
 }
 
 size_t ncclzCoderBound(ncclzCoder c, const ncclzCoderParams *p, size_t n) {

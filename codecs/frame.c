@@ -40,7 +40,6 @@ static double load_f64(const uint8_t *p) {
   return d;
 }
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* ------------------------------------------------------------ frame header */
 
@@ -109,7 +108,7 @@ static ncclzStatus check_side(const ncclzFrameHeader *h) {
   if (flagged != (h->side_bytes != 0))
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame header: side_bytes %u disagree with the side-scales flag (%d)",
                          h->side_bytes, flagged);
-  if (flagged && (h->qsgd_bucket == 0 || (uint64_t)h->side_bytes != 4 * (uint64_t)ceil_div(h->n_symbols, h->qsgd_bucket)))
+  if (flagged && (h->qsgd_bucket == 0 || (uint64_t)h->side_bytes != 4 * (uint64_t)ncclz_ceil_div(h->n_symbols, h->qsgd_bucket)))
     return ncclzSetError(NCCLZ_ERR_CORRUPT,
                          "frame header: side_bytes %u are not one float scale per bucket (%u symbols, bucket %u)",
                          h->side_bytes, h->n_symbols, h->qsgd_bucket);
@@ -186,7 +185,7 @@ static ncclzStatus check_encode_args(ncclzCoder c, size_t n, const ncclzFrameDes
   if (d->side_bytes == 0) return NCCLZ_OK;
   const ncclzQuantParams *q = d->quant;
   if (!d->side || !q || q->kind != NCCLZ_QUANT_QSGD || q->qsgd_bucket == 0 ||
-      (uint64_t)d->side_bytes != 4 * (uint64_t)ceil_div(n, q->qsgd_bucket))
+      (uint64_t)d->side_bytes != 4 * (uint64_t)ncclz_ceil_div(n, q->qsgd_bucket))
     return ncclzSetError(NCCLZ_ERR_ARG, "frame: side data must be one float QSGD scale per bucket (%u bytes given)",
                          d->side_bytes);
   return NCCLZ_OK;

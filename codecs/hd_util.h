@@ -13,6 +13,9 @@
 NCCLZ_INLINE uint32_t ncclz_zigzag(int32_t s) { return ((uint32_t)s << 1) ^ (uint32_t)(s >> 31); }
 NCCLZ_INLINE int32_t ncclz_unzigzag(uint32_t z) { return (int32_t)((z >> 1) ^ (0u - (z & 1u))); }
 
+/* ceil(a / b) for b > 0, without the overflow of (a + b - 1) / b. */
+NCCLZ_INLINE uint64_t ncclz_ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
 /* Bit length of v (0 for 0). */
 NCCLZ_INLINE uint32_t ncclz_bitlen(uint32_t v) {
   uint32_t n = 0;

@@ -333,7 +333,6 @@ NCCLZ_REA_FN ncclzReaRules ncclz_rea_rules(const ncclzReaConfig *cfg, uint64_t s
 
 /* ---------------------------------------------------------- predicted sizes */
 
-NCCLZ_REA_FN uint64_t ncclz_rea_div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* The RAW frame: header, side data, one word per symbol. */
 NCCLZ_REA_FN uint64_t ncclz_rea_raw_frame_bytes(uint64_t n, uint32_t side_bytes) {
@@ -344,10 +343,10 @@ NCCLZ_REA_FN uint64_t ncclz_rea_raw_frame_bytes(uint64_t n, uint32_t side_bytes)
  * sample's blocks to the frame's nb blocks (exact when the sample is the whole frame). */
 NCCLZ_REA_FN uint64_t ncclz_rea_fixedlen_payload(const ncclzSampleStats *s, uint64_t n, uint32_t tile_blocks) {
   if (n == 0) return 0;
-  uint64_t nb = ncclz_rea_div_up(n, 32);
-  uint64_t nt = ncclz_rea_div_up(nb, tile_blocks ? tile_blocks : 1);
-  uint64_t width_sum = s->blocks_sampled ? ncclz_rea_div_up(s->width_sum * nb, s->blocks_sampled) : 32 * nb;
-  return 4 * ncclz_rea_div_up(5 * nb, 32) + 4 * nt + 4 * width_sum;
+  uint64_t nb = ncclz_ceil_div(n, 32);
+  uint64_t nt = ncclz_ceil_div(nb, tile_blocks ? tile_blocks : 1);
+  uint64_t width_sum = s->blocks_sampled ? ncclz_ceil_div(s->width_sum * nb, s->blocks_sampled) : 32 * nb;
+  return 4 * ncclz_ceil_div(5 * nb, 32) + 4 * nt + 4 * width_sum;
 }
 
 /* HUFFMAN payload (FORMAT.md): lengths table [lo][m][m nibbles padded to a word], segment table
@@ -355,12 +354,12 @@ NCCLZ_REA_FN uint64_t ncclz_rea_fixedlen_payload(const ncclzSampleStats *s, uint
  * word of padding per segment on average), rounded up to whole words. */
 NCCLZ_REA_FN uint64_t ncclz_rea_huffman_payload(const ncclzSampleStats *s, uint64_t n, uint32_t segment) {
   if (n == 0) return 0;
-  uint64_t nseg = ncclz_rea_div_up(n, segment ? segment : 1);
-  uint64_t table = 8 + 4 * ncclz_rea_div_up(s->huffman_table_span, 8);
+  uint64_t nseg = ncclz_ceil_div(n, segment ? segment : 1);
+  uint64_t table = 8 + 4 * ncclz_ceil_div(s->huffman_table_span, 8);
   uint64_t seg_table = 4 + 4 * nseg;
   double bits = s->n_sampled ? s->huffman_bits * ((double)n / (double)s->n_sampled) : 32.0 * (double)n;
   uint64_t stream_bits = (uint64_t)bits + 1 + 16 * nseg;
-  return table + seg_table + 4 * ncclz_rea_div_up(stream_bits, 32);
+  return table + seg_table + 4 * ncclz_ceil_div(stream_bits, 32);
 }
 
 /* Fills the candidates of a frame of n symbols (dtype_bytes raw bytes each) from sample stats. */

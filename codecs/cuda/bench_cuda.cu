@@ -80,7 +80,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   b.frame_symbols = frame_symbols;
   b.side_scales = kind == NCCLZ_QUANT_QSGD;
   const uint32_t nf = ncclzCudaBatchFrames(&b);
-  const size_t slot = ncclzCudaFrameSlotBytes(&b), nscales = kind == NCCLZ_QUANT_QSGD ? nz_ceil(n, q->qsgd_bucket) : 1;
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), nscales = kind == NCCLZ_QUANT_QSGD ? ncclz_ceil_div(n, q->qsgd_bucket) : 1;
   NZ_CUDA(cudaMalloc(&B.x, 4 * n));
   NZ_CUDA(cudaMalloc(&B.xr, 4 * n));
   NZ_CUDA(cudaMalloc(&B.sym, 4 * n));

@@ -30,7 +30,7 @@ static __device__ __forceinline__ uint32_t stored_width(uint32_t any) {
 }
 
 uint32_t nz_fixedlen_units(const NzShape &sh) {
-  return (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, 32), FL_BLOCKS);
+  return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FL_BLOCKS);
 }
 
 __global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int3
   if (tid < FL_BLOCKS * 5 / 32) s_codes[tid] = 0;
   __syncthreads();
   const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t n = sh.frame_n(f), nb = (uint32_t)nz_ceil(n, 32), T = sh.p0;
-  const uint32_t nt = (uint32_t)nz_ceil(nb, T), W = (uint32_t)nz_ceil(5ull * nb, 32), sw = sh.side_words(f);
+  const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
+  const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
   const uint32_t blk0 = lc * FL_BLOCKS + warp * 32;
 
@@ -103,14 +103,14 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int3
     chk += nz_chk(v, base + i);
   }
   nz_add_check<FL_THREADS>(chk, &fr[f].check);
-  if (tid == 0 && lc == (uint32_t)nz_ceil(nb, FL_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FL_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lb, uint32_t *counter, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
-  uint32_t last = (uint32_t)nz_ceil(nz_ceil(sh.frame_n(sh.n_frames - 1), 32), FL_BLOCKS);
+  uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FL_BLOCKS);
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
   if (grid) k_fl_encode<<<grid, FL_THREADS, 0, s>>>(sh, d_sym, d_out, stride, fr, lb, counter);
   NZ_LAUNCHED();
@@ -129,8 +129,8 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
   const uint32_t f = blockIdx.y, tile = blockIdx.x;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_FIXEDLEN) return;
-  const uint32_t n = F->n, T = sh.p0, nb = (uint32_t)nz_ceil(n, 32), nt = (uint32_t)nz_ceil(nb, T);
-  const uint32_t W = (uint32_t)nz_ceil(5ull * nb, 32), sw = F->side_bytes / 4, head = W + nt;
+  const uint32_t n = F->n, T = sh.p0, nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
+  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = F->side_bytes / 4, head = W + nt;
   const uint32_t coded = F->payload_bytes - F->side_bytes;
   if (tile >= nt) return;
   if (coded % 4 || coded / 4 < head) {
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
   uint32_t chk = tid == 0 ? nz_chk(toff, sw + W + tile) : 0u;
   const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T;
   /* width-code words whose first bit belongs to this tile's blocks */
-  uint32_t j0 = (uint32_t)nz_ceil(5ull * tb0, 32), j1 = (uint32_t)nz_ceil(5ull * (tb0 + tcount), 32);
+  uint32_t j0 = (uint32_t)ncclz_ceil_div(5ull * tb0, 32), j1 = (uint32_t)ncclz_ceil_div(5ull * (tb0 + tcount), 32);
   for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
   uint32_t running = toff / 4;
   for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
 }
 
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s) {
-  uint32_t tiles = (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, 32), sh.p0);
+  uint32_t tiles = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), sh.p0);
   k_fl_decode<<<dim3(tiles, sh.n_frames), FL_THREADS, 0, s>>>(sh, d_in, d_sym, fr);
   NZ_LAUNCHED();
   return NCCLZ_OK;

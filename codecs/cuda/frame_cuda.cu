@@ -11,12 +11,12 @@ static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 uint32_t ncclzCudaBatchFrames(const ncclzCudaBatch *b) {
   if (!b || b->frame_symbols == 0) return 0;
-  return (uint32_t)nz_ceil(b->n_symbols, b->frame_symbols);
+  return (uint32_t)ncclz_ceil_div(b->n_symbols, b->frame_symbols);
 }
 
 static uint32_t side_per_frame(const ncclzCudaBatch *b) {
   if (!b->side_scales || !b->quant || !b->quant->qsgd_bucket) return 0;
-  return (uint32_t)nz_ceil(b->frame_symbols, b->quant->qsgd_bucket);
+  return (uint32_t)ncclz_ceil_div(b->frame_symbols, b->quant->qsgd_bucket);
 }
 
 size_t ncclzCudaFrameSlotBytes(const ncclzCudaBatch *b) {
@@ -224,7 +224,7 @@ __global__ void k_parse(NzShape sh, const uint8_t *in, const uint64_t *offsets, 
     else if (b[5] >= NCCLZ_CODER_COUNT || b[6] >= NCCLZ_DTYPE_COUNT || b[7] > 2 || b[8] > 3 || (flags & ~3u)) r = NZ_R_ENUM;
     else if ((uint64_t)n * dsz != ncclz_load_u32(b + 56)) r = NZ_R_RAWBYTES;
     else if (z.side_bytes > z.payload_bytes || ((flags & 2) != 0) != (z.side_bytes != 0) ||
-             ((flags & 2) && (bucket == 0 || (uint64_t)z.side_bytes != 4 * nz_ceil(n, bucket))))
+             ((flags & 2) && (bucket == 0 || (uint64_t)z.side_bytes != 4 * ncclz_ceil_div(n, bucket))))
       r = NZ_R_SIDE;
     else if (z.payload_bytes > avail - 64) r = NZ_R_PAYLOAD_AVAIL;
     else if (n != z.n) r = NZ_R_COUNT;
@@ -332,7 +332,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   }
   switch (b->coder) {
   case NCCLZ_CODER_RAW:
-    k_raw_encode<<<dim3((unsigned)nz_ceil(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr);
+    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr);
     NZ_LAUNCHED();
     break;
   case NCCLZ_CODER_FIXEDLEN:
@@ -379,7 +379,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
     NZ_LAUNCHED();
   }
   if (mask & 1u) {
-    k_raw_decode<<<dim3((unsigned)nz_ceil(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_in, d_sym, fr);
+    k_raw_decode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_in, d_sym, fr);
     NZ_LAUNCHED();
   }
   if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, d_sym, fr, s)) != NCCLZ_OK) return st;

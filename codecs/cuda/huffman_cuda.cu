@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   __syncthreads();
   /* the table head: lo, m, nibbles, nseg */
   const uint32_t lo = s.lo < K ? s.lo : 0, mm = s.lo < K ? s.hi - s.lo + 1 : 0;
-  const uint32_t nibw = (mm + 7) / 8, n = sh.frame_n(f), nseg = (uint32_t)nz_ceil(n, sh.p0), sw = sh.side_words(f);
+  const uint32_t nibw = (mm + 7) / 8, n = sh.frame_n(f), nseg = (uint32_t)ncclz_ceil_div(n, sh.p0), sw = sh.side_words(f);
   uint32_t *P = (uint32_t *)(out + f * stride + 64) + sw;
   uint32_t chk = 0;
   for (uint32_t q = t; q < nibw + 3; q += BOOK_THREADS) {
@@ -286,7 +286,7 @@ struct BitSink {
   }
 };
 
-uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)nz_ceil(nz_ceil(sh.frame_symbols, sh.p0), ENC_WARPS); }
+uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, sh.p0), ENC_WARPS); }
 
 static __host__ __device__ uint32_t seg_stage_words(uint32_t S) { return (S * 47 + 31) / 32 + 2; }
 
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   if (tid == 0) s_unit = atomicAdd(counter, 1u);
   __syncthreads();
   const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)nz_ceil(n, S), k = lc * ENC_WARPS + warp;
+  const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)ncclz_ceil_div(n, S), k = lc * ENC_WARPS + warp;
   const ncclzHuffAlphabet a = {fr[f].centre, fr[f].radius};
   const uint32_t esc = ncclz_huff_escape_index(a.radius);
   const uint32_t *enc = table + (size_t)f * HF_K;
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
     chk += nz_chk(v, j);
   }
   nz_add_check<ENC_WARPS * 32>(chk, &fr[f].check);
-  if (tid == 0 && lc == (uint32_t)nz_ceil(nseg, ENC_WARPS) - 1) fr[f].coded_bytes = 4 * (H + s_prefix + s_agg);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nseg, ENC_WARPS) - 1) fr[f].coded_bytes = 4 * (H + s_prefix + s_agg);
 }
 
 ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
@@ -371,7 +371,7 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   sh.units_per_frame = nz_huffman_units(sh);
   const uint32_t nf = sh.n_frames;
   NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
-  dim3 g((unsigned)nz_ceil(sh.frame_symbols, SCAN_CHUNK), nf);
+  dim3 g((unsigned)ncclz_ceil_div(sh.frame_symbols, SCAN_CHUNK), nf);
   k_hf_median<<<nf, 1024, 0, s>>>(sh, d_sym, fr);
   NZ_LAUNCHED();
   k_hf_hist<<<g, 512, 0, s>>>(sh, d_sym, fr, hist);
@@ -382,7 +382,7 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   NZ_LAUNCHED();
   size_t enc_smem = sizeof(uint32_t) * ENC_WARPS * seg_stage_words(sh.p0);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)enc_smem));
-  uint32_t last = (uint32_t)nz_ceil(nz_ceil(sh.frame_n(nf - 1), sh.p0), ENC_WARPS);
+  uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(nf - 1), sh.p0), ENC_WARPS);
   k_hf_encode<<<(nf - 1) * sh.units_per_frame + last, ENC_WARPS * 32, enc_smem, s>>>(sh, d_sym, table, d_out, stride,
                                                                                      fr, lb, counter);
   NZ_LAUNCHED();
@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   }
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
   const uint32_t K = ncclz_huff_alphabet_size(R), lo = P[0], m = P[1];
-  const uint32_t nibw = (uint32_t)(((uint64_t)m + 7) / 8), nseg = (uint32_t)nz_ceil(n, sh.p0);
+  const uint32_t nibw = (uint32_t)(((uint64_t)m + 7) / 8), nseg = (uint32_t)ncclz_ceil_div(n, sh.p0);
   if (lo > K || m > K - lo || len / 4 < 3ull + nibw || P[2 + nibw] != nseg || len / 4 < 3ull + nibw + nseg) {
     if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
     return;
@@ -511,7 +511,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
-  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)nz_ceil(n, S);
+  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
   if (blockIdx.x * DEC_THREADS >= nseg) return;
   const uint32_t fb = F->fast_bits;
   for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = lut[((size_t)f << FAST_BITS) + e];
@@ -600,7 +600,7 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   k_hf_table<<<sh.n_frames, BOOK_THREADS, smem, s>>>(sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
-  uint32_t nseg = (uint32_t)nz_ceil(sh.frame_symbols, sh.p0);
+  uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
   k_hf_decode<<<dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, 0, s>>>(sh, d_in, d_sym, fr,
                                                                                               lut, tables);
   NZ_LAUNCHED();

@@ -80,7 +80,6 @@ struct NzLayout {
 };
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 
-static __host__ __device__ inline uint64_t nz_ceil(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 /* Word i of the payload contributes w * (2i + 1) to the payload check. */
 static __device__ inline uint32_t nz_chk(uint32_t w, uint32_t i) { return w * (2u * i + 1u); }

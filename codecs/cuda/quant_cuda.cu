@@ -347,7 +347,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
     NZ_CUDA(cudaFuncSetAttribute(k_eb_lz_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
-    k_eb_lz_fwd<<<(unsigned)nz_ceil(e.d0, ppc), LZ_THREADS, smem, s>>>(e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+    k_eb_lz_fwd<<<(unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s>>>(e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else {
     k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
   }
@@ -533,13 +533,13 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
     }
     if (d1 * d2 <= LZ_MAXP && d0 > 0) {
       const uint32_t P = (uint32_t)(d1 * d2), ppc = lz_planes_per_cta((uint32_t)d0, 512);
-      const uint32_t nc = (uint32_t)nz_ceil(d0, ppc);
+      const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
         carry = (uint32_t *)d_ws; /* nc * P <= n words */
-        k_lz_chunk_sum<<<dim3((unsigned)nz_ceil(P, 256), nc), 256, 0, s>>>(d_sym, P, (uint32_t)d0, ppc, carry);
+        k_lz_chunk_sum<<<dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s>>>(d_sym, P, (uint32_t)d0, ppc, carry);
         NZ_LAUNCHED();
-        k_lz_chunk_carry<<<(unsigned)nz_ceil(P, 32), dim3(32, 32), 0, s>>>(carry, P, nc);
+        k_lz_chunk_carry<<<(unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s>>>(carry, P, nc);
         NZ_LAUNCHED();
       }
       const size_t smem = 4ull * (P + LZ_THREADS);
@@ -623,8 +623,8 @@ static ncclzStatus check_qsgd(const ncclzQuantParams *p) {
 ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  size_t nb = nz_ceil(n, p->qsgd_bucket);
-  if (nb) k_qsgd_scales<<<(unsigned)nz_ceil(nb, 8), 256, 0, s>>>(d_x, n, p->qsgd_bucket, d_scales);
+  size_t nb = ncclz_ceil_div(n, p->qsgd_bucket);
+  if (nb) k_qsgd_scales<<<(unsigned)ncclz_ceil_div(nb, 8), 256, 0, s>>>(d_x, n, p->qsgd_bucket, d_scales);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
