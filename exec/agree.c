@@ -7,7 +7,7 @@
  * the QSGD bucket maxima. Everything derived from it is identical on every rank, so every later
  * error check gives the same answer everywhere. */
 #include "engine_internal.h"
-#include "quant_rules.h"
+#include "call_rules.h"
 
 #include <float.h>
 #include <math.h>

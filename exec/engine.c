@@ -22,7 +22,7 @@
  *
  * Policy off sends the plain element bytes (sizes are known on both sides: no header at all). */
 #include "engine_internal.h"
-#include "quant_rules.h"
+#include "call_rules.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +69,6 @@ void ncclzHostCommDestroy(ncclzHostComm *c) { free(c); }
 
 /* ---------------------------------------------------------- chunk codec */
 
-static size_t in_count(ncclzCollective c, size_t count, int n) {
-  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
-}
-static size_t out_count(ncclzCollective c, size_t count, int n) {
-  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
-}
 
 /* Cells of one chunk -> the symbols the coders see (quant none: the dtype's bit patterns). */
 static void cells_to_symbols(run_t *r, const void *cells, size_t n) {
@@ -294,13 +288,6 @@ static ncclzStatus run_ops(run_t *r) {
 
 /* ------------------------------------------------------------- set-up */
 
-static uint32_t pick_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int n, size_t dsize) {
-  size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)n;
-  size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;
-  size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
-  size_t c = (blk + per - 1) / per;
-  return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
-}
 
 /* Largest chunk of the schedule (the chunk ranges split blocks as evenly as possible). */
 static size_t largest_chunk(const run_t *r) {
@@ -421,13 +408,13 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.dtype = dtype;
   r.dsize = ncclzDtypeSize(dtype);
   r.count = count;
-  r.n_in = in_count(coll, count, c->t->nranks);
-  r.n_out = out_count(coll, count, c->t->nranks);
+  r.n_in = ncclz_exec_in_count(coll, count, c->t->nranks);
+  r.n_out = ncclz_exec_out_count(coll, count, c->t->nranks);
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
   r.k = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_REDUCESCATTER ? c->t->nranks : 1;
   r.st = st_out;
-  uint32_t nch = pick_chunks(&c->cfg, coll, count, c->t->nranks, r.dsize);
+  uint32_t nch = ncclz_exec_chunks(&c->cfg, coll, count, c->t->nranks, r.dsize);
   if (ncclzScheduleBuild(coll, c->t->nranks, c->t->rank, root, nch, &r.s))
     return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
   r.max_chunk = largest_chunk(&r);

@@ -37,7 +37,7 @@
  * (frames are self-describing; decoders accept every coder). */
 #include "ncclz/codecs_cuda.h"
 #include "ncclz/exec.h"
-#include "quant_rules.h"
+#include "call_rules.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -432,7 +432,7 @@ void ncclzCommTrace(ncclzComm_t c, const ncclzTraceEvent **ev, size_t *n, ncclzT
   if (sum) *sum = c->summary;
 }
 
-/* ------------------------------------------------------------ agreement (rules in exec/quant_rules.c) */
+/* ------------------------------------------------------------ agreement (rules in exec/call_rules.c) */
 
 static int contributions(const grun *r) {
   return r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER ? r->c->nranks : 1;
@@ -532,20 +532,7 @@ static ncclzStatus quantize(grun *r, const void *sendbuff, const float *x) {
 
 /* ------------------------------------------------------------ set-up of one call */
 
-static size_t in_count(ncclzCollective c, size_t count, int n) {
-  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
-}
-static size_t out_count(ncclzCollective c, size_t count, int n) {
-  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)n : count;
-}
 
-static uint32_t pick_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int n, size_t dsize) {
-  size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)n;
-  size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;
-  size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
-  size_t ch = (blk + per - 1) / per;
-  return (uint32_t)(ch < 1 ? 1 : ch > cfg->max_chunks ? cfg->max_chunks : ch);
-}
 
 static size_t in_offset(const grun *r, size_t off) {
   return r->coll == NCCLZ_ALLGATHER ? off - (size_t)r->s.rank * r->count : off;
@@ -1072,8 +1059,8 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.ds = ncclzDtypeSize(dt);
   r.count = count;
   r.root = root;
-  r.n_in = in_count(coll, count, c->nranks);
-  r.n_out = out_count(coll, count, c->nranks);
+  r.n_in = ncclz_exec_in_count(coll, count, c->nranks);
+  r.n_out = ncclz_exec_out_count(coll, count, c->nranks);
   r.max_chunk = 0;
   r.n_scales = 0;
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
@@ -1081,7 +1068,7 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.coder = policy_coder(c->cfg.policy);
   r.st = &c->last;
   r.stream = stream;
-  uint32_t nch = pick_chunks(&c->cfg, coll, count, c->nranks, r.ds);
+  uint32_t nch = ncclz_exec_chunks(&c->cfg, coll, count, c->nranks, r.ds);
   if (ncclzScheduleBuild(coll, c->nranks, c->rank, root, nch, &r.s))
     return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
   decision *d = nullptr;

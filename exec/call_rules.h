@@ -1,8 +1,9 @@
-/* The quantization every rank of a call agrees on, shared by the host engine (exec/agree.c) and
- * the NCCL backend (exec/nccl_exec.cu): the agreed values' layout, the error-bound derivation
- * and the quantizer parameters from a config. Internal to exec/. */
-#ifndef NCCLZ_EXEC_QUANT_RULES_H
-#define NCCLZ_EXEC_QUANT_RULES_H
+/* The rules of a call that the host engine (exec/engine.c, agree.c) and the NCCL backend
+ * (exec/nccl_exec.cu) share: buffer sizes and chunking of the op lists, the agreed values'
+ * layout, the error-bound derivation and the quantizer parameters from a config. Internal to
+ * exec/. */
+#ifndef NCCLZ_EXEC_CALL_RULES_H
+#define NCCLZ_EXEC_CALL_RULES_H
 
 #include "ncclz/exec.h"
 
@@ -13,6 +14,12 @@ extern "C" {
 /* The values one allreduce(max) agrees on: fingerprint halves, non-fingerprint halves, counts of
  * NaN/Inf and of unflagged huge values, -min, max, max |x|; QSGD bucket maxima follow. */
 enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_MAX, V_MAXABS, V_HEAD };
+
+/* Elements of a rank's input and output buffers for a collective of `count` (NCCL's meaning). */
+size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks);
+size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks);
+/* Chunks per block: blocks cut into chunks of the config's chunk_bytes, 1..max_chunks. */
+uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize);
 
 /* Float spacing at |v| (what rounding a result of that size to float can cost, twice over). */
 double ncclz_exec_f32_ulp(double v);

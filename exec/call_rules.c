@@ -1,5 +1,5 @@
-/* The agreed quantization of a call: see quant_rules.h. */
-#include "quant_rules.h"
+/* The shared rules of a call: see call_rules.h. */
+#include "call_rules.h"
 
 #include <float.h>
 #include <math.h>
@@ -68,4 +68,20 @@ void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in,
     qp->qsgd_bucket = q->qsgd_bucket;
     qp->seed = q->seed;
   }
+}
+
+size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) {
+  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
+}
+
+size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) {
+  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
+}
+
+uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize) {
+  size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)nranks;
+  size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;
+  size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
+  size_t c = (blk + per - 1) / per;
+  return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
 }
