@@ -143,18 +143,24 @@ __global__ void k_side_encode(NzShape sh, const float *scales, uint8_t *out, siz
   nz_add_check<256>(chk, &fr[f].check);
 }
 
-/* RAW: the symbols as words after the side data. */
-__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr) {
-  uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
-  const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
-  uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
+/* This block's RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
+ * share of the payload check (word i of the payload sits at sw + i). */
+static __device__ void raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw, uint32_t *check) {
   uint32_t chk = 0;
   for (uint32_t i = blockIdx.x * RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * RAW_CHUNK; i += 256) {
     uint32_t w = src[i];
     dst[i] = w;
     chk += nz_chk(w, sw + i);
   }
-  nz_add_check<256>(chk, &fr[f].check);
+  nz_add_check<256>(chk, check);
+}
+
+/* RAW: the symbols as words after the side data. */
+__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr) {
+  uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
+  const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
+  uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
+  raw_copy_chunk(src, dst, n, sw, &fr[f].check);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
 }
 
@@ -265,13 +271,7 @@ __global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFram
   }
   const uint32_t *src = (const uint32_t *)(in + fr[f].src + 64) + sw;
   uint32_t *dst = (uint32_t *)sym + (size_t)f * sh.frame_symbols;
-  uint32_t chk = 0;
-  for (uint32_t i = blockIdx.x * RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * RAW_CHUNK; i += 256) {
-    uint32_t w = src[i];
-    dst[i] = w;
-    chk += nz_chk(w, sw + i);
-  }
-  nz_add_check<256>(chk, &fr[f].check);
+  raw_copy_chunk(src, dst, n, sw, &fr[f].check);
 }
 
 /* The payload check comes before the coder's checks in the reference's order, so it wins. */
