@@ -4,7 +4,10 @@
 #   h200-x2.json         the profile (copy to calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  the measured points (ncclz calibrate --from-points refits them anywhere)
 #   calibrate.log        stderr of the run (progress, residual table)
-# Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir).
+#   check.json, check-points.json, check.log   with CHECK=PROFILE: `ncclz calibrate --check PROFILE`
+#                        instead (a fresh, second measurement of the plain collectives against it)
+# Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir),
+#      CHECK=PROFILE.json, REPEAT (check sweeps, default 3).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -25,9 +28,21 @@ echo "== build"
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit || exit 1
 "$B/tests/test_calibrate_fit" || exit 1
 
-echo "== calibrate -g $NGPUS --paths $PATHS $([ "$QUICK" = 1 ] && echo --quick)"
-START=$(date +%s)
 Q=(); [ "$QUICK" = 1 ] && Q=(--quick)
+if [ -n "${CHECK:-}" ]; then
+  echo "== calibrate --check $CHECK -g $NGPUS --paths $PATHS --repeat ${REPEAT:-3} ${Q[*]}"
+  START=$(date +%s)
+  timeout 900 "$B/ncclz" calibrate --check "$CHECK" -g "$NGPUS" --paths "$PATHS" --repeat "${REPEAT:-3}" "${Q[@]}" \
+    --points-out "$OUTDIR/check-points.json" --out "$OUTDIR/check.json" >"$OUTDIR/check.txt" 2>"$OUTDIR/check.log"
+  RC=$?
+  echo "check rc=$RC in $(($(date +%s) - START)) s"
+  tail -c 3000 "$OUTDIR/check.log" | tr '\r' '\n' | grep -v '^# \(nvlink\|shm\|socket\)' | tail -5
+  cat "$OUTDIR/check.txt"
+  exit $RC
+fi
+
+echo "== calibrate -g $NGPUS --paths $PATHS ${Q[*]}"
+START=$(date +%s)
 timeout 900 "$B/ncclz" calibrate -g "$NGPUS" --paths "$PATHS" "${Q[@]}" --out "$OUTDIR/h200-x2.json" \
   --points-out "$OUTDIR/h200-x2-points.json" 2>"$OUTDIR/calibrate.log"
 RC=$?

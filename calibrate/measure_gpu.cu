@@ -331,11 +331,45 @@ static void trace_exposure(ncclzComm_t c, double *enc, double *enc_exp, double *
   *dec_exp = ncclzCalExposed(cts.data(), cdur.data(), cts.size(), dts.data(), ddur.data(), dts.size());
 }
 
+/* One timed sweep of op `kind` over sizes[0..n), appended to rank 0's points. */
+static ncclzStatus sweep(cal_rank *g, int kind, ncclComm_t comm, const float *sb, float *rb, const double *sizes,
+                         int n, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+  for (int i = 0; i < n; i++) {
+    double us = 0;
+    ncclzStatus st = time_op(g, kind, comm, sb, rb, (size_t)sizes[i], s, e0, e1, &us);
+    if (st) return st;
+    if (g->rank == 0) {
+      add_point(kind < 0 ? g->sendrecv : g->colls[kind], sizes[i], us);
+      if (g->o->progress)
+        fprintf(stderr, "\r# %-9s %-13s %11zu B: %10.1f us   ", ncclzCalPathName(g->path),
+                kind < 0 ? "sendrecv" : ncclzCollectiveName((ncclzCollective)kind), (size_t)sizes[i], us);
+    }
+  }
+  return NCCLZ_OK;
+}
+
+/* The sizes of a run: calibration 1 KiB..max on a x2 (x4 quick) grid; check (a fresh, second
+ * measurement) 1 MiB..max on a x4 grid plus the 1.5 MiB x4 sizes between the calibration's grid
+ * points, so the check also tests the profile between its points. Returns the count. */
+static int run_sizes(const ncclzCalMeasureOpts *o, size_t max_bytes, double *sizes, int cap) {
+  int n = 0;
+  if (!o->check) {
+    for (double b = 1024; b <= (double)max_bytes && n < cap; b *= o->quick ? 4 : 2) sizes[n++] = b;
+    return n;
+  }
+  for (double b = 1048576; b <= (double)max_bytes && n + 1 < cap; b *= 4) {
+    sizes[n++] = b;
+    if (1.5 * b <= (double)max_bytes) sizes[n++] = 1.5 * b;
+  }
+  return n;
+}
+
 static void *rank_main(void *arg) {
   cal_rank *g = (cal_rank *)arg;
   const ncclzCalMeasureOpts *o = g->o;
   const size_t max_bytes = o->quick ? (256u << 20) : (1024u << 20);
-  const double factor = o->quick ? 4 : 2;
+  double sizes[40];
+  const int nsizes = run_sizes(o, max_bytes, sizes, 40);
   ncclzComm_t c = NULL;
   ncclComm_t nccl = NULL;
   cudaStream_t s = NULL;
@@ -356,21 +390,13 @@ static void *rank_main(void *arg) {
   fill_smooth<<<1024, 256, 0, s>>>(sb, max_bytes / 4, g->rank);
   CUDA_TRY(g, cudaMemsetAsync(rb, 0, max_bytes, s));
   CUDA_TRY(g, cudaStreamSynchronize(s));
-  for (int kind = -1; kind < NCCLZ_COLL_COUNT; kind++) {
-    for (double b = 1024; b <= (double)max_bytes; b *= factor) {
-      double us = 0;
-      Z_TRY(g, time_op(g, kind, nccl, sb, rb, (size_t)b, s, e0, e1, &us));
-      if (g->rank == 0) {
-        add_point(kind < 0 ? g->sendrecv : g->colls[kind], b, us);
-        if (o->progress)
-          fprintf(stderr, "\r# %-9s %-13s %11zu B: %10.1f us   ", ncclzCalPathName(g->path),
-                  kind < 0 ? "sendrecv" : ncclzCollectiveName((ncclzCollective)kind), (size_t)b, us);
-      }
-    }
-  }
+  /* check: whole sweeps repeated, so that each repetition sees the path at another moment */
+  for (int rep = 0; rep < (o->check ? o->repeat : 1); rep++)
+    for (int kind = o->check ? 0 : -1; kind < NCCLZ_COLL_COUNT; kind++)
+      Z_TRY(g, sweep(g, kind, nccl, sb, rb, sizes, nsizes, s, e0, e1));
   if (g->rank == 0 && o->progress) fprintf(stderr, "\n");
-  /* Overlap: the executor's compressed AllReduce on the smooth field, traced. */
-  for (int coder = NCCLZ_CODER_FIXEDLEN; coder <= NCCLZ_CODER_HUFFMAN; coder++) {
+  /* Overlap: the executor's compressed AllReduce on the smooth field, traced (not in a check). */
+  for (int coder = NCCLZ_CODER_FIXEDLEN; !o->check && coder <= NCCLZ_CODER_HUFFMAN; coder++) {
     ncclzConfig zc;
     ncclzConfigDefault(&zc);
     zc.hint = cfg.hint;
@@ -443,7 +469,8 @@ char *ncclzCalMeasurePath(const ncclzCalMeasureOpts *o, ncclzCalPath path) {
     ncclzSetError(NCCLZ_ERR_CUDA, "-g %d: this machine has %d GPUs", o->ngpus, ndev);
     return NULL;
   }
-  cJSON *root = new_doc(o, "ncclz calibrate (path measurement)");
+  cJSON *root = new_doc(o, o->check ? "ncclz calibrate --check (fresh measurement of the plain collectives)"
+                                     : "ncclz calibrate (path measurement)");
   cJSON *sr = cJSON_AddArrayToObject(root, "sendrecv"), *co = cJSON_AddArrayToObject(root, "collectives");
   cJSON *ov = cJSON_AddArrayToObject(root, "overlap");
   cJSON *e = cJSON_CreateObject();
@@ -455,6 +482,7 @@ char *ncclzCalMeasurePath(const ncclzCalMeasureOpts *o, ncclzCalPath path) {
     e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "path", ncclzCalPathName(path));
     cJSON_AddStringToObject(e, "collective", ncclzCollectiveName((ncclzCollective)k));
+    cJSON_AddNumberToObject(e, "ranks", o->ngpus);
     cpts[k] = cJSON_AddArrayToObject(e, "points");
     cJSON_AddItemToArray(co, e);
   }

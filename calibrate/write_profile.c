@@ -2,6 +2,7 @@
  * parse the measured points, fit them (calibrate/fit.c), assemble the profile with cJSON and
  * check it with ncclzProfileParse. The fits and their residuals go under the top-level key "fit"
  * (the loader ignores unknown top-level keys). docs/calibrate.md describes the points document. */
+#include "cal_internal.h"
 #include "ncclz/calibrate.h"
 #include "ncclz/model.h"
 #include "ncclz/schedule.h"
@@ -26,7 +27,7 @@ static void add_note(ncclzCalResult *r, const char *fmt, const char *a, const ch
 }
 
 /* [[bytes, us], ...] or [{"bytes": B, "us": T}, ...], appended to pts. */
-static ncclzStatus read_points(const cJSON *arr, const char *where, ncclzCalPoint *pts, size_t *n) {
+ncclzStatus ncclz_cal_read_points(const cJSON *arr, const char *where, ncclzCalPoint *pts, size_t *n) {
   if (!cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points %s: must be an array of [bytes, us]", where);
   const cJSON *it;
   cJSON_ArrayForEach(it, arr) {
@@ -49,7 +50,7 @@ static ncclzStatus read_points(const cJSON *arr, const char *where, ncclzCalPoin
   return NCCLZ_OK;
 }
 
-static const char *get_str(const cJSON *o, const char *key) {
+const char *ncclz_cal_get_str(const cJSON *o, const char *key) {
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsString(it) ? it->valuestring : NULL;
 }
@@ -87,7 +88,7 @@ static ncclzStatus parse_metadata(const cJSON *root, ncclzCalResult *r) {
            {"cuda", r->cuda, sizeof r->cuda},       {"nccl", r->nccl, sizeof r->nccl},
            {"date", r->date, sizeof r->date},       {"method", r->method, sizeof r->method}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    const char *s = m ? get_str(m, f[i].key) : NULL;
+    const char *s = m ? ncclz_cal_get_str(m, f[i].key) : NULL;
     snprintf(f[i].dst, f[i].cap, "%s", s ? s : "unknown");
   }
   return NCCLZ_OK;
@@ -105,16 +106,16 @@ static ncclzStatus parse_codecs(const cJSON *root, ncclzCalResult *r) {
   cJSON_ArrayForEach(e, arr) {
     char where[64];
     snprintf(where, sizeof where, "codecs[%d]", i++);
-    const char *cs = get_str(e, "coder"), *ks = get_str(e, "class");
+    const char *cs = ncclz_cal_get_str(e, "coder"), *ks = ncclz_cal_get_str(e, "class");
     int c = cs ? ncclzCoderFromName(cs) : -1, k = ks ? ncclzDataClassFromName(ks) : -1;
     if (c != NCCLZ_CODER_FIXEDLEN && c != NCCLZ_CODER_HUFFMAN)
       return ncclzSetError(NCCLZ_ERR_ARG, "points %s.coder: fixedlen or huffman", where);
     if (k < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.class: none, eb, eb_lorenzo, qsgd or default", where);
     char w2[80];
     snprintf(w2, sizeof w2, "%s.encode", where);
-    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "encode"), w2, enc[c][k].p, &enc[c][k].n));
+    TRY(ncclz_cal_read_points(cJSON_GetObjectItemCaseSensitive(e, "encode"), w2, enc[c][k].p, &enc[c][k].n));
     snprintf(w2, sizeof w2, "%s.decode", where);
-    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "decode"), w2, dec[c][k].p, &dec[c][k].n));
+    TRY(ncclz_cal_read_points(cJSON_GetObjectItemCaseSensitive(e, "decode"), w2, dec[c][k].p, &dec[c][k].n));
   }
   for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++) {
     for (int k = 0; k < NCCLZ_CAL_CLASSES; k++) {
@@ -145,6 +146,18 @@ static ncclzStatus parse_codecs(const cJSON *root, ncclzCalResult *r) {
   return NCCLZ_OK;
 }
 
+/* "ranks" of a collectives entry: optional (2, the calibration's default), the same everywhere. */
+static ncclzStatus read_ranks(const cJSON *e, const char *where, uint32_t *ranks) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "ranks");
+  double n = v ? (cJSON_IsNumber(v) ? v->valuedouble : -1) : 2;
+  if (!(n >= 2 && n <= 1e6 && n == floor(n)))
+    return ncclzSetError(NCCLZ_ERR_ARG, "points %s.ranks: must be an integer >= 2", where);
+  if (*ranks && *ranks != (uint32_t)n)
+    return ncclzSetError(NCCLZ_ERR_ARG, "points %s.ranks: %.0f, but other entries say %u", where, n, *ranks);
+  *ranks = (uint32_t)n;
+  return NCCLZ_OK;
+}
+
 static ncclzStatus parse_transports(const cJSON *root, ncclzCalResult *r) {
   static pointset sr[NCCLZ_CAL_PATH_COUNT], co[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
   memset(sr, 0, sizeof sr);
@@ -155,10 +168,10 @@ static ncclzStatus parse_transports(const cJSON *root, ncclzCalResult *r) {
   cJSON_ArrayForEach(e, arr) {
     char where[64];
     snprintf(where, sizeof where, "sendrecv[%d]", i++);
-    const char *ps = get_str(e, "path");
+    const char *ps = ncclz_cal_get_str(e, "path");
     int p = ps ? ncclzCalPathFromName(ps) : -1;
     if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: nvlink, shm, socket, socket1x1 or socket4x4", where);
-    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, sr[p].p, &sr[p].n));
+    TRY(ncclz_cal_read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, sr[p].p, &sr[p].n));
   }
   arr = cJSON_GetObjectItemCaseSensitive(root, "collectives");
   if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points collectives: must be an array");
@@ -166,11 +179,12 @@ static ncclzStatus parse_transports(const cJSON *root, ncclzCalResult *r) {
   cJSON_ArrayForEach(e, arr) {
     char where[64];
     snprintf(where, sizeof where, "collectives[%d]", i++);
-    const char *ps = get_str(e, "path"), *cs = get_str(e, "collective");
+    const char *ps = ncclz_cal_get_str(e, "path"), *cs = ncclz_cal_get_str(e, "collective");
     int p = ps ? ncclzCalPathFromName(ps) : -1, c = cs ? ncclzCollectiveFromName(cs) : -1;
     if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: nvlink, shm, socket, socket1x1 or socket4x4", where);
     if (c < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.collective: unknown", where);
-    TRY(read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, co[p][c].p, &co[p][c].n));
+    TRY(read_ranks(e, where, &r->plain_ranks));
+    TRY(ncclz_cal_read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, co[p][c].p, &co[p][c].n));
   }
   for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
     char where[96];
@@ -203,7 +217,7 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
   cJSON_ArrayForEach(e, arr) {
     char where[64];
     snprintf(where, sizeof where, "overlap[%d]", i++);
-    const char *ps = get_str(e, "path"), *cs = get_str(e, "coder");
+    const char *ps = ncclz_cal_get_str(e, "path"), *cs = ncclz_cal_get_str(e, "coder");
     int p = ps ? ncclzCalPathFromName(ps) : -1, c = cs ? ncclzCoderFromName(cs) : -1;
     if (p < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points %s.path: unknown", where);
     if (c != NCCLZ_CODER_FIXEDLEN && c != NCCLZ_CODER_HUFFMAN)
@@ -338,6 +352,26 @@ static cJSON *curve_json(const ncclzCalFit *f, int measured) {
   return arr;
 }
 
+/* collectives: the plain NCCL curves as measured (mean per size), not the fitted line: NCCL
+ * changes protocol and algorithm with size, and a single line misses small messages badly,
+ * which the simulator and the validation need (docs/calibrate.md). */
+static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
+  cJSON *co = NULL, *paths = NULL;
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
+    cJSON *pc = NULL;
+    for (int c = 0; c < NCCLZ_CAL_COLLS; c++) {
+      if (!r->coll_present[p][c]) continue;
+      if (!co) {
+        co = cJSON_AddObjectToObject(root, "collectives");
+        cJSON_AddNumberToObject(co, "ranks", r->plain_ranks);
+        paths = cJSON_AddObjectToObject(co, "paths");
+      }
+      if (!pc) pc = cJSON_AddObjectToObject(paths, ncclzCalPathName((ncclzCalPath)p));
+      cJSON_AddItemToObject(pc, ncclzCollectiveName((ncclzCollective)c), curve_json(&r->coll[p][c], 1));
+    }
+  }
+}
+
 char *ncclzCalProfileJson(const ncclzCalResult *rin) {
   ncclzCalResult *r = malloc(sizeof *r);
   if (!r) {
@@ -388,6 +422,7 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
       cJSON_AddItemToObject(o, "decode", curve_json(&cf->decode, cf->measured_curve));
     }
   }
+  add_plain_curves(root, r);
   cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
   cJSON_AddNumberToObject(th, "fast_path_bytes", 65536);
   cJSON_AddNumberToObject(th, "huff_min_bytes", 262144);

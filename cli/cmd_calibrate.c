@@ -26,6 +26,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--quick] --out PROFILE.json\n"
           "       ncclz calibrate --from-points POINTS.json --out PROFILE.json\n"
+          "       ncclz calibrate --check PROFILE.json [-g N] [--paths LIST] [--repeat R] [--quick]\n"
+          "                       [--from-points FRESH.json] [--points-out FRESH.json] [--out CHECK.json]\n"
           "\n"
           "Measures on the GPUs, fits and writes a calibration profile (schema v1, model/PROFILE.md):\n"
           "  codec curves   encode/decode time per frame, 64 KiB..64 MiB, per coder (fixedlen, huffman)\n"
@@ -43,6 +45,12 @@ static void usage(FILE *f) {
           "  --points-out FILE     also keep the measured points document\n"
           "  --from-points FILE    no measurement: fit and write from a points document\n"
           "  --quiet               no residual table on stderr\n"
+          "  --check PROFILE       no profile written: measure the five plain collectives again (a fresh run,\n"
+          "                        1 MiB..1 GiB x4 plus the 1.5 MiB x4 sizes between the calibration's points,\n"
+          "                        R sweeps) and compare with PROFILE's curves: table on stdout, median and\n"
+          "                        max |error| against the targets (8%%, 20%%) and the sweeps' spread;\n"
+          "                        --out writes it as JSON; --from-points compares a saved fresh run\n"
+          "  --repeat R            sweeps of the check (default 3, 1..16)\n"
           "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure (no GPU, no CUDA build).\n");
 }
 
@@ -50,6 +58,8 @@ typedef struct {
   int ngpus, quick, quiet;
   const char *paths, *out, *points_out, *from_points, *child_path;
   int child_codecs;
+  const char *check; /* the profile to check */
+  int repeat;
 } cal_opts;
 
 static int write_text(const char *path, const char *text) {
@@ -84,10 +94,38 @@ static int fit_and_write(const cal_opts *o, const char *points, size_t len) {
   return rc;
 }
 
+/* --check: compare a fresh measurement with the profile's plain-collective curves. */
+static int check_and_report(const cal_opts *o, const char *points, size_t len) {
+  ncclzProfile *prof = malloc(sizeof *prof);
+  ncclzCalCheck *c = malloc(sizeof *c);
+  int rc = CLI_OK;
+  if (!prof || !c) {
+    rc = cli_runtime_error(VERB, "out of memory");
+  } else if (ncclzProfileLoad(o->check, prof)) {
+    rc = cli_usage_error(VERB, "%s", ncclzLastError());
+  } else if (!prof->n_plain) {
+    rc = cli_usage_error(VERB, "profile %s has no \"collectives\" curves to check (calibrate it again)", o->check);
+  } else if (ncclzCalCheckPoints(prof, points, len, c)) {
+    rc = cli_usage_error(VERB, "%s", ncclzLastError());
+  } else {
+    printf("# ncclz calibrate --check %s (profile: %s, %s, NCCL %s, %u ranks)\n", o->check, prof->meta.device,
+           prof->meta.date, prof->meta.nccl, prof->plain_ranks);
+    ncclzCalCheckReport(c, stdout);
+    if (o->out) {
+      char *text = ncclzCalCheckJson(c, prof);
+      rc = text ? write_text(o->out, text) : cli_runtime_error(VERB, "%s", ncclzLastError());
+      free(text);
+    }
+  }
+  free(prof);
+  free(c);
+  return rc;
+}
+
 #ifdef NCCLZ_HAVE_CALIBRATE_GPU
 /* Child side: one measurement, its points document to --points-out. */
 static int run_child(const cal_opts *o) {
-  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2)};
+  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2), o->check != NULL, o->repeat};
   char *doc;
   if (o->child_codecs) {
     doc = ncclzCalMeasureCodecs(&mo);
@@ -104,9 +142,10 @@ static int run_child(const cal_opts *o) {
 
 /* Runs this binary as a child with the path's environment; returns its points document. */
 static char *spawn(const cal_opts *o, const char *what, int path, const char *tmp, int *rc) {
-  char g[16];
+  char g[16], rep[16];
   snprintf(g, sizeof g, "%d", o->ngpus);
-  const char *argv[12];
+  snprintf(rep, sizeof rep, "%d", o->repeat);
+  const char *argv[16];
   int a = 0;
   argv[a++] = "ncclz";
   argv[a++] = "calibrate";
@@ -119,6 +158,12 @@ static char *spawn(const cal_opts *o, const char *what, int path, const char *tm
     argv[a++] = ncclzCalPathName((ncclzCalPath)path);
   }
   if (o->quick) argv[a++] = "--quick";
+  if (o->check) {
+    argv[a++] = "--check";
+    argv[a++] = o->check;
+    argv[a++] = "--repeat";
+    argv[a++] = rep;
+  }
   argv[a++] = "--points-out";
   argv[a++] = tmp;
   argv[a++] = "--out";
@@ -162,9 +207,14 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   char tmp[64];
   double t0 = ncclzNowSeconds();
   int rc = CLI_OK;
-  snprintf(tmp, sizeof tmp, "%s/codecs.json", tmpl);
-  if (isatty(2)) fprintf(stderr, "# calibrate: codec curves\n");
-  char *doc = spawn(o, "codecs", -1, tmp, &rc);
+  char *doc = NULL;
+  if (o->check) {
+    doc = strdup("{\"version\": 1, \"collectives\": []}");
+  } else {
+    snprintf(tmp, sizeof tmp, "%s/codecs.json", tmpl);
+    if (isatty(2)) fprintf(stderr, "# calibrate: codec curves\n");
+    doc = spawn(o, "codecs", -1, tmp, &rc);
+  }
   for (int i = 0; doc && i < npaths; i++) {
     if (isatty(2)) fprintf(stderr, "# calibrate: path %s\n", ncclzCalPathName((ncclzCalPath)paths[i]));
     snprintf(tmp, sizeof tmp, "%s/path%d.json", tmpl, i);
@@ -184,14 +234,14 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   if (!doc) return rc ? rc : CLI_RUNTIME;
   if (isatty(2)) fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
   if (o->points_out) rc = write_text(o->points_out, doc);
-  if (!rc) rc = fit_and_write(o, doc, strlen(doc));
+  if (!rc) rc = o->check ? check_and_report(o, doc, strlen(doc)) : fit_and_write(o, doc, strlen(doc));
   free(doc);
   return rc;
 }
 #endif
 
 int cli_calibrate(int argc, char **argv) {
-  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH };
+  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH, O_CHECK, O_REPEAT };
   static const struct option lo[] = {{"paths", required_argument, 0, O_PATHS},
                                      {"quick", no_argument, 0, O_QUICK},
                                      {"out", required_argument, 0, O_OUT},
@@ -200,9 +250,11 @@ int cli_calibrate(int argc, char **argv) {
                                      {"quiet", no_argument, 0, O_QUIET},
                                      {"child-codecs", no_argument, 0, O_CHILD_CODECS},
                                      {"child-path", required_argument, 0, O_CHILD_PATH},
+                                     {"check", required_argument, 0, O_CHECK},
+                                     {"repeat", required_argument, 0, O_REPEAT},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0};
+  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 3};
   int c;
   optind = 1;
   opterr = 0;
@@ -223,13 +275,22 @@ int cli_calibrate(int argc, char **argv) {
     case O_QUIET: o.quiet = 1; break;
     case O_CHILD_CODECS: o.child_codecs = 1; break;
     case O_CHILD_PATH: o.child_path = optarg; break;
+    case O_CHECK: o.check = optarg; break;
+    case O_REPEAT: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || v < 1 || v > NCCLZ_CAL_CHECK_MAX_REPEAT)
+        return cli_usage_error(VERB, "--repeat %s: need 1..%d", optarg, NCCLZ_CAL_CHECK_MAX_REPEAT);
+      o.repeat = (int)v;
+      break;
+    }
     case 'h': usage(stdout); return CLI_OK;
     case ':': return cli_usage_error(VERB, "%s needs a value (ncclz calibrate --help)", argv[optind - 1]);
     default: return cli_usage_error(VERB, "unknown option '%s' (ncclz calibrate --help)", argv[optind - 1]);
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!o.out) return cli_usage_error(VERB, "--out PROFILE.json is required");
+  if (!o.out && !o.check) return cli_usage_error(VERB, "--out PROFILE.json is required");
   int paths[NCCLZ_CAL_PATH_COUNT], npaths = 0;
   {
     char buf[256];
@@ -248,7 +309,7 @@ int cli_calibrate(int argc, char **argv) {
     size_t len = 0;
     char *doc = cli_read_file(VERB, o.from_points, &len);
     if (!doc) return CLI_USAGE;
-    int rc = fit_and_write(&o, doc, len);
+    int rc = o.check ? check_and_report(&o, doc, len) : fit_and_write(&o, doc, len);
     free(doc);
     return rc;
   }

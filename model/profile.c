@@ -2,6 +2,7 @@
  * Every error names the field by its JSON path, e.g. "profile transports.net.beta_gbps: must be > 0",
  * so that a hand-edited or mis-generated profile is easy to fix. */
 #include "ncclz/model.h"
+#include "rea_decide.h" /* ncclz_rea_curve_us: one curve evaluator for codecs and collectives */
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -271,6 +272,54 @@ static ncclzStatus parse_thresholds(const cJSON *root, ncclzThresholds *t) {
   return NCCLZ_OK;
 }
 
+/* collectives (optional): {"ranks": N >= 2, "paths": {"<path>": {"<collective>": curve}}}. The
+ * names are checked for shape only: the path and collective lists belong to the layers above. */
+static ncclzStatus parse_plain_name(const Path *p, const char *name, char *out, size_t cap) {
+  size_t len = strlen(name);
+  if (len == 0 || len >= cap) return field_error(p, "name must have 1 to 15 characters");
+  for (size_t i = 0; i < len; i++)
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9')))
+      return field_error(p, "name must be lower-case letters and digits");
+  memcpy(out, name, len + 1);
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_plain(const cJSON *root, ncclzProfile *out) {
+  Path top = {""}, p, pp, pc;
+  const cJSON *o, *paths;
+  uint64_t ranks;
+  if (!cJSON_GetObjectItemCaseSensitive(root, "collectives")) return NCCLZ_OK;
+  TRY(get_object(root, &top, "collectives", &o, &p));
+  TRY(get_count(o, &p, "ranks", 1e6, &ranks));
+  if (ranks < 2) {
+    pc = path_join(&p, "ranks");
+    return field_error(&pc, "must be >= 2");
+  }
+  out->plain_ranks = (uint32_t)ranks;
+  TRY(get_object(o, &p, "paths", &paths, &pp));
+  for (const cJSON *path = paths->child; path; path = path->next) {
+    Path ppath = path_join(&pp, path->string);
+    if (!cJSON_IsObject(path)) return field_error(&ppath, "must be an object of collective curves");
+    for (const cJSON *coll = path->child; coll; coll = coll->next) {
+      pc = path_join(&ppath, coll->string);
+      if (out->n_plain == NCCLZ_PLAIN_MAX) return field_error(&pc, "too many curves (at most 32)");
+      ncclzPlainCurve *c = &out->plain[out->n_plain];
+      TRY(parse_plain_name(&ppath, path->string, c->path, sizeof c->path));
+      TRY(parse_plain_name(&pc, coll->string, c->collective, sizeof c->collective));
+      TRY(parse_curve(path, &ppath, coll->string, &c->curve));
+      out->n_plain++;
+    }
+  }
+  return NCCLZ_OK;
+}
+
+double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes) {
+  for (uint32_t i = 0; i < p->n_plain; i++)
+    if (!strcmp(p->plain[i].path, path) && !strcmp(p->plain[i].collective, collective))
+      return ncclz_rea_curve_us(&p->plain[i].curve, bytes);
+  return -1.0;
+}
+
 /* ------------------------------------------------------------------ loader */
 
 ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
@@ -287,6 +336,7 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
   if (s == NCCLZ_OK) s = parse_transports(root, out->transport);
   if (s == NCCLZ_OK) s = parse_codecs(root, out->codec);
   if (s == NCCLZ_OK) s = parse_thresholds(root, &out->thresholds);
+  if (s == NCCLZ_OK) s = parse_plain(root, out);
   cJSON_Delete(root);
   return s;
 }

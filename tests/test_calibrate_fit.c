@@ -284,6 +284,119 @@ static void test_profile(const char *dir) {
   free(doc);
 }
 
+/* A fresh-measurement document: entries {path, collective, ranks, [[bytes, us] x repeats]}. */
+static void fresh_entry(cJSON *co, const char *path, const char *coll, int ranks, const double *bytes,
+                        const double *us, int n) {
+  cJSON *e = cJSON_CreateObject(), *pts;
+  cJSON_AddStringToObject(e, "path", path);
+  cJSON_AddStringToObject(e, "collective", coll);
+  cJSON_AddNumberToObject(e, "ranks", ranks);
+  pts = cJSON_AddArrayToObject(e, "points");
+  for (int i = 0; i < n; i++) {
+    double pt[2] = {bytes[i], us[i]};
+    cJSON_AddItemToArray(pts, cJSON_CreateDoubleArray(pt, 2));
+  }
+  cJSON_AddItemToArray(co, e);
+}
+
+/* The profile written by test_profile predicts its plain collectives; the check compares a fresh
+ * measurement with it: known errors and spreads come out, missing curves and other rank counts
+ * are caught. */
+static void test_check(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/profile.json", dir);
+  ncclzProfile *p = malloc(sizeof *p);
+  ncclzCalCheck *c = malloc(sizeof *c);
+  CHECK(ncclzProfileLoad(path, p) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(p->plain_ranks == 2 && p->n_plain == 4, "plain curves: %u on %u ranks", p->n_plain, p->plain_ranks);
+  const double mib = 1048576;
+  /* nvlink allreduce: line(30, 160); measured at 1 KiB x4 sizes, so 2 MiB lies between points */
+  CHECK(rel(ncclzProfilePlainUs(p, "nvlink", "allreduce", 4 * mib), line(30, 160, 4 * mib)) < 1e-5, "at a point");
+  CHECK(rel(ncclzProfilePlainUs(p, "nvlink", "allreduce", 2 * mib), line(30, 160, 2 * mib)) < 1e-5, "between");
+  CHECK(ncclzProfilePlainUs(p, "shm", "allreduce", mib) == -1 && ncclzProfilePlainUs(p, "nvlink", "broadcast", mib) == -1,
+        "no curve: -1");
+
+  cJSON *root = cJSON_CreateObject(), *co;
+  cJSON_AddNumberToObject(root, "version", 1);
+  co = cJSON_AddArrayToObject(root, "collectives");
+  double b1[7] = {mib, mib, mib, 1.5 * mib, 1.5 * mib, 1.5 * mib, 65536}, u1[7];
+  const double f1[7] = {1.0, 1.1, 0.95, 1.0, 1.0, 1.0, 9.0};
+  for (int i = 0; i < 7; i++) u1[i] = f1[i] * line(30, 160, b1[i]);
+  fresh_entry(co, "nvlink", "allreduce", 2, b1, u1, 7); /* 64 KiB: below 1 MiB, not compared */
+  double b2[3] = {16 * mib, 16 * mib, 16 * mib}, u2[3];
+  for (int i = 0; i < 3; i++) u2[i] = line(48, 3.6, b2[i]) / 1.3; /* socket allgather: line(48, 3.6) */
+  fresh_entry(co, "socket", "allgather", 2, b2, u2, 3);
+  double b3[2] = {mib, 4 * mib}, u3[2] = {40, 90};
+  fresh_entry(co, "nvlink", "broadcast", 2, b3, u3, 2);
+  char *fresh = cJSON_Print(root);
+  CHECK(ncclzCalCheckPoints(p, fresh, strlen(fresh), c) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(c->n_rows == 5 && c->n_missing == 2, "rows %u, missing %u", c->n_rows, c->n_missing);
+  CHECK(c->rows[0].n == 3 && fabs(c->rows[0].error) < 1e-5 && fabs(c->rows[0].spread - 0.15) < 1e-9,
+        "nvlink 1 MiB: error %g spread %g", c->rows[0].error, c->rows[0].spread);
+  CHECK(fabs(c->rows[2].error - 0.3) < 1e-5 && c->n_over == 1, "socket error %g", c->rows[2].error);
+  CHECK(fabs(c->max_abs_error - 0.3) < 1e-5 && strstr(c->worst, "socket allgather"), "worst %s", c->worst);
+  CHECK(fabs(c->median_abs_error) < 1e-5 && !c->target_met, "median %g, met %d", c->median_abs_error, c->target_met);
+  CHECK(fabs(c->max_spread - 0.15) < 1e-9, "max spread %g", c->max_spread);
+  char *js = ncclzCalCheckJson(c, p);
+  cJSON *jj = cJSON_Parse(js);
+  CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jj, "summary"), "target_met")),
+        "json target_met");
+  cJSON_Delete(jj);
+  free(js);
+  /* The same fresh run without the bad socket row and the uncovered broadcast meets the target. */
+  cJSON_DeleteItemFromArray(co, 2);
+  cJSON_DeleteItemFromArray(co, 1);
+  char *good = cJSON_Print(root);
+  CHECK(ncclzCalCheckPoints(p, good, strlen(good), c) == NCCLZ_OK && c->target_met && c->n_rows == 2, "good check");
+  /* Other rank counts and broken documents are refused, naming the field. */
+  cJSON_SetNumberHelper(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(co, 0), "ranks"), 4);
+  char *four = cJSON_Print(root);
+  CHECK(ncclzCalCheckPoints(p, four, strlen(four), c) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "2 ranks"), "%s",
+        ncclzLastError());
+  const char *bad[][2] = {{"[1]", "not a JSON object"},
+                          {"{\"collectives\":[{\"path\":\"ib\",\"collective\":\"allreduce\",\"points\":[]}]}", "path"},
+                          {"{\"collectives\":[{\"path\":\"shm\",\"collective\":\"allreduce\",\"points\":[[1048576,-1]]}]}", "> 0"},
+                          {"{\"collectives\":[]}", "no collective measured"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK(ncclzCalCheckPoints(p, bad[i][0], strlen(bad[i][0]), c) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i][1]),
+          "bad check doc %zu: %s", i, ncclzLastError());
+  /* The CLI: --check with --from-points, when the binary is next to tests/. */
+  char exe[4096], bin[4200], fpath[600], out[600], cmd[9000];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    snprintf(bin, sizeof bin, "%s/../ncclz", dirname(exe));
+    if (access(bin, X_OK) == 0) {
+      snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
+      snprintf(out, sizeof out, "%s/check.json", dir);
+      FILE *f = fopen(fpath, "w");
+      fputs(fresh, f);
+      fclose(f);
+      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --from-points '%s' --out '%s' >/dev/null", bin, path, fpath, out);
+      int rc = system(cmd);
+      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--check rc %d", rc);
+      size_t len = 0;
+      char *txt = ncclzReadFile("check", out, &len);
+      CHECK(txt && strstr(txt, "\"max_abs_error\""), "check JSON written");
+      free(txt);
+      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s/none.json' --from-points '%s' 2>/dev/null", bin, dir, fpath);
+      rc = system(cmd);
+      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--check missing profile: rc %d", rc);
+      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --repeat 0 2>/dev/null", bin, path);
+      rc = system(cmd);
+      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--repeat 0: rc %d", rc);
+      unlink(fpath);
+      unlink(out);
+    }
+  }
+  cJSON_Delete(root);
+  free(fresh);
+  free(good);
+  free(four);
+  free(p);
+  free(c);
+}
+
 int main(void) {
   char dir[] = "/tmp/ncclz-test-calibrate-XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -291,6 +404,7 @@ int main(void) {
   test_noisy();
   test_edges();
   test_profile(dir);
+  test_check(dir);
   char path[512];
   snprintf(path, sizeof path, "%s/profile.json", dir);
   unlink(path);

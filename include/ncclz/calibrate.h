@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "ncclz/codecs.h"
+#include "ncclz/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,6 +123,7 @@ typedef struct {
   ncclzCalFit sendrecv[NCCLZ_CAL_PATH_COUNT];
   int coll_present[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
   ncclzCalFit coll[NCCLZ_CAL_PATH_COUNT][NCCLZ_CAL_COLLS];
+  uint32_t plain_ranks;        /* ranks of the collective measurements (0: none) */
   ncclzCalCodecFit codec[NCCLZ_CAL_CODERS][NCCLZ_CAL_CLASSES];
   double lambda_enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS], lambda_dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
   int lambda_measured[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
@@ -141,6 +143,39 @@ void ncclzCalReport(const ncclzCalResult *r, FILE *f);
  * returns the merged document (malloc'd) or NULL with the error set. */
 char *ncclzCalPointsMerge(const char *a, const char *b);
 
+/* ---- The check (`ncclz calibrate --check`): a profile's plain-collective predictions against a
+ * fresh measurement (a points document of "collectives" entries, each size measured `repeat`
+ * times), at sizes >= NCCLZ_CAL_MIN_FIT_BYTES. Targets: median |error| <= 8%, none > 20%. */
+#define NCCLZ_CAL_CHECK_MAX_ROWS 512
+#define NCCLZ_CAL_CHECK_MAX_REPEAT 16
+#define NCCLZ_CAL_CHECK_MEDIAN 0.08
+#define NCCLZ_CAL_CHECK_MAX 0.20
+typedef struct {
+  char path[16], collective[16];
+  double bytes;
+  uint32_t n;                                  /* repetitions measured */
+  double us[NCCLZ_CAL_CHECK_MAX_REPEAT];
+  double median_us;                            /* the measurement compared */
+  double spread;                               /* (max - min) / median of the repetitions */
+  double predicted_us;                         /* -1: the profile has no curve for it */
+  double error;                                /* (predicted - median) / median */
+} ncclzCalCheckRow;
+
+typedef struct {
+  uint32_t n_rows, n_missing, n_over;          /* n_over: |error| > NCCLZ_CAL_CHECK_MAX */
+  double median_abs_error, max_abs_error, median_spread, max_spread;
+  char worst[96];
+  int target_met;
+  ncclzCalCheckRow rows[NCCLZ_CAL_CHECK_MAX_ROWS];
+} ncclzCalCheck;
+
+/* NCCLZ_ERR_ARG for a broken document, or ranks that differ from the profile's plain_ranks. */
+ncclzStatus ncclzCalCheckPoints(const ncclzProfile *prof, const char *json, size_t len, ncclzCalCheck *out);
+/* nccl-tests-style table plus the summary lines on f. */
+void ncclzCalCheckReport(const ncclzCalCheck *c, FILE *f);
+/* The check as JSON (malloc'd): summary, targets and every row. */
+char *ncclzCalCheckJson(const ncclzCalCheck *c, const ncclzProfile *prof);
+
 /* ---- GPU measurement (calibrate/measure_gpu.cu; only in CUDA+NCCL builds, which define
  * NCCLZ_HAVE_CALIBRATE_GPU). Each returns a points document (malloc'd) or NULL with the error set.
  * A path's NCCL environment must be set before the call (the CLI runs each path as a child). */
@@ -148,6 +183,8 @@ typedef struct {
   int ngpus;      /* >= 2 for transports */
   int quick;      /* fewer sizes and repetitions */
   int progress;   /* progress lines on stderr */
+  int check;      /* ncclzCalMeasurePath: only the plain collectives, at the check's sizes, `repeat` times */
+  int repeat;
 } ncclzCalMeasureOpts;
 int ncclzCalGpuCount(void);
 char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o);

@@ -102,6 +102,16 @@ typedef struct {
   char method[256];
 } ncclzProfileMeta;
 
+/* A plain NCCL collective as measured by `ncclz calibrate` on one path: the time of the whole
+ * call against nccl-tests' size (the buffer; AllGather's output, ReduceScatter's input). Names,
+ * not enums, because the path and collective lists belong to the layers above. */
+#define NCCLZ_PLAIN_MAX 32
+typedef struct {
+  char path[16];       /* "nvlink", "shm", "socket", "socket1x1", "socket4x4" */
+  char collective[16]; /* "allreduce", "reducescatter", "allgather", "alltoall", "broadcast" */
+  ncclzCurve curve;
+} ncclzPlainCurve;
+
 /* A calibration profile. Plain data: copy it to the device as is. */
 typedef struct {
   int version;
@@ -109,12 +119,18 @@ typedef struct {
   ncclzCodecProfile codec[NCCLZ_CODER_COUNT]; /* index by ncclzCoder; the RAW entry is unused */
   ncclzThresholds thresholds;
   ncclzProfileMeta meta;
+  uint32_t plain_ranks;                  /* ranks the plain curves were measured on; 0: none */
+  uint32_t n_plain;
+  ncclzPlainCurve plain[NCCLZ_PLAIN_MAX]; /* optional "collectives" section */
 } ncclzProfile;
 
 /* Parse and validate a profile. Any problem gives NCCLZ_ERR_ARG with a message naming the field,
  * e.g. "profile transports.net.beta_gbps: must be > 0". File errors give NCCLZ_ERR_IO. */
 ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
+/* Predicted time (us) of a plain NCCL collective of `bytes` (nccl-tests' size) on `path`, from the
+ * profile's measured curve (on plain_ranks ranks); -1 when the profile has no such curve. */
+double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes);
 
 /* --------------------------------------------------------- sample profile */
 
