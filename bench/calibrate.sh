@@ -4,7 +4,7 @@
 #   h200-x2.json         the profile (copy to calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  the measured points (ncclz calibrate --from-points refits them anywhere)
 #   calibrate.log        stderr of the run (progress, residual table)
-#   check.json, check-points.json, check.log   with CHECK=PROFILE: `ncclz calibrate --check PROFILE`
+#   check.json, check-points.json, check.txt   with CHECK=PROFILE: `ncclz calibrate --check PROFILE`
 #                        instead (a fresh, second measurement of the plain collectives against it)
 # Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir),
 #      CHECK=PROFILE.json, REPEAT (check sweeps, default 3).
@@ -33,10 +33,10 @@ if [ -n "${CHECK:-}" ]; then
   echo "== calibrate --check $CHECK -g $NGPUS --paths $PATHS --repeat ${REPEAT:-3} ${Q[*]}"
   START=$(date +%s)
   timeout 900 "$B/ncclz" calibrate --check "$CHECK" -g "$NGPUS" --paths "$PATHS" --repeat "${REPEAT:-3}" "${Q[@]}" \
-    --points-out "$OUTDIR/check-points.json" --out "$OUTDIR/check.json" >"$OUTDIR/check.txt" 2>"$OUTDIR/check.log"
+    --points-out "$OUTDIR/check-points.json" --out "$OUTDIR/check.json" >"$OUTDIR/check.txt" 2>&1
   RC=$?
   echo "check rc=$RC in $(($(date +%s) - START)) s"
-  tail -c 3000 "$OUTDIR/check.log" | tr '\r' '\n' | grep -v '^# \(nvlink\|shm\|socket\)' | tail -5
+
   cat "$OUTDIR/check.txt"
   exit $RC
 fi

@@ -4,6 +4,7 @@
 #include "ncclz/calibrate.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +16,10 @@ static int cmp_point(const void *a, const void *b) {
 /* us per byte -> GB/s (1e9 bytes/s): bytes/(beta*1e9) s = bytes/(beta*1e3) us. */
 static double gbps_of(double us_per_byte) { return 1e-3 / us_per_byte; }
 
-ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *out) {
-  memset(out, 0, sizeof *out);
+/* Checks and sorts the points into p. */
+static ncclzStatus prepare(const ncclzCalPoint *pts, size_t n, ncclzCalPoint *p) {
   if (n == 0) return ncclzSetError(NCCLZ_ERR_ARG, "fit: no points");
   if (n > NCCLZ_CAL_MAX_POINTS) return ncclzSetError(NCCLZ_ERR_ARG, "fit: %zu points (at most %d)", n, NCCLZ_CAL_MAX_POINTS);
-  ncclzCalPoint p[NCCLZ_CAL_MAX_POINTS];
   for (size_t i = 0; i < n; i++) {
     if (!(isfinite(pts[i].bytes) && pts[i].bytes > 0))
       return ncclzSetError(NCCLZ_ERR_ARG, "fit: point %zu: bytes must be > 0", i);
@@ -28,7 +28,18 @@ ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *o
     p[i] = pts[i];
   }
   qsort(p, n, sizeof p[0], cmp_point);
-  /* Weighted least squares, w = 1/y^2: minimizes sum ((a + b x - y) / y)^2. */
+  return NCCLZ_OK;
+}
+
+/* One line over sorted points p[0..n): weighted least squares, w = 1/y^2, which minimizes
+ * sum ((a + b x - y) / y)^2. Flags: LINE_NEG_ALPHA keeps a negative intercept (a segment that
+ * starts at some size may have one; a line that reaches 0 bytes may not: it is refitted through
+ * the origin); LINE_FLAT turns a slope <= 0 into a flat line (the latency-bound small sizes).
+ * Returns 0 if there is no positive slope where one is needed. */
+enum { LINE_NEG_ALPHA = 1, LINE_FLAT = 2 };
+#define FLAT_US_PER_BYTE 1e-9 /* 1e6 GB/s: flat for any real size, and still a finite bandwidth */
+
+static int line_fit(const ncclzCalPoint *p, size_t n, int flags, double *a_out, double *b_out) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (size_t i = 0; i < n; i++) {
     double w = 1.0 / (p[i].us * p[i].us);
@@ -40,20 +51,37 @@ ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *o
   }
   double a = 0, b = 0;
   double det = sw * sxx - sx * sx;
-  int distinct = p[n - 1].bytes > p[0].bytes;
-  if (distinct && det > 1e-12 * sw * sxx) {
+  int solvable = p[n - 1].bytes > p[0].bytes && det > 1e-12 * sw * sxx;
+  if (solvable) {
     b = (sw * sxy - sx * sy) / det;
     a = (sy - b * sx) / sw;
   }
-  if (!distinct || !(det > 1e-12 * sw * sxx) || a < 0) { /* through the origin */
+  if ((flags & LINE_FLAT) && solvable && !(b > 0)) {
+    b = FLAT_US_PER_BYTE;
+    a = (sy - b * sx) / sw;
+  }
+  if (!solvable || (a < 0 && !(flags & LINE_NEG_ALPHA))) { /* through the origin */
     a = 0;
     b = sxy / sxx;
   }
-  if (!(b > 0) || !isfinite(b))
-    return ncclzSetError(NCCLZ_ERR_ARG, "fit: time does not grow with bytes (%g us at %g B .. %g us at %g B)",
-                         p[0].us, p[0].bytes, p[n - 1].us, p[n - 1].bytes);
-  out->alpha_us = a;
-  out->beta_gbps = gbps_of(b);
+  *a_out = a;
+  *b_out = b;
+  return b > 0 && isfinite(b);
+}
+
+/* Worst |relative residual| of the line (a, b) over p[0..n). */
+static double worst_resid(const ncclzCalPoint *p, size_t n, double a, double b) {
+  double w = 0;
+  for (size_t i = 0; i < n; i++) w = fmax(w, fabs((a + b * p[i].bytes - p[i].us) / p[i].us));
+  return w;
+}
+
+/* Points, residuals and their maxima, once the segments are set. */
+static void finish(ncclzCalFit *out, const ncclzCalPoint *p, size_t n) {
+  out->beta_gbps = out->seg[out->n_seg - 1].beta_gbps;
+  /* LogGP's view: the latency is what the smallest message costs beyond its bytes at the
+   * large-message bandwidth (a segment's own intercept can be 0 or negative). */
+  out->alpha_us = fmax(0.0, ncclzCalFitEval(out, p[0].bytes) - p[0].bytes / (out->beta_gbps * 1e3));
   out->n = (uint32_t)n;
   for (size_t i = 0; i < n; i++) {
     out->bytes[i] = p[i].bytes;
@@ -66,10 +94,101 @@ ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *o
       if (r > out->max_resid_1m) out->max_resid_1m = r;
     }
   }
+}
+
+static ncclzStatus no_slope(const ncclzCalPoint *p, size_t n) {
+  return ncclzSetError(NCCLZ_ERR_ARG, "fit: time does not grow with bytes (%g us at %g B .. %g us at %g B)", p[0].us,
+                       p[0].bytes, p[n - 1].us, p[n - 1].bytes);
+}
+
+ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *out) {
+  memset(out, 0, sizeof *out);
+  ncclzCalPoint p[NCCLZ_CAL_MAX_POINTS];
+  ncclzStatus st = prepare(pts, n, p);
+  if (st) return st;
+  double a, b;
+  if (!line_fit(p, n, 0, &a, &b)) return no_slope(p, n);
+  out->n_seg = 1;
+  out->seg[0] = (ncclzCalSegment){p[0].bytes, a, gbps_of(b)};
+  finish(out, p, n);
   return NCCLZ_OK;
 }
 
-double ncclzCalFitEval(const ncclzCalFit *f, double bytes) { return f->alpha_us + bytes / (f->beta_gbps * 1e3); }
+/* Sum of squared relative residuals of the line (a, b) over p[0..n). */
+static double sq_resid(const ncclzCalPoint *p, size_t n, double a, double b) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double r = (a + b * p[i].bytes - p[i].us) / p[i].us;
+    s += r * r;
+  }
+  return s;
+}
+
+/* The fewest segments within tolerance tol over sorted p[0..n), by dynamic programming over the
+ * distinct sizes (ties: the smaller sum of squared residuals). A segment never splits points of
+ * one size. Only the largest sizes must show a bandwidth; smaller segments may be flat
+ * (latency-bound); the smallest segment reaches 0 bytes, so no negative intercept there.
+ * Returns the count, MAX + 1 when more are needed, or 0 when the largest sizes show no slope. */
+static uint32_t cut_segments(const ncclzCalPoint *p, size_t n, double tol, ncclzCalSegment *seg) {
+  size_t g[NCCLZ_CAL_MAX_POINTS + 1], m = 0; /* g[k]: first point of the k-th distinct size */
+  for (size_t i = 0; i < n; i++)
+    if (!i || p[i].bytes != p[i - 1].bytes) g[m++] = i;
+  g[m] = n;
+  uint32_t count[NCCLZ_CAL_MAX_POINTS + 1];
+  double cost[NCCLZ_CAL_MAX_POINTS + 1];
+  size_t from[NCCLZ_CAL_MAX_POINTS + 1];
+  ncclzCalSegment best[NCCLZ_CAL_MAX_POINTS + 1];
+  count[0] = 0;
+  cost[0] = 0;
+  for (size_t j = 1; j <= m; j++) {
+    count[j] = UINT32_MAX;
+    for (size_t i = 0; i < j; i++) {
+      if (count[i] == UINT32_MAX) continue;
+      int flags = (i ? LINE_NEG_ALPHA : 0) | (j < m ? LINE_FLAT : 0);
+      double a, b;
+      const ncclzCalPoint *q = p + g[i];
+      size_t len = g[j] - g[i];
+      if (!line_fit(q, len, flags, &a, &b) || worst_resid(q, len, a, b) > tol) continue;
+      double c = cost[i] + sq_resid(q, len, a, b);
+      if (count[i] + 1 < count[j] || (count[i] + 1 == count[j] && c < cost[j])) {
+        count[j] = count[i] + 1;
+        cost[j] = c;
+        from[j] = i;
+        best[j] = (ncclzCalSegment){q[0].bytes, a, gbps_of(b)};
+      }
+    }
+  }
+  if (count[m] == UINT32_MAX) { /* a single size that shows no slope */
+    double a, b;
+    return line_fit(p, n, 0, &a, &b) ? NCCLZ_CAL_MAX_SEGMENTS + 1 : 0;
+  }
+  if (count[m] > NCCLZ_CAL_MAX_SEGMENTS) return NCCLZ_CAL_MAX_SEGMENTS + 1;
+  uint32_t k = count[m];
+  for (size_t j = m; j > 0; j = from[j]) seg[--k] = best[j];
+  return count[m];
+}
+
+ncclzStatus ncclzCalFitPiecewise(const ncclzCalPoint *pts, size_t n, double tol, ncclzCalFit *out) {
+  memset(out, 0, sizeof *out);
+  ncclzCalPoint p[NCCLZ_CAL_MAX_POINTS];
+  ncclzStatus st = prepare(pts, n, p);
+  if (st) return st;
+  if (!(tol > 0)) return ncclzSetError(NCCLZ_ERR_ARG, "fit: tolerance must be > 0");
+  uint32_t k;
+  while ((k = cut_segments(p, n, tol, out->seg)) > NCCLZ_CAL_MAX_SEGMENTS) tol *= 1.25;
+  if (k == 0) return no_slope(p, n);
+  out->n_seg = k;
+  out->tol_used = tol;
+  finish(out, p, n);
+  return NCCLZ_OK;
+}
+
+double ncclzCalFitEval(const ncclzCalFit *f, double bytes) {
+  uint32_t i = 0;
+  while (i + 1 < f->n_seg && bytes >= f->seg[i + 1].from_bytes) i++;
+  const ncclzCalSegment *s = &f->seg[i];
+  return s->alpha_us + bytes / (s->beta_gbps * 1e3);
+}
 
 typedef struct {
   double a, b;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <algorithm>
 #include <vector>
 
 int ncclzCalGpuCount(void) {
@@ -265,14 +266,17 @@ static ncclResult_t nccl_op(int kind, int rank, int nranks, ncclComm_t comm, con
   }
 }
 
-/* One timed point: warm-up, an estimate, then enough iterations for ~target seconds (the same
- * count on every rank); the slowest rank's mean. */
+/* One timed point: a warm-up, an estimate, then enough iterations for ~target seconds (the same
+ * count on every rank, at least one per batch) in TIME_BATCHES back-to-back batches; the median
+ * of the batch means, so that one slow stretch (the socket path has them) does not move the
+ * point; the slowest rank's value. */
+#define TIME_BATCHES 5
 static ncclzStatus time_op(cal_rank *g, int kind, ncclComm_t comm, const float *s, float *r, size_t bytes,
                            cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, double *us_out) {
   const double target_s = g->o->quick ? 0.02 : 0.08;
   int nr = g->t->nranks;
   float ms = 0;
-  double est, v, iters;
+  double est, v, iters, batch_us[TIME_BATCHES];
   ncclResult_t e;
   if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
   if (cudaStreamSynchronize(st) != cudaSuccess) goto cuda_fail;
@@ -285,16 +289,20 @@ static ncclzStatus time_op(cal_rank *g, int kind, ncclComm_t comm, const float *
   cudaEventElapsedTime(&ms, e0, e1);
   est = ms * 1e-3;
   if (agree_max(g->t, &est)) return NCCLZ_ERR_CUDA;
-  iters = ceil(target_s / fmax(est, 1e-7));
-  iters = fmin(fmax(iters, 3), 200);
+  iters = ceil(target_s / fmax(est, 1e-7) / TIME_BATCHES); /* per batch */
+  iters = fmin(fmax(iters, 1), 1000);
   if (agree_max(g->t, &iters)) return NCCLZ_ERR_CUDA;
-  cudaEventRecord(e0, st);
-  for (int i = 0; i < (int)iters; i++)
-    if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
-  cudaEventRecord(e1, st);
-  if (cudaEventSynchronize(e1) != cudaSuccess) goto cuda_fail;
-  cudaEventElapsedTime(&ms, e0, e1);
-  v = (kind == -1 && g->rank > 1) ? 0 : ms * 1e3 / iters;
+  for (int b = 0; b < TIME_BATCHES; b++) {
+    cudaEventRecord(e0, st);
+    for (int i = 0; i < (int)iters; i++)
+      if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
+    cudaEventRecord(e1, st);
+    if (cudaEventSynchronize(e1) != cudaSuccess) goto cuda_fail;
+    cudaEventElapsedTime(&ms, e0, e1);
+    batch_us[b] = ms * 1e3 / iters;
+  }
+  std::sort(batch_us, batch_us + TIME_BATCHES);
+  v = (kind == -1 && g->rank > 1) ? 0 : batch_us[TIME_BATCHES / 2];
   if (agree_max(g->t, &v)) return NCCLZ_ERR_CUDA;
   *us_out = v;
   return NCCLZ_OK;
@@ -349,17 +357,19 @@ static ncclzStatus sweep(cal_rank *g, int kind, ncclComm_t comm, const float *sb
 }
 
 /* The sizes of a run: calibration 1 KiB..max on a x2 (x4 quick) grid; check (a fresh, second
- * measurement) 1 MiB..max on a x4 grid plus the 1.5 MiB x4 sizes between the calibration's grid
- * points, so the check also tests the profile between its points. Returns the count. */
+ * measurement) 1 MiB..256 MiB on a x4 grid plus the 1.5 MiB x4 sizes (1.5 .. 384 MiB) between
+ * the calibration's grid points, so the check also tests the profile between its points; it
+ * stops below 1 GiB to keep three sweeps of five socket paths within minutes. Returns the count. */
 static int run_sizes(const ncclzCalMeasureOpts *o, size_t max_bytes, double *sizes, int cap) {
   int n = 0;
   if (!o->check) {
     for (double b = 1024; b <= (double)max_bytes && n < cap; b *= o->quick ? 4 : 2) sizes[n++] = b;
     return n;
   }
-  for (double b = 1048576; b <= (double)max_bytes && n + 1 < cap; b *= 4) {
+  const double top = fmin((double)max_bytes, 512.0 * 1048576);
+  for (double b = 1048576; b <= top && n + 1 < cap; b *= 4) {
     sizes[n++] = b;
-    if (1.5 * b <= (double)max_bytes) sizes[n++] = 1.5 * b;
+    if (1.5 * b <= top) sizes[n++] = 1.5 * b;
   }
   return n;
 }

@@ -56,7 +56,7 @@ const char *ncclz_cal_get_str(const cJSON *o, const char *key) {
 }
 
 static ncclzStatus fit_into(const ncclzCalPoint *pts, size_t n, const char *where, ncclzCalFit *f) {
-  if (ncclzCalFitLinear(pts, n, f)) {
+  if (ncclzCalFitPiecewise(pts, n, NCCLZ_CAL_TOLERANCE, f)) {
     char msg[256];
     snprintf(msg, sizeof msg, "%s", ncclzLastError());
     return ncclzSetError(NCCLZ_ERR_ARG, "points %s: %s", where, msg);
@@ -307,6 +307,14 @@ static cJSON *fit_json(const ncclzCalFit *f) {
   cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
   cJSON_AddItemToObject(o, "alpha_us", num(r6(f->alpha_us)));
   cJSON_AddItemToObject(o, "beta_gbps", num(r6(f->beta_gbps)));
+  cJSON *segs = cJSON_AddArrayToObject(o, "segments"); /* [from bytes, alpha us, beta GB/s] */
+  for (uint32_t i = 0; i < f->n_seg; i++) {
+    cJSON *sg = cJSON_CreateArray();
+    cJSON_AddItemToArray(sg, num(f->seg[i].from_bytes));
+    cJSON_AddItemToArray(sg, num(r6(f->seg[i].alpha_us)));
+    cJSON_AddItemToArray(sg, num(r6(f->seg[i].beta_gbps)));
+    cJSON_AddItemToArray(segs, sg);
+  }
   cJSON_AddItemToObject(o, "max_resid_1m", num(r6(f->max_resid_1m)));
   cJSON_AddItemToObject(o, "max_resid", num(r6(f->max_resid)));
   for (uint32_t i = 0; i < f->n; i++) {
@@ -352,9 +360,8 @@ static cJSON *curve_json(const ncclzCalFit *f, int measured) {
   return arr;
 }
 
-/* collectives: the plain NCCL curves as measured (mean per size), not the fitted line: NCCL
- * changes protocol and algorithm with size, and a single line misses small messages badly,
- * which the simulator and the validation need (docs/calibrate.md). */
+/* collectives: the plain NCCL curves, as the codec curves: the piecewise fit at the measured sizes,
+ * or the measured times where the fit misses the tolerance (docs/calibrate.md). */
 static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
   cJSON *co = NULL, *paths = NULL;
   for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
@@ -367,7 +374,8 @@ static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
         paths = cJSON_AddObjectToObject(co, "paths");
       }
       if (!pc) pc = cJSON_AddObjectToObject(paths, ncclzCalPathName((ncclzCalPath)p));
-      cJSON_AddItemToObject(pc, ncclzCollectiveName((ncclzCollective)c), curve_json(&r->coll[p][c], 1));
+      const ncclzCalFit *f = &r->coll[p][c];
+      cJSON_AddItemToObject(pc, ncclzCollectiveName((ncclzCollective)c), curve_json(f, f->max_resid_1m > NCCLZ_CAL_TOLERANCE));
     }
   }
 }
@@ -433,7 +441,10 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
 
   /* fit: what the loader ignores but a reader wants: every fit, its points and residuals. */
   cJSON *fit = cJSON_AddObjectToObject(root, "fit");
-  cJSON_AddStringToObject(fit, "model", "us = alpha_us + bytes / (beta_gbps * 1e3), least squares on relative error");
+  cJSON_AddStringToObject(fit, "model",
+                          "us = alpha_us + bytes / (beta_gbps * 1e3) per size segment (segments from the largest size "
+                          "down, each within the tolerance), least squares on relative error; alpha_us is the first "
+                          "segment's, beta_gbps the last one's");
   cJSON_AddNumberToObject(fit, "tolerance", NCCLZ_CAL_TOLERANCE);
   cJSON_AddNumberToObject(fit, "min_bytes", NCCLZ_CAL_MIN_FIT_BYTES);
   cJSON_AddItemToObject(fit, "worst_resid_1m", num(r6(r->worst_resid_1m)));
@@ -456,7 +467,7 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
       const ncclzCalCodecFit *cf = &r->codec[c][k];
       if (!cf->present) continue;
       cJSON *o = cJSON_AddObjectToObject(co, ncclzDataClassName((ncclzDataClass)k));
-      cJSON_AddStringToObject(o, "curve", cf->measured_curve ? "measured" : "linear");
+      cJSON_AddStringToObject(o, "curve", cf->measured_curve ? "measured" : "fitted");
       cJSON_AddItemToObject(o, "encode", fit_json(&cf->encode));
       cJSON_AddItemToObject(o, "decode", fit_json(&cf->decode));
     }
@@ -483,13 +494,14 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
 }
 
 static void report_fit(FILE *f, const char *what, const ncclzCalFit *x) {
-  fprintf(f, "  %-34s alpha %9.3f us  beta %9.3f GB/s  worst resid >=1MiB %6.2f%% (%u pts)  all %6.2f%%\n", what,
-          x->alpha_us, x->beta_gbps, 100 * x->max_resid_1m, x->n_1m, 100 * x->max_resid);
+  fprintf(f, "  %-34s alpha %9.3f us  beta %9.3f GB/s  %u seg  worst resid >=1MiB %6.2f%% (%u pts)  all %6.2f%%\n",
+          what, x->alpha_us, x->beta_gbps, x->n_seg, 100 * x->max_resid_1m, x->n_1m, 100 * x->max_resid);
 }
 
 void ncclzCalReport(const ncclzCalResult *r, FILE *f) {
   char what[96];
-  fprintf(f, "fits (us = alpha + bytes / beta; resid = (fit - measured) / measured):\n");
+  fprintf(f, "fits (us = alpha + bytes / beta per size segment; alpha: first segment, beta: last; "
+             "resid = (fit - measured) / measured):\n");
   for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
     if (r->sendrecv_present[p]) {
       snprintf(what, sizeof what, "sendrecv %s", ncclzCalPathName((ncclzCalPath)p));

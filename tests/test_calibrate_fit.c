@@ -37,7 +37,7 @@ static void test_exact(void) {
  * symmetric in the weights to first order), so every residual is close to -+2% and the worst one
  * over >= 1 MiB is about 2%: within the 5% tolerance. A bent curve (two regimes) is not. */
 static void test_noisy(void) {
-  ncclzCalPoint p[16];
+  ncclzCalPoint p[32];
   size_t n = 0;
   for (double b = 65536; b <= 64.0 * 1024 * 1024 * 1024; b *= 2, n++) {
     if (n == 16) break;
@@ -59,6 +59,23 @@ static void test_noisy(void) {
     p[n++] = (ncclzCalPoint){b, b < 16 << 20 ? line(5, 10, b) : line(5, 10, 16 << 20) + (b - (16 << 20)) / 5e3};
   CHECK(ncclzCalFitLinear(p, n, &f) == NCCLZ_OK, "%s", ncclzLastError());
   CHECK(f.max_resid_1m > NCCLZ_CAL_TOLERANCE, "bent curve: %g should miss the tolerance", f.max_resid_1m);
+  /* ... but two segments fit it exactly; the noisy line stays one segment. */
+  CHECK(ncclzCalFitPiecewise(p, n, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(f.n_seg == 2 && f.max_resid < 1e-9, "bent: %u segments, resid %g", f.n_seg, f.max_resid);
+  CHECK(rel(f.seg[0].beta_gbps, 10) < 1e-6 && rel(f.seg[0].alpha_us, 5) < 1e-6 && rel(f.beta_gbps, 5) < 1e-6,
+        "bent segments %g %g %g", f.seg[0].alpha_us, f.seg[0].beta_gbps, f.beta_gbps);
+  CHECK(f.seg[1].from_bytes == (16 << 20) || f.seg[1].from_bytes == (32 << 20), "break at %g", f.seg[1].from_bytes);
+  for (uint32_t i = 0; i < n; i++)
+    CHECK(rel(ncclzCalFitEval(&f, p[i].bytes), p[i].us) < 1e-9, "bent eval at %g", p[i].bytes);
+  n = 0;
+  for (double b = 65536; n < 16; b *= 2, n++) p[n] = (ncclzCalPoint){b, line(20.0, 50.0, b) * (n % 2 ? 1.02 : 0.98)};
+  CHECK(ncclzCalFitPiecewise(p, n, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK && f.n_seg == 1, "noisy: %u segments", f.n_seg);
+  /* Points that need more than 8 segments at 5% (a zig-zag of +-30%) relax the tolerance. */
+  n = 0;
+  for (double b = 1024; n < 21; b *= 2, n++) p[n] = (ncclzCalPoint){b, line(20.0, 50.0, b) * (n % 2 ? 1.3 : 0.7)};
+  CHECK(ncclzCalFitPiecewise(p, n, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(f.n_seg <= NCCLZ_CAL_MAX_SEGMENTS && f.tol_used > NCCLZ_CAL_TOLERANCE && f.max_resid <= f.tol_used + 1e-12,
+        "zig-zag: %u segments at tol %g, resid %g", f.n_seg, f.tol_used, f.max_resid);
 }
 
 static void test_edges(void) {

@@ -67,10 +67,21 @@ typedef struct {
 
 /* time_us = alpha_us + bytes / (beta_gbps * 1e3): a fixed cost and a per-byte cost. Fitted by
  * least squares on the relative error, i.e. weights 1/us^2 (every size counts alike, from 1 KiB
- * to 1 GiB); alpha is clamped to >= 0 (then refitted as time proportional to bytes). */
+ * to 1 GiB); alpha is clamped to >= 0 (then refitted as time proportional to bytes).
+ * NCCL changes protocol, channel count and algorithm with size, so one line rarely holds from
+ * 1 KiB to 1 GiB: ncclzCalFitPiecewise fits such a line per size range (segment). */
+#define NCCLZ_CAL_MAX_SEGMENTS 8
 typedef struct {
-  double alpha_us;
-  double beta_gbps;
+  double from_bytes;  /* the segment holds sizes >= from_bytes (the first one: every smaller size too) */
+  double alpha_us, beta_gbps;
+} ncclzCalSegment;
+
+typedef struct {
+  double alpha_us;    /* the fixed cost: the smallest size's time less its bytes at beta_gbps (>= 0) */
+  double beta_gbps;   /* the last segment's: the bandwidth of large messages */
+  uint32_t n_seg;
+  ncclzCalSegment seg[NCCLZ_CAL_MAX_SEGMENTS];
+  double tol_used;    /* piecewise: the tolerance the segments were cut for */
   uint32_t n;                            /* points, sorted by bytes */
   double bytes[NCCLZ_CAL_MAX_POINTS];
   double us[NCCLZ_CAL_MAX_POINTS];
@@ -83,6 +94,10 @@ typedef struct {
 /* NCCLZ_ERR_ARG for no points, more than NCCLZ_CAL_MAX_POINTS, bytes or us <= 0 / not finite,
  * or points whose time does not grow with bytes (no positive bandwidth). */
 ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *out);
+/* Segments cut greedily from the largest size down: a segment grows to the next smaller size as
+ * long as its line stays within `tol` of every point in it. If that needs more than
+ * NCCLZ_CAL_MAX_SEGMENTS segments (noisy points), the tolerance is relaxed by 25% steps. */
+ncclzStatus ncclzCalFitPiecewise(const ncclzCalPoint *pts, size_t n, double tol, ncclzCalFit *out);
 double ncclzCalFitEval(const ncclzCalFit *f, double bytes);
 
 /* Time (same unit as the inputs) of the intervals [ts[i], ts[i]+dur[i]) that lies outside the union
