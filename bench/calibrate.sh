@@ -7,7 +7,7 @@
 #   check.json, check-points.json, check.txt   with CHECK=PROFILE: `ncclz calibrate --check PROFILE`
 #                        instead (a fresh, second measurement of the plain collectives against it)
 # Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir),
-#      CHECK=PROFILE.json, REPEAT (check sweeps, default 3).
+#      CHECK=PROFILE.json, SWEEPS (default 3).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -30,9 +30,9 @@ ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit || exit 1
 
 Q=(); [ "$QUICK" = 1 ] && Q=(--quick)
 if [ -n "${CHECK:-}" ]; then
-  echo "== calibrate --check $CHECK -g $NGPUS --paths $PATHS --repeat ${REPEAT:-3} ${Q[*]}"
+  echo "== calibrate --check $CHECK -g $NGPUS --paths $PATHS --sweeps ${SWEEPS:-3} ${Q[*]}"
   START=$(date +%s)
-  timeout 900 "$B/ncclz" calibrate --check "$CHECK" -g "$NGPUS" --paths "$PATHS" --repeat "${REPEAT:-3}" "${Q[@]}" \
+  timeout 900 "$B/ncclz" calibrate --check "$CHECK" -g "$NGPUS" --paths "$PATHS" --sweeps "${SWEEPS:-3}" "${Q[@]}" \
     --points-out "$OUTDIR/check-points.json" --out "$OUTDIR/check.json" >"$OUTDIR/check.txt" 2>&1
   RC=$?
   echo "check rc=$RC in $(($(date +%s) - START)) s"
@@ -44,7 +44,7 @@ fi
 
 echo "== calibrate -g $NGPUS --paths $PATHS ${Q[*]}"
 START=$(date +%s)
-timeout 900 "$B/ncclz" calibrate -g "$NGPUS" --paths "$PATHS" "${Q[@]}" --out "$OUTDIR/h200-x2.json" \
+timeout 900 "$B/ncclz" calibrate -g "$NGPUS" --paths "$PATHS" "${Q[@]}" ${SWEEPS:+--sweeps "$SWEEPS"} --out "$OUTDIR/h200-x2.json" \
   --points-out "$OUTDIR/h200-x2-points.json" 2>"$OUTDIR/calibrate.log"
 RC=$?
 END=$(date +%s)

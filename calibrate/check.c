@@ -19,17 +19,6 @@
     if (s_ != NCCLZ_OK) return s_;       \
   } while (0)
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static ncclzCalCheckRow *find_row(ncclzCalCheck *c, const char *path, const char *coll, double bytes) {
   for (uint32_t i = 0; i < c->n_rows; i++)
     if (c->rows[i].bytes == bytes && !strcmp(c->rows[i].path, path) && !strcmp(c->rows[i].collective, coll))
@@ -73,7 +62,7 @@ static ncclzStatus read_entries(const ncclzProfile *prof, const cJSON *arr, nccl
     if (prof->plain_ranks && ranks != (double)prof->plain_ranks)
       return ncclzSetError(NCCLZ_ERR_ARG, "check points %s.ranks: %g, but the profile was measured on %u ranks", where,
                            ranks, prof->plain_ranks);
-    ncclzCalPoint pts[NCCLZ_CAL_MAX_POINTS];
+    ncclzCalPoint pts[NCCLZ_CAL_MAX_RAW_POINTS];
     size_t n = 0;
     TRY(ncclz_cal_read_points(cJSON_GetObjectItemCaseSensitive(e, "points"), where, pts, &n));
     for (size_t k = 0; k < n; k++) {
@@ -93,7 +82,7 @@ static void summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
     ncclzCalCheckRow *r = &c->rows[i];
     double v[NCCLZ_CAL_CHECK_MAX_REPEAT];
     memcpy(v, r->us, r->n * sizeof *v);
-    r->median_us = median(v, r->n);
+    r->median_us = ncclz_cal_median(v, r->n);
     r->spread = (v[r->n - 1] - v[0]) / r->median_us;
     r->predicted_us = ncclzProfilePlainUs(prof, r->path, r->collective, r->bytes);
     spr[i] = r->spread;
@@ -109,9 +98,9 @@ static void summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
     }
     if (fabs(r->error) > NCCLZ_CAL_CHECK_MAX) c->n_over++;
   }
-  c->median_abs_error = ne ? median(err, ne) : 0;
-  c->median_spread = c->n_rows ? median(spr, c->n_rows) : 0;
-  c->max_spread = c->n_rows ? spr[c->n_rows - 1] : 0; /* sorted by median() */
+  c->median_abs_error = ne ? ncclz_cal_median(err, ne) : 0;
+  c->median_spread = c->n_rows ? ncclz_cal_median(spr, c->n_rows) : 0;
+  c->max_spread = c->n_rows ? spr[c->n_rows - 1] : 0; /* sorted by ncclz_cal_median() */
   c->target_met = ne > 0 && !c->n_missing && c->median_abs_error <= NCCLZ_CAL_CHECK_MEDIAN && !c->n_over;
   free(err);
   free(spr);

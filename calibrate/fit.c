@@ -1,6 +1,7 @@
 /* Calibration fits (pure C): time = alpha + bytes / beta by least squares on the relative error,
  * residuals per point, exposed time of codec intervals outside the communication intervals, and
  * the names and NCCL environments of the measured paths. */
+#include "cal_internal.h"
 #include "ncclz/calibrate.h"
 
 #include <math.h>
@@ -11,6 +12,17 @@
 static int cmp_point(const void *a, const void *b) {
   const ncclzCalPoint *x = a, *y = b;
   return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double ncclz_cal_median(double *v, size_t n) {
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* us per byte -> GB/s (1e9 bytes/s): bytes/(beta*1e9) s = bytes/(beta*1e3) us. */

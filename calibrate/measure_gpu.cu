@@ -266,50 +266,61 @@ static ncclResult_t nccl_op(int kind, int rank, int nranks, ncclComm_t comm, con
   }
 }
 
-/* One timed point: a warm-up, an estimate, then enough iterations for ~target seconds (the same
- * count on every rank, at least one per batch) in TIME_BATCHES back-to-back batches; the median
- * of the batch means, so that one slow stretch (the socket path has them) does not move the
- * point; the slowest rank's value. */
+/* One timed op on this rank (seconds), after a barrier. */
+static ncclzStatus time_one(cal_rank *g, int kind, ncclComm_t comm, const float *s, float *r, size_t bytes,
+                            cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, double *sec, ncclResult_t *e) {
+  float ms = 0;
+  double sync = 0;
+  if (agree_max(g->t, &sync)) return NCCLZ_ERR_CUDA; /* barrier */
+  cudaEventRecord(e0, st);
+  if ((*e = nccl_op(kind, g->rank, g->t->nranks, comm, s, r, bytes, st)) != ncclSuccess) return NCCLZ_ERR_CUDA;
+  cudaEventRecord(e1, st);
+  if (cudaEventSynchronize(e1) != cudaSuccess) return NCCLZ_ERR_CUDA;
+  cudaEventElapsedTime(&ms, e0, e1);
+  *sec = ms * 1e-3;
+  return NCCLZ_OK;
+}
+
+/* One timed point: a warm-up, an estimate (the warm-up itself when it took over 20 ms), then
+ * enough iterations for ~target seconds (the same count on every rank, at least one per batch)
+ * in back-to-back batches, 5 (3 for ops over 20 ms); the median of the batch means, so that one
+ * slow stretch (the socket path has them) does not move the point; the slowest rank's value. */
 #define TIME_BATCHES 5
 static ncclzStatus time_op(cal_rank *g, int kind, ncclComm_t comm, const float *s, float *r, size_t bytes,
                            cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, double *us_out) {
   const double target_s = g->o->quick ? 0.02 : 0.08;
-  int nr = g->t->nranks;
+  int nr = g->t->nranks, batches;
   float ms = 0;
-  double est, v, iters, batch_us[TIME_BATCHES];
-  ncclResult_t e;
-  if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
-  if (cudaStreamSynchronize(st) != cudaSuccess) goto cuda_fail;
-  est = 0;
-  if (agree_max(g->t, &est)) return NCCLZ_ERR_CUDA; /* barrier */
-  cudaEventRecord(e0, st);
-  if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
-  cudaEventRecord(e1, st);
-  if (cudaEventSynchronize(e1) != cudaSuccess) goto cuda_fail;
-  cudaEventElapsedTime(&ms, e0, e1);
-  est = ms * 1e-3;
+  double est = 0, v, iters, batch_us[TIME_BATCHES];
+  ncclResult_t e = ncclSuccess;
+  if (time_one(g, kind, comm, s, r, bytes, st, e0, e1, &est, &e)) goto fail;
   if (agree_max(g->t, &est)) return NCCLZ_ERR_CUDA;
-  iters = ceil(target_s / fmax(est, 1e-7) / TIME_BATCHES); /* per batch */
+  if (est < 0.02) {
+    if (time_one(g, kind, comm, s, r, bytes, st, e0, e1, &est, &e)) goto fail;
+    if (agree_max(g->t, &est)) return NCCLZ_ERR_CUDA;
+  }
+  batches = est < 0.02 ? TIME_BATCHES : 3;
+  iters = ceil(target_s / fmax(est, 1e-7) / batches); /* per batch */
   iters = fmin(fmax(iters, 1), 1000);
   if (agree_max(g->t, &iters)) return NCCLZ_ERR_CUDA;
-  for (int b = 0; b < TIME_BATCHES; b++) {
+  for (int b = 0; b < batches; b++) {
     cudaEventRecord(e0, st);
     for (int i = 0; i < (int)iters; i++)
-      if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto nccl_fail;
+      if ((e = nccl_op(kind, g->rank, nr, comm, s, r, bytes, st)) != ncclSuccess) goto fail;
     cudaEventRecord(e1, st);
-    if (cudaEventSynchronize(e1) != cudaSuccess) goto cuda_fail;
+    if (cudaEventSynchronize(e1) != cudaSuccess) goto fail;
     cudaEventElapsedTime(&ms, e0, e1);
     batch_us[b] = ms * 1e3 / iters;
   }
-  std::sort(batch_us, batch_us + TIME_BATCHES);
-  v = (kind == -1 && g->rank > 1) ? 0 : batch_us[TIME_BATCHES / 2];
+  std::sort(batch_us, batch_us + batches);
+  v = (kind == -1 && g->rank > 1) ? 0 : batch_us[batches / 2];
   if (agree_max(g->t, &v)) return NCCLZ_ERR_CUDA;
   *us_out = v;
   return NCCLZ_OK;
-nccl_fail:
-  return ncclzSetError(NCCLZ_ERR_CUDA, "NCCL %s at %zu B: %s", kind < 0 ? "send/recv" : ncclzCollectiveName((ncclzCollective)kind),
-                       bytes, ncclGetErrorString(e));
-cuda_fail:
+fail:
+  if (e != ncclSuccess)
+    return ncclzSetError(NCCLZ_ERR_CUDA, "NCCL %s at %zu B: %s",
+                         kind < 0 ? "send/recv" : ncclzCollectiveName((ncclzCollective)kind), bytes, ncclGetErrorString(e));
   return ncclzSetError(NCCLZ_ERR_CUDA, "CUDA at %zu B: %s", bytes, cudaGetErrorString(cudaGetLastError()));
 }
 
@@ -400,8 +411,9 @@ static void *rank_main(void *arg) {
   fill_smooth<<<1024, 256, 0, s>>>(sb, max_bytes / 4, g->rank);
   CUDA_TRY(g, cudaMemsetAsync(rb, 0, max_bytes, s));
   CUDA_TRY(g, cudaStreamSynchronize(s));
-  /* check: whole sweeps repeated, so that each repetition sees the path at another moment */
-  for (int rep = 0; rep < (o->check ? o->repeat : 1); rep++)
+  /* whole sweeps repeated, so that each one sees the path at another moment (the socket path
+   * drifts by tens of percent over tens of seconds; the fit and the check take medians) */
+  for (int rep = 0; rep < o->sweeps; rep++)
     for (int kind = o->check ? 0 : -1; kind < NCCLZ_COLL_COUNT; kind++)
       Z_TRY(g, sweep(g, kind, nccl, sb, rb, sizes, nsizes, s, e0, e1));
   if (g->rank == 0 && o->progress) fprintf(stderr, "\n");

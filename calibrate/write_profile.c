@@ -43,8 +43,8 @@ ncclzStatus ncclz_cal_read_points(const cJSON *arr, const char *where, ncclzCalP
     } else {
       return ncclzSetError(NCCLZ_ERR_ARG, "points %s: each point is [bytes, us]", where);
     }
-    if (*n >= NCCLZ_CAL_MAX_POINTS)
-      return ncclzSetError(NCCLZ_ERR_ARG, "points %s: more than %d points", where, NCCLZ_CAL_MAX_POINTS);
+    if (*n >= NCCLZ_CAL_MAX_RAW_POINTS)
+      return ncclzSetError(NCCLZ_ERR_ARG, "points %s: more than %d points", where, NCCLZ_CAL_MAX_RAW_POINTS);
     pts[(*n)++] = (ncclzCalPoint){b, t};
   }
   return NCCLZ_OK;
@@ -55,7 +55,26 @@ const char *ncclz_cal_get_str(const cJSON *o, const char *key) {
   return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-static ncclzStatus fit_into(const ncclzCalPoint *pts, size_t n, const char *where, ncclzCalFit *f) {
+static int cmp_bytes(const void *a, const void *b) {
+  const ncclzCalPoint *x = a, *y = b;
+  return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+/* Points of one size (several sweeps) become one point, their median: the socket path drifts
+ * between sweeps, and the median is the path's typical state. Sorts p; returns the new count. */
+static size_t median_per_size(ncclzCalPoint *p, size_t n) {
+  double us[NCCLZ_CAL_MAX_RAW_POINTS];
+  size_t m = 0;
+  qsort(p, n, sizeof *p, cmp_bytes);
+  for (size_t i = 0, k; i < n; i += k) {
+    for (k = 0; i + k < n && p[i + k].bytes == p[i].bytes; k++) us[k] = p[i + k].us;
+    p[m++] = (ncclzCalPoint){p[i].bytes, ncclz_cal_median(us, k)};
+  }
+  return m;
+}
+
+static ncclzStatus fit_into(ncclzCalPoint *pts, size_t n, const char *where, ncclzCalFit *f) {
+  n = median_per_size(pts, n);
   if (ncclzCalFitPiecewise(pts, n, NCCLZ_CAL_TOLERANCE, f)) {
     char msg[256];
     snprintf(msg, sizeof msg, "%s", ncclzLastError());
@@ -74,7 +93,7 @@ static void track_worst(ncclzCalResult *r, const ncclzCalFit *f, const char *wha
 
 /* Gathers every entry of `arr` whose keys match, then fits. */
 typedef struct {
-  ncclzCalPoint p[NCCLZ_CAL_MAX_POINTS];
+  ncclzCalPoint p[NCCLZ_CAL_MAX_RAW_POINTS];
   size_t n;
 } pointset;
 

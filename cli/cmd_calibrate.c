@@ -26,7 +26,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--quick] --out PROFILE.json\n"
           "       ncclz calibrate --from-points POINTS.json --out PROFILE.json\n"
-          "       ncclz calibrate --check PROFILE.json [-g N] [--paths LIST] [--repeat R] [--quick]\n"
+          "       ncclz calibrate --check PROFILE.json [-g N] [--paths LIST] [--sweeps N] [--quick]\n"
           "                       [--from-points FRESH.json] [--points-out FRESH.json] [--out CHECK.json]\n"
           "\n"
           "Measures on the GPUs, fits and writes a calibration profile (schema v1, model/PROFILE.md):\n"
@@ -47,10 +47,11 @@ static void usage(FILE *f) {
           "  --quiet               no residual table on stderr\n"
           "  --check PROFILE       no profile written: measure the five plain collectives again (a fresh run,\n"
           "                        1 MiB..1 GiB x4 plus the 1.5 MiB x4 sizes between the calibration's points,\n"
-          "                        R sweeps) and compare with PROFILE's curves: table on stdout, median and\n"
+          "                        N sweeps) and compare with PROFILE's curves: table on stdout, median and\n"
           "                        max |error| against the targets (8%%, 20%%) and the sweeps' spread;\n"
           "                        --out writes it as JSON; --from-points compares a saved fresh run\n"
-          "  --repeat R            sweeps of the check (default 3, 1..16)\n"
+          "  --sweeps N            whole size sweeps per path, whose median is fitted or checked\n"
+          "                        (default 3; --quick: 1; at most 16)\n"
           "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure (no GPU, no CUDA build).\n");
 }
 
@@ -59,7 +60,7 @@ typedef struct {
   const char *paths, *out, *points_out, *from_points, *child_path;
   int child_codecs;
   const char *check; /* the profile to check */
-  int repeat;
+  int sweeps; /* 0: the default */
 } cal_opts;
 
 static int write_text(const char *path, const char *text) {
@@ -125,7 +126,7 @@ static int check_and_report(const cal_opts *o, const char *points, size_t len) {
 #ifdef NCCLZ_HAVE_CALIBRATE_GPU
 /* Child side: one measurement, its points document to --points-out. */
 static int run_child(const cal_opts *o) {
-  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2), o->check != NULL, o->repeat};
+  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2), o->check != NULL, o->sweeps};
   char *doc;
   if (o->child_codecs) {
     doc = ncclzCalMeasureCodecs(&mo);
@@ -144,7 +145,7 @@ static int run_child(const cal_opts *o) {
 static char *spawn(const cal_opts *o, const char *what, int path, const char *tmp, int *rc) {
   char g[16], rep[16];
   snprintf(g, sizeof g, "%d", o->ngpus);
-  snprintf(rep, sizeof rep, "%d", o->repeat);
+  snprintf(rep, sizeof rep, "%d", o->sweeps);
   const char *argv[16];
   int a = 0;
   argv[a++] = "ncclz";
@@ -161,9 +162,9 @@ static char *spawn(const cal_opts *o, const char *what, int path, const char *tm
   if (o->check) {
     argv[a++] = "--check";
     argv[a++] = o->check;
-    argv[a++] = "--repeat";
-    argv[a++] = rep;
   }
+  argv[a++] = "--sweeps";
+  argv[a++] = rep;
   argv[a++] = "--points-out";
   argv[a++] = tmp;
   argv[a++] = "--out";
@@ -241,7 +242,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
 #endif
 
 int cli_calibrate(int argc, char **argv) {
-  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH, O_CHECK, O_REPEAT };
+  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH, O_CHECK, O_SWEEPS };
   static const struct option lo[] = {{"paths", required_argument, 0, O_PATHS},
                                      {"quick", no_argument, 0, O_QUICK},
                                      {"out", required_argument, 0, O_OUT},
@@ -251,10 +252,10 @@ int cli_calibrate(int argc, char **argv) {
                                      {"child-codecs", no_argument, 0, O_CHILD_CODECS},
                                      {"child-path", required_argument, 0, O_CHILD_PATH},
                                      {"check", required_argument, 0, O_CHECK},
-                                     {"repeat", required_argument, 0, O_REPEAT},
+                                     {"sweeps", required_argument, 0, O_SWEEPS},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 3};
+  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 0};
   int c;
   optind = 1;
   opterr = 0;
@@ -276,12 +277,12 @@ int cli_calibrate(int argc, char **argv) {
     case O_CHILD_CODECS: o.child_codecs = 1; break;
     case O_CHILD_PATH: o.child_path = optarg; break;
     case O_CHECK: o.check = optarg; break;
-    case O_REPEAT: {
+    case O_SWEEPS: {
       char *end;
       long v = strtol(optarg, &end, 10);
       if (*end || v < 1 || v > NCCLZ_CAL_CHECK_MAX_REPEAT)
-        return cli_usage_error(VERB, "--repeat %s: need 1..%d", optarg, NCCLZ_CAL_CHECK_MAX_REPEAT);
-      o.repeat = (int)v;
+        return cli_usage_error(VERB, "--sweeps %s: need 1..%d", optarg, NCCLZ_CAL_CHECK_MAX_REPEAT);
+      o.sweeps = (int)v;
       break;
     }
     case 'h': usage(stdout); return CLI_OK;
@@ -291,6 +292,7 @@ int cli_calibrate(int argc, char **argv) {
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
   if (!o.out && !o.check) return cli_usage_error(VERB, "--out PROFILE.json is required");
+  if (!o.sweeps) o.sweeps = o.quick ? 1 : 3;
   int paths[NCCLZ_CAL_PATH_COUNT], npaths = 0;
   {
     char buf[256];

@@ -399,9 +399,9 @@ static void test_check(const char *dir) {
       snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s/none.json' --from-points '%s' 2>/dev/null", bin, dir, fpath);
       rc = system(cmd);
       CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--check missing profile: rc %d", rc);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --repeat 0 2>/dev/null", bin, path);
+      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --sweeps 0 2>/dev/null", bin, path);
       rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--repeat 0: rc %d", rc);
+      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--sweeps 0: rc %d", rc);
       unlink(fpath);
       unlink(out);
     }

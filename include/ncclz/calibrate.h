@@ -57,7 +57,8 @@ char *ncclzDataProfileToJson(const ncclzDataProfile *dp, const char *const *inpu
  * The measured points travel as a "points document" (JSON, docs/calibrate.md), which is also
  * what `ncclz calibrate --from-points` reads: measuring and fitting are separate steps. */
 
-#define NCCLZ_CAL_MAX_POINTS 64
+#define NCCLZ_CAL_MAX_POINTS 64        /* distinct sizes of one fit */
+#define NCCLZ_CAL_MAX_RAW_POINTS 1024   /* points of one curve in a points document (sweeps x sizes) */
 #define NCCLZ_CAL_MIN_FIT_BYTES 1048576.0 /* residuals are judged from 1 MiB up */
 #define NCCLZ_CAL_TOLERANCE 0.05          /* ... and must stay within 5% there */
 
@@ -159,8 +160,8 @@ void ncclzCalReport(const ncclzCalResult *r, FILE *f);
 char *ncclzCalPointsMerge(const char *a, const char *b);
 
 /* ---- The check (`ncclz calibrate --check`): a profile's plain-collective predictions against a
- * fresh measurement (a points document of "collectives" entries, each size measured `repeat`
- * times), at sizes >= NCCLZ_CAL_MIN_FIT_BYTES. Targets: median |error| <= 8%, none > 20%. */
+ * fresh measurement (a points document of "collectives" entries, each size measured in
+ * several sweeps), at sizes >= NCCLZ_CAL_MIN_FIT_BYTES. Targets: median |error| <= 8%, none > 20%. */
 #define NCCLZ_CAL_CHECK_MAX_ROWS 512
 #define NCCLZ_CAL_CHECK_MAX_REPEAT 16
 #define NCCLZ_CAL_CHECK_MEDIAN 0.08
@@ -198,8 +199,8 @@ typedef struct {
   int ngpus;      /* >= 2 for transports */
   int quick;      /* fewer sizes and repetitions */
   int progress;   /* progress lines on stderr */
-  int check;      /* ncclzCalMeasurePath: only the plain collectives, at the check's sizes, `repeat` times */
-  int repeat;
+  int check;      /* ncclzCalMeasurePath: only the plain collectives, at the check's sizes */
+  int sweeps;     /* ncclzCalMeasurePath: whole size sweeps of send/recv and the collectives (>= 1) */
 } ncclzCalMeasureOpts;
 int ncclzCalGpuCount(void);
 char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o);
