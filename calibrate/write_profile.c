@@ -379,22 +379,23 @@ static cJSON *curve_json(const ncclzCalFit *f, int measured) {
   return arr;
 }
 
-/* collectives: the plain NCCL curves, as the codec curves: the piecewise fit at the measured sizes,
+/* collectives: the plain NCCL curves (and "sendrecv", the exchange of one ring step), as the codec curves: the piecewise fit at the measured sizes,
  * or the measured times where the fit misses the tolerance (docs/calibrate.md). */
 static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
   cJSON *co = NULL, *paths = NULL;
   for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
     cJSON *pc = NULL;
-    for (int c = 0; c < NCCLZ_CAL_COLLS; c++) {
-      if (!r->coll_present[p][c]) continue;
+    for (int c = -1; c < NCCLZ_CAL_COLLS; c++) { /* -1: the send/recv exchange, "sendrecv" */
+      if (c < 0 ? !r->sendrecv_present[p] : !r->coll_present[p][c]) continue;
       if (!co) {
         co = cJSON_AddObjectToObject(root, "collectives");
-        cJSON_AddNumberToObject(co, "ranks", r->plain_ranks);
+        cJSON_AddNumberToObject(co, "ranks", r->plain_ranks ? r->plain_ranks : 2);
         paths = cJSON_AddObjectToObject(co, "paths");
       }
       if (!pc) pc = cJSON_AddObjectToObject(paths, ncclzCalPathName((ncclzCalPath)p));
-      const ncclzCalFit *f = &r->coll[p][c];
-      cJSON_AddItemToObject(pc, ncclzCollectiveName((ncclzCollective)c), curve_json(f, f->max_resid_1m > NCCLZ_CAL_TOLERANCE));
+      const ncclzCalFit *f = c < 0 ? &r->sendrecv[p] : &r->coll[p][c];
+      cJSON_AddItemToObject(pc, c < 0 ? "sendrecv" : ncclzCollectiveName((ncclzCollective)c),
+                            curve_json(f, f->max_resid_1m > NCCLZ_CAL_TOLERANCE));
     }
   }
 }

@@ -17,6 +17,7 @@ int cli_run(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 
 #include "ncclz/codecs.h"
+#include "ncclz/model.h"
 /* `--coder auto` (cli/rea_chooser.c): a loaded profile and transport hint, and the frame encoder
  * (an ncclzFrameEncoderFn) that runs the REA on every frame with them. */
 typedef struct cli_rea cli_rea;
@@ -42,6 +43,9 @@ struct cJSON;
 int cli_emit_json(const char *verb, struct cJSON *root);
 /* Reads a whole file; returns NULL and prints a one-line error on failure. */
 void *cli_read_file(const char *verb, const char *path, size_t *len);
+/* The calibration profile of a verb: `path` (--profile), else $NCCLZ_PROFILE, else the built-in
+ * H200 profile (ncclzProfileDefault). *name (may be NULL) says which. CLI_OK or CLI_USAGE. */
+int cli_load_profile(const char *verb, const char *path, ncclzProfile *out, const char **name);
 /* --dtype: f32, bf16 or f16 into *out; CLI_OK, or CLI_USAGE after a one-line message. */
 int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out);
 /* Parses "AxBxC" into up to 3 dims; returns the count or -1. */

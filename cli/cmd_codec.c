@@ -48,7 +48,8 @@ static void print_help(void) {
       "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
       "  --dims     shape in C order (last fastest), needed for 2D/3D Lorenzo\n"
       "  --repeat   timed repetitions; the median is reported (default 3)\n"
-      "  --profile  calibration profile for --coder auto (the REA's costs); --hint: the transport\n"
+      "  --profile  calibration profile for --coder auto (the REA's costs; default $NCCLZ_PROFILE, else\n"
+      "             the built-in H200 profile); --hint: the transport\n"
       "             the frames are meant for (default net)\n"
       "  --json     one JSON object on stdout (input_bytes, quant_bytes, output_bytes, cr, cr_quant,\n"
       "             max_abs_err, error_bound, encode_gbps, decode_gbps, coder_mix, lossless_ok, ...)\n"
@@ -346,7 +347,6 @@ static int run_encode(codec_opts *o) {
   if (ncclzQuantSpecParse(o->quant_text, &o->quant) != NCCLZ_OK)
     return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
   if (o->coder == -1) {
-    if (!o->profile) return cli_usage_error(VERB, "--coder auto needs --profile PROFILE.json (the REA's costs)");
     if (!(o->rea = cli_rea_open(VERB, o->profile, o->hint))) return CLI_USAGE;
   }
 #ifndef NCCLZ_HAVE_CUDA

@@ -27,11 +27,12 @@ typedef struct {
   ncclzSymbols syms;
   ncclzSurfaceData data;
   char quant_canonical[128];
+  const char *profile_name;
 } model_inputs;
 
 static void print_help(void) {
   printf(
-      "usage: ncclz model --profile PROFILE.json --data FILE --quant SPEC [--dtype f32|bf16|f16]\n"
+      "usage: ncclz model [--profile PROFILE.json] --data FILE --quant SPEC [--dtype f32|bf16|f16]\n"
       "                   [--dims AxBxC] [--hint nvlink|shm|net] [--json]\n\n"
       "The REA break-even surface: for the symbols of FILE (quantized with SPEC, then sample-profiled\n"
       "as the runtime does) and the costs of PROFILE, the coder REA picks and its predicted time for\n"
@@ -76,7 +77,6 @@ static int parse_args(int argc, char **argv, model_opts *o) {
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!o->profile) return cli_usage_error(VERB, "--profile PROFILE.json is required");
   if (!o->data) return cli_usage_error(VERB, "--data FILE is required");
   if (!o->quant_text) return cli_usage_error(VERB, "--quant SPEC is required");
   return CLI_OK;
@@ -91,7 +91,7 @@ static int quant_failure(ncclzStatus s) {
 /* Loads the profile, quantizes the data and samples its symbols frame by frame, as the runtime
  * would sample each frame it sends. */
 static int load_inputs(const model_opts *o, model_inputs *in) {
-  if (ncclzProfileLoad(o->profile, &in->prof) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (cli_load_profile(VERB, o->profile, &in->prof, &in->profile_name)) return CLI_USAGE;
   ncclzQuantSpec spec;
   if (ncclzQuantSpecParse(o->quant_text, &spec) != NCCLZ_OK) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
   ncclzQuantSpecFormat(&spec, in->quant_canonical, sizeof in->quant_canonical);
@@ -174,7 +174,7 @@ static const char *short_coder(ncclzCoder c) {
 static void print_table(FILE *f, const model_opts *o, const model_inputs *in, const surface *sf) {
   double cr[NCCLZ_CODER_COUNT];
   frame_ratios(in, cr);
-  fprintf(f, "REA break-even surface: %s, quant %s, profile %s (%s)\n", o->data, in->quant_canonical, o->profile,
+  fprintf(f, "REA break-even surface: %s, quant %s, profile %s (%s)\n", o->data, in->quant_canonical, in->profile_name,
           in->prof.meta.device);
   fprintf(f, "hint %s (alpha %.1f us), frames of %llu bytes, predicted CR per frame: fixedlen %.2f, huffman %.2f\n",
           ncclzHintName(in->cfg.hint), in->prof.transport[in->cfg.hint].alpha_us,
@@ -215,7 +215,7 @@ static int print_json(const model_opts *o, const model_inputs *in, const surface
   double cr[NCCLZ_CODER_COUNT];
   frame_ratios(in, cr);
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "profile", o->profile);
+  cJSON_AddStringToObject(root, "profile", in->profile_name);
   cJSON_AddStringToObject(root, "device", in->prof.meta.device);
   cJSON_AddStringToObject(root, "data", o->data);
   cJSON_AddStringToObject(root, "dtype", ncclzDtypeName(o->dtype));

@@ -44,7 +44,7 @@ static void print_help(void) {
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
-         "file into the send buffers at a different offset per rank. auto needs --profile (or $NCCLZ_PROFILE).\n"
+         "file into the send buffers at a different offset per rank. auto uses --profile (else $NCCLZ_PROFILE, else the built-in H200 profile).\n"
          "The backend defaults to nccl when built with CUDA, else cpu (threads, one per rank). nccl: -g N runs\n"
          "one process with a thread per GPU; `mpirun -np N ncclz perf -g 1` one rank per GPU (NCCL id over MPI).\n"
          "--hint is the path REA plans for (default: net when NCCL_P2P_DISABLE=1, else nvlink; cpu: net).\n"
@@ -126,9 +126,6 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
   if (ncclzQuantSpecParse(o->quant_text, &o->cfg.quant)) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
   if (o->cfg.policy == NCCLZ_POLICY_OFF && o->cfg.quant.kind != NCCLZ_QUANT_NONE)
     return cli_usage_error(VERB, "--compress off is the plain collective: it takes no --quant");
-  if (!o->profile) o->profile = getenv("NCCLZ_PROFILE");
-  if (o->cfg.policy == NCCLZ_POLICY_AUTO && !o->profile)
-    return cli_usage_error(VERB, "--compress auto needs --profile PROFILE.json (or NCCLZ_PROFILE)");
   return CLI_OK;
 }
 
@@ -369,7 +366,7 @@ static int write_json(const perf_opts *o, cJSON *points) {
 
 static int load_inputs(perf_opts *o) {
   if (o->cfg.policy == NCCLZ_POLICY_AUTO) {
-    if (ncclzProfileLoad(o->profile, &o->prof)) return cli_usage_error(VERB, "%s", ncclzLastError());
+    if (cli_load_profile(VERB, o->profile, &o->prof, &o->profile)) return CLI_USAGE;
     o->cfg.profile = &o->prof;
   }
   if (o->data) {

@@ -30,7 +30,7 @@ typedef struct {
 } sim_opts;
 
 static void print_help(void) {
-  printf("usage: ncclz sim --profile PROFILE.json --scenario SCENARIO.json [--measured RESULTS.json] [--json]\n\n"
+  printf("usage: ncclz sim [--profile PROFILE.json] --scenario SCENARIO.json [--measured RESULTS.json] [--json]\n\n"
          "Replays the executor's collective schedules in SimGrid on the platforms of a what-if scenario\n"
          "(docs/scenarios.md): codec time from PROFILE, wire bytes from the scenario's data profile, coders\n"
          "from REA. One row per point; the fidelity (full: one actor per rank, reduced: a symmetric ring's\n"
@@ -64,7 +64,6 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!o->profile) return cli_usage_error(VERB, "--profile PROFILE.json is required");
   if (!o->scenario) return cli_usage_error(VERB, "--scenario SCENARIO.json is required");
   return CLI_OK;
 }
@@ -281,7 +280,7 @@ int cli_sim(int argc, char **argv) {
   if (!prof) return cli_runtime_error(VERB, "out of memory");
   ncclzSimScenario s;
   memset(&s, 0, sizeof s);
-  if (ncclzProfileLoad(o.profile, prof) != NCCLZ_OK) rc = cli_usage_error(VERB, "%s", ncclzLastError());
+  if (cli_load_profile(VERB, o.profile, prof, &o.profile)) rc = CLI_USAGE;
   else if (ncclzSimScenarioLoad(o.scenario, prof, &s) != NCCLZ_OK) rc = cli_usage_error(VERB, "%s", ncclzLastError());
   else rc = run(&o, prof, &s);
   ncclzSimScenarioFree(&s);

@@ -1,5 +1,6 @@
 /* ncclz: dispatch to one verb. Each verb parses its own options with getopt_long. */
 #include "cli.h"
+#include "ncclz/model.h"
 
 #include <cjson/cJSON.h>
 
@@ -114,4 +115,12 @@ unsigned long long cli_parse_size(const char *s) {
   }
   if (*end == 'B' || *end == 'b') end++;
   return *end ? 0 : v;
+}
+
+int cli_load_profile(const char *verb, const char *path, ncclzProfile *out, const char **name) {
+  if (!path) path = getenv("NCCLZ_PROFILE");
+  if (path && !*path) path = NULL;
+  ncclzStatus st = path ? ncclzProfileLoad(path, out) : ncclzProfileDefault(out);
+  if (name) *name = path ? path : NCCLZ_DEFAULT_PROFILE_NAME;
+  return st ? cli_usage_error(verb, "%s", ncclzLastError()) : CLI_OK;
 }

@@ -22,8 +22,7 @@ cli_rea *cli_rea_open(const char *verb, const char *profile_path, const char *hi
     return NULL;
   }
   r->hint = (ncclzTransportHint)h;
-  if (ncclzProfileLoad(profile_path, &r->prof) != NCCLZ_OK) {
-    cli_usage_error(verb, "%s", ncclzLastError());
+  if (cli_load_profile(verb, profile_path, &r->prof, NULL)) {
     free(r);
     return NULL;
   }

@@ -299,12 +299,14 @@ static ncclzStatus parse_plain(const cJSON *root, ncclzProfile *out) {
   TRY(get_object(o, &p, "paths", &paths, &pp));
   for (const cJSON *path = paths->child; path; path = path->next) {
     Path ppath = path_join(&pp, path->string);
+    char name[sizeof out->plain[0].path];
+    TRY(parse_plain_name(&ppath, path->string, name, sizeof name));
     if (!cJSON_IsObject(path)) return field_error(&ppath, "must be an object of collective curves");
     for (const cJSON *coll = path->child; coll; coll = coll->next) {
       pc = path_join(&ppath, coll->string);
-      if (out->n_plain == NCCLZ_PLAIN_MAX) return field_error(&pc, "too many curves (at most 32)");
+      if (out->n_plain == NCCLZ_PLAIN_MAX) return field_error(&pc, "too many curves (at most 40)");
       ncclzPlainCurve *c = &out->plain[out->n_plain];
-      TRY(parse_plain_name(&ppath, path->string, c->path, sizeof c->path));
+      memcpy(c->path, name, sizeof name);
       TRY(parse_plain_name(&pc, coll->string, c->collective, sizeof c->collective));
       TRY(parse_curve(path, &ppath, coll->string, &c->curve));
       out->n_plain++;
@@ -339,6 +341,13 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
   if (s == NCCLZ_OK) s = parse_plain(root, out);
   cJSON_Delete(root);
   return s;
+}
+
+extern const unsigned char ncclz_default_profile_json[];
+extern const size_t ncclz_default_profile_len;
+
+ncclzStatus ncclzProfileDefault(ncclzProfile *out) {
+  return ncclzProfileParse((const char *)ncclz_default_profile_json, ncclz_default_profile_len, out);
 }
 
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out) {

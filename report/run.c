@@ -35,16 +35,18 @@ static int find_kind(const cJSON *root, size_t *k) {
   return SCN_ERR("kind: expected one of what-if, tune, validate, measure, cr-table (got \"%s\")", kind), -1;
 }
 
-/* The profile: --profile, else the scenario's "profile" (relative to the scenario file). */
+/* The profile: --profile, else the scenario's "profile" (relative to the scenario file), else,
+ * when the kind needs one, the built-in H200 profile. */
 static int load_profile(run_ctx *c, int needed) {
   const char *rel = c->opt->profile;
-  if (!rel && fld_string(c->root, "", "profile", needed, &rel)) return -1;
-  if (!rel) return 0;
-  if (c->opt->profile) snprintf(c->profile_path, sizeof c->profile_path, "%s", rel);
+  if (!rel && fld_string(c->root, "", "profile", 0, &rel)) return -1;
+  if (!rel && !needed) return 0;
+  if (!rel) snprintf(c->profile_path, sizeof c->profile_path, "%s", NCCLZ_DEFAULT_PROFILE_NAME);
+  else if (c->opt->profile) snprintf(c->profile_path, sizeof c->profile_path, "%s", rel);
   else run_path(c, rel, c->profile_path, sizeof c->profile_path);
   c->prof = malloc(sizeof *c->prof);
   if (!c->prof) return ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory"), -1;
-  ncclzStatus st = ncclzProfileLoad(c->profile_path, c->prof);
+  ncclzStatus st = rel ? ncclzProfileLoad(c->profile_path, c->prof) : ncclzProfileDefault(c->prof);
   if (st != NCCLZ_OK) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", ncclzLastError());

@@ -325,7 +325,7 @@ static void test_check(const char *dir) {
   ncclzProfile *p = malloc(sizeof *p);
   ncclzCalCheck *c = malloc(sizeof *c);
   CHECK(ncclzProfileLoad(path, p) == NCCLZ_OK, "%s", ncclzLastError());
-  CHECK(p->plain_ranks == 2 && p->n_plain == 4, "plain curves: %u on %u ranks", p->n_plain, p->plain_ranks);
+  CHECK(p->plain_ranks == 2 && p->n_plain == 6, "plain curves: %u on %u ranks", p->n_plain, p->plain_ranks);
   const double mib = 1048576;
   /* nvlink allreduce: line(30, 160); measured at 1 KiB x4 sizes, so 2 MiB lies between points */
   CHECK(rel(ncclzProfilePlainUs(p, "nvlink", "allreduce", 4 * mib), line(30, 160, 4 * mib)) < 1e-5, "at a point");

@@ -167,6 +167,40 @@ static void test_profile_errors(void) {
   CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/no_such_profile.json", &p) == NCCLZ_ERR_IO, "missing file is I/O");
   const char *not_object = "[1, 2]";
   CHECK(ncclzProfileParse(not_object, strlen(not_object), &p) == NCCLZ_ERR_ARG, "array is not a profile");
+  /* the optional collectives section: its shape is checked */
+  static const struct {
+    const char *json, *message;
+  } plain[] = {
+      {"{\"ranks\": 1, \"paths\": {}}", "collectives.ranks: must be >= 2"},
+      {"{\"ranks\": 2}", "collectives.paths: missing"},
+      {"{\"ranks\": 2, \"paths\": {\"NVLink\": {}}}", "lower-case letters and digits"},
+      {"{\"ranks\": 2, \"paths\": {\"nvlink\": {\"allreduce\": []}}}", "collectives.paths.nvlink.allreduce: must have 1"},
+      {"{\"ranks\": 2, \"paths\": {\"nvlink\": {\"allreduce\": [{\"bytes\": 2, \"us\": 1}, {\"bytes\": 1, \"us\": 2}]}}}",
+       "allreduce[1].bytes: must be larger"},
+  };
+  size_t len = 0;
+  char *base = ncclzReadFile("profile", NCCLZ_TEST_DATA "/profile_synthetic.json", &len);
+  for (size_t i = 0; base && i < sizeof plain / sizeof plain[0]; i++) {
+    char *doc = malloc(len + 256);
+    char *end = strrchr(base, '}');
+    snprintf(doc, len + 256, "%.*s, \"collectives\": %s}", (int)(end - base), base, plain[i].json);
+    CHECK(ncclzProfileParse(doc, strlen(doc), &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), plain[i].message),
+          "collectives case %zu: '%s'", i, ncclzLastError());
+    free(doc);
+  }
+  free(base);
+}
+
+/* The built-in profile is the shipped, measured H200 one, plain curves included. */
+static void test_profile_default(void) {
+  ncclzProfile p;
+  CHECK(ncclzProfileDefault(&p) == NCCLZ_OK, "built-in profile: %s", ncclzLastError());
+  CHECK(strstr(p.meta.device, "H200") && strstr(p.meta.method, "ncclz calibrate"), "metadata: %s / %s", p.meta.device,
+        p.meta.method);
+  CHECK(p.plain_ranks == 2 && p.n_plain == 30, "plain curves: %u on %u ranks", p.n_plain, p.plain_ranks);
+  double t1 = ncclzProfilePlainUs(&p, "nvlink", "allreduce", 1 << 20), t2 = ncclzProfilePlainUs(&p, "nvlink", "allreduce", 1 << 30);
+  CHECK(t1 > 0 && t2 > 100 * t1, "allreduce 1 MiB %g us, 1 GiB %g us", t1, t2);
+  CHECK(ncclzProfilePlainUs(&p, "ib", "allreduce", 1 << 20) == -1, "unknown path: -1");
 }
 
 /* ------------------------------------------------------------- cost model */
@@ -472,6 +506,7 @@ static void test_planning_cost(void) {
 int main(void) {
   test_profile_loads();
   test_profile_errors();
+  test_profile_default();
   test_curve();
   test_sample_fixedlen_exact();
   test_sample_predicts_real_data();

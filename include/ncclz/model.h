@@ -105,10 +105,11 @@ typedef struct {
 /* A plain NCCL collective as measured by `ncclz calibrate` on one path: the time of the whole
  * call against nccl-tests' size (the buffer; AllGather's output, ReduceScatter's input). Names,
  * not enums, because the path and collective lists belong to the layers above. */
-#define NCCLZ_PLAIN_MAX 32
+#define NCCLZ_PLAIN_MAX 40
 typedef struct {
   char path[16];       /* "nvlink", "shm", "socket", "socket1x1", "socket4x4" */
-  char collective[16]; /* "allreduce", "reducescatter", "allgather", "alltoall", "broadcast" */
+  char collective[16]; /* "allreduce", "reducescatter", "allgather", "alltoall", "broadcast", or
+                          "sendrecv": ranks 0 and 1 exchange that many bytes (one ring step) */
   ncclzCurve curve;
 } ncclzPlainCurve;
 
@@ -128,6 +129,11 @@ typedef struct {
  * e.g. "profile transports.net.beta_gbps: must be > 0". File errors give NCCLZ_ERR_IO. */
 ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
+/* The profile compiled into the library: calibrate/profiles/h200-x2.json, measured on 2x H200 by
+ * `ncclz calibrate` (its metadata says when and how). Every verb falls back to it, so that all
+ * of them run on a machine without a GPU and without a profile file. */
+#define NCCLZ_DEFAULT_PROFILE_NAME "built-in h200-x2 (calibrate/profiles/h200-x2.json)"
+ncclzStatus ncclzProfileDefault(ncclzProfile *out);
 /* Predicted time (us) of a plain NCCL collective of `bytes` (nccl-tests' size) on `path`, from the
  * profile's measured curve (on plain_ranks ranks); -1 when the profile has no such curve. */
 double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes);
