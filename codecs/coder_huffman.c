@@ -1,5 +1,7 @@
 /* HUFFMAN coder (FORMAT.md): a canonical, length-limited code over a window of 2R symbols around
- * the centre c plus an escape, coded in independently decodable segments of S symbols.
+ * the centre c plus an escape (followed by the symbol's variable-length offset from c), coded in
+ * independently decodable segments of S symbols. The code length table is dense or sparse,
+ * whichever is smaller.
  * The decoder is table driven (one lookup on the next few bits for short codes, a canonical
  * search for the rare long ones) and validates every length, offset and bit it reads. */
 #include "ncclz/codecs.h"
@@ -85,22 +87,28 @@ static void encode_work_free(EncodeWork *w) {
   free(w->s32);
 }
 
-/* Builds lengths and the (reversed code, length) entries from the histogram; returns lo, m. */
-static void build_code_book(EncodeWork *w, uint32_t K, uint32_t *lo_out, uint32_t *m_out) {
+/* The listed part of the code length table: indices lo .. lo+m-1, u of them with a code. */
+typedef struct {
+  uint32_t lo, m, u;
+} TableSpan;
+
+/* Builds lengths and the (reversed code, length) entries from the histogram; returns the span. */
+static TableSpan build_code_book(EncodeWork *w, uint32_t K) {
   ncclz_huff_lengths(w->freq, K, NCCLZ_HUFF_MAX_LEN, w->lengths, w->s64, w->s32);
   uint32_t *codes = w->s32; /* scratch is free again */
   ncclz_huff_canonical_codes(w->lengths, K, codes);
-  uint32_t lo = K, hi = 0;
+  uint32_t lo = K, hi = 0, u = 0;
   for (uint32_t i = 0; i < K; i++) {
     uint32_t len = w->lengths[i];
     w->entry[i] = ncclz_huff_reverse(codes[i], len) | len << 16;
     if (len) {
       lo = i < lo ? i : lo;
       hi = i;
+      u++;
     }
   }
-  *lo_out = lo < K ? lo : 0;
-  *m_out = lo < K ? hi - lo + 1 : 0;
+  TableSpan t = {lo < K ? lo : 0, lo < K ? hi - lo + 1 : 0, u};
+  return t;
 }
 
 /* LSB-first bit writer with a capacity check on every flushed word. */
@@ -136,6 +144,14 @@ static inline void bw_align(BitWriter *bw) {
   }
 }
 
+/* An escaped symbol's offset from the centre (FORMAT.md "Escapes"): the bit count b - 1 of
+ * z = zigzag(s - c), then the bits below z's leading one. Two puts: together up to 36 bits. */
+static inline void put_escape(BitWriter *bw, int32_t s, int32_t centre) {
+  uint32_t z = ncclz_huff_escape_z(s, centre), b1 = ncclz_bitlen(z) - 1;
+  bw_put(bw, b1, NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+  bw_put(bw, z & ((1u << b1) - 1u), b1);
+}
+
 static void encode_segment(BitWriter *bw, const int32_t *sym, size_t count, const uint32_t *entry,
                            ncclzHuffAlphabet a) {
   uint32_t escape = ncclz_huff_escape_index(a.radius);
@@ -143,31 +159,42 @@ static void encode_segment(BitWriter *bw, const int32_t *sym, size_t count, cons
     uint32_t idx = ncclz_huff_index(sym[i], a);
     uint32_t e = entry[idx];
     bw_put(bw, e & 0xFFFFu, e >> 16);
-    if (idx == escape) bw_put(bw, (uint32_t)sym[i], 32);
+    if (idx == escape) put_escape(bw, sym[i], a.centre);
   }
   bw_align(bw);
 }
 
-/* Writes lo, m, the nibble lengths and nseg; returns the table size (0 if it does not fit). */
-static size_t write_table(uint8_t *dst, size_t cap, const uint8_t *lengths, uint32_t lo, uint32_t m,
-                          size_t nseg) {
-  size_t nibble_bytes = 4 * ncclz_ceil_div(m, 8);
-  size_t size = 8 + nibble_bytes + 4 + 4 * nseg;
+/* Writes [lo: u16][m: u16][u: u32], the length table (dense: a nibble per index; sparse: a
+ * presence bitmap, then a nibble per present index) and nseg; returns the head size including the
+ * nseg offsets (0 if it does not fit). Bit j of the bitmap is bit j % 8 of its byte j / 8. */
+static size_t write_table(uint8_t *dst, size_t cap, const uint8_t *lengths, TableSpan t, size_t nseg) {
+  size_t bitmap_bytes = 4 * (size_t)ncclz_huff_bitmap_words(t.m, t.u);
+  size_t nibble_bytes = 4 * (size_t)ncclz_huff_nibble_words(t.m, t.u);
+  size_t size = 8 + bitmap_bytes + nibble_bytes + 4 + 4 * nseg;
   if (size > cap) return 0;
-  ncclz_store_u32(dst, lo);
-  ncclz_store_u32(dst + 4, m);
-  memset(dst + 8, 0, nibble_bytes);
-  for (uint32_t j = 0; j < m; j++) dst[8 + j / 2] |= (uint8_t)(lengths[lo + j] << (4 * (j & 1)));
-  ncclz_store_u32(dst + 8 + nibble_bytes, (uint32_t)nseg);
+  ncclz_store_u32(dst, ncclz_huff_table_word0(t.lo, t.m));
+  ncclz_store_u32(dst + 4, t.u);
+  uint8_t *bitmap = dst + 8, *nibbles = bitmap + bitmap_bytes;
+  memset(bitmap, 0, bitmap_bytes + nibble_bytes);
+  uint32_t k = 0; /* next nibble */
+  for (uint32_t j = 0; j < t.m; j++) {
+    uint8_t len = lengths[t.lo + j];
+    if (bitmap_bytes) {
+      if (!len) continue;
+      bitmap[j / 8] |= (uint8_t)(1u << (j % 8));
+    }
+    nibbles[k / 2] |= (uint8_t)(len << (4 * (k & 1)));
+    k++;
+  }
+  ncclz_store_u32(nibbles + nibble_bytes, (uint32_t)nseg);
   return size;
 }
 
 static ncclzStatus encode_with_book(const int32_t *sym, size_t n, size_t seg, EncodeWork *w, uint32_t K,
                                     ncclzHuffAlphabet a, uint8_t *dst, size_t cap, size_t *out_len) {
-  uint32_t lo, m;
-  build_code_book(w, K, &lo, &m);
+  TableSpan t = build_code_book(w, K);
   size_t nseg = ncclz_ceil_div(n, seg);
-  size_t head = write_table(dst, cap, w->lengths, lo, m, nseg);
+  size_t head = write_table(dst, cap, w->lengths, t, nseg);
   if (head == 0)
     return ncclzSetError(NCCLZ_ERR_CAPACITY, "huffman: the code table and %zu segment offsets do not fit in %zu bytes",
                          nseg, cap);
@@ -216,16 +243,63 @@ typedef struct {
   uint16_t *sorted;                         /* indices by (length, index) */
 } DecodeBook;
 
-/* Reads and validates the nibble lengths (lo .. lo+m-1 of K) into lengths[K]. */
-static ncclzStatus read_lengths(const uint8_t *nibbles, uint32_t lo, uint32_t m, uint32_t K, uint8_t *lengths,
-                                size_t n) {
-  memset(lengths, 0, K);
-  for (uint32_t j = 0; j < m; j++) lengths[lo + j] = (nibbles[j / 2] >> (4 * (j & 1))) & 15u;
-  size_t nibble_bytes = 4 * ncclz_ceil_div(m, 8);
-  for (size_t b = m / 2; b < nibble_bytes; b++) {
-    uint8_t pad = (b == m / 2 && (m & 1)) ? (uint8_t)(nibbles[b] & 0xF0u) : nibbles[b];
-    if (pad) return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: nonzero padding after the %u code lengths", m);
+static inline uint32_t nibble_at(const uint8_t *nibbles, uint32_t k) { return (nibbles[k / 2] >> (4 * (k & 1))) & 15u; }
+static inline uint32_t bit_at(const uint8_t *bits, uint32_t j) { return (bits[j / 8] >> (j % 8)) & 1u; }
+
+/* 1 if every bit from bit `from` to the end of `bytes` bytes is zero (padding). */
+static int zero_from_bit(const uint8_t *p, size_t from, size_t bytes) {
+  for (size_t b = from / 8; b < bytes; b++) {
+    uint8_t v = b == from / 8 ? (uint8_t)(p[b] >> (from % 8)) : p[b];
+    if (v) return 0;
   }
+  return 1;
+}
+
+/* Dense table: a nibble per index lo+j, j < m; exactly u of them nonzero. */
+static ncclzStatus read_dense(const uint8_t *nibbles, const TableSpan *t, uint8_t *lengths) {
+  uint32_t used = 0;
+  for (uint32_t j = 0; j < t->m; j++) {
+    lengths[t->lo + j] = (uint8_t)nibble_at(nibbles, j);
+    used += lengths[t->lo + j] != 0;
+  }
+  if (used != t->u)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: %u nonzero code lengths, the table header says %u", used, t->u);
+  if (!zero_from_bit(nibbles, 4 * (size_t)t->m, 4 * (size_t)ncclz_huff_nibble_words(t->m, t->u)))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: nonzero padding after the %u code lengths", t->m);
+  return NCCLZ_OK;
+}
+
+/* Sparse table: a bitmap of m bits, then a nonzero nibble per set bit; exactly u bits set. The
+ * count is checked before each nibble is read, so a bitmap with too many bits stops in bounds. */
+static ncclzStatus read_sparse(const uint8_t *bitmap, const TableSpan *t, uint8_t *lengths) {
+  size_t bitmap_bytes = 4 * (size_t)ncclz_huff_bitmap_words(t->m, t->u);
+  const uint8_t *nibbles = bitmap + bitmap_bytes;
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < t->m; j++) {
+    if (!bit_at(bitmap, j)) continue;
+    if (k == t->u)
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: the presence bitmap has more than the %u bits the table header says",
+                           t->u);
+    uint32_t len = nibble_at(nibbles, k++);
+    if (len == 0)
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: index %u is marked present but has code length 0", t->lo + j);
+    lengths[t->lo + j] = (uint8_t)len;
+  }
+  if (k != t->u)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: the presence bitmap has %u bits set, the table header says %u", k,
+                         t->u);
+  if (!zero_from_bit(bitmap, t->m, bitmap_bytes))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: nonzero padding after the %u bits of the presence bitmap", t->m);
+  if (!zero_from_bit(nibbles, 4 * (size_t)t->u, 4 * (size_t)ncclz_huff_nibble_words(t->m, t->u)))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: nonzero padding after the %u code lengths", t->u);
+  return NCCLZ_OK;
+}
+
+/* Reads and validates the length table (after [lo][m][u]) into lengths[K]. */
+static ncclzStatus read_lengths(const uint8_t *table, const TableSpan *t, uint32_t K, uint8_t *lengths, size_t n) {
+  memset(lengths, 0, K);
+  ncclzStatus st = ncclz_huff_table_sparse(t->m, t->u) ? read_sparse(table, t, lengths) : read_dense(table, t, lengths);
+  if (st != NCCLZ_OK) return st;
   uint64_t kraft = ncclz_huff_kraft(lengths, K);
   if (kraft > (1u << NCCLZ_HUFF_MAX_LEN))
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: code lengths oversubscribe the code space (Kraft sum %llu/32768)",
@@ -307,6 +381,18 @@ static ncclzStatus check_segment_end(const BitReader *br, size_t k) {
   return NCCLZ_OK;
 }
 
+/* The offset after an escape code (FORMAT.md "Escapes"): 5 bits of b - 1, then the b - 1 bits of z
+ * below its leading one. Each refill leaves at least 32 bits, enough for either field. */
+static inline int32_t read_escape(BitReader *br, int32_t centre) {
+  br_refill(br);
+  uint32_t b1 = (uint32_t)br->buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+  br_skip(br, NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+  br_refill(br);
+  uint32_t z = 1u << b1 | ((uint32_t)br->buf & ((1u << b1) - 1u));
+  br_skip(br, b1);
+  return ncclz_huff_unescape(z, centre);
+}
+
 static ncclzStatus decode_segment(const DecodeBook *b, BitReader *br, int32_t *out, size_t count,
                                   ncclzHuffAlphabet a, size_t k) {
   const uint32_t escape = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
@@ -322,9 +408,11 @@ static ncclzStatus decode_segment(const DecodeBook *b, BitReader *br, int32_t *o
     br_skip(br, e & LEN_MASK);
     uint32_t idx = e >> 4;
     if (idx == escape) {
-      br_refill(br);
-      out[i] = (int32_t)(uint32_t)br->buf;
-      br_skip(br, 32);
+      out[i] = read_escape(br, a.centre);
+      if (ncclz_huff_index(out[i], a) != escape) /* one encoding per symbol */
+        return ncclzSetError(NCCLZ_ERR_CORRUPT,
+                             "huffman: escape in segment %zu at symbol %zu decodes to %d, which has its own code", k, i,
+                             out[i]);
     } else if (idx == fill) {
       out[i] = NCCLZ_FILL_CODE;
     } else {
@@ -366,21 +454,23 @@ static ncclzStatus decode_segments(const DecodeBook *b, const uint8_t *offsets, 
   return NCCLZ_OK;
 }
 
-/* Parses lo, m and nseg; returns the table size through *head. */
-static ncclzStatus parse_table(const uint8_t *src, size_t len, uint32_t K, size_t nseg, uint32_t *lo,
-                               uint32_t *m, size_t *head) {
+/* Parses [lo][m][u] and nseg; returns the head size (through the offsets) through *head. */
+static ncclzStatus parse_table(const uint8_t *src, size_t len, uint32_t K, size_t nseg, TableSpan *t, size_t *head) {
   if (len < 8) return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: payload of %zu bytes has no code table", len);
-  *lo = ncclz_load_u32(src);
-  *m = ncclz_load_u32(src + 4);
-  if (*lo > K || *m > K - *lo)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: code table lo=%u m=%u exceeds the alphabet of %u", *lo, *m, K);
-  size_t nibble_bytes = 4 * ncclz_ceil_div(*m, 8);
-  if (len < 8 + nibble_bytes + 4)
+  uint32_t w0 = ncclz_load_u32(src);
+  t->lo = w0 & 0xFFFFu;
+  t->m = w0 >> 16;
+  t->u = ncclz_load_u32(src + 4);
+  if (t->lo > K || t->m > K - t->lo || t->u > t->m)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: code table lo=%u m=%u u=%u exceeds the alphabet of %u", t->lo,
+                         t->m, t->u, K);
+  size_t table_bytes = 4 * (size_t)ncclz_huff_table_words(t->m, t->u);
+  if (len < 8 + table_bytes + 4)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: payload of %zu bytes is shorter than its code table", len);
-  uint32_t stored_nseg = ncclz_load_u32(src + 8 + nibble_bytes);
+  uint32_t stored_nseg = ncclz_load_u32(src + 8 + table_bytes);
   if (stored_nseg != nseg)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: %u segments stored, %zu expected", stored_nseg, nseg);
-  *head = 8 + nibble_bytes + 4 + 4 * nseg;
+  *head = 8 + table_bytes + 4 + 4 * nseg;
   if (len < *head)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: payload of %zu bytes is shorter than its %zu segment offsets",
                          len, nseg);
@@ -396,9 +486,10 @@ ncclzStatus ncclzHuffmanDecode(const uint8_t *src, size_t len, const ncclzCoderP
   if (!radius_valid(alpha.radius))
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "huffman: radius %u is not a power of two in 1..%d", alpha.radius,
                          NCCLZ_HUFF_MAX_RADIUS);
-  uint32_t K = ncclz_huff_alphabet_size(alpha.radius), lo = 0, m = 0;
+  uint32_t K = ncclz_huff_alphabet_size(alpha.radius);
+  TableSpan t = {0, 0, 0};
   size_t nseg = ncclz_ceil_div(n, seg), head = 0;
-  ncclzStatus st = parse_table(src, len, K, nseg, &lo, &m, &head);
+  ncclzStatus st = parse_table(src, len, K, nseg, &t, &head);
   if (st != NCCLZ_OK) return st;
   st = check_offsets(src + head - 4 * nseg, nseg, len - head);
   if (st != NCCLZ_OK) return st;
@@ -408,7 +499,7 @@ ncclzStatus ncclzHuffmanDecode(const uint8_t *src, size_t len, const ncclzCoderP
   if (!book || !lengths || !sorted) {
     st = ncclzSetError(NCCLZ_ERR_NOMEM, "huffman: cannot allocate the decode tables");
   } else {
-    st = read_lengths(src + 8, lo, m, K, lengths, n);
+    st = read_lengths(src + 8, &t, K, lengths, n);
     if (st == NCCLZ_OK) {
       book->sorted = sorted;
       build_decode_book(book, lengths, K);

@@ -1,6 +1,7 @@
 /* RAW coder (symbols as little-endian words), coder parameter defaults and size bounds. */
 #include "ncclz/codecs.h"
 #include "hd_util.h"
+#include "huff_codebook.h"
 
 void ncclzCoderParamsDefault(ncclzCoderParams *p) {
   p->fixedlen_tile_blocks = 256;
@@ -16,14 +17,15 @@ static size_t fixedlen_bound(const ncclzCoderParams *p, size_t n) {
   return 4 * ncclz_ceil_div(5 * nb, 32) + 4 * ncclz_ceil_div(nb, tile) + 4 * 32 * nb;
 }
 
-/* HUFFMAN: lo, m, the largest nibble table (K = 8194 lengths), nseg and the offsets, and per
- * segment at most 47 bits a symbol (a 15-bit escape code + 32 raw bits) plus one padding word. */
+/* HUFFMAN: lo, m, u, the largest length table (dense, K = 8194 nibbles: never larger than the
+ * sparse one it is chosen over), nseg and the offsets, and per segment at most
+ * NCCLZ_HUFF_MAX_SYMBOL_BITS (51) bits a symbol (a 15-bit escape code, a 5-bit count and 31
+ * bits) plus one padding word. */
 static size_t huffman_bound(const ncclzCoderParams *p, size_t n) {
   size_t seg = p && p->huffman_segment ? p->huffman_segment : 1;
   size_t nseg = ncclz_ceil_div(n, seg);
-  size_t max_syms = 2 * (size_t)NCCLZ_HUFF_MAX_RADIUS + 1;
-  size_t table = 8 + 4 * ncclz_ceil_div(max_syms, 8) + 4 + 4 * nseg;
-  return table + 4 * ncclz_ceil_div(47 * n, 32) + 4 * nseg;
+  size_t table = 8 + 4 * ncclz_ceil_div(NCCLZ_HUFF_MAX_SYMS, 8) + 4 + 4 * nseg;
+  return table + 4 * ncclz_ceil_div(NCCLZ_HUFF_MAX_SYMBOL_BITS * n, 32) + 4 * nseg;
 }
 
 size_t ncclzCoderBound(ncclzCoder c, const ncclzCoderParams *p, size_t n) {

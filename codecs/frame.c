@@ -127,8 +127,9 @@ static ncclzStatus check_header_prefix(const uint8_t *src, size_t avail, uint32_
   if (magic != magic_want)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "bad %s magic 0x%08x (expected 0x%08x \"%s\")", what, magic, magic_want, tag);
   if (src[4] != NCCLZ_FORMAT_VERSION)
-    return ncclzSetError(NCCLZ_ERR_CORRUPT, "unsupported %s version %u (this build reads version %d)", what, src[4],
-                         NCCLZ_FORMAT_VERSION);
+    return ncclzSetError(NCCLZ_ERR_CORRUPT,
+                         "unsupported %s version %u (this build reads version %d only; re-encode the data with it)",
+                         what, src[4], NCCLZ_FORMAT_VERSION);
   uint32_t stored = ncclz_load_u32(src + 60), computed = ncclz_fnv1a(src, 60);
   if (stored != computed)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "%s header checksum mismatch (stored 0x%08x, computed 0x%08x)", what,

@@ -54,6 +54,53 @@ NCCLZ_INLINE uint32_t ncclz_huff_index(int32_t s, ncclzHuffAlphabet a) {
   return s == NCCLZ_FILL_CODE ? ncclz_huff_fill_index(a.radius) : ncclz_huff_escape_index(a.radius);
 }
 
+/* ------------------------------------------------------------ escapes (FORMAT.md "Escapes")
+ * After the escape code comes z = zigzag(s - c), the difference taken modulo 2^32, as a 5-bit
+ * field holding b - 1 (b = bit length of z) and then the b - 1 bits of z below its leading one.
+ * Any int32 round-trips (s -> z is a bijection of 32-bit words, and an escaped symbol has z != 0),
+ * in at most 5 + 31 bits; the coastline-sized outliers of real data cost 15-20 bits, not 32. */
+#define NCCLZ_HUFF_ESCAPE_COUNT_BITS 5u
+/* The most one symbol costs: a 15-bit escape code, the count and 31 bits. */
+#define NCCLZ_HUFF_MAX_SYMBOL_BITS (NCCLZ_HUFF_MAX_LEN + NCCLZ_HUFF_ESCAPE_COUNT_BITS + 31u)
+
+NCCLZ_INLINE uint32_t ncclz_huff_escape_z(int32_t s, int32_t centre) {
+  uint32_t d = (uint32_t)s - (uint32_t)centre;
+  return (d << 1) ^ (0u - (d >> 31));
+}
+NCCLZ_INLINE int32_t ncclz_huff_unescape(uint32_t z, int32_t centre) {
+  return (int32_t)((uint32_t)centre + (uint32_t)ncclz_unzigzag(z));
+}
+/* Bits after the escape code for this z (z != 0). */
+NCCLZ_INLINE uint32_t ncclz_huff_escape_bits(uint32_t z) { return NCCLZ_HUFF_ESCAPE_COUNT_BITS + ncclz_bitlen(z) - 1u; }
+
+/* ------------------------------------------------ code length table (FORMAT.md "Code lengths")
+ * The lengths of indices lo .. lo+m-1, u of them nonzero, in one of two layouts: dense (m
+ * nibbles) or sparse (an m-bit presence bitmap, then the u nonzero nibbles). The smaller is used,
+ * dense on a tie, so (m, u) alone tell the decoder which: no flag, one encoding per table. Sparse
+ * wins where a few used indices are spread over a wide window (outliers, fill codes at its top
+ * end); dense where nearly every index is used (gradients), whose bitmap would be pure cost.
+ * Arguments must be validated first (u <= m <= NCCLZ_HUFF_MAX_SYMS). */
+NCCLZ_INLINE int ncclz_huff_table_sparse(uint32_t m, uint32_t u) {
+  return (m + 31u) / 32u + (u + 7u) / 8u < (m + 7u) / 8u;
+}
+NCCLZ_INLINE uint32_t ncclz_huff_bitmap_words(uint32_t m, uint32_t u) {
+  return ncclz_huff_table_sparse(m, u) ? (m + 31u) / 32u : 0u;
+}
+NCCLZ_INLINE uint32_t ncclz_huff_nibble_words(uint32_t m, uint32_t u) {
+  return ncclz_huff_table_sparse(m, u) ? (u + 7u) / 8u : (m + 7u) / 8u;
+}
+/* Words of the table between [lo m][u] and [nseg]. */
+NCCLZ_INLINE uint32_t ncclz_huff_table_words(uint32_t m, uint32_t u) {
+  return ncclz_huff_bitmap_words(m, u) + ncclz_huff_nibble_words(m, u);
+}
+/* The table's first word: lo and m as 16-bit fields (both <= K <= 8194), so that with u in the
+ * next word the table costs no more than version 1's [lo][m] when it is dense. */
+NCCLZ_INLINE uint32_t ncclz_huff_table_word0(uint32_t lo, uint32_t m) { return lo | m << 16; }
+/* The head of the payload: [lo m][u], the table, [nseg], nseg offsets. */
+NCCLZ_INLINE uint64_t ncclz_huff_head_words(uint32_t m, uint32_t u, uint64_t nseg) {
+  return 3u + (uint64_t)ncclz_huff_table_words(m, u) + nseg;
+}
+
 /* Stable ascending sort of 64-bit keys (bottom-up merge sort); tmp holds m keys. Keys are
  * distinct (they contain the index), so the result does not depend on the algorithm. */
 NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {

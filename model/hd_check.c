@@ -12,8 +12,9 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
                                    uint64_t n, ncclzReaDecision *out) {
   ncclzSamplePlan plan;
   ncclz_rea_sample_plan(n, 65536, 8, &plan);
-  ncclzSampleStats stats = {0, 0, 0, 0, 0.0, 0};
+  ncclzSampleStats stats = {0, 0, 0, 0, 0.0, 0, 0};
   uint32_t freq[NCCLZ_REA_HIST_TOTAL] = {0};
+  uint64_t escape_bits = 0;
   uint8_t len[NCCLZ_REA_HIST_TOTAL] = {0};
   for (uint32_t i = 0; i < plan.count; i++) {
     uint64_t start, count;
@@ -22,11 +23,14 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
       stats.width_sum += ncclz_rea_block_width(sym + start + b, count - b < 32 ? count - b : 32);
       stats.blocks_sampled++;
     }
-    for (uint64_t k = start; k < start + count; k++)
-      freq[ncclz_rea_hist_bin(ncclz_rea_huff_index(sym[k], 0, 128), 128, ncclz_rea_hist_first_index(0, 1, 0, 128))]++;
+    for (uint64_t k = start; k < start + count; k++) {
+      uint32_t bin = ncclz_rea_hist_bin(ncclz_rea_huff_index(sym[k], 0, 128), 128, ncclz_rea_hist_first_index(0, 1, 0, 128));
+      freq[bin]++;
+      if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(sym[k], 0);
+    }
     stats.n_sampled += count;
   }
-  stats.huffman_bits = ncclz_rea_huffman_bits(freq, len, 2);
+  stats.huffman_bits = ncclz_rea_huffman_bits(freq, len, 2, escape_bits);
   stats.huffman_valid = stats.n_sampled > 0;
   ncclzCoderParams cp;
   cp.fixedlen_tile_blocks = 256;

@@ -213,13 +213,20 @@ NCCLZ_REA_FN uint32_t ncclz_rea_hist_bin(int64_t idx, uint32_t radius, int64_t f
   return bin >= 0 && bin < NCCLZ_REA_HIST_BINS ? (uint32_t)bin : NCCLZ_REA_HIST_TAIL;
 }
 
-/* Expected coded bits of the histogram under code lengths `len`: an escape adds the 32-bit
- * symbol; a tail symbol adds the bits that tell apart the distinct tail values seen
- * (ceil(log2(distinct)) = bit length of distinct-1). */
-NCCLZ_REA_FN double ncclz_rea_huffman_bits(const uint32_t *freq, const uint8_t *len, uint32_t distinct_tail) {
+/* Bits an escaped symbol adds after its code (FORMAT.md "Escapes"): the coder's own rule, its
+ * offset from the centre as a 5-bit count and the bits below the zigzag's leading one. */
+NCCLZ_REA_FN uint32_t ncclz_rea_escape_bits(int32_t s, int32_t centre) {
+  return ncclz_huff_escape_bits(ncclz_huff_escape_z(s, centre));
+}
+
+/* Expected coded bits of the histogram under code lengths `len`: the escapes add escape_bits
+ * (their offsets, summed as the sample was taken); a tail symbol adds the bits that tell apart
+ * the distinct tail values seen (ceil(log2(distinct)) = bit length of distinct-1). */
+NCCLZ_REA_FN double ncclz_rea_huffman_bits(const uint32_t *freq, const uint8_t *len, uint32_t distinct_tail,
+                                           uint64_t escape_bits) {
   double bits = 0.0;
   for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) bits += (double)freq[b] * len[b];
-  bits += 32.0 * freq[NCCLZ_REA_HIST_ESCAPE];
+  bits += (double)escape_bits;
   if (distinct_tail > 1) bits += (double)freq[NCCLZ_REA_HIST_TAIL] * ncclz_rea_bit_length(distinct_tail - 1);
   return bits;
 }
@@ -236,11 +243,13 @@ typedef struct {
   uint64_t count;
 } ncclzReaRange;
 
-/* The Huffman part of a sample: histogram, distinct tail values seen, used index span. */
+/* The Huffman part of a sample: histogram, distinct tail values seen, used index span, and the
+ * escapes' offset bits (which depend on each escaped value, not just on its bin). */
 typedef struct {
   uint32_t freq[NCCLZ_REA_HIST_TOTAL];
   uint64_t tail_seen[(2 * NCCLZ_HUFF_MAX_RADIUS + 63) / 64];
   int64_t lo_index, hi_index;
+  uint64_t escape_bits;
 } ncclzReaHuffSample;
 
 NCCLZ_REA_FN void ncclz_rea_range_init(ncclzReaRange *r) {
@@ -272,6 +281,7 @@ NCCLZ_REA_FN void ncclz_rea_hist_init(ncclzReaHuffSample *h, ncclzHuffAlphabet a
   for (unsigned w = 0; w < sizeof h->tail_seen / sizeof h->tail_seen[0]; w++) h->tail_seen[w] = 0;
   h->lo_index = 2 * (int64_t)a.radius;
   h->hi_index = 0;
+  h->escape_bits = 0;
 }
 
 /* The bin of one symbol and its index (for the span); a tail symbol also marks tail_seen. */
@@ -287,6 +297,7 @@ NCCLZ_REA_FN void ncclz_rea_hist_add(ncclzReaHuffSample *h, int32_t s, ncclzHuff
   if (idx > h->hi_index) h->hi_index = idx;
   h->freq[bin]++;
   if (bin == NCCLZ_REA_HIST_TAIL) h->tail_seen[idx / 64] |= 1ull << (idx % 64);
+  if (bin == NCCLZ_REA_HIST_ESCAPE) h->escape_bits += ncclz_rea_escape_bits(s, a.centre);
 }
 
 NCCLZ_REA_FN uint32_t ncclz_rea_popcount64(uint64_t w) {
@@ -302,13 +313,18 @@ typedef struct {
   uint8_t len[NCCLZ_REA_HIST_TOTAL];
 } ncclzReaLenScratch;
 
-/* The Huffman statistics from a finished histogram and its code lengths: expected bits, span. */
+/* The Huffman statistics from a finished histogram and its code lengths: expected bits, the
+ * table's span and its used indices (the distinct indices seen: fine bins, tail values, escape,
+ * fill). */
 NCCLZ_REA_FN void ncclz_rea_hist_finish_lengths(const ncclzReaHuffSample *h, const uint8_t *len, ncclzSampleStats *st) {
   uint32_t distinct_tail = 0;
   for (unsigned k = 0; k < sizeof h->tail_seen / sizeof h->tail_seen[0]; k++)
     distinct_tail += ncclz_rea_popcount64(h->tail_seen[k]);
-  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, len, distinct_tail);
+  uint32_t used = distinct_tail;
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) used += b != NCCLZ_REA_HIST_TAIL && h->freq[b] != 0;
+  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, len, distinct_tail, h->escape_bits);
   st->huffman_table_span = (uint32_t)(h->hi_index - h->lo_index + 1);
+  st->huffman_table_used = used;
   st->huffman_valid = st->n_sampled > 0;
 }
 
@@ -349,13 +365,15 @@ NCCLZ_REA_FN uint64_t ncclz_rea_fixedlen_payload(const ncclzSampleStats *s, uint
   return 4 * ncclz_ceil_div(5 * nb, 32) + 4 * nt + 4 * width_sum;
 }
 
-/* HUFFMAN payload (FORMAT.md): lengths table [lo][m][m nibbles padded to a word], segment table
- * [nseg][nseg offsets], bit stream (the sample's expected bits per symbol, scaled, plus half a
- * word of padding per segment on average), rounded up to whole words. */
+/* HUFFMAN payload (FORMAT.md): [lo m][u] and the dense or sparse length table of the sample's
+ * span and used indices, segment table [nseg][nseg offsets], bit stream (the sample's expected
+ * bits per symbol, escapes' offsets included, scaled, plus half a word of padding per segment on
+ * average), rounded up to whole words. */
 NCCLZ_REA_FN uint64_t ncclz_rea_huffman_payload(const ncclzSampleStats *s, uint64_t n, uint32_t segment) {
   if (n == 0) return 0;
   uint64_t nseg = ncclz_ceil_div(n, segment ? segment : 1);
-  uint64_t table = 8 + 4 * ncclz_ceil_div(s->huffman_table_span, 8);
+  uint32_t span = s->huffman_table_span, used = s->huffman_table_used < span ? s->huffman_table_used : span;
+  uint64_t table = 8 + 4 * (uint64_t)ncclz_huff_table_words(span, used);
   uint64_t seg_table = 4 + 4 * nseg;
   double bits = s->n_sampled ? s->huffman_bits * ((double)n / (double)s->n_sampled) : 32.0 * (double)n;
   uint64_t stream_bits = (uint64_t)bits + 1 + 16 * nseg;

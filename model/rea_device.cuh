@@ -71,6 +71,7 @@ __device__ inline void ncclz_rea_block_range(const int32_t *sym, const ncclzSamp
 
 __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSamplePlan *plan, ncclzReaBlockShared &s) {
   long long lo = 2 * (long long)s.alpha.radius, hi = 0;
+  unsigned long long escape_bits = 0; /* as ncclz_rea_hist_add: an integer sum, the host's bit for bit */
   ncclz_rea_for_sample_blocks(plan, [&](uint64_t at, uint64_t len) {
     for (uint64_t k = at; k < at + len; k++) {
       int64_t idx;
@@ -79,10 +80,12 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
       hi = idx > hi ? idx : hi;
       atomicAdd(&s.h.freq[bin], 1u);
       if (bin == NCCLZ_REA_HIST_TAIL) atomicOr((unsigned long long *)&s.h.tail_seen[idx / 64], 1ull << (idx % 64));
+      if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(sym[k], s.alpha.centre);
     }
   });
   atomicMin(&s.lo_index, lo);
   atomicMax(&s.hi_index, hi);
+  if (escape_bits) atomicAdd((unsigned long long *)&s.h.escape_bits, escape_bits);
 }
 
 /* Sorts the block's keys (one per bin; unused bins as ~0 sort last) into s.w.s64 ascending. */
@@ -190,6 +193,7 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   __syncthreads();
   for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) s.h.freq[b] = 0;
   for (uint32_t w = threadIdx.x; w < sizeof s.h.tail_seen / sizeof s.h.tail_seen[0]; w += blockDim.x) s.h.tail_seen[w] = 0;
+  if (threadIdx.x == 0) s.h.escape_bits = 0;
   __syncthreads();
   ncclz_rea_block_hist(sym, &plan, s);
   __syncthreads();

@@ -4,7 +4,7 @@
  * FIXEDLEN: the stored width of every sampled 32-symbol block (the exact rule of FORMAT.md).
  * HUFFMAN: a 256-bin histogram of alphabet indices around the sample's mean, plus a tail bin
  * (in the alphabet but outside the 256 bins) and an escape bin, coded with ncclzHuffLengths; the
- * expected code length is the histogram weighted by those lengths.
+ * expected code length is the histogram weighted by those lengths, plus the escapes' offsets.
  * Positions, widths, bins and bits are the shared functions of rea_decide.h: the device-side
  * selector computes the same statistics with them (its histogram in parallel). */
 #include "ncclz/model.h"
@@ -83,6 +83,7 @@ ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t fra
     out->huffman_bits += f.huffman_bits;
     out->huffman_valid |= f.huffman_valid;
     if (f.huffman_table_span > out->huffman_table_span) out->huffman_table_span = f.huffman_table_span;
+    if (f.huffman_table_used > out->huffman_table_used) out->huffman_table_used = f.huffman_table_used;
   }
   return NCCLZ_OK;
 }

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { D_GAUSS, D_WIDE, D_EQUAL, D_ZERO, D_EXTREME, D_ESCAPES, D_FILL, D_LOW_EDGE, D_COUNT };
-static const char *const dist_names[D_COUNT] = {"gauss", "wide", "equal", "zero", "extreme", "escapes", "fill", "low-edge"};
+enum { D_GAUSS, D_WIDE, D_EQUAL, D_ZERO, D_EXTREME, D_ESCAPES, D_FILL, D_LOW_EDGE, D_FAR, D_HIGH_EDGE, D_SPARSE, D_COUNT };
+static const char *const dist_names[D_COUNT] = {"gauss",    "wide", "equal",    "zero",      "extreme", "escapes",
+                                                "fill",     "low-edge", "far", "high-edge", "sparse"};
 static const size_t sizes[] = {0, 1, 31, 32, 33, 1000, 8191, 8193, 100003};
 
 static int32_t small_gauss(uint64_t *rng, double sigma) {
@@ -22,6 +23,8 @@ static int32_t small_gauss(uint64_t *rng, double sigma) {
 
 static int32_t draw(int dist, uint64_t *rng) {
   static const int32_t extremes[] = {INT32_MIN, INT32_MAX, 0, -1, INT32_MIN + 1, INT32_MAX - 1};
+  /* Escapes whose offsets from a centre near 0 need all 32 bits of the zigzag (and 31, 30). */
+  static const int32_t far[] = {INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, INT32_MIN + 2, 1 << 30, -(1 << 30), 12345};
   switch (dist) {
   case D_GAUSS: return small_gauss(rng, 3.0);
   case D_WIDE: return (int32_t)(uint32_t)tu_rand(rng);
@@ -30,7 +33,13 @@ static int32_t draw(int dist, uint64_t *rng) {
   case D_EXTREME: return extremes[tu_rand(rng) % 6];
   case D_ESCAPES: return tu_uniform(rng) < 0.3 ? (int32_t)(uint32_t)tu_rand(rng) : small_gauss(rng, 20.0);
   case D_FILL: return tu_uniform(rng) < 0.1 ? NCCLZ_FILL_CODE : small_gauss(rng, 100.0);
-  default: return tu_uniform(rng) < 0.2 ? INT32_MIN : INT32_MIN + 1 + (int32_t)(tu_rand(rng) % 40);
+  case D_LOW_EDGE: return tu_uniform(rng) < 0.2 ? INT32_MIN : INT32_MIN + 1 + (int32_t)(tu_rand(rng) % 40);
+  case D_FAR: return tu_uniform(rng) < 0.1 ? far[tu_rand(rng) % 7] : small_gauss(rng, 3.0);
+  /* A centre near INT32_MAX: escapes at the other end wrap around in the 32-bit offset. */
+  case D_HIGH_EDGE: return tu_uniform(rng) < 0.1 ? (tu_rand(rng) & 1 ? INT32_MIN : INT32_MIN + 1)
+                                                 : INT32_MAX - (int32_t)(tu_rand(rng) % 40);
+  /* Few values spread over a wide window: the sparse length table. */
+  default: return 97 * (int32_t)(tu_rand(rng) % 61) - 2900;
   }
 }
 
@@ -194,10 +203,12 @@ static void test_real_data(void) {
 /* ------------------------------------------------------------ golden bytes */
 
 /* A hand-computed HUFFMAN payload: symbols 0,0,0,1,1,2 -> median c = 0, spread d = 2, R = 8,
- * indices 8,9,10 with lengths 1,2,2 and codes 0, 10, 11. */
+ * indices 8,9,10 with lengths 1,2,2 and codes 0, 10, 11: [lo 8, m 3 (u16 each)][u 3], a dense
+ * table (three nibbles; the sparse one would need a bitmap word more), nseg 1, offset 0, the
+ * stream. */
 static void test_huffman_golden(void) {
   const int32_t sym[] = {0, 0, 0, 1, 1, 2};
-  const uint8_t want[] = {8, 0, 0, 0, 3, 0, 0, 0, 0x21, 0x02, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xA8, 0x01, 0, 0};
+  const uint8_t want[] = {8, 0, 3, 0, 3, 0, 0, 0, 0x21, 0x02, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xA8, 0x01, 0, 0};
   ncclzCoderParams p;
   ncclzCoderParamsDefault(&p);
   uint8_t buf[64];
@@ -206,7 +217,7 @@ static void test_huffman_golden(void) {
   CHECK(ncclzHuffmanEncode(sym, 6, &p, buf, sizeof buf, &len, &a) == NCCLZ_OK, "%s", ncclzLastError());
   CHECK(a.centre == 0 && a.radius == 8, "alphabet c=%d R=%u", a.centre, a.radius);
   CHECK(len == sizeof want && memcmp(buf, want, sizeof want) == 0, "huffman golden bytes differ (len %zu)", len);
-  /* n = 0: lo = 0, m = 0, nseg = 0. */
+  /* n = 0: lo = 0, m = 0, u = 0, nseg = 0. */
   CHECK(ncclzHuffmanEncode(sym, 0, &p, buf, sizeof buf, &len, &a) == NCCLZ_OK && len == 12, "empty huffman len %zu", len);
   /* The alphabet rule: sample median as centre, radius the power of two >= 2 (spread + 1). */
   const int32_t two[] = {-3, 4}, neg[] = {-5, -2}, wide[] = {-100000, 100000}, full[] = {INT32_MIN + 1, INT32_MAX},

@@ -10,6 +10,7 @@
  * `test_fuzz_replay --write-corpus DIR` writes a few small seed frames for the libFuzzer target.
  */
 #include "ncclz/codecs.h"
+#include "../codecs/huff_codebook.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -36,7 +37,14 @@ static int32_t draw(int shape, uint64_t *rng) {
   case 1: return (int32_t)(uint32_t)tu_rand(rng);                                     /* wide */
   case 2: return tu_uniform(rng) < 0.2 ? (int32_t)(uint32_t)tu_rand(rng) : (int32_t)g; /* escapes */
   case 3: return tu_uniform(rng) < 0.2 ? NCCLZ_FILL_CODE : INT32_MIN + 1 + (int32_t)(tu_rand(rng) % 9);
-  default: return (int32_t)floor(g * 300.0); /* a large alphabet: long codes */
+  case 4: return (int32_t)floor(g * 300.0); /* a large alphabet: long codes */
+  /* HUFFMAN's sparse length table (few values over a wide window, the fill index at its top) and
+   * escapes at the int32 extremes (36-bit offsets) */
+  default: {
+    static const int32_t far[] = {INT32_MAX, INT32_MIN + 1, 1 << 30};
+    double u = tu_uniform(rng);
+    return u < 0.05 ? NCCLZ_FILL_CODE : u < 0.1 ? far[tu_rand(rng) % 3] : 97 * (int32_t)(tu_rand(rng) % 41) - 2000;
+  }
   }
 }
 
@@ -76,7 +84,7 @@ static void build_corpus(void) {
   ncclzCoderParamsDefault(&defaults);
   uint64_t seed = 1;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
-    for (int shape = 0; shape < 5; shape++)
+    for (int shape = 0; shape < 6; shape++)
       for (size_t k = 0; k < 5 && corpus_size < MAX_CORPUS; k++) {
         if (sizes[k] == 0 && shape) continue;
         const ncclzCoderParams *p = (k + (size_t)shape) % 2 ? &tiny : &defaults;
@@ -84,6 +92,18 @@ static void build_corpus(void) {
         if (sizes[k] > 64 * 64) quant = 0;
         corpus[corpus_size++] = make_frame((ncclzCoder)c, shape, sizes[k], quant, p, seed++);
       }
+}
+
+/* HUFFMAN corpus frames with a dense and with a sparse length table: both parsers get mutants. */
+static void count_table_kinds(int *dense, int *sparse) {
+  *dense = *sparse = 0;
+  for (int i = 0; i < corpus_size; i++) {
+    const uint8_t *f = corpus[i].bytes;
+    if (corpus[i].len < 64 + 8 || f[5] != NCCLZ_CODER_HUFFMAN) continue;
+    const uint8_t *t = f + 64 + ((uint32_t)f[20] | (uint32_t)f[21] << 8); /* after the side data (< 64 KiB here) */
+    uint32_t m = t[2] | t[3] << 8, u = t[4] | t[5] << 8;
+    if (m) ncclz_huff_table_sparse(m, u) ? (*sparse)++ : (*dense)++;
+  }
 }
 
 /* ------------------------------------------------------------ mutations */
@@ -222,6 +242,10 @@ static ncclzStatus decode_one(const uint8_t *src, size_t len) {
 
 static void replay(void) {
   uint64_t rng = 0xF022F022ull;
+  int dense, sparse;
+  count_table_kinds(&dense, &sparse);
+  CHECK(dense > 2 && sparse > 2, "HUFFMAN corpus frames: %d with a dense table, %d with a sparse one", dense, sparse);
+  printf("HUFFMAN corpus frames: %d with a dense length table, %d with a sparse one\n", dense, sparse);
   for (int i = 0; i < corpus_size; i++) decode_one(corpus[i].bytes, corpus[i].len);
   CHECK(outcomes[NCCLZ_OK] == corpus_size, "every corpus frame decodes (%ld of %d)", outcomes[NCCLZ_OK], corpus_size);
   memset(outcomes, 0, sizeof outcomes);
@@ -246,10 +270,10 @@ static int write_corpus(const char *dir) {
   ncclzCoderParams p = {4, 64};
   int written = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
-    for (int kind = 0; kind < 3; kind++) {
-      static const int shapes[] = {0, 2, 4};
-      static const size_t sizes[] = {200, 100, 150};
-      Blob b = make_frame((ncclzCoder)c, shapes[kind], sizes[kind], kind, &p, 77 + (uint64_t)kind);
+    for (int kind = 0; kind < 4; kind++) {
+      static const int shapes[] = {0, 2, 4, 5};
+      static const size_t sizes[] = {200, 100, 150, 300};
+      Blob b = make_frame((ncclzCoder)c, shapes[kind], sizes[kind], kind % 3, &p, 77 + (uint64_t)kind);
       char path[1024];
       snprintf(path, sizeof path, "%s/seed_%s_%d.nczf", dir, ncclzCoderName((ncclzCoder)c), kind);
       FILE *f = fopen(path, "wb");

@@ -1,11 +1,14 @@
 /* GPU codecs against the C reference: frames byte-identical for random and real data (1 element
  * to 64 Mi elements, odd sizes and odd coder parameters), GPU frames decoded on the CPU and CPU
- * frames on the GPU, corrupt frames rejected, and the quantizers' codes identical.
+ * frames on the GPU, corrupt frames rejected, hostile HUFFMAN frames (table, bitmap, nibble and
+ * escape fields edited, checksums resealed) refused by the GPU exactly when the CPU refuses them,
+ * and the quantizers' codes identical.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -158,9 +161,135 @@ static void gen(int kind, size_t n, uint64_t seed, std::vector<int32_t> &s) {
     case 1: s[i] = (int32_t)((r >> 12) % 2000001) - 1000000; break;                   /* wide */
     case 2: s[i] = (r >> 40) % 20 == 0 ? INT32_MIN : (int32_t)((r >> 8) % 41) - 20; break; /* fills */
     case 3: s[i] = (int32_t)(uint32_t)(r >> 16); break;                                /* full 32-bit */
+    case 5: { /* escapes at the int32 extremes around a small bulk: 36-bit escape fields */
+      static const int32_t far[] = {INT32_MAX, INT32_MIN + 1, INT32_MIN, INT32_MAX - 1, INT32_MIN + 2, 1 << 30, -(1 << 30)};
+      s[i] = (r >> 32) % 10 == 0 ? far[(r >> 40) % 7] : (int32_t)((r >> 8) % 7) - 3;
+      break;
+    }
+    case 6: /* a bulk at INT32_MAX: escapes at INT32_MIN + 1 wrap around to small offsets */
+      s[i] = (r >> 32) % 10 == 0 ? ((r >> 40) & 1 ? INT32_MIN : INT32_MIN + 1) : INT32_MAX - (int32_t)((r >> 8) % 40);
+      break;
+    case 7: s[i] = 97 * (int32_t)((r >> 8) % 61) - 2900; break; /* few values, wide window: sparse table */
     default: s[i] = (int32_t)(i % 5); break;
     }
   }
+}
+
+/* ------------------------------------------------------------ hostile HUFFMAN frames */
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Makes an edited frame pass both checksums, so that the coder's own checks see it. */
+static void reseal(std::vector<uint8_t> &m) {
+  uint32_t payload = m[16] | m[17] << 8 | m[18] << 16 | (uint32_t)m[19] << 24;
+  put32(&m[52], ncclzPayloadCheck(&m[64], payload));
+  put32(&m[60], ncclzFnv1a(m.data(), 60));
+}
+
+static std::vector<uint8_t> cpu_huffman_frame(const std::vector<int32_t> &s) {
+  ncclzFrameDesc d;
+  memset(&d, 0, sizeof d);
+  d.dtype = NCCLZ_DTYPE_F32;
+  ncclzCoderParamsDefault(&d.coder_params);
+  size_t cap = ncclzFrameBound(NCCLZ_CODER_HUFFMAN, &d.coder_params, s.size(), 0), len = 0;
+  std::vector<uint8_t> f(cap);
+  ncclzStatus st = ncclzFrameEncode(NCCLZ_CODER_HUFFMAN, s.data(), s.size(), &d, f.data(), cap, &len);
+  CHECK(st == NCCLZ_OK, "cpu huffman frame: %s", ncclzLastError());
+  f.resize(st == NCCLZ_OK ? len : 0);
+  return f;
+}
+
+/* One frame of n symbols decoded on the CPU and on the GPU: both refuse it, or both accept it
+ * with the same symbols. Returns 1 when the GPU refused it. */
+static int decode_both(const std::vector<uint8_t> &fr, size_t n, const char *what) {
+  std::vector<int32_t> cpu(n + 1), gpu(n + 1);
+  ncclzStatus cs = ncclzFrameDecode(fr.data(), fr.size(), NULL, cpu.data(), n, NULL, 0, NULL);
+  std::string cpu_msg = cs == NCCLZ_OK ? "ok" : ncclzLastError();
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = NCCLZ_CODER_HUFFMAN;
+  ncclzCoderParamsDefault(&b.params);
+  b.dtype = NCCLZ_DTYPE_F32;
+  b.n_symbols = n;
+  b.frame_symbols = (uint32_t)n;
+  size_t wsd = ncclzCudaDecodeWorkspaceSize(&b);
+  Dev<uint8_t> din(fr.size()), dws(wsd);
+  Dev<int32_t> dsym(n);
+  Dev<uint32_t> dst(1);
+  CU(cudaMemcpy(din.p, fr.data(), fr.size(), cudaMemcpyHostToDevice));
+  ncclzStatus st = ncclzCudaDecodeBatch(&b, 0, din.p, NULL, fr.size(), fr.size(), dsym.p, NULL, dst.p, dws.p, wsd, 0);
+  CHECK(st == NCCLZ_OK, "%s: gpu decode call: %s", what, ncclzLastError());
+  CU(cudaDeviceSynchronize());
+  uint32_t status = 0;
+  CU(cudaMemcpy(&status, dst.p, 4, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(gpu.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK((cs == NCCLZ_OK) == (status == 0), "%s: cpu \"%s\", gpu \"%s\"", what, cpu_msg.c_str(),
+        ncclzCudaStatusReason(status));
+  if (cs == NCCLZ_OK && status == 0) CHECK(memcmp(cpu.data(), gpu.data(), 4 * n) == 0, "%s: same symbols", what);
+  return status != 0;
+}
+
+/* The escape of INT32_MAX among 127 zeros (tests/test_huffman_format.c's golden frame): every
+ * value of its 5-bit count field, and an old version byte. */
+static void hostile_escape_counts(void) {
+  std::vector<int32_t> s(128, 0);
+  s[5] = INT32_MAX;
+  std::vector<uint8_t> f = cpu_huffman_frame(s);
+  CHECK(f.size() == 64 + 44, "escape frame of %zu bytes (the golden payload is 44)", f.size());
+  if (f.size() != 64 + 44) return;
+  const size_t at = 8 * 64 + 20 * 8 + 6; /* the count: payload bit 166 */
+  char what[64];
+  for (uint32_t count = 0; count < 32; count++) {
+    std::vector<uint8_t> m = f;
+    for (uint32_t i = 0; i < 5; i++) {
+      size_t bit = at + i;
+      m[bit / 8] = (uint8_t)((m[bit / 8] & ~(1u << (bit % 8))) | ((count >> i) & 1u) << (bit % 8));
+    }
+    reseal(m);
+    snprintf(what, sizeof what, "escape count %u", count);
+    decode_both(m, s.size(), what);
+  }
+  std::vector<uint8_t> old = f;
+  old[4] = 1;
+  reseal(old);
+  CHECK(decode_both(old, s.size(), "version 1 frame"), "a version 1 frame is refused on the GPU");
+}
+
+/* Random edits of the table area (word values at the edges, bit flips) and bit flips in the
+ * stream, resealed, on frames with a dense table and far escapes, a sparse table, and a peaked
+ * alphabet: the GPU must agree with the CPU on every one. */
+static void hostile_huffman(void) {
+  static const uint32_t edges[] = {0, 1, 0xFFFFFFFFu, 0xFFFFu, 0x10000u, 31, 32, 33};
+  std::vector<int32_t> s;
+  int tried = 0, refused = 0;
+  for (int kind : {5, 7, 0}) {
+    gen(kind, 3000, 11 + kind, s);
+    std::vector<uint8_t> f = cpu_huffman_frame(s);
+    if (f.size() < 64 + 256) continue;
+    CHECK(!decode_both(f, s.size(), "intact frame"), "kind %d: the intact frame decodes", kind);
+    uint64_t rng = 77 + kind;
+    for (int i = 0; i < 300; i++) {
+      std::vector<uint8_t> m = f;
+      uint64_t r = tu_rand(&rng);
+      if (i % 3 == 0) { /* a table word: an edge value or a small move */
+        size_t w = 64 + 4 * (r % 32);
+        uint32_t old = m[w] | m[w + 1] << 8 | m[w + 2] << 16 | (uint32_t)m[w + 3] << 24;
+        put32(&m[w], (r >> 8) & 1 ? edges[(r >> 9) % 8] : old + (uint32_t)((r >> 12) % 5) - 2);
+      } else {
+        size_t span = i % 3 == 1 ? 256 : f.size() - 64; /* the table area, or anywhere */
+        size_t bit = 8 * 64 + (r >> 4) % (8 * span);
+        m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+      }
+      reseal(m);
+      char what[64];
+      snprintf(what, sizeof what, "kind %d mutant %d", kind, i);
+      refused += decode_both(m, s.size(), what);
+      tried++;
+    }
+  }
+  printf("hostile huffman frames: %d of %d refused, the CPU agreeing on each\n", refused, tried);
 }
 
 static std::vector<float> load_f32(const char *name, size_t *n) {
@@ -253,7 +382,7 @@ int main(int argc, char **argv) {
   std::vector<int32_t> s;
   const size_t sizes[] = {1, 2, 31, 32, 33, 1023, 1025, 8191, 8193, 100003, (1u << 20) + 7};
   for (size_t n : sizes) {
-    for (int kind = 0; kind < 5; kind++) {
+    for (int kind = 0; kind < 8; kind++) {
       if (quick && n > 8193) continue;
       gen(kind, n, n + kind, s);
       char what[64];
@@ -262,6 +391,8 @@ int main(int argc, char **argv) {
       all_coders(what, s.data(), n, fs, NULL, NULL);
     }
   }
+  hostile_escape_counts();
+  hostile_huffman();
   /* odd coder parameters */
   gen(0, 200001, 7, s);
   ncclzCoderParams cp;

@@ -253,6 +253,42 @@ static void test_sample_fixedlen_exact(void) {
   frame_free(&f);
 }
 
+/* HUFFMAN format v2 in the prediction, on whole-frame samples whose values all fall in the
+ * estimate's 256 fine bins (so only the format terms differ from the realized frame):
+ * - 10% escapes at +-2^20 (alternating, so the sample mean stays 0) cost their 4 + b = 26 offset
+ *   bits; at version 1's 32 bits the estimate would be ~10% high;
+ * - 32 used indices spread over a span of hundreds (the fill index at its top end) take the
+ *   sparse table; estimated as dense, the frame would come out ~7% high. */
+static void test_sample_predicts_huffman_v2(void) {
+  for (int shape = 0; shape < 2; shape++) {
+    Frame f;
+    int_frame(&f, shape ? 2000 : 10000);
+    uint64_t rng = 17 + (uint64_t)shape;
+    int32_t sign = 1;
+    for (size_t i = 0; i < f.s.n; i++) {
+      uint64_t r = tu_rand(&rng);
+      if (shape == 0) {
+        f.s.sym[i] = (r >> 16) % 10 == 0 ? (sign = -sign) * (1 << 20) : (int32_t)(r % 7) - 3;
+      } else {
+        f.s.sym[i] = (r >> 16) % 20 == 0 ? NCCLZ_FILL_CODE : 8 * ((int32_t)(r % 31) - 15);
+      }
+    }
+    ncclzSampleStats st;
+    CHECK(ncclzReaSampleProfile(f.s.sym, f.s.n, 65536, 8, &st) == NCCLZ_OK, "sample");
+    ncclzReaCandidates cand;
+    ncclzReaPredictFrames(&st, f.s.n, 4, 0, &f.desc.coder_params, &cand);
+    size_t cap = ncclzFrameBound(NCCLZ_CODER_HUFFMAN, &f.desc.coder_params, f.s.n, 0), len = 0;
+    uint8_t *buf = malloc(cap);
+    CHECK(ncclzFrameEncode(NCCLZ_CODER_HUFFMAN, f.s.sym, f.s.n, &f.desc, buf, cap, &len) == NCCLZ_OK, "encode");
+    double rel = (double)cand.pred_frame_bytes[NCCLZ_CODER_HUFFMAN] / (double)len;
+    printf("  huffman v2 %s: predicted %llu bytes, realized %zu (ratio %.3f)\n", shape ? "sparse table" : "far escapes",
+           (unsigned long long)cand.pred_frame_bytes[NCCLZ_CODER_HUFFMAN], len, rel);
+    CHECK(rel > 0.97 && rel < 1.03, "%s: HUFFMAN prediction within 3%%: %.3f", shape ? "sparse" : "escapes", rel);
+    free(buf);
+    frame_free(&f);
+  }
+}
+
 /* On real data larger than the window, both predictions land near the realized sizes. */
 static void test_sample_predicts_real_data(void) {
   Frame f;
@@ -509,6 +545,7 @@ int main(void) {
   test_profile_default();
   test_curve();
   test_sample_fixedlen_exact();
+  test_sample_predicts_huffman_v2();
   test_sample_predicts_real_data();
   test_nvlink_gives_raw();
   test_net_skewed_gives_huffman();

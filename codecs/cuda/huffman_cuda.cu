@@ -85,6 +85,8 @@ static __device__ __forceinline__ uint32_t cnt_get(const Cnt16 &c, uint32_t len)
 }
 
 typedef cub::BlockScan<Cnt16, BOOK_THREADS, cub::BLOCK_SCAN_WARP_SCANS> CntScan;
+/* Ranks the present indices of a sparse length table, one bitmap word per thread. */
+typedef cub::BlockScan<uint32_t, BOOK_THREADS, cub::BLOCK_SCAN_WARP_SCANS> RankScan;
 struct CanonShared {
   typename CntScan::TempStorage scan;
   uint32_t count[16], first[16], start[16];
@@ -144,9 +146,10 @@ struct BookShared {
       uint32_t codes[HF_K];
       CanonShared canon;
     } c;
+    typename RankScan::TempStorage rank; /* after the codes are written */
   } u;
   uint8_t lens[HF_K + 7];
-  uint32_t m, maxf, lo, hi, overflowed;
+  uint32_t m, maxf, lo, hi, used, overflowed;
   uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1];
 };
 
@@ -167,6 +170,43 @@ static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits)
   __syncthreads();
 }
 
+/* Sparse table (as write_table in coder_huffman.c): the lengths of the present indices lo+j,
+ * j < mm, in ascending order, one byte each at their rank, into s.key (free after step 4).
+ * Thread t ranks bitmap word t (at most 257 words). Ends with a barrier. */
+static __device__ void pack_sparse_nibbles(BookShared &s, uint32_t lo, uint32_t mm) {
+  const uint32_t j0 = 32 * threadIdx.x;
+  uint32_t bits = 0, rank;
+  for (uint32_t b = 0; b < 32 && j0 + b < mm; b++) bits |= (uint32_t)(s.lens[lo + j0 + b] != 0) << b;
+  RankScan(s.u.rank).ExclusiveSum((uint32_t)__popc(bits), rank);
+  uint8_t *packed = reinterpret_cast<uint8_t *>(s.key);
+  for (uint32_t b = 0; b < 32; b++)
+    if (bits >> b & 1u) packed[rank + __popc(bits & ((1u << b) - 1u))] = s.lens[lo + j0 + b];
+  __syncthreads();
+}
+
+/* Word q of the payload head (FORMAT.md): [lo m][u], the bitmap words (sparse), the nibble words,
+ * [nseg]. Dense nibble j is the length of lo+j; sparse nibble r the packed length of rank r. */
+static __device__ uint32_t table_head_word(const BookShared &s, uint32_t q, uint32_t lo, uint32_t mm, uint32_t u,
+                                           uint32_t nseg) {
+  const uint32_t bw = ncclz_huff_bitmap_words(mm, u), T = ncclz_huff_table_words(mm, u);
+  if (q == 0) return ncclz_huff_table_word0(lo, mm);
+  if (q == 1) return u;
+  if (q == T + 2) return nseg;
+  uint32_t v = 0;
+  if (q - 2 < bw) {
+    const uint32_t j0 = 32 * (q - 2);
+    for (uint32_t b = 0; b < 32 && j0 + b < mm; b++) v |= (uint32_t)(s.lens[lo + j0 + b] != 0) << b;
+    return v;
+  }
+  const uint8_t *packed = reinterpret_cast<const uint8_t *>(s.key);
+  const uint32_t r0 = 8 * (q - 2 - bw);
+  for (uint32_t j = 0; j < 8; j++) {
+    const uint32_t r = r0 + j;
+    if (bw ? r < u : r < mm) v |= (uint32_t)(bw ? packed[r] : s.lens[lo + r]) << (4 * j);
+  }
+  return v;
+}
+
 __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame *fr, const uint32_t *hist,
                                                               uint32_t *table, uint8_t *out, size_t stride) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -179,6 +219,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     s.maxf = 0;
     s.lo = K;
     s.hi = 0;
+    s.used = 0;
     s.overflowed = 0;
   }
   if (t <= NCCLZ_HUFF_LEN_LIMIT) s.count[t] = 0;
@@ -236,33 +277,24 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     if (len) {
       atomicMin(&s.lo, i);
       atomicMax(&s.hi, i);
+      atomicAdd(&s.used, 1u);
     }
   }
   __syncthreads();
-  /* the table head: lo, m, nibbles, nseg */
-  const uint32_t lo = s.lo < K ? s.lo : 0, mm = s.lo < K ? s.hi - s.lo + 1 : 0;
-  const uint32_t nibw = (mm + 7) / 8, n = sh.frame_n(f), nseg = (uint32_t)ncclz_ceil_div(n, sh.p0), sw = sh.side_words(f);
+  const uint32_t lo = s.lo < K ? s.lo : 0, mm = s.lo < K ? s.hi - s.lo + 1 : 0, u = s.used;
+  const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_n(f), sh.p0), sw = sh.side_words(f);
+  if (ncclz_huff_table_sparse(mm, u)) pack_sparse_nibbles(s, lo, mm);
   uint32_t *P = (uint32_t *)(out + f * stride + 64) + sw;
   uint32_t chk = 0;
-  for (uint32_t q = t; q < nibw + 3; q += BOOK_THREADS) {
-    uint32_t v;
-    if (q == 0) v = lo;
-    else if (q == 1) v = mm;
-    else if (q == nibw + 2) v = nseg;
-    else {
-      v = 0;
-      for (uint32_t j = 0; j < 8; j++) {
-        uint32_t jj = (q - 2) * 8 + j;
-        if (jj < mm) v |= (uint32_t)s.lens[lo + jj] << (4 * j);
-      }
-    }
+  for (uint32_t q = t; q < 3 + ncclz_huff_table_words(mm, u); q += BOOK_THREADS) {
+    uint32_t v = table_head_word(s, q, lo, mm, u, nseg);
     P[q] = v;
     chk += nz_chk(v, sw + q);
   }
   nz_add_check<BOOK_THREADS>(chk, &fr[f].check);
   if (t == 0) {
-    fr[f].lo = lo;
     fr[f].m = mm;
+    fr[f].used = u;
   }
 }
 
@@ -288,7 +320,8 @@ struct BitSink {
 
 uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, sh.p0), ENC_WARPS); }
 
-static __host__ __device__ uint32_t seg_stage_words(uint32_t S) { return (S * 47 + 31) / 32 + 2; }
+/* A segment's staging area: S symbols of at most NCCLZ_HUFF_MAX_SYMBOL_BITS (51) bits. */
+static __host__ __device__ uint32_t seg_stage_words(uint32_t S) { return (S * NCCLZ_HUFF_MAX_SYMBOL_BITS + 31) / 32 + 2; }
 
 __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const int32_t *sym, const uint32_t *table,
                                                               uint8_t *out, size_t stride, NzFrame *fr,
@@ -309,8 +342,9 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   const int32_t *src = sym + (size_t)f * sh.frame_symbols + (size_t)k * S;
   uint32_t bits = 0;
   for (uint32_t i = b0; i < b1; i++) {
-    uint32_t idx = ncclz_huff_index(__ldg(src + i), a);
-    bits += (__ldg(enc + idx) >> 16) + (idx == esc ? 32u : 0u);
+    const int32_t v = __ldg(src + i);
+    const uint32_t idx = ncclz_huff_index(v, a);
+    bits += (__ldg(enc + idx) >> 16) + (idx == esc ? ncclz_huff_escape_bits(ncclz_huff_escape_z(v, a.centre)) : 0u);
   }
   uint32_t pos = bits; /* inclusive warp scan -> exclusive */
   for (int o = 1; o < 32; o <<= 1) {
@@ -327,7 +361,11 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
     int32_t v = __ldg(src + i);
     uint32_t idx = ncclz_huff_index(v, a), e = __ldg(enc + idx);
     bw.put(e & 0xFFFFu, e >> 16);
-    if (idx == esc) bw.put((uint32_t)v, 32);
+    if (idx == esc) { /* as put_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
+      const uint32_t z = ncclz_huff_escape_z(v, a.centre), b1 = ncclz_bitlen(z) - 1u;
+      bw.put(b1, NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+      bw.put(z & ((1u << b1) - 1u), b1);
+    }
   }
   bw.flush();
   if (lane == 0) s_segw[warp] = seg_words;
@@ -346,12 +384,12 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
     if (lane == 0) s_prefix = p;
   }
   __syncthreads();
-  const uint32_t sw = sh.side_words(f), nibw = (fr[f].m + 7) / 8, H = 2 + nibw + 1 + nseg;
+  const uint32_t sw = sh.side_words(f), T = ncclz_huff_table_words(fr[f].m, fr[f].used), H = 3 + T + nseg;
   uint32_t *P = (uint32_t *)(out + f * stride + 64);
   const uint32_t my0 = s_prefix + s_excl[warp];
   uint32_t chk = 0;
-  if (k < nseg && lane == 0) {
-    uint32_t j = sw + 3 + nibw + k;
+  if (k < nseg && lane == 0) { /* offsets follow [lo m][u], the table and [nseg] */
+    uint32_t j = sw + 3 + T + k;
     P[j] = 4 * my0;
     chk += nz_chk(4 * my0, j);
   }
@@ -395,11 +433,70 @@ static __device__ void hf_fail(NzFrame *F, uint32_t r) { atomicCAS(&F->status, 0
 
 struct TableShared {
   CanonShared canon;
+  typename RankScan::TempStorage rank;
   uint8_t lens[HF_K + 7];
   uint32_t codes[HF_K];
-  uint32_t bad, max_len;
+  uint32_t bad, max_len, used;
   unsigned long long kraft;
 };
+
+static __device__ __forceinline__ uint32_t nibble_at(const uint8_t *nib, uint32_t k) {
+  return (nib[k / 2] >> (4 * (k & 1))) & 15u;
+}
+
+/* One listed length l of index i: into the table, the Kraft sum and the longest length. */
+static __device__ __forceinline__ void take_length(TableShared &s, uint32_t i, uint32_t l, unsigned long long &kraft) {
+  s.lens[i] = (uint8_t)l;
+  if (l) {
+    kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - l);
+    atomicMax(&s.max_len, l);
+  }
+}
+
+/* Dense table (as read_dense): nibble j is the length of lo+j for j < m, zero padding after it;
+ * the nonzero ones are counted into s.used for the check against u. */
+static __device__ void read_dense_lengths(TableShared &s, const uint8_t *nib, uint32_t lo, uint32_t m, uint32_t nw,
+                                          unsigned long long &kraft) {
+  uint32_t used = 0;
+  for (uint32_t j = threadIdx.x; j < 8 * nw; j += BOOK_THREADS) {
+    const uint32_t l = nibble_at(nib, j);
+    if (j < m) {
+      take_length(s, lo + j, l, kraft);
+      used += l != 0;
+    } else if (l) {
+      s.bad = 1; /* nonzero padding */
+    }
+  }
+  if (used) atomicAdd(&s.used, used);
+}
+
+/* Sparse table (as read_sparse): thread t takes bitmap word t (bw <= 257 words); a block scan
+ * ranks its set bits among the first m, and only when exactly u are set does anyone read a
+ * nibble, so every nibble read lies below u. Padding bits and nibbles must be zero, and a listed
+ * length must not be. */
+static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitmap, const uint8_t *nib, uint32_t lo,
+                                           uint32_t m, uint32_t u, uint32_t bw, uint32_t nw,
+                                           unsigned long long &kraft) {
+  const uint32_t t = threadIdx.x, j0 = 32 * t;
+  const uint32_t word = t < bw ? bitmap[t] : 0u;
+  const uint32_t inside = m - j0 >= 32 ? 0xFFFFFFFFu : (1u << (m - j0)) - 1u; /* for t < bw, j0 < m */
+  const uint32_t bits = t < bw ? word & inside : 0u;
+  if (word & ~bits) s.bad = 1; /* bits at m and above */
+  uint32_t rank, total;
+  RankScan(s.rank).ExclusiveSum((uint32_t)__popc(bits), rank, total);
+  if (total != u) {
+    if (t == 0) s.bad = 1;
+  } else {
+    for (uint32_t b = 0; b < 32; b++) {
+      if (!(bits >> b & 1u)) continue;
+      const uint32_t l = nibble_at(nib, rank + __popc(bits & ((1u << b) - 1u)));
+      if (!l) s.bad = 1;
+      take_length(s, lo + j0 + b, l, kraft);
+    }
+  }
+  for (uint32_t j = u + t; j < 8 * nw; j += BOOK_THREADS)
+    if (nibble_at(nib, j)) s.bad = 1; /* nonzero padding */
+}
 
 /* Per frame: validates the code table (as parse_table/read_lengths) and builds the fast table
  * (index << 4 | length, 0 for the slow path) and the canonical tables for long codes. */
@@ -416,9 +513,15 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     return;
   }
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
-  const uint32_t K = ncclz_huff_alphabet_size(R), lo = P[0], m = P[1];
-  const uint32_t nibw = (uint32_t)(((uint64_t)m + 7) / 8), nseg = (uint32_t)ncclz_ceil_div(n, sh.p0);
-  if (lo > K || m > K - lo || len / 4 < 3ull + nibw || P[2 + nibw] != nseg || len / 4 < 3ull + nibw + nseg) {
+  /* [lo: u16][m: u16][u: u32], the table, [nseg] (as parse_table): sizes before any table read */
+  const uint32_t K = ncclz_huff_alphabet_size(R), lo = P[0] & 0xFFFFu, m = P[0] >> 16, u = P[1];
+  if (lo > K || m > K - lo || u > m) {
+    if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
+    return;
+  }
+  const uint32_t bw = ncclz_huff_bitmap_words(m, u), nw = ncclz_huff_nibble_words(m, u), T = bw + nw;
+  const uint32_t nseg = (uint32_t)ncclz_ceil_div(n, sh.p0);
+  if (len / 4 < 3ull + T || P[2 + T] != nseg || len / 4 < 3ull + T + nseg) {
     if (t == 0) hf_fail(F, NZ_R_HF_TABLE);
     return;
   }
@@ -426,29 +529,24 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     s.bad = 0;
     s.kraft = 0;
     s.max_len = 0;
+    s.used = 0;
   }
   for (uint32_t i = t; i < K; i += BOOK_THREADS) s.lens[i] = 0;
   __syncthreads();
-  const uint8_t *nib = (const uint8_t *)(P + 2);
+  const uint8_t *nib = (const uint8_t *)(P + 2 + bw);
   uint32_t chk = 0;
-  for (uint32_t q = t; q < nibw + 3; q += BOOK_THREADS) chk += nz_chk(P[q], sw + q);
+  for (uint32_t q = t; q < T + 3; q += BOOK_THREADS) chk += nz_chk(P[q], sw + q);
   unsigned long long kraft = 0;
-  for (uint32_t j = t; j < 8 * nibw; j += BOOK_THREADS) {
-    uint32_t l = (nib[j / 2] >> (4 * (j & 1))) & 15u;
-    if (j < m) {
-      s.lens[lo + j] = (uint8_t)l;
-      if (l) {
-        kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - l);
-        atomicMax(&s.max_len, l);
-      }
-    } else if (l) {
-      s.bad = 1; /* nonzero padding */
-    }
+  if (bw) {
+    read_sparse_lengths(s, P + 2, nib, lo, m, u, bw, nw, kraft);
+  } else {
+    read_dense_lengths(s, nib, lo, m, nw, kraft);
   }
   if (kraft) atomicAdd(&s.kraft, kraft);
   __syncthreads();
-  if (s.bad || s.kraft > (1u << NCCLZ_HUFF_MAX_LEN) || (s.kraft == 0 && n > 0)) {
-    if (t == 0) hf_fail(F, s.bad ? NZ_R_HF_TABLE : NZ_R_HF_KRAFT);
+  const bool table_bad = s.bad || (!bw && s.used != u); /* dense: exactly u nonzero lengths */
+  if (table_bad || s.kraft > (1u << NCCLZ_HUFF_MAX_LEN) || (s.kraft == 0 && n > 0)) {
+    if (t == 0) hf_fail(F, table_bad ? NZ_R_HF_TABLE : NZ_R_HF_KRAFT);
     return;
   }
   nz_add_check<BOOK_THREADS>(chk, &F->check);
@@ -520,7 +618,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
   const uint32_t sw = F->side_bytes / 4;
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
-  const uint32_t m = P[1], H = 3 + (m + 7) / 8 + nseg;
+  const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
@@ -566,10 +664,18 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
       br.skip(e & 15u);
       uint32_t idx = e >> 4;
       int32_t v;
-      if (idx == esc) {
+      if (idx == esc) { /* as read_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
         br.refill();
-        v = (int32_t)(uint32_t)br.buf;
-        br.skip(32);
+        const uint32_t b1 = (uint32_t)br.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+        br.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+        br.refill();
+        const uint32_t z = 1u << b1 | ((uint32_t)br.buf & ((1u << b1) - 1u));
+        br.skip(b1);
+        v = ncclz_huff_unescape(z, a.centre);
+        if (ncclz_huff_index(v, a) != esc) { /* one encoding per symbol */
+          bad = NZ_R_HF_ESCAPE;
+          break;
+        }
       } else if (idx == fill) {
         v = NCCLZ_FILL_CODE;
       } else {

@@ -28,7 +28,7 @@ enum {
   NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,
   NZ_R_PAYLOAD_AVAIL, NZ_R_PCHECK, NZ_R_COUNT, NZ_R_PARAM, NZ_R_CODER_MASK, NZ_R_RAW_SIZE,
   NZ_R_FL_SIZE, NZ_R_FL_OFFSET, NZ_R_HF_TABLE, NZ_R_HF_KRAFT, NZ_R_HF_OFFSETS, NZ_R_HF_CODE,
-  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_COUNT_OF
+  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_HF_ESCAPE, NZ_R_COUNT_OF
 };
 #define NZ_CORRUPT(r) ((uint32_t)NCCLZ_ERR_CORRUPT | (uint32_t)(r) << 8)
 
@@ -39,7 +39,7 @@ struct NzFrame {
   int32_t vmin, vmax;    /* HUFFMAN encode: trimmed extremes of the sampled non-fill symbols */
   int32_t centre;        /* HUFFMAN alphabet */
   uint32_t radius;
-  uint32_t lo, m;        /* HUFFMAN listed lengths */
+  uint32_t m, used;      /* HUFFMAN encode: the length table's span and its codes (FORMAT.md m, u) */
   uint32_t status;       /* decode: 0 or NZ_CORRUPT(reason) */
   uint32_t n;            /* symbols of the frame */
   uint32_t payload_bytes, side_bytes, payload_check;

@@ -200,7 +200,9 @@ void ncclzHuffLengths(const uint32_t *freq, uint32_t nsym, uint32_t max_len, uin
 
 #define NCCLZ_FRAME_MAGIC 0x465A434Eu  /* "NCZF" little-endian */
 #define NCCLZ_STREAM_MAGIC 0x535A434Eu /* "NCZS" */
-#define NCCLZ_FORMAT_VERSION 1
+/* Frame and stream version (FORMAT.md). 2: HUFFMAN's sparse length table and variable-length
+ * escapes; version 1 frames are rejected ("unsupported frame version 1"). */
+#define NCCLZ_FORMAT_VERSION 2
 #define NCCLZ_FRAME_HEADER_BYTES 64
 #define NCCLZ_STREAM_HEADER_BYTES 64
 #define NCCLZ_FRAME_FLAG_FILL 0x1u

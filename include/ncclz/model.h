@@ -143,7 +143,7 @@ double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *
 /* A 256-bin histogram plus two overflow bins feeds the Huffman estimate. */
 #define NCCLZ_REA_HIST_BINS 256
 #define NCCLZ_REA_HIST_TAIL NCCLZ_REA_HIST_BINS        /* in the alphabet, outside the 256 bins */
-#define NCCLZ_REA_HIST_ESCAPE (NCCLZ_REA_HIST_BINS + 1) /* escaped by the coder (+32 bits each) */
+#define NCCLZ_REA_HIST_ESCAPE (NCCLZ_REA_HIST_BINS + 1) /* escaped by the coder (+ the offset's 4 + b bits) */
 #define NCCLZ_REA_HIST_FILL (NCCLZ_REA_HIST_BINS + 2)   /* fill codes: their own index, no raw bits */
 #define NCCLZ_REA_HIST_TOTAL (NCCLZ_REA_HIST_BINS + 3)
 
@@ -167,7 +167,8 @@ typedef struct {
   uint64_t width_sum;          /* sum of their stored widths (31 counts as 32) */
   int huffman_valid;           /* 0 when the sample has no symbols */
   double huffman_bits;         /* expected coded bits of the sample, escapes included */
-  uint32_t huffman_table_span; /* m: lengths listed in the table (used index span) */
+  uint32_t huffman_table_span; /* m: the length table's index span (used index span) */
+  uint32_t huffman_table_used; /* u: indices with a code (decides dense or sparse table) */
 } ncclzSampleStats;
 
 /* ---------------------------------------------------------------- config */

@@ -1,0 +1,297 @@
+/* HUFFMAN format version 2 (FORMAT.md): the dense and sparse code length tables and the
+ * variable-length escapes, pinned by hand-computed bytes; escapes at the ends of the int32 range
+ * round-trip around any centre; and every table and escape field, when corrupted, is rejected
+ * with a message and without a read past the (exact-size) payload. */
+#include "ncclz/codecs.h"
+#include "../codecs/huff_codebook.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void put_u32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+typedef struct {
+  uint8_t *bytes;
+  size_t len;
+  size_t n;
+  ncclzHuffAlphabet a;
+  ncclzCoderParams p;
+} Payload;
+
+static int encode_payload(const int32_t *sym, size_t n, Payload *out) {
+  ncclzCoderParamsDefault(&out->p);
+  size_t cap = ncclzCoderBound(NCCLZ_CODER_HUFFMAN, &out->p, n);
+  out->bytes = malloc(cap);
+  out->n = n;
+  ncclzStatus st = ncclzHuffmanEncode(sym, n, &out->p, out->bytes, cap, &out->len, &out->a);
+  CHECK(st == NCCLZ_OK, "encode %zu symbols: %s", n, ncclzLastError());
+  return st == NCCLZ_OK;
+}
+
+/* Decodes an exact-size copy of bytes (sanitizers catch any read past it). */
+static ncclzStatus decode_copy(const uint8_t *bytes, size_t len, const Payload *pl, int32_t *out) {
+  uint8_t *copy = malloc(len ? len : 1);
+  memcpy(copy, bytes, len);
+  ncclzStatus st = ncclzHuffmanDecode(copy, len, &pl->p, pl->a, out, pl->n);
+  free(copy);
+  return st;
+}
+
+static int same_bytes(const Payload *pl, const uint8_t *want, size_t want_len) {
+  return pl->len == want_len && memcmp(pl->bytes, want, want_len) == 0;
+}
+
+/* ------------------------------------------------------------ golden bytes */
+
+/* 0,0,40,0: c = 0, d = 40, R = 128; indices 128 and 168, both length 1 (codes 0 and 1). The span
+ * m = 41 holds u = 2 lengths: sparse (2 bitmap words + 1 nibble word) beats dense (6 words). */
+static void test_sparse_golden(void) {
+  const int32_t sym[] = {0, 0, 40, 0};
+  const uint8_t want[] = {128, 0, 41, 0, 2, 0, 0, 0,               /* lo, m (u16), u */
+                          1,   0, 0, 0, 0,  1, 0, 0,             /* bitmap: bits 0 and 40 */
+                          0x11, 0, 0, 0,                         /* nibbles: 1, 1 */
+                          1,   0, 0, 0, 0,  0, 0, 0,             /* nseg 1, offset 0 */
+                          0x04, 0, 0, 0};                        /* codes 0, 0, 1, 0 */
+  Payload pl;
+  if (!encode_payload(sym, 4, &pl)) return;
+  CHECK(pl.a.centre == 0 && pl.a.radius == 128, "sparse golden alphabet c=%d R=%u", pl.a.centre, pl.a.radius);
+  CHECK(same_bytes(&pl, want, sizeof want), "sparse golden bytes differ (len %zu)", pl.len);
+  int32_t back[4];
+  CHECK(decode_copy(pl.bytes, pl.len, &pl, back) == NCCLZ_OK && memcmp(back, sym, sizeof sym) == 0, "%s",
+        ncclzLastError());
+  free(pl.bytes);
+}
+
+/* 127 zeros and INT32_MAX at position 5: c = 0 (one outlier of 128 samples is trimmed), R = 2;
+ * indices 2 and the escape 4 (codes 0 and 1), a dense table of 3 nibbles 1, 0, 1. The escape:
+ * z = zigzag(INT32_MAX) = 0xFFFFFFFE, b = 32: count 31 (5 bits), then the 31 bits 0x7FFFFFFE.
+ * Stream bits: 5 zeros, 1, 11111, 0, thirty 1s, 122 zeros = 164 bits in 6 words. */
+static const uint8_t escape_golden[] = {2,    0,    3,    0,    2, 0, 0, 0, /* lo, m (u16), u */
+                                        0x01, 0x01, 0,    0,                         /* nibbles */
+                                        1,    0,    0,    0,    0, 0, 0, 0,          /* nseg, offset */
+                                        0xE0, 0xF7, 0xFF, 0xFF, 0xFF, 0x03, 0, 0, 0, 0, 0, 0,
+                                        0,    0,    0,    0,    0, 0, 0, 0, 0, 0, 0, 0};
+#define ESCAPE_GOLDEN_N 128
+#define ESCAPE_AT_BIT (20 * 8 + 6) /* the 5-bit count: payload bit 166 */
+
+static void escape_golden_symbols(int32_t *sym) {
+  memset(sym, 0, sizeof(int32_t) * ESCAPE_GOLDEN_N);
+  sym[5] = INT32_MAX;
+}
+
+static void test_escape_golden(void) {
+  int32_t sym[ESCAPE_GOLDEN_N], back[ESCAPE_GOLDEN_N];
+  escape_golden_symbols(sym);
+  Payload pl;
+  if (!encode_payload(sym, ESCAPE_GOLDEN_N, &pl)) return;
+  CHECK(pl.a.centre == 0 && pl.a.radius == 2, "escape golden alphabet c=%d R=%u", pl.a.centre, pl.a.radius);
+  CHECK(same_bytes(&pl, escape_golden, sizeof escape_golden), "escape golden bytes differ (len %zu)", pl.len);
+  CHECK(decode_copy(pl.bytes, pl.len, &pl, back) == NCCLZ_OK && memcmp(back, sym, sizeof sym) == 0, "%s",
+        ncclzLastError());
+  free(pl.bytes);
+}
+
+/* ------------------------------------------------------------ escapes at the extremes */
+
+/* The escape field's size for a few offsets, including the 32-bit wrap: INT32_MIN + 1 seen from
+ * a centre at INT32_MAX is 2 steps away modulo 2^32. */
+static void test_escape_sizes(void) {
+  CHECK(ncclz_huff_escape_bits(ncclz_huff_escape_z(INT32_MAX, 0)) == 36, "INT32_MAX from 0");
+  CHECK(ncclz_huff_escape_bits(ncclz_huff_escape_z(INT32_MIN + 1, 0)) == 36, "INT32_MIN+1 from 0");
+  CHECK(ncclz_huff_escape_z(INT32_MIN + 1, INT32_MAX) == 4, "wrap: z %u", ncclz_huff_escape_z(INT32_MIN + 1, INT32_MAX));
+  CHECK(ncclz_huff_escape_bits(ncclz_huff_escape_z(5000, 0)) == 5 + 13, "5000 from 0: z 10000, 14 bits");
+  /* Every z round-trips through the field's arithmetic around assorted centres. */
+  static const int32_t centres[] = {0, -7, INT32_MAX, INT32_MIN + 1, 1 << 30};
+  static const int32_t ends[] = {INT32_MAX, INT32_MIN + 1, INT32_MIN, 0};
+  uint64_t rng = 5;
+  int ok = 1;
+  for (int c = 0; c < 5; c++)
+    for (int i = 0; i < 100000; i++) {
+      int32_t s = i < 4 ? ends[i] : (int32_t)(uint32_t)tu_rand(&rng);
+      ok &= ncclz_huff_unescape(ncclz_huff_escape_z(s, centres[c]), centres[c]) == s;
+    }
+  CHECK(ok, "zigzag offsets round-trip");
+}
+
+/* A bulk of `bulk` values (so the sample centres the window there, R = 2) with the extremes at
+ * positions the sample does not visit (n = 4096 samples every 4th), coded and decoded. */
+static void roundtrip_around(int32_t bulk) {
+  enum { N = 4096 };
+  static const int32_t far[] = {INT32_MAX, INT32_MIN + 1, INT32_MIN, INT32_MAX - 1, INT32_MIN + 2, 0, -1, 1 << 30};
+  int32_t *sym = malloc(sizeof(int32_t) * N), *back = malloc(sizeof(int32_t) * N);
+  for (int i = 0; i < N; i++) sym[i] = i % 4 == 1 ? far[(i / 4) % 8] : bulk;
+  Payload pl;
+  if (encode_payload(sym, N, &pl)) {
+    CHECK(pl.a.centre == bulk && pl.a.radius == 2, "bulk %d: c=%d R=%u", bulk, pl.a.centre, pl.a.radius);
+    CHECK(decode_copy(pl.bytes, pl.len, &pl, back) == NCCLZ_OK && memcmp(back, sym, sizeof(int32_t) * N) == 0,
+          "bulk %d: round trip: %s", bulk, ncclzLastError());
+    free(pl.bytes);
+  }
+  free(sym);
+  free(back);
+}
+
+static void test_escape_extremes(void) {
+  static const int32_t bulks[] = {0, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, -123456, 1 << 30};
+  for (int b = 0; b < 6; b++) roundtrip_around(bulks[b]);
+}
+
+/* ------------------------------------------------------------ corrupt fields */
+
+/* Edits `bytes` with `edit`, decodes, and wants NCCLZ_ERR_CORRUPT with `want` in the message
+ * (NULL: any message). */
+static void expect_corrupt(const Payload *pl, const uint8_t *bytes, size_t len, const char *what, const char *want) {
+  int32_t *out = malloc(sizeof(int32_t) * (pl->n + 1));
+  ncclzStatus st = decode_copy(bytes, len, pl, out);
+  CHECK(st == NCCLZ_ERR_CORRUPT && (!want || strstr(ncclzLastError(), want)), "%s: status %d \"%s\" (want \"%s\")", what,
+        (int)st, ncclzLastError(), want ? want : "any");
+  free(out);
+}
+
+/* A frame with a sparse table whose bitmap and nibble areas both end in padding. */
+static int sparse_payload(Payload *pl, uint32_t *lo, uint32_t *m, uint32_t *u) {
+  enum { N = 3000 };
+  int32_t sym[N];
+  uint64_t rng = 3;
+  for (int i = 0; i < N; i++) sym[i] = 97 * (int32_t)(tu_rand(&rng) % 61) - 2900;
+  if (!encode_payload(sym, N, pl)) return 0;
+  *lo = get_u32(pl->bytes) & 0xFFFF;
+  *m = get_u32(pl->bytes) >> 16;
+  *u = get_u32(pl->bytes + 4);
+  CHECK(ncclz_huff_table_sparse(*m, *u) && *m % 32 && *u % 8, "sparse test table: m=%u u=%u", *m, *u);
+  return ncclz_huff_table_sparse(*m, *u) && *m % 32 && *u % 8;
+}
+
+static void test_corrupt_sparse(void) {
+  Payload pl;
+  uint32_t lo, m, u;
+  if (!sparse_payload(&pl, &lo, &m, &u)) return;
+  uint8_t *c = malloc(pl.len);
+  const size_t bitmap = 8, nibbles = 8 + 4 * (size_t)ncclz_huff_bitmap_words(m, u);
+  uint32_t K = ncclz_huff_alphabet_size(pl.a.radius), unused = 1;
+  while (unused < m && (pl.bytes[bitmap + unused / 8] >> (unused % 8) & 1)) unused++;
+  struct {
+    size_t at;
+    uint32_t word;
+    const char *what, *want;
+  } edits[] = {
+      {0, ncclz_huff_table_word0(lo, K - lo + 1), "m past the alphabet", "exceeds the alphabet"},
+      {0, ncclz_huff_table_word0(K + 1, m), "lo past the alphabet", "exceeds the alphabet"},
+      {0, ncclz_huff_table_word0(lo, 0xFFFF), "huge m", "exceeds the alphabet"},
+      {0, 0xFFFFFFFFu, "huge lo and m", "exceeds the alphabet"},
+      {4, m + 1, "u > m", "exceeds the alphabet"},
+      {4, 0xFFFFFFFFu, "huge u", "exceeds the alphabet"},
+      {4, u + 1, "u one more than the bitmap", NULL},
+      {4, u - 1, "u one less than the bitmap", NULL},
+  };
+  for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+    memcpy(c, pl.bytes, pl.len);
+    put_u32(c + edits[e].at, edits[e].word);
+    expect_corrupt(&pl, c, pl.len, edits[e].what, edits[e].want);
+  }
+  memcpy(c, pl.bytes, pl.len); /* an unused index marked present: one bit too many */
+  c[bitmap + unused / 8] |= (uint8_t)(1u << (unused % 8));
+  expect_corrupt(&pl, c, pl.len, "extra bitmap bit", "presence bitmap has more");
+  memcpy(c, pl.bytes, pl.len); /* the first present index cleared: one bit too few */
+  c[bitmap] &= 0xFE;
+  expect_corrupt(&pl, c, pl.len, "missing bitmap bit", "bits set, the table header says");
+  memcpy(c, pl.bytes, pl.len); /* a padding bit after bit m: not counted, refused */
+  c[bitmap + m / 8] |= (uint8_t)(1u << (m % 8));
+  expect_corrupt(&pl, c, pl.len, "bitmap padding", "padding after the");
+  memcpy(c, pl.bytes, pl.len);
+  c[nibbles] &= 0xF0; /* the first present index gets length 0 */
+  expect_corrupt(&pl, c, pl.len, "zero nibble", "marked present but has code length 0");
+  memcpy(c, pl.bytes, pl.len);
+  c[nibbles + u / 2] |= (uint8_t)(u % 2 ? 0x10 : 0x01); /* the first padding nibble */
+  expect_corrupt(&pl, c, pl.len, "nibble padding", "nonzero padding after the");
+  memcpy(c, pl.bytes, pl.len);
+  c[nibbles] = (uint8_t)((c[nibbles] & 0xF0) | 1); /* a length of 1 oversubscribes the code */
+  expect_corrupt(&pl, c, pl.len, "Kraft", "Kraft");
+  for (size_t cut = 1; cut <= nibbles + 8; cut++) /* truncated inside the table */
+    expect_corrupt(&pl, pl.bytes, nibbles + 8 - cut, "truncated table", NULL);
+  free(c);
+  free(pl.bytes);
+}
+
+static void test_corrupt_dense(void) {
+  int32_t sym[ESCAPE_GOLDEN_N];
+  escape_golden_symbols(sym);
+  Payload pl;
+  if (!encode_payload(sym, ESCAPE_GOLDEN_N, &pl)) return;
+  uint8_t *c = malloc(pl.len);
+  memcpy(c, pl.bytes, pl.len);
+  put_u32(c + 4, 3); /* u = 3 = m: still dense, but only 2 lengths are nonzero */
+  expect_corrupt(&pl, c, pl.len, "dense count", "2 nonzero code lengths, the table header says 3");
+  memcpy(c, pl.bytes, pl.len);
+  c[9] |= 0x10; /* the padding nibble after the third */
+  expect_corrupt(&pl, c, pl.len, "dense padding", "nonzero padding after the 3 code lengths");
+  free(c);
+  free(pl.bytes);
+}
+
+static void set_bits(uint8_t *p, size_t at, uint32_t v, uint32_t len) {
+  for (uint32_t i = 0; i < len; i++) {
+    size_t b = at + i;
+    p[b / 8] = (uint8_t)((p[b / 8] & ~(1u << (b % 8))) | ((v >> i) & 1u) << (b % 8));
+  }
+}
+
+/* The escape's count field: a count too small for an escape decodes to a symbol that has its own
+ * code and is refused. Other counts re-parse the rest of the segment: they end in a refusal or,
+ * since this stream's tail of 1-bit zero codes absorbs the shift, in other symbols (which the
+ * frame's payload check catches); never in a read past the payload. An offset that lands on the
+ * fill code is refused too. */
+static void test_corrupt_escape(void) {
+  int32_t sym[ESCAPE_GOLDEN_N];
+  escape_golden_symbols(sym);
+  Payload pl;
+  if (!encode_payload(sym, ESCAPE_GOLDEN_N, &pl) || !same_bytes(&pl, escape_golden, sizeof escape_golden)) return;
+  uint8_t c[sizeof escape_golden];
+  char what[64];
+  int32_t back[ESCAPE_GOLDEN_N];
+  for (uint32_t count = 0; count < 31; count++) {
+    memcpy(c, escape_golden, sizeof c);
+    set_bits(c, ESCAPE_AT_BIT, count, 5);
+    snprintf(what, sizeof what, "escape count %u", count);
+    if (count < 2) {
+      expect_corrupt(&pl, c, sizeof c, what, "which has its own code");
+      continue;
+    }
+    ncclzStatus st = decode_copy(c, sizeof c, &pl, back);
+    CHECK(st == NCCLZ_ERR_CORRUPT || (st == NCCLZ_OK && memcmp(back, sym, sizeof back) != 0), "%s: status %d", what,
+          (int)st);
+  }
+  memcpy(c, escape_golden, sizeof c);
+  set_bits(c, ESCAPE_AT_BIT + 5, 1, 1); /* z = 0xFFFFFFFF: INT32_MIN, the fill code */
+  expect_corrupt(&pl, c, sizeof c, "escape to the fill code", "which has its own code");
+  memcpy(c, escape_golden, sizeof c);
+  set_bits(c, ESCAPE_AT_BIT, 1, 5); /* count 1, z = 2 or 3: 1 or -2, inside the window */
+  expect_corrupt(&pl, c, sizeof c, "escape into the window", "which has its own code");
+  /* The last escape of a segment running past its end: count 31 with only 2 words left. */
+  int32_t tail[ESCAPE_GOLDEN_N];
+  memset(tail, 0, sizeof tail);
+  tail[ESCAPE_GOLDEN_N - 1] = INT32_MAX;
+  Payload pt;
+  if (encode_payload(tail, ESCAPE_GOLDEN_N, &pt)) {
+    for (size_t cut = 4; cut <= 8; cut += 4) expect_corrupt(&pt, pt.bytes, pt.len - cut, "escape past the end", NULL);
+    free(pt.bytes);
+  }
+  free(pl.bytes);
+}
+
+int main(void) {
+  test_sparse_golden();
+  test_escape_golden();
+  test_escape_sizes();
+  test_escape_extremes();
+  test_corrupt_sparse();
+  test_corrupt_dense();
+  test_corrupt_escape();
+  return tu_finish("test_huffman_format");
+}
