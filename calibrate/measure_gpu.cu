@@ -136,25 +136,18 @@ static void fill_class(int k, float *x, size_t n) {
   }
 }
 
-#define CAL_BATCH 8                    /* frames per coding launch: DESIGN's 8-slot batch */
-#define CAL_BATCH_BYTES (256u << 20)   /* ... as long as the batch stays within this */
-
 char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
   const size_t max_bytes = o->quick ? (16u << 20) : (64u << 20);
   const double factor = o->quick ? 4 : 2;
   const int runs = 20;
   char method[256];
   snprintf(method, sizeof method,
-           "ncclz calibrate -g %d%s: codec curves 64 KiB..%zu MiB (per frame in a batch of up to 8 frames, "
-           "median of %d), send/recv and "
+           "ncclz calibrate -g %d%s: codec curves 64 KiB..%zu MiB (one frame, median of %d), send/recv and "
            "5 NCCL collectives 1 KiB..%s, overlap from executor traces; docs/calibrate.md",
            o->ngpus, o->quick ? " --quick" : "", max_bytes >> 20, runs, o->quick ? "256 MiB" : "1 GiB");
   cJSON *root = new_doc(o, method);
   cJSON *codecs = cJSON_AddArrayToObject(root, "codecs");
-  /* The executor codes a block's frames in one launch; the curve is the time per frame of a batch
-   * of CAL_BATCH frames (fewer where the batch would pass CAL_BATCH_BYTES), so that the per-launch
-   * fixed cost is shared as it is there. */
-  size_t nmax = CAL_BATCH_BYTES / 4;
+  size_t nmax = max_bytes / 4;
   std::vector<float> x(nmax);
   for (int k = 0; k < 3; k++) {
     fill_class(k, x.data(), nmax);
@@ -167,8 +160,7 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
       cJSON *enc = cJSON_AddArrayToObject(e, "encode"), *dec = cJSON_AddArrayToObject(e, "decode");
       cJSON_AddItemToArray(codecs, e);
       for (double b = 65536; b <= (double)max_bytes; b *= factor) {
-        size_t frame_n = (size_t)b / 4, batch = std::min<size_t>(CAL_BATCH, CAL_BATCH_BYTES / (size_t)b);
-        size_t n = frame_n * batch;
+        size_t n = (size_t)b / 4;
         ncclzQuantSpec spec;
         ncclzQuantParams qp;
         if (ncclzQuantSpecParse(classes[k].spec, &spec) || ncclzQuantResolve(&spec, x.data(), n, NULL, 0, 0, &qp)) {
@@ -179,7 +171,7 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
         ncclzCoderParamsDefault(&cp);
         ncclzCudaBenchResult res;
         ncclzStatus st = ncclzCudaCodecBench(x.data(), n, &qp, spec.kind == NCCLZ_QUANT_EB && spec.eb_is_rel, spec.eb,
-                                             (ncclzCoder)c, &cp, (uint32_t)frame_n, runs, &res, NULL, NULL, NULL);
+                                             (ncclzCoder)c, &cp, (uint32_t)n, runs, &res, NULL, NULL, NULL);
         if (st) {
           char msg[256];
           snprintf(msg, sizeof msg, "%s", ncclzLastError());
@@ -193,9 +185,8 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
           cJSON_Delete(root);
           return NULL;
         }
-        /* coder_*_gbps: quantized (int32 symbol) bytes / median time; 4 bytes per f32 element too;
-         * the time per frame is the batch's over its frames. */
-        double sym_bytes = 4.0 * (double)frame_n;
+        /* coder_*_gbps: quantized (int32 symbol) bytes / median time; 4 bytes per f32 element too. */
+        double sym_bytes = 4.0 * (double)n;
         add_point(enc, b, sym_bytes / (res.coder_encode_gbps * 1e3));
         add_point(dec, b, sym_bytes / (res.coder_decode_gbps * 1e3));
         if (o->progress)

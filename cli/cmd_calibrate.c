@@ -198,6 +198,14 @@ static char *spawn(const cal_opts *o, const char *what, int path, const char *tm
   return doc;
 }
 
+/* Logs a finished step and its time since *ts on stderr, always (not progress: a slow or killed
+ * run's log needs to say where the time went); *ts becomes now. */
+static void step_time(const char *name, double *ts) {
+  double now = ncclzNowSeconds();
+  fprintf(stderr, "# calibrate: %s measured in %.0f s\n", name, now - *ts);
+  *ts = now;
+}
+
 static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   int ndev = ncclzCalGpuCount();
   if (ndev < 1) return cli_runtime_error(VERB, "no CUDA GPU on this machine");
@@ -209,17 +217,20 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   double t0 = ncclzNowSeconds();
   int rc = CLI_OK;
   char *doc = NULL;
+  double ts = ncclzNowSeconds();
   if (o->check) {
     doc = strdup("{\"version\": 1, \"collectives\": []}");
   } else {
     snprintf(tmp, sizeof tmp, "%s/codecs.json", tmpl);
     if (isatty(2)) fprintf(stderr, "# calibrate: codec curves\n");
     doc = spawn(o, "codecs", -1, tmp, &rc);
+    step_time("codecs", &ts);
   }
   for (int i = 0; doc && i < npaths; i++) {
     if (isatty(2)) fprintf(stderr, "# calibrate: path %s\n", ncclzCalPathName((ncclzCalPath)paths[i]));
     snprintf(tmp, sizeof tmp, "%s/path%d.json", tmpl, i);
     char *part = spawn(o, ncclzCalPathName((ncclzCalPath)paths[i]), paths[i], tmp, &rc);
+    step_time(ncclzCalPathName((ncclzCalPath)paths[i]), &ts);
     if (!part) {
       free(doc);
       doc = NULL;
@@ -233,7 +244,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   }
   rmdir(tmpl);
   if (!doc) return rc ? rc : CLI_RUNTIME;
-  if (isatty(2)) fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
+  fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
   if (o->points_out) rc = write_text(o->points_out, doc);
   if (!rc) rc = o->check ? check_and_report(o, doc, strlen(doc)) : fit_and_write(o, doc, strlen(doc));
   free(doc);
