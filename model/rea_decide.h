@@ -63,19 +63,31 @@ NCCLZ_REA_FN double ncclz_rea_wire_us(double bytes, double beta_gbps) {
   return bytes / (beta_gbps * 1e3);
 }
 
+/* The exposed share of codec time. The profile's lambda is measured on long pipelines (many
+ * frames per message); a pipeline of k frames cannot hide its first encode nor its last decode,
+ * so it exposes lambda + (1 - lambda) / k: all of it for a single frame (a large ring's step),
+ * lambda in the steady state (pipeline_frames 0). */
+NCCLZ_REA_FN double ncclz_rea_exposure(double lambda, double pipeline_frames) {
+  return pipeline_frames >= 1.0 ? lambda + (1.0 - lambda) / pipeline_frames : lambda;
+}
+
 /* T_c for a message of `nframes` equal frames of frame_raw_bytes, each predicted at
  * frame_bytes on the wire:
- *   T_c = alpha(link) + nframes * (alpha_c + P_c/beta + lambda_enc*E_c + lambda_dec*D_c).
- * With nframes = 1 this is the paper's per-frame equation (1). RAW has no codec terms. */
+ *   T_c = alpha(link) + nframes * (alpha_c + P_c/beta + x_enc*E_c + x_dec*D_c),
+ * x = ncclz_rea_exposure(lambda, pipeline_frames). With nframes = 1 in the steady state this is
+ * the paper's per-frame equation (1). RAW has no codec terms. */
 NCCLZ_REA_FN double ncclz_rea_cost_us(const ncclzProfile *p, ncclzReaLink link, int coder, int cls,
-                                      double frame_raw_bytes, double frame_bytes, double nframes) {
+                                      double frame_raw_bytes, double frame_bytes, double nframes,
+                                      double pipeline_frames) {
   double per_frame = ncclz_rea_wire_us(frame_bytes, link.beta_gbps);
   if (coder != NCCLZ_CODER_RAW) {
     const ncclzCodecProfile *cp = &p->codec[coder];
     const ncclzCodecCurves *cv = ncclz_rea_curves(p, coder, cls);
     per_frame += cp->alpha_us;
-    per_frame += cp->lambda_enc[link.hint] * ncclz_rea_curve_us(&cv->encode, frame_raw_bytes);
-    per_frame += cp->lambda_dec[link.hint] * ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
+    per_frame += ncclz_rea_exposure(cp->lambda_enc[link.hint], pipeline_frames) *
+                 ncclz_rea_curve_us(&cv->encode, frame_raw_bytes);
+    per_frame += ncclz_rea_exposure(cp->lambda_dec[link.hint], pipeline_frames) *
+                 ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
   }
   return link.alpha_us + nframes * per_frame;
 }
@@ -121,7 +133,7 @@ NCCLZ_REA_FN void ncclz_rea_arbitrate(const ncclzProfile *p, ncclzReaLink link, 
     double bytes = k == NCCLZ_CODER_RAW ? (double)c->raw_frame_bytes : (double)c->pred_frame_bytes[k];
     out->verdict[k] = ncclz_rea_admit(r, c, k);
     out->time_us[k] = (k == NCCLZ_CODER_RAW || c->pred_valid[k])
-                          ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes)
+                          ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes, c->pipeline_frames)
                           : NCCLZ_REA_INFINITE_US;
     if (out->verdict[k] == NCCLZ_REA_ADMISSIBLE && out->time_us[k] < best) {
       best = out->time_us[k];
@@ -386,6 +398,7 @@ NCCLZ_REA_FN void ncclz_rea_predict(const ncclzSampleStats *s, uint64_t n, size_
   uint64_t fixed = NCCLZ_FRAME_HEADER_BYTES + (uint64_t)side_bytes;
   c->frame_raw_bytes = (double)n * (double)dtype_bytes;
   c->nframes = 1.0;
+  c->pipeline_frames = 0.0; /* the executor's frames: the steady state of its pipeline */
   c->raw_frame_bytes = ncclz_rea_raw_frame_bytes(n, side_bytes);
   c->pred_frame_bytes[NCCLZ_CODER_RAW] = c->raw_frame_bytes;
   c->pred_valid[NCCLZ_CODER_RAW] = 1;

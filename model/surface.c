@@ -47,6 +47,7 @@ void ncclzSurfacePointEval(const ncclzProfile *prof, const ncclzReaConfig *cfg, 
   ncclz_rea_predict(&d->stats, n_frame, d->dtype_bytes, ncclzReaSideBytes(d->quant, n_frame), &d->coder_params,
                     &cand);
   cand.nframes = (double)bytes / cand.frame_raw_bytes;
+  cand.pipeline_frames = cand.nframes; /* the message is one pipeline */
 
   ncclzReaRules rules;
   rules.stage_cap_bytes = cand.raw_frame_bytes;  /* a staging bank holds at least one RAW frame */

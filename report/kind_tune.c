@@ -90,7 +90,7 @@ static double true_cost(const ncclzProfile *prof, const tn_platform *p, ncclzDat
   double f = m < F ? m : F, nframes = m / f;
   ncclzReaLink link = ncclz_rea_link(prof, p->hint);
   link.beta_gbps = p->bw;
-  return ncclz_rea_cost_us(prof, link, k, cls, f, f / cr[k], nframes);
+  return ncclz_rea_cost_us(prof, link, k, cls, f, f / cr[k], nframes, nframes); /* one message, one pipeline */
 }
 
 /* The time a configuration is charged: REA's planned coder, realized; a failed post-check costs

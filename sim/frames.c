@@ -61,6 +61,7 @@ static ncclzCoder rea_pick(const sim_job *job, const sim_hop *hop, uint32_t k, d
   memset(&cand, 0, sizeof cand);
   cand.frame_raw_bytes = raw;
   cand.nframes = 1.0;
+  cand.pipeline_frames = nframes_of(job, raw_bytes); /* this chunk's frames: one pipeline per step */
   cand.raw_frame_bytes = (uint64_t)one_frame(job, NCCLZ_CODER_RAW, k, raw);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
     cand.pred_frame_bytes[c] = (uint64_t)ceil(one_frame(job, (ncclzCoder)c, k, raw));

@@ -5,6 +5,7 @@
 #include "ncclz/model.h"
 #include "testutil.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,12 +222,18 @@ static void test_curve(void) {
 
   /* RAW: alpha + B/beta only; a coder adds lambda-weighted codec time. */
   ncclzReaLink net = ncclz_rea_link(&prof, NCCLZ_HINT_NET);
-  double raw = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_RAW, NCCLZ_CLASS_DEFAULT, 3e6, 3e6, 1);
+  double raw = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_RAW, NCCLZ_CLASS_DEFAULT, 3e6, 3e6, 1, 0);
   CHECK(raw > 1024.99 && raw < 1025.01, "RAW 3 MB at 3 GB/s + 25 us = 1025 us, got %g", raw);
-  double fixed = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_FIXEDLEN, NCCLZ_CLASS_DEFAULT, 4194304, 0, 1);
-  double codec = 0.3 * (ncclz_rea_curve_us(&prof.codec[1].curves[0].encode, 4194304) +
-                        ncclz_rea_curve_us(&prof.codec[1].curves[0].decode, 4194304));
+  double fixed = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_FIXEDLEN, NCCLZ_CLASS_DEFAULT, 4194304, 0, 1, 0);
+  double full = ncclz_rea_curve_us(&prof.codec[1].curves[0].encode, 4194304) +
+                ncclz_rea_curve_us(&prof.codec[1].curves[0].decode, 4194304);
+  double codec = 0.3 * full;
   CHECK(fixed > 25 + codec - 1e-9 && fixed < 25 + codec + 1e-9, "FIXEDLEN codec terms: %g vs %g", fixed, 25 + codec);
+  /* A pipeline of k frames exposes lambda + (1 - lambda)/k: all of it for one frame. */
+  CHECK(ncclz_rea_exposure(0.3, 0) == 0.3 && ncclz_rea_exposure(0.3, 1) == 1.0, "exposure steady / one frame");
+  CHECK(fabs(ncclz_rea_exposure(0.3, 10) - 0.37) < 1e-12, "exposure of 10 frames %g", ncclz_rea_exposure(0.3, 10));
+  double one = ncclz_rea_cost_us(&prof, net, NCCLZ_CODER_FIXEDLEN, NCCLZ_CLASS_DEFAULT, 4194304, 0, 1, 1);
+  CHECK(fabs(one - (25 + full)) < 1e-9, "one-frame pipeline: %g vs %g", one, 25 + full);
 }
 
 /* ------------------------------------------------------ sample profiling */

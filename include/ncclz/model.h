@@ -218,6 +218,10 @@ const char *ncclzReaVerdictName(ncclzReaVerdict v);
 typedef struct {
   double frame_raw_bytes;                     /* B: n_symbols x dtype size */
   double nframes;                             /* frames in the message (1 for one frame) */
+  double pipeline_frames;                     /* 0: steady state, codec time exposed by the profile's
+                                                 lambdas; k >= 1: the message's k frames are one
+                                                 pipeline, whose first encode and last decode
+                                                 overlap nothing (ncclz_rea_exposure) */
   uint64_t raw_frame_bytes;                   /* size of the RAW frame: header + side + 4n */
   uint64_t pred_frame_bytes[NCCLZ_CODER_COUNT];
   int pred_valid[NCCLZ_CODER_COUNT];
