@@ -177,6 +177,26 @@ static char *points_doc(void) {
   return s;
 }
 
+/* The ncclz binary next to tests/ (the build tree) into bin; 0 when there is none. */
+static int ncclz_binary(char *bin, size_t cap) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = 0;
+  snprintf(bin, cap, "%s/../ncclz", dirname(exe));
+  if (access(bin, X_OK) == 0) return 1;
+  printf("note: %s not found, CLI round trip skipped\n", bin);
+  return 0;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
 static void test_profile(const char *dir) {
   char *doc = points_doc();
   ncclzCalResult *r = malloc(sizeof *r);
@@ -260,18 +280,13 @@ static void test_profile(const char *dir) {
   }
   free(r);
   /* The CLI round trip, when the ncclz binary sits next to tests/ (the build tree). */
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char bin[4200], pts[600], out[600], cmd[9000];
-    snprintf(bin, sizeof bin, "%s/../ncclz", dirname(exe));
-    if (access(bin, X_OK) == 0) {
+  char bin[4200];
+  {
+    char pts[600], out[600], cmd[9000];
+    if (ncclz_binary(bin, sizeof bin)) {
       snprintf(pts, sizeof pts, "%s/points.json", dir);
       snprintf(out, sizeof out, "%s/cli-profile.json", dir);
-      FILE *f = fopen(pts, "w");
-      fputs(doc, f);
-      fclose(f);
+      write_file(pts, doc);
       snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' --out '%s' 2>/dev/null", bin, pts, out);
       int rc = system(cmd);
       CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--from-points rc %d", rc);
@@ -294,8 +309,6 @@ static void test_profile(const char *dir) {
 #endif
       unlink(pts);
       unlink(out);
-    } else {
-      printf("note: %s not found, CLI round trip skipped\n", bin);
     }
   }
   free(doc);
@@ -378,17 +391,12 @@ static void test_check(const char *dir) {
     CHECK(ncclzCalCheckPoints(p, bad[i][0], strlen(bad[i][0]), c) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i][1]),
           "bad check doc %zu: %s", i, ncclzLastError());
   /* The CLI: --check with --from-points, when the binary is next to tests/. */
-  char exe[4096], bin[4200], fpath[600], out[600], cmd[9000];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    snprintf(bin, sizeof bin, "%s/../ncclz", dirname(exe));
-    if (access(bin, X_OK) == 0) {
+  char bin[4200], fpath[600], out[600], cmd[9000];
+  {
+    if (ncclz_binary(bin, sizeof bin)) {
       snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
       snprintf(out, sizeof out, "%s/check.json", dir);
-      FILE *f = fopen(fpath, "w");
-      fputs(fresh, f);
-      fclose(f);
+      write_file(fpath, fresh);
       snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --from-points '%s' --out '%s' >/dev/null", bin, path, fpath, out);
       int rc = system(cmd);
       CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--check rc %d", rc);
