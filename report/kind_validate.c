@@ -25,6 +25,7 @@ ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files,
 typedef struct {
   char name[32];
   ncclzSimScenario sc; /* one point: the path's platform and options, and the data */
+  double plain_factor; /* > 0: bandwidth_factor of plain (compress off) points, "calibrated" paths */
 } va_path;
 
 typedef struct {
@@ -39,15 +40,54 @@ typedef struct {
   size_t n, cap;
 } va_points;
 
+/* Bandwidth (GB/s) of a profile curve's large messages: the slope between 512 MiB and 1 GiB. */
+static double curve_gbps(const ncclzProfile *prof, const char *path, const char *coll) {
+  const double s1 = 512.0 * 1048576, s2 = 1024.0 * 1048576;
+  double t1 = ncclzProfilePlainUs(prof, path, coll, s1), t2 = ncclzProfilePlainUs(prof, path, coll, s2);
+  return t1 >= 0 && t2 > t1 ? (s2 - s1) / ((t2 - t1) * 1e3) : -1;
+}
+
+/* "calibrated": "PATH" takes the link from the profile's measurement of that path, as the
+ * executor sees it: the executor's frames travel by NCCL send/recv, so the link is the send/recv
+ * curve's (bandwidth of large messages, LogGP latency at 1 KiB); plain NCCL runs its
+ * collectives on more channels, so plain points scale the bandwidth by the AllReduce's (a 2-rank
+ * ring AllReduce moves its whole buffer each way) over send/recv's. Writes the link fields into
+ * plat (a copy) and the factor into p. */
+static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p) {
+  const cJSON *cal = cJSON_GetObjectItemCaseSensitive(plat, "calibrated");
+  if (!cal) return 0;
+  if (!cJSON_IsString(cal)) return SCN_ERR("paths.%s.calibrated: expected a path name of the profile", name), -1;
+  const char *path = cal->valuestring;
+  double p2p = curve_gbps(c->prof, path, "sendrecv"), coll = curve_gbps(c->prof, path, "allreduce");
+  if (p2p <= 0 || coll <= 0)
+    return SCN_ERR("paths.%s.calibrated: the profile has no sendrecv and allreduce curves of path '%s'", name, path), -1;
+  double alpha = ncclzProfilePlainUs(c->prof, path, "sendrecv", 1024) - 1024 / (p2p * 1e3);
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(plat, "gpus_per_node");
+  int intra = cJSON_IsNumber(g) && g->valuedouble >= 2;
+  const char *bw = intra ? "nvlink_gbps" : "nic_gbps", *lat = intra ? "nvlink_latency_us" : "nic_latency_us";
+  if (cJSON_GetObjectItemCaseSensitive(plat, bw) || cJSON_GetObjectItemCaseSensitive(plat, lat))
+    return SCN_ERR("paths.%s: give either \"calibrated\" or %s and %s", name, bw, lat), -1;
+  cJSON_AddNumberToObject(plat, bw, p2p);
+  cJSON_AddNumberToObject(plat, lat, alpha > 0 ? alpha : 0);
+  cJSON_DeleteItemFromObjectCaseSensitive(plat, "calibrated");
+  p->plain_factor = coll / p2p;
+  return 0;
+}
+
 /* A path's platform as a one-point what-if document, parsed by the simulator's own parser. */
-static int parse_path(run_ctx *c, const cJSON *plat, const char *name, va_path *p) {
+static int parse_path(run_ctx *c, const cJSON *plat_in, const char *name, va_path *p) {
+  cJSON *plat = cJSON_Duplicate(plat_in, 1);
+  if (!plat || calibrated_link(c, plat, name, p)) {
+    cJSON_Delete(plat);
+    return -1;
+  }
   cJSON *doc = cJSON_CreateObject();
   cJSON_AddStringToObject(doc, "kind", "what-if");
   const cJSON *data = cJSON_GetObjectItemCaseSensitive(c->root, "data");
   const cJSON *opts = cJSON_GetObjectItemCaseSensitive(c->root, "options");
   if (data) cJSON_AddItemToObject(doc, "data", cJSON_Duplicate(data, 1));
   if (opts) cJSON_AddItemToObject(doc, "options", cJSON_Duplicate(opts, 1));
-  cJSON_AddItemToObject(doc, "platform", cJSON_Duplicate(plat, 1));
+  cJSON_AddItemToObject(doc, "platform", plat);
   char *text = cJSON_PrintUnformatted(doc);
   cJSON_Delete(doc);
   snprintf(p->name, sizeof p->name, "%.31s", name);
@@ -106,6 +146,7 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
   pt.options.coll = (ncclzCollective)coll;
   pt.options.compress = (ncclzSimCompress)comp;
   pt.options.bytes = (uint64_t)q->bytes;
+  if (comp == NCCLZ_SIM_OFF && vp->plain_factor > 0) pt.platform.bandwidth_factor *= vp->plain_factor;
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
   if (q->has_meas && q->meas_cr > 0 && forced > 0)
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;

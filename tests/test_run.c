@@ -1,10 +1,12 @@
 /* ncclz run (report/ncclzRunScenario): schema errors name the field; a small what-if writes
  * index.html, results.json and CSV; the tune kind's recommendation has regret >= 0 and the
  * oracle's is 0. Kept small: each case runs in well under a second. */
+#include "ncclz/model.h"
 #include "ncclz/report.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,10 @@ static void schema_errors(void) {
   expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"workloads\": [{\"label\": "
                "\"a\", \"data\": {\"cr\": {\"fixedlen\": 0}}}], \"sweep\": {\"compress\": [\"auto\"]}}", "data.cr.fixedlen");
   expect_error("{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\"}", "paths");
+  expect_error("{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\", \"data\": {\"cr\": {\"fixedlen\": 4}},"
+               "\"paths\": {\"s\": {\"gpus_per_node\": 1, \"calibrated\": \"socket\"}}}", "no sendrecv and allreduce curves");
+  expect_error("{\"kind\": \"validate\", \"data\": {\"cr\": {\"fixedlen\": 4}},"
+               "\"paths\": {\"s\": {\"gpus_per_node\": 1, \"calibrated\": \"socket\", \"nic_gbps\": 3}}}", "either");
 #endif
 }
 
@@ -140,6 +146,49 @@ static void tune_run(void) {
   cJSON_Delete(j);
 }
 
+/* A "calibrated" validate path is the link the profile measured: the same replay as a path that
+ * types in the send/recv bandwidth and latency, and for plain NCCL the AllReduce's bandwidth. */
+static double predicted_us(const cJSON *j, const char *path, const char *compress) {
+  const cJSON *p;
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "points")) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "path"), *c = cJSON_GetObjectItemCaseSensitive(p, "compress");
+    if (cJSON_IsString(a) && !strcmp(a->valuestring, path) && cJSON_IsString(c) && !strcmp(c->valuestring, compress))
+      return cJSON_GetObjectItemCaseSensitive(p, "simulated_us")->valuedouble;
+  }
+  return -1;
+}
+
+static void validate_calibrated_run(void) {
+#ifdef NCCLZ_HAVE_SIM
+  ncclzProfile prof;
+  OK(ncclzProfileDefault(&prof) == NCCLZ_OK);
+  const double s1 = 512.0 * 1048576, s2 = 1024.0 * 1048576;
+  double p2p = (s2 - s1) / ((ncclzProfilePlainUs(&prof, "socket", "sendrecv", s2) -
+                             ncclzProfilePlainUs(&prof, "socket", "sendrecv", s1)) * 1e3);
+  double coll = (s2 - s1) / ((ncclzProfilePlainUs(&prof, "socket", "allreduce", s2) -
+                              ncclzProfilePlainUs(&prof, "socket", "allreduce", s1)) * 1e3);
+  double alpha = ncclzProfilePlainUs(&prof, "socket", "sendrecv", 1024) - 1024 / (p2p * 1e3);
+  char text[2048];
+  snprintf(text, sizeof text,
+           "{\"kind\": \"validate\", \"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
+           "\"paths\": {\"cal\": {\"gpus_per_node\": 1, \"calibrated\": \"socket\"},"
+           "\"p2p\": {\"gpus_per_node\": 1, \"nic_gbps\": %.17g, \"nic_latency_us\": %.17g},"
+           "\"coll\": {\"gpus_per_node\": 1, \"nic_gbps\": %.17g, \"nic_latency_us\": %.17g}},"
+           "\"predict\": {\"collective\": [\"allreduce\"], \"compress\": [\"off\", \"fixedlen\"], \"bytes\": [\"64M\"],"
+           "\"nranks\": 2}}",
+           p2p, alpha > 0 ? alpha : 0, coll, alpha > 0 ? alpha : 0);
+  OK(run(scenario("va", text), "va") == NCCLZ_OK);
+  cJSON *j = load_json("va");
+  double cal_f = predicted_us(j, "cal", "fixedlen"), p2p_f = predicted_us(j, "p2p", "fixedlen");
+  double cal_o = predicted_us(j, "cal", "off"), coll_o = predicted_us(j, "coll", "off");
+  CHECK(cal_f > 0 && fabs(cal_f - p2p_f) <= 1e-9 * p2p_f, "compressed: calibrated %g vs typed-in %g", cal_f, p2p_f);
+  CHECK(cal_o > 0 && fabs(cal_o - coll_o) <= 1e-6 * coll_o, "plain: calibrated %g vs AllReduce bandwidth %g", cal_o, coll_o);
+  cJSON_Delete(j);
+#else
+  printf("validate run: skipped (no simulator in this build)\n");
+#endif
+}
+
 static void crtable_run(void) {
   const char *s = scenario("cr", "{\"kind\": \"cr-table\", \"data_dir\": \"" DATA "\", \"nodes\": [1, 2],"
       "\"ranks_per_node\": 2, \"datasets\": [{\"label\": \"g\", \"quant\": \"qsgd:bits=8,bucket=512\","
@@ -156,6 +205,7 @@ int main(void) {
   whatif_run();
   tune_run();
   crtable_run();
+  validate_calibrated_run();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
