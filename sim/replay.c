@@ -2,14 +2,16 @@
  * executor issues it.
  *   SEND: wait for the op's dep (the receive whose data it sends; a REDUCE dep also waits for its
  *         decode), wait for a free staging bank (at most `banks` frames in flight to the peer),
- *         encode on the rank's codec stream (ENCODE only; FORWARD re-sends the received frame),
+ *         encode on the rank's encode stream (ENCODE only; FORWARD re-sends the received frame),
  *         then post the frame. The payload names the coder, so a forwarding rank re-sends the same
  *         frame (a RAW frame made for NVLink stays RAW on the NIC hop that forwards it).
  *   RECV: wait for a free bank (completing the oldest receive), then post the receive.
- *   completing a receive: the frame's decode goes on the codec stream; the actor waits for it
+ *   completing a receive: the frame's decode goes on the decode stream; the actor waits for it
  *         only when a send needs the sum (REDUCE feeding the next step).
- * The codec stream is one serial resource per rank (kernels of one GPU queue up), tracked as the
- * time it becomes idle: decodes that nothing waits for overlap with transfers.
+ * Encode and decode streams are two serial resources per rank, as the executor's s_enc and s_dec
+ * CUDA streams (exec/nccl_exec.cu): frames queue up on each, and an encode can run while another
+ * frame decodes. Each is tracked as the time it becomes idle: decodes that nothing waits for
+ * overlap with transfers.
  * Transfers go through one mailbox per ordered pair of actors; both sides issue a pair's messages
  * in (step, chunk) order, so FIFO matching pairs the SEND and RECV with the same (step, chunk). */
 #include "sim_internal.h"
@@ -40,7 +42,7 @@ typedef struct {
   size_t *recvq, rq_head, rq_tail; /* outstanding receives, in issue order */
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
-  double codec_free;        /* simulated time (s) when the codec stream is idle */
+  double enc_free, dec_free; /* simulated time (s) when the encode / decode stream is idle */
 } rank_ctx;
 
 /* Any non-NULL payload will do for SimGrid (NULL aborts); ours carries the frame's coder. */
@@ -65,12 +67,12 @@ static sg_mailbox_t mb_get(sg_mailbox_t *cache, int idx, int src, int dst, const
   return cache[idx];
 }
 
-/* Queues codec work of `us` on the rank's codec stream; returns when it will be done (s). */
-static double codec_queue(rank_ctx *c, double us) {
+/* Queues codec work of `us` on a stream (its idle time *free_s); returns when it will be done (s). */
+static double codec_queue(double *free_s, double us) {
   double now = simgrid_get_clock();
-  double start = c->codec_free > now ? c->codec_free : now;
-  c->codec_free = start + us * 1e-6;
-  return c->codec_free;
+  double start = *free_s > now ? *free_s : now;
+  *free_s = start + us * 1e-6;
+  return *free_s;
 }
 
 static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
@@ -102,11 +104,11 @@ static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
   c->in_inflight[p]--;
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
     ncclzCoder cd = payload_coder(c->payload[i]);
-    codec_queue(c, sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
+    codec_queue(&c->dec_free, sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
   }
 decoded:
-  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->codec_free > simgrid_get_clock())
-    sg_actor_sleep_until(c->codec_free);
+  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->dec_free > simgrid_get_clock())
+    sg_actor_sleep_until(c->dec_free);
 }
 
 /* Completes receives in issue order up to and including op i (the executor consumes frames in
@@ -138,7 +140,7 @@ static void do_send(rank_ctx *c, size_t i) {
     sim_hop hop = j->per_hop ? sim_hop_actors(&j->lay, c->a, p) : j->hop;
     cd = sim_pick_coder(j, &hop, k, raw);
     double us = sim_codec_us(j, cd, 0, raw);
-    if (us > 0.0) sg_actor_sleep_until(codec_queue(c, us));
+    if (us > 0.0) sg_actor_sleep_until(codec_queue(&c->enc_free, us));
   }
   double bytes = sim_frame_bytes(j, cd, k, raw);
   if (j->opt->compress != NCCLZ_SIM_OFF) /* plain NCCL sends no frames */
@@ -176,7 +178,8 @@ static void rank_actor(int argc, char **argv) {
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);
-  if (c->codec_free > simgrid_get_clock()) sg_actor_sleep_until(c->codec_free);
+  double idle = c->enc_free > c->dec_free ? c->enc_free : c->dec_free;
+  if (idle > simgrid_get_clock()) sg_actor_sleep_until(idle);
   c->st->end_s = simgrid_get_clock();
 }
 
