@@ -26,6 +26,7 @@ typedef struct {
   char name[32];
   ncclzSimScenario sc; /* one point: the path's platform and options, and the data */
   double plain_factor; /* > 0: bandwidth_factor of plain (compress off) points, "calibrated" paths */
+  ncclzCurve frame_factor; /* "calibrated": size_factor of the executor's frames (send/recv's ramp) */
 } va_path;
 
 typedef struct {
@@ -47,17 +48,37 @@ static double curve_gbps(const ncclzProfile *prof, const char *path, const char 
   return t1 >= 0 && t2 > t1 ? (s2 - s1) / ((t2 - t1) * 1e3) : -1;
 }
 
+/* The send/recv ramp as a bandwidth factor by message size: at each point of the profile's curve,
+ * the time the linear link (alpha, bandwidth) would take over the time measured, so that a
+ * message of that size takes the measured time (sim/replay.c divides its bytes by the factor). */
+static void ramp_factor(const ncclzProfile *prof, const char *path, double p2p, double alpha, ncclzCurve *out) {
+  out->n_points = 0;
+  for (uint32_t i = 0; i < prof->n_plain; i++) {
+    const ncclzPlainCurve *pc = &prof->plain[i];
+    if (strcmp(pc->path, path) || strcmp(pc->collective, "sendrecv")) continue;
+    for (uint32_t k = 0; k < pc->curve.n_points && out->n_points < NCCLZ_CURVE_MAX_POINTS; k++) {
+      double b = pc->curve.bytes[k], wire = pc->curve.us[k] - alpha;
+      if (!(wire > 0)) continue;
+      double f = (b / (p2p * 1e3)) / wire;
+      out->bytes[out->n_points] = b;
+      out->us[out->n_points++] = f < 1e-3 ? 1e-3 : f > 1e3 ? 1e3 : f;
+    }
+  }
+}
+
 /* "calibrated": "PATH" takes the link from the profile's measurement of that path, as the
  * executor sees it: the executor's frames travel by NCCL send/recv, so the link is the send/recv
  * curve's (bandwidth of large messages, LogGP latency at 1 KiB); plain NCCL runs its
  * collectives on more channels, so plain points scale the bandwidth by the AllReduce's (a 2-rank
- * ring AllReduce moves its whole buffer each way) over send/recv's. Writes the link fields into
- * plat (a copy) and the factor into p. */
+ * ring AllReduce moves its whole buffer each way) over send/recv's; the executor's frames (a few
+ * MiB and less) also follow send/recv's ramp with message size (ramp_factor). Writes the link
+ * fields into plat (a copy) and the factors into p. */
 static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p) {
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(plat, "calibrated");
   if (!cal) return 0;
   if (!cJSON_IsString(cal)) return SCN_ERR("paths.%s.calibrated: expected a path name of the profile", name), -1;
-  const char *path = cal->valuestring;
+  char path[32]; /* a copy: the "calibrated" item is deleted below */
+  snprintf(path, sizeof path, "%.31s", cal->valuestring);
   double p2p = curve_gbps(c->prof, path, "sendrecv"), coll = curve_gbps(c->prof, path, "allreduce");
   if (p2p <= 0 || coll <= 0)
     return SCN_ERR("paths.%s.calibrated: the profile has no sendrecv and allreduce curves of path '%s'", name, path), -1;
@@ -71,6 +92,7 @@ static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p
   cJSON_AddNumberToObject(plat, lat, alpha > 0 ? alpha : 0);
   cJSON_DeleteItemFromObjectCaseSensitive(plat, "calibrated");
   p->plain_factor = coll / p2p;
+  ramp_factor(c->prof, path, p2p, alpha > 0 ? alpha : 0, &p->frame_factor);
   return 0;
 }
 
@@ -147,6 +169,7 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
   pt.options.compress = (ncclzSimCompress)comp;
   pt.options.bytes = (uint64_t)q->bytes;
   if (comp == NCCLZ_SIM_OFF && vp->plain_factor > 0) pt.platform.bandwidth_factor *= vp->plain_factor;
+  if (comp != NCCLZ_SIM_OFF) pt.platform.size_factor = vp->frame_factor;
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
   if (q->has_meas && q->meas_cr > 0 && forced > 0)
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;

@@ -15,6 +15,7 @@
  * Transfers go through one mailbox per ordered pair of actors; both sides issue a pair's messages
  * in (step, chunk) order, so FIFO matching pairs the SEND and RECV with the same (step, chunk). */
 #include "sim_internal.h"
+#include "model/rea_decide.h" /* ncclz_rea_curve_us: the one curve evaluator */
 
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
@@ -73,6 +74,14 @@ static double codec_queue(double *free_s, double us) {
   double start = *free_s > now ? *free_s : now;
   *free_s = start + us * 1e-6;
   return *free_s;
+}
+
+/* The platform's bandwidth factor for a message of `bytes` (1 without a size_factor curve): the
+ * message travels as bytes / factor, which is the same time as at factor x the bandwidth. */
+static double size_factor(const ncclzSimPlatform *p, double bytes) {
+  if (!p->size_factor.n_points) return 1.0;
+  double f = ncclz_rea_curve_us(&p->size_factor, bytes); /* a curve of factors, not times */
+  return f > 1e-3 ? f : 1e-3;
 }
 
 static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
@@ -152,7 +161,7 @@ static void do_send(rank_ctx *c, size_t i) {
                                        NCCLZ_FRAME_HEADER_BYTES),
                    NULL); /* fire and forget: detach starts it */
   c->comm[i] = sg_mailbox_put_async(mb_get(c->mb_out, p, c->a, p, ""), coder_payload(cd),
-                                    (long)(bytes < 1.0 ? 1.0 : bytes));
+                                    (long)fmax(1.0, bytes / size_factor(&j->lay.p, bytes)));
   c->sendq[c->sq_tail++] = i;
   c->out_inflight[p]++;
 }

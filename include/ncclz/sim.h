@@ -52,6 +52,9 @@ typedef struct {
   int stride;                /* STRIDED: slots between consecutive ranks (default G) */
   uint64_t seed;             /* RANDOM */
   double bandwidth_factor;   /* calibrated: every link bandwidth is multiplied by it (default 1) */
+  ncclzCurve size_factor;    /* calibrated, optional (n_points 0: none): a further factor by message
+                                bytes, for the ramp of a path's bandwidth with message size; a
+                                message of B bytes travels as B / factor(B) */
 } ncclzSimPlatform;
 
 /* 1 node x 8 GPUs, NVLink 450 GB/s 1 us, 1 rail of 50 GB/s (400 Gb/s) 5 us, non-blocking,
