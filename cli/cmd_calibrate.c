@@ -24,7 +24,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--quick] --out PROFILE.json\n"
+          "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--sweeps N] [--quick] --out PROFILE.json\n"
           "       ncclz calibrate --from-points POINTS.json --out PROFILE.json\n"
           "       ncclz calibrate --check PROFILE.json [-g N] [--paths LIST] [--sweeps N] [--quick]\n"
           "                       [--from-points FRESH.json] [--points-out FRESH.json] [--out CHECK.json]\n"
@@ -36,7 +36,9 @@ static void usage(FILE *f) {
           "                 1 KiB..1 GiB (nvlink: default NCCL; shm: NCCL_P2P_DISABLE=1; socket: NET over lo;\n"
           "                 socket1x1, socket4x4: the socket path with 1x1 / 4x4 socket threads)\n"
           "  overlap        lambda_enc/lambda_dec: exposed fraction of codec time in executor traces\n"
-          "The fits (us = alpha + bytes/beta) and their residuals go under the profile's \"fit\" key.\n"
+          "Every curve is fitted piecewise (us = alpha + bytes/beta per size segment, the fewest segments within\n"
+          "5%%); the fits and their residuals go under the profile's \"fit\" key, the plain collective curves\n"
+          "under \"collectives\".\n"
           "\n"
           "  -g N                  GPUs (default 2; transports need 2)\n"
           "  --paths LIST          comma-separated paths (default nvlink,shm,socket)\n"
@@ -46,7 +48,7 @@ static void usage(FILE *f) {
           "  --from-points FILE    no measurement: fit and write from a points document\n"
           "  --quiet               no residual table on stderr\n"
           "  --check PROFILE       no profile written: measure the five plain collectives again (a fresh run,\n"
-          "                        1 MiB..1 GiB x4 plus the 1.5 MiB x4 sizes between the calibration's points,\n"
+          "                        1 MiB..256 MiB x4 plus 1.5..384 MiB x4, between the calibration's points,\n"
           "                        N sweeps) and compare with PROFILE's curves: table on stdout, median and\n"
           "                        max |error| against the targets (8%%, 20%%) and the sweeps' spread;\n"
           "                        --out writes it as JSON; --from-points compares a saved fresh run\n"
