@@ -48,9 +48,9 @@ static void print_help(void) {
       "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
       "  --dims     shape in C order (last fastest), needed for 2D/3D Lorenzo\n"
       "  --repeat   timed repetitions; the median is reported (default 3)\n"
-      "  --profile  calibration profile for --coder auto (the REA's costs; default $NCCLZ_PROFILE, else\n"
-      "             the built-in H200 profile); --hint: the transport\n"
-      "             the frames are meant for (default net)\n"
+      "  --profile  calibration profile for --coder auto, the REA's costs (default $NCCLZ_PROFILE,\n"
+      "             else the built-in H200 profile)\n"
+      "  --hint     the transport the frames are meant for (default net)\n"
       "  --json     one JSON object on stdout (input_bytes, quant_bytes, output_bytes, cr, cr_quant,\n"
       "             max_abs_err, error_bound, encode_gbps, decode_gbps, coder_mix, lossless_ok, ...)\n"
       "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure.\n");

@@ -41,6 +41,7 @@ static void print_help(void) {
       "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N\n"
       "  --json   one JSON object on stdout: points[] with bandwidth_gbps, bytes, coder, time_us,\n"
       "           raw_us, fixedlen_us, huffman_us, admissible[] (the table goes to stderr)\n"
+      "  --profile  default $NCCLZ_PROFILE, else the built-in H200 profile (calibrate/profiles/h200-x2.json)\n"
       "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure.\n");
 }
 

@@ -35,6 +35,7 @@ static void print_help(void) {
          "(docs/scenarios.md): codec time from PROFILE, wire bytes from the scenario's data profile, coders\n"
          "from REA. One row per point; the fidelity (full: one actor per rank, reduced: a symmetric ring's\n"
          "few actors) is chosen per point and reported.\n\n"
+         "  --profile FILE   default $NCCLZ_PROFILE, else the built-in H200 profile\n"
          "  --measured FILE  JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
          "                   [, nic_gbps]}: each matching point gets measured_us and error\n"
          "  --json           one JSON object on stdout: points[] with collective, nodes, gpus_per_node,\n"
