@@ -347,40 +347,28 @@ static cJSON *fit_json(const ncclzCalFit *f) {
   return o;
 }
 
-/* The profile curve: the fitted line at the measured sizes (unique, at most 32, first and last
- * kept), or the measured times (mean per size) when the line misses the tolerance. */
+/* The profile curve: the fit at the measured sizes (at most 32, first and last kept), or the
+ * measured times where the fit misses the tolerance. The sizes are distinct: fit_into has
+ * reduced every size to its median. */
 static cJSON *curve_json(const ncclzCalFit *f, int measured) {
-  double b[NCCLZ_CAL_MAX_POINTS], t[NCCLZ_CAL_MAX_POINTS];
-  int cnt[NCCLZ_CAL_MAX_POINTS];
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < f->n; i++) {
-    if (m && f->bytes[i] == b[m - 1]) {
-      t[m - 1] += f->us[i];
-      cnt[m - 1]++;
-    } else {
-      b[m] = f->bytes[i];
-      t[m] = f->us[i];
-      cnt[m++] = 1;
-    }
-  }
   cJSON *arr = cJSON_CreateArray();
-  uint32_t keep = m < NCCLZ_CURVE_MAX_POINTS ? m : NCCLZ_CURVE_MAX_POINTS;
+  uint32_t m = f->n, keep = m < NCCLZ_CURVE_MAX_POINTS ? m : NCCLZ_CURVE_MAX_POINTS;
   long last = -1;
   for (uint32_t j = 0; j < keep; j++) {
     long i = keep == 1 ? 0 : (long)((double)j * (m - 1) / (keep - 1) + 0.5);
     if (i == last) continue;
     last = i;
-    double us = measured ? t[i] / cnt[i] : ncclzCalFitEval(f, b[i]);
+    double us = measured ? f->us[i] : ncclzCalFitEval(f, f->bytes[i]);
     cJSON *p = cJSON_CreateObject();
-    cJSON_AddItemToObject(p, "bytes", num(b[i]));
+    cJSON_AddItemToObject(p, "bytes", num(f->bytes[i]));
     cJSON_AddItemToObject(p, "us", num(r6(us)));
     cJSON_AddItemToArray(arr, p);
   }
   return arr;
 }
 
-/* collectives: the plain NCCL curves (and "sendrecv", the exchange of one ring step), as the codec curves: the piecewise fit at the measured sizes,
- * or the measured times where the fit misses the tolerance (docs/calibrate.md). */
+/* collectives: the plain NCCL curves (and "sendrecv", the exchange of one ring step), made as the
+ * codec curves are (curve_json; docs/calibrate.md). */
 static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
   cJSON *co = NULL, *paths = NULL;
   for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) {
