@@ -197,6 +197,38 @@ static void write_file(const char *path, const char *text) {
   fclose(f);
 }
 
+/* The CLI round trip of a points document, when the ncclz binary sits next to tests/ (the build
+ * tree): --from-points writes a loadable profile, and the exit codes hold. */
+static void cli_round_trip(const char *dir, const char *doc) {
+  char bin[4200], pts[600], out[600], cmd[9000];
+  if (!ncclz_binary(bin, sizeof bin)) return;
+  snprintf(pts, sizeof pts, "%s/points.json", dir);
+  snprintf(out, sizeof out, "%s/cli-profile.json", dir);
+  write_file(pts, doc);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' --out '%s' 2>/dev/null", bin, pts, out);
+  int rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--from-points rc %d", rc);
+  ncclzProfile *p = malloc(sizeof *p);
+  CHECK(ncclzProfileLoad(out, p) == NCCLZ_OK, "CLI profile: %s", ncclzLastError());
+  free(p);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' 2>/dev/null", bin, pts);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no --out: rc %d", rc);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --paths nvlink,ib --out '%s' 2>/dev/null", bin, out);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "bad path: rc %d", rc);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --help >/dev/null", bin);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--help: rc %d", rc);
+#ifndef NCCLZ_HAVE_CALIBRATE_GPU
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --out '%s' 2>/dev/null", bin, out);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "no CUDA build: rc %d", rc);
+#endif
+  unlink(pts);
+  unlink(out);
+}
+
 static void test_profile(const char *dir) {
   char *doc = points_doc();
   ncclzCalResult *r = malloc(sizeof *r);
@@ -279,38 +311,7 @@ static void test_profile(const char *dir) {
     CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i][1]), "bad doc %zu: %s", i, ncclzLastError());
   }
   free(r);
-  /* The CLI round trip, when the ncclz binary sits next to tests/ (the build tree). */
-  char bin[4200];
-  {
-    char pts[600], out[600], cmd[9000];
-    if (ncclz_binary(bin, sizeof bin)) {
-      snprintf(pts, sizeof pts, "%s/points.json", dir);
-      snprintf(out, sizeof out, "%s/cli-profile.json", dir);
-      write_file(pts, doc);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' --out '%s' 2>/dev/null", bin, pts, out);
-      int rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--from-points rc %d", rc);
-      ncclzProfile *p = malloc(sizeof *p);
-      CHECK(ncclzProfileLoad(out, p) == NCCLZ_OK, "CLI profile: %s", ncclzLastError());
-      free(p);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' 2>/dev/null", bin, pts);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "no --out: rc %d", rc);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --paths nvlink,ib --out '%s' 2>/dev/null", bin, out);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "bad path: rc %d", rc);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --help >/dev/null", bin);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--help: rc %d", rc);
-#ifndef NCCLZ_HAVE_CALIBRATE_GPU
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --out '%s' 2>/dev/null", bin, out);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "no CUDA build: rc %d", rc);
-#endif
-      unlink(pts);
-      unlink(out);
-    }
-  }
+  cli_round_trip(dir, doc);
   free(doc);
 }
 
@@ -327,6 +328,30 @@ static void fresh_entry(cJSON *co, const char *path, const char *coll, int ranks
     cJSON_AddItemToArray(pts, cJSON_CreateDoubleArray(pt, 2));
   }
   cJSON_AddItemToArray(co, e);
+}
+
+/* The CLI: --check with --from-points, when the binary is next to tests/. */
+static void cli_check(const char *dir, const char *path, const char *fresh) {
+  char bin[4200], fpath[600], out[600], cmd[9000];
+  if (!ncclz_binary(bin, sizeof bin)) return;
+  snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
+  snprintf(out, sizeof out, "%s/check.json", dir);
+  write_file(fpath, fresh);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --from-points '%s' --out '%s' >/dev/null", bin, path, fpath, out);
+  int rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--check rc %d", rc);
+  size_t len = 0;
+  char *txt = ncclzReadFile("check", out, &len);
+  CHECK(txt && strstr(txt, "\"max_abs_error\""), "check JSON written");
+  free(txt);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s/none.json' --from-points '%s' 2>/dev/null", bin, dir, fpath);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--check missing profile: rc %d", rc);
+  snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --sweeps 0 2>/dev/null", bin, path);
+  rc = system(cmd);
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--sweeps 0: rc %d", rc);
+  unlink(fpath);
+  unlink(out);
 }
 
 /* The profile written by test_profile predicts its plain collectives; the check compares a fresh
@@ -390,30 +415,7 @@ static void test_check(const char *dir) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(ncclzCalCheckPoints(p, bad[i][0], strlen(bad[i][0]), c) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i][1]),
           "bad check doc %zu: %s", i, ncclzLastError());
-  /* The CLI: --check with --from-points, when the binary is next to tests/. */
-  char bin[4200], fpath[600], out[600], cmd[9000];
-  {
-    if (ncclz_binary(bin, sizeof bin)) {
-      snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
-      snprintf(out, sizeof out, "%s/check.json", dir);
-      write_file(fpath, fresh);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --from-points '%s' --out '%s' >/dev/null", bin, path, fpath, out);
-      int rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--check rc %d", rc);
-      size_t len = 0;
-      char *txt = ncclzReadFile("check", out, &len);
-      CHECK(txt && strstr(txt, "\"max_abs_error\""), "check JSON written");
-      free(txt);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s/none.json' --from-points '%s' 2>/dev/null", bin, dir, fpath);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--check missing profile: rc %d", rc);
-      snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --sweeps 0 2>/dev/null", bin, path);
-      rc = system(cmd);
-      CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "--sweeps 0: rc %d", rc);
-      unlink(fpath);
-      unlink(out);
-    }
-  }
+  cli_check(dir, path, fresh);
   cJSON_Delete(root);
   free(fresh);
   free(good);
