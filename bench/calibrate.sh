@@ -24,7 +24,6 @@ QUICK=${QUICK:-0}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"
-: >"$OUTDIR/build.log"
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit || exit 1
 "$B/tests/test_calibrate_fit" || exit 1
 

@@ -26,7 +26,6 @@ SKIP_TESTS=${SKIP_TESTS:-0}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"
-: >"$OUTDIR/build.log"
 ncclz_device_build "$B" "$OUTDIR/build.log" test_gpu_codecs ncclz_codecs_cuda || exit 1
 # bench_codecs: through bench/CMakeLists.txt when the root adds it, else directly with nvcc
 if ! cmake --build "$B" --target bench_codecs >>"$OUTDIR/build.log" 2>&1; then

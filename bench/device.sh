@@ -29,7 +29,6 @@ LOG="$OUTDIR/tests.log"
 { date -u +%FT%TZ; echo "commit ${NCCLZ_COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$LOG"
 
 echo "== build"
-: >"$OUTDIR/build.log"
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit test_gpu_codecs test_gpu_rea test_gpu_exec || exit 1
 rm -f "$OUTDIR/build.log"
 

@@ -14,9 +14,10 @@ if ls .deps/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/cjson/cJSON.h ]; then
 fi
 
 # ncclz_device_build BUILD_DIR LOG TARGET...: configures (no simulator, no MPI, cJSON from DEPS)
-# and builds the targets; on failure prints the log's tail and returns 1.
+# and builds the targets into a fresh LOG; on failure prints the log's tail and returns 1.
 ncclz_device_build() {
   local dir=$1 log=$2; shift 2
+  : >"$log"
   { cmake -S . -B "$dir" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF $DEPS && cmake --build "$dir" -j"$(nproc)" --target "$@"; } \
     >>"$log" 2>&1 || { tail -30 "$log"; return 1; }
 }

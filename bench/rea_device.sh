@@ -7,7 +7,6 @@ OUTDIR=${OUT:-bench/results}
 B=/tmp/ncclz-rea
 mkdir -p "$OUTDIR"
 . "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-: >"$OUTDIR/rea-build.log"
 ncclz_device_build "$B" "$OUTDIR/rea-build.log" test_gpu_rea || exit 1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUTDIR/rea-device.txt"
 "$B/tests/test_gpu_rea" 2>&1 | tee "$OUTDIR/rea-device.log"
