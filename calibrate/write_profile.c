@@ -280,6 +280,16 @@ static int net_source(const ncclzCalResult *r, int hint) {
   return -1;
 }
 
+/* The measured path with the lowest send/recv bandwidth (-1: none): it stands in for a
+ * transport whose own path was not measured. */
+static int slowest_path(const ncclzCalResult *r) {
+  int slowest = -1;
+  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++)
+    if (r->sendrecv_present[p] && (slowest < 0 || r->sendrecv[p].beta_gbps < r->sendrecv[slowest].beta_gbps))
+      slowest = p;
+  return slowest;
+}
+
 ncclzStatus ncclzCalFitPoints(const char *json, size_t len, ncclzCalResult *out) {
   memset(out, 0, sizeof *out);
   cJSON *root = cJSON_ParseWithLength(json, len);
@@ -297,13 +307,8 @@ ncclzStatus ncclzCalFitPoints(const char *json, size_t len, ncclzCalResult *out)
   if (!st) st = parse_overlap(root, out);
   cJSON_Delete(root);
   if (st) return st;
-  int any = 0;
-  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++) any |= out->sendrecv_present[p];
-  if (!any) return ncclzSetError(NCCLZ_ERR_ARG, "points sendrecv: no path measured");
-  int slowest = -1;
-  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++)
-    if (out->sendrecv_present[p] && (slowest < 0 || out->sendrecv[p].beta_gbps < out->sendrecv[slowest].beta_gbps))
-      slowest = p;
+  int slowest = slowest_path(out);
+  if (slowest < 0) return ncclzSetError(NCCLZ_ERR_ARG, "points sendrecv: no path measured");
   for (int h = 0; h < NCCLZ_CAL_HINTS; h++)
     if (net_source(out, h) < 0)
       add_note(out, "transports.%s: not measured, the values of path %s", ncclzHintName((ncclzTransportHint)h),
@@ -408,10 +413,7 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
   /* transports: nvlink <- nvlink, shm <- shm, net <- socket (else socket1x1/4x4); a path not
    * measured takes the slowest measured one's values, and says so in fit.notes. */
   cJSON *tr = cJSON_AddObjectToObject(root, "transports");
-  int slowest = -1;
-  for (int p = 0; p < NCCLZ_CAL_PATH_COUNT; p++)
-    if (r->sendrecv_present[p] && (slowest < 0 || r->sendrecv[p].beta_gbps < r->sendrecv[slowest].beta_gbps))
-      slowest = p;
+  int slowest = slowest_path(r);
   for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
     int p = net_source(r, h);
     if (p < 0) p = slowest; /* noted by ncclzCalFitPoints */
