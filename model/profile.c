@@ -315,11 +315,15 @@ static ncclzStatus parse_plain(const cJSON *root, ncclzProfile *out) {
   return NCCLZ_OK;
 }
 
-double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes) {
+const ncclzCurve *ncclzProfilePlainCurve(const ncclzProfile *p, const char *path, const char *collective) {
   for (uint32_t i = 0; i < p->n_plain; i++)
-    if (!strcmp(p->plain[i].path, path) && !strcmp(p->plain[i].collective, collective))
-      return ncclz_rea_curve_us(&p->plain[i].curve, bytes);
-  return -1.0;
+    if (!strcmp(p->plain[i].path, path) && !strcmp(p->plain[i].collective, collective)) return &p->plain[i].curve;
+  return NULL;
+}
+
+double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes) {
+  const ncclzCurve *c = ncclzProfilePlainCurve(p, path, collective);
+  return c ? ncclz_rea_curve_us(c, bytes) : -1.0;
 }
 
 /* ------------------------------------------------------------------ loader */

@@ -52,17 +52,14 @@ static double curve_gbps(const ncclzProfile *prof, const char *path, const char 
  * the time the linear link (alpha, bandwidth) would take over the time measured, so that a
  * message of that size takes the measured time (sim/replay.c divides its bytes by the factor). */
 static void ramp_factor(const ncclzProfile *prof, const char *path, double p2p, double alpha, ncclzCurve *out) {
+  const ncclzCurve *sr = ncclzProfilePlainCurve(prof, path, "sendrecv");
   out->n_points = 0;
-  for (uint32_t i = 0; i < prof->n_plain; i++) {
-    const ncclzPlainCurve *pc = &prof->plain[i];
-    if (strcmp(pc->path, path) || strcmp(pc->collective, "sendrecv")) continue;
-    for (uint32_t k = 0; k < pc->curve.n_points && out->n_points < NCCLZ_CURVE_MAX_POINTS; k++) {
-      double b = pc->curve.bytes[k], wire = pc->curve.us[k] - alpha;
-      if (!(wire > 0)) continue;
-      double f = (b / (p2p * 1e3)) / wire;
-      out->bytes[out->n_points] = b;
-      out->us[out->n_points++] = f < 1e-3 ? 1e-3 : f > 1e3 ? 1e3 : f;
-    }
+  for (uint32_t k = 0; sr && k < sr->n_points; k++) {
+    double b = sr->bytes[k], wire = sr->us[k] - alpha;
+    if (!(wire > 0)) continue;
+    double f = (b / (p2p * 1e3)) / wire;
+    out->bytes[out->n_points] = b;
+    out->us[out->n_points++] = f < 1e-3 ? 1e-3 : f > 1e3 ? 1e3 : f;
   }
 }
 

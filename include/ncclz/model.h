@@ -137,6 +137,8 @@ ncclzStatus ncclzProfileDefault(ncclzProfile *out);
 /* Predicted time (us) of a plain NCCL collective of `bytes` (nccl-tests' size) on `path`, from the
  * profile's measured curve (on plain_ranks ranks); -1 when the profile has no such curve. */
 double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *collective, double bytes);
+/* That curve itself (its measured sizes), or NULL. */
+const ncclzCurve *ncclzProfilePlainCurve(const ncclzProfile *p, const char *path, const char *collective);
 
 /* --------------------------------------------------------- sample profile */
 
