@@ -7,7 +7,8 @@
 #   check.json, check-points.json, check.txt   with CHECK=PROFILE: `ncclz calibrate --check PROFILE`
 #                        instead (a fresh, second measurement of the plain collectives against it)
 # Env: QUICK=1 for --quick, PATHS (default nvlink,shm,socket), NGPUS (default 2), BUILD (build dir),
-#      CHECK=PROFILE.json, SWEEPS (default 3).
+#      CHECK=PROFILE.json, SWEEPS (default 3), TESTS (GPU tests to build and run first, into
+#      tests.log: e.g. TESTS=test_gpu_rea).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -24,8 +25,12 @@ QUICK=${QUICK:-0}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUTDIR/gpu.txt"
 
 echo "== build"
-ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit || exit 1
+ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit ${TESTS:-} || exit 1
 "$B/tests/test_calibrate_fit" || exit 1
+for t in ${TESTS:-}; do
+  { echo "== $t"; timeout 120 "$B/tests/$t"; echo "== $t rc=$?"; } >>"$OUTDIR/tests.log" 2>&1
+  grep -E "^== |planning|FAIL" "$OUTDIR/tests.log" | tail -8
+done
 
 Q=(); [ "$QUICK" = 1 ] && Q=(--quick)
 if [ -n "${CHECK:-}" ]; then

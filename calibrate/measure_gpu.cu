@@ -143,7 +143,7 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
   char method[256];
   snprintf(method, sizeof method,
            "ncclz calibrate -g %d%s: codec curves 64 KiB..%zu MiB (one frame, median of %d), send/recv and "
-           "5 NCCL collectives 1 KiB..%s, overlap from executor traces; docs/calibrate.md",
+           "5 NCCL collectives 1 KiB..%s after an untimed warm-up, overlap from executor traces; docs/calibrate.md",
            o->ngpus, o->quick ? " --quick" : "", max_bytes >> 20, runs, o->quick ? "256 MiB" : "1 GiB");
   cJSON *root = new_doc(o, method);
   cJSON *codecs = cJSON_AddArrayToObject(root, "codecs");
@@ -350,6 +350,32 @@ static void trace_exposure(ncclzComm_t c, double *enc, double *enc_exp, double *
   *dec_exp = ncclzCalExposed(cts.data(), cdur.data(), cts.size(), dts.data(), ddur.data(), dts.size());
 }
 
+/* Untimed traffic before the first sweep: each op at 64 MiB for about WARM_S seconds. The socket
+ * path gets faster over its first seconds of traffic (the calibration run of 2026-11-30b: the
+ * 4x4 path's first sweep 20-50% slower than its third, which matched the check run), and a fit
+ * to that first sweep mispredicts every later run. Same iteration count on every rank. */
+#define WARM_BYTES (64u << 20)
+static ncclzStatus warm_up(cal_rank *g, ncclComm_t comm, const float *s, float *r, cudaStream_t st, cudaEvent_t e0,
+                           cudaEvent_t e1) {
+  const double warm_s = g->o->quick ? 0.1 : 0.5;
+  ncclResult_t e = ncclSuccess;
+  if (g->rank == 0 && g->o->progress) fprintf(stderr, "\r# %-9s warm-up   ", ncclzCalPathName(g->path));
+  for (int kind = -1; kind < NCCLZ_COLL_COUNT; kind++) {
+    double est = 0;
+    if (time_one(g, kind, comm, s, r, WARM_BYTES, st, e0, e1, &est, &e)) goto fail;
+    if (agree_max(g->t, &est)) return NCCLZ_ERR_CUDA;
+    double iters = fmin(ceil(warm_s / fmax(est, 1e-6)), 2000);
+    if (agree_max(g->t, &iters)) return NCCLZ_ERR_CUDA;
+    for (int i = 0; i < (int)iters; i++)
+      if ((e = nccl_op(kind, g->rank, g->t->nranks, comm, s, r, WARM_BYTES, st)) != ncclSuccess) goto fail;
+    if (cudaStreamSynchronize(st) != cudaSuccess) goto fail;
+  }
+  return NCCLZ_OK;
+fail:
+  if (e != ncclSuccess) return ncclzSetError(NCCLZ_ERR_CUDA, "NCCL warm-up: %s", ncclGetErrorString(e));
+  return ncclzSetError(NCCLZ_ERR_CUDA, "CUDA warm-up: %s", cudaGetErrorString(cudaGetLastError()));
+}
+
 /* One timed sweep of op `kind` over sizes[0..n), appended to rank 0's points. */
 static ncclzStatus sweep(cal_rank *g, int kind, ncclComm_t comm, const float *sb, float *rb, const double *sizes,
                          int n, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
@@ -411,6 +437,7 @@ static void *rank_main(void *arg) {
   fill_smooth<<<1024, 256, 0, s>>>(sb, max_bytes / 4, g->rank);
   CUDA_TRY(g, cudaMemsetAsync(rb, 0, max_bytes, s));
   CUDA_TRY(g, cudaStreamSynchronize(s));
+  Z_TRY(g, warm_up(g, nccl, sb, rb, s, e0, e1));
   /* whole sweeps repeated, so that each one sees the path at another moment (the socket path
    * drifts by tens of percent over tens of seconds; the fit and the check take medians) */
   for (int rep = 0; rep < o->sweeps; rep++)

@@ -14,7 +14,20 @@
 /* Threads of the planning block (the sorts below are sized for it). */
 #define NCCLZ_REA_PLAN_THREADS 256
 #define NCCLZ_REA_SORT_ITEMS ((NCCLZ_REA_HIST_TOTAL + NCCLZ_REA_PLAN_THREADS - 1) / NCCLZ_REA_PLAN_THREADS)
-typedef cub::BlockRadixSort<unsigned long long, NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_SORT_ITEMS> ncclzReaSort;
+/* Sort keys: frequency << 9 | bin in 24 bits. A bin's frequency is at most the sample's symbol
+ * count (NCCLZ_REA_SAMPLE_MAX_BYTES / 4 = 2^14), and there are fewer than 2^9 bins; unused bins
+ * are all ones and sort last. Six radix passes instead of the sixteen of 64-bit keys. */
+#define NCCLZ_REA_KEY_BIN_BITS 9
+#define NCCLZ_REA_KEY_BITS 24
+#define NCCLZ_REA_FREQ_MAX (NCCLZ_REA_SAMPLE_MAX_BYTES / 4)
+static_assert(NCCLZ_REA_HIST_TOTAL <= (1 << NCCLZ_REA_KEY_BIN_BITS), "bins fit the key");
+static_assert(((unsigned long long)NCCLZ_REA_FREQ_MAX << NCCLZ_REA_KEY_BIN_BITS | NCCLZ_REA_HIST_TOTAL) <
+                  (1ull << NCCLZ_REA_KEY_BITS) - 1, "used keys stay below the unused key");
+typedef cub::BlockRadixSort<uint32_t, NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_SORT_ITEMS> ncclzReaSort;
+
+/* Phases of ncclz_rea_plan_block that a caller may time (clock64 at the end of each, thread 0). */
+enum { NCCLZ_REA_CLK_START, NCCLZ_REA_CLK_RANGE, NCCLZ_REA_CLK_HIST, NCCLZ_REA_CLK_SORT1, NCCLZ_REA_CLK_TREE,
+       NCCLZ_REA_CLK_LENGTHS, NCCLZ_REA_CLK_DECIDE, NCCLZ_REA_CLK_COUNT };
 
 /* What the device selector decides for one frame. */
 typedef struct {
@@ -88,13 +101,15 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
   if (escape_bits) atomicAdd((unsigned long long *)&s.h.escape_bits, escape_bits);
 }
 
-/* Sorts the block's keys (one per bin; unused bins as ~0 sort last) into s.w.s64 ascending. */
-__device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, unsigned long long (&k)[NCCLZ_REA_SORT_ITEMS]) {
+/* Sorts the block's 24-bit keys (value << 9 | bin; unused bins as ~0 sort last) ascending and
+ * stores them in s.w.s64 in the layout of ncclz_huff_tree_depths, (frequency << 32 | bin). */
+__device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, const uint32_t *freq,
+                                            uint32_t (&k)[NCCLZ_REA_SORT_ITEMS]) {
   __syncthreads();
-  ncclzReaSort(s.sort).Sort(k);
+  ncclzReaSort(s.sort).Sort(k, 0, NCCLZ_REA_KEY_BITS);
   for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
-    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
-    if (i < NCCLZ_REA_HIST_TOTAL) s.w.s64[i] = k[j];
+    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j, bin = k[j] & ((1u << NCCLZ_REA_KEY_BIN_BITS) - 1);
+    if (i < NCCLZ_REA_HIST_TOTAL) s.w.s64[i] = bin < NCCLZ_REA_HIST_TOTAL ? (unsigned long long)freq[bin] << 32 | bin : ~0ull;
   }
   __syncthreads();
 }
@@ -102,22 +117,24 @@ __device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, unsigned lon
 /* ncclz_huff_lengths (FORMAT.md steps 1-4) with the two sorts done by the whole block: the keys
  * are distinct, so any correct sort gives the host's order, and the tree and the length limit
  * are the shared inline functions. Lengths land in s.w.len. */
-__device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s) {
+__device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned long long *clk) {
   const uint32_t *freq = s.h.freq;
-  unsigned long long k[NCCLZ_REA_SORT_ITEMS];
+  uint32_t k[NCCLZ_REA_SORT_ITEMS];
   if (threadIdx.x == 0) s.used = 0;
   __syncthreads();
   for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
     uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
     int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
-    k[j] = used ? (unsigned long long)freq[i] << 32 | i : ~0ull;
+    k[j] = used ? freq[i] << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
     if (i < NCCLZ_REA_HIST_TOTAL) s.w.len[i] = 0;
     if (used) atomicAdd(&s.used, 1u);
   }
-  ncclz_rea_block_sort(s, k); /* step 1: (frequency asc, index asc) */
+  ncclz_rea_block_sort(s, freq, k); /* step 1: (frequency asc, index asc) */
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_SORT1] = clock64();
   const uint32_t m = s.used;
   if (m <= 1) {
     if (m == 1 && threadIdx.x == 0) s.w.len[(uint32_t)s.w.s64[0]] = 1;
+    if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_TREE] = clock64();
     __syncthreads();
     return;
   }
@@ -132,14 +149,15 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s) {
       s.len_count[depth]++;
     }
     ncclz_huff_limit(s.len_count, NCCLZ_HUFF_MAX_LEN, overflowed);
+    if (clk) clk[NCCLZ_REA_CLK_TREE] = clock64();
   }
   __syncthreads();
   for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) { /* step 4: (frequency desc, index asc) */
     uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
     int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
-    k[j] = used ? (unsigned long long)(0xFFFFFFFFu - freq[i]) << 32 | i : ~0ull;
+    k[j] = used ? (NCCLZ_REA_FREQ_MAX - freq[i]) << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
   }
-  ncclz_rea_block_sort(s, k);
+  ncclz_rea_block_sort(s, freq, k);
   if (threadIdx.x == 0) {
     uint32_t len = 1;
     for (uint32_t i = 0; i < m; i++) {
@@ -151,12 +169,23 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s) {
   __syncthreads();
 }
 
+/* Asks L1 for the profile's lines now, so that the control thread's reads at the end (a chain of
+ * dependent loads through curves) hit the cache instead of waiting on memory one at a time. */
+__device__ inline void ncclz_rea_prefetch_profile(const ncclzProfile *prof) {
+  const char *p = (const char *)prof;
+  for (size_t at = 128 * (size_t)threadIdx.x; at < sizeof *prof; at += 128 * (size_t)blockDim.x)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p + at));
+}
+
 /* Plans one frame of n symbols (side_bytes of side data) with the NCCLZ_REA_PLAN_THREADS threads
- * of the block; the decision is valid in thread 0. stage_cap: the staging capacity in bytes. */
+ * of the block; the decision is valid in thread 0. stage_cap: the staging capacity in bytes.
+ * clk: NULL, or NCCLZ_REA_CLK_COUNT clock64 stamps of the phases (for a cost breakdown). */
 __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym,
                                             uint64_t n, uint32_t dtype_bytes, uint32_t side_bytes,
                                             ncclzCoderParams cp, uint64_t stage_cap, ncclzReaBlockShared &s,
-                                            ncclzReaDeviceDecision *out) {
+                                            ncclzReaDeviceDecision *out, unsigned long long *clk = nullptr) {
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_START] = clock64();
+  ncclz_rea_prefetch_profile(prof);
   const ncclzReaRules rules = ncclz_rea_rules(cfg, stage_cap);
   const double raw_bytes = (double)n * (double)dtype_bytes;
   if (ncclz_rea_fast_path(&rules, raw_bytes)) { /* step 2 */
@@ -183,6 +212,7 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   __syncthreads();
   ncclz_rea_block_range(sym, &plan, s);
   __syncthreads();
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_RANGE] = clock64();
   if (threadIdx.x == 0) {
     ncclzReaRange r = {s.min_sym, s.max_sym, (int64_t)s.sum, s.count};
     s.alpha = ncclz_rea_alphabet(&r);
@@ -197,7 +227,9 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   __syncthreads();
   ncclz_rea_block_hist(sym, &plan, s);
   __syncthreads();
-  ncclz_rea_block_lengths(s);
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_HIST] = clock64();
+  ncclz_rea_block_lengths(s, clk);
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_LENGTHS] = clock64();
   if (threadIdx.x == 0) { /* the control thread: the shared decision code */
     s.h.lo_index = s.lo_index;
     s.h.hi_index = s.hi_index;
@@ -208,6 +240,7 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
     out->coder = d.coder;
     out->path = d.coder == NCCLZ_CODER_RAW ? NCCLZ_REA_PATH_PLANNED_RAW : NCCLZ_REA_PATH_CODED;
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c];
+    if (clk) clk[NCCLZ_REA_CLK_DECIDE] = clock64();
   }
 }
 #endif

@@ -19,11 +19,31 @@
 
 #define PLAN_THREADS NCCLZ_REA_PLAN_THREADS
 
+/* clk: NULL, or the phase clocks of block 0. */
 __global__ void k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym, uint64_t n,
-                       uint32_t frame_syms, ncclzCoderParams cp, uint64_t stage_cap, ncclzReaDeviceDecision *out) {
+                       uint32_t frame_syms, ncclzCoderParams cp, uint64_t stage_cap, ncclzReaDeviceDecision *out,
+                       unsigned long long *clk) {
   __shared__ ncclzReaBlockShared s;
   uint64_t start = (uint64_t)blockIdx.x * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
-  ncclz_rea_plan_block(prof, cfg, sym + start, m, 4, 0, cp, stage_cap, s, &out[blockIdx.x]);
+  ncclz_rea_plan_block(prof, cfg, sym + start, m, 4, 0, cp, stage_cap, s, &out[blockIdx.x],
+                       blockIdx.x == 0 ? clk : nullptr);
+}
+
+/* Where one planning block spends its time: the phase clocks of block 0, in microseconds. */
+static void print_phases(const ncclzProfile *dprof, const ncclzReaConfig *dcfg, const int32_t *dsym, uint64_t n,
+                         uint32_t fs, ncclzCoderParams cp, uint64_t slot, uint32_t nf, ncclzReaDeviceDecision *dout) {
+  static const char *names[NCCLZ_REA_CLK_COUNT] = {"start", "range", "histogram", "sort", "tree", "lengths", "decide"};
+  unsigned long long *dclk, clk[NCCLZ_REA_CLK_COUNT];
+  int khz = 0;
+  CU(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  CU(cudaMalloc(&dclk, sizeof clk));
+  CU(cudaMemset(dclk, 0, sizeof clk));
+  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, n, fs, cp, slot, dout, dclk);
+  CU(cudaMemcpy(clk, dclk, sizeof clk, cudaMemcpyDeviceToHost));
+  printf("planning phases (block 0, clock64 at %d MHz):", khz / 1000);
+  for (int i = 1; i < NCCLZ_REA_CLK_COUNT; i++)
+    printf(" %s %.1f us%s", names[i], (double)(clk[i] - clk[i - 1]) / (khz * 1e-3), i + 1 < NCCLZ_REA_CLK_COUNT ? "," : "\n");
+  cudaFree(dclk);
 }
 
 /* Plans every frame of sym on host and device and compares the decisions. */
@@ -46,7 +66,7 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
   CU(cudaMemcpy(dprof, prof, sizeof *prof, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dcfg, &cfg, sizeof cfg, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dsym, s->sym, 4 * s->n, cudaMemcpyHostToDevice));
-  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, s->n, frame_syms, cp, cap, dout);
+  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, s->n, frame_syms, cp, cap, dout, nullptr);
   CU(cudaGetLastError());
   std::vector<ncclzReaDeviceDecision> dev(nf);
   CU(cudaMemcpy(dev.data(), dout, nf * sizeof *dout, cudaMemcpyDeviceToHost));
@@ -105,7 +125,7 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile) {
   for (int r = 0; r < 23; r++) {
     float ms;
     CU(cudaEventRecord(e0));
-    k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, tile->n, fs, cp, slot, dout);
+    k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, tile->n, fs, cp, slot, dout, nullptr);
     CU(cudaEventRecord(e1));
     CU(cudaEventSynchronize(e1));
     CU(cudaEventElapsedTime(&ms, e0, e1));
@@ -117,6 +137,7 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile) {
     CU(cudaEventElapsedTime(&ms, e0, e1));
     if (r >= 3) enc_ms.push_back(ms);
   }
+  print_phases(dprof, dcfg, dsym, tile->n, fs, cp, slot, nf, dout);
   std::sort(plan_ms.begin(), plan_ms.end());
   std::sort(enc_ms.begin(), enc_ms.end());
   double p = plan_ms[plan_ms.size() / 2], e = enc_ms[enc_ms.size() / 2];
