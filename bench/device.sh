@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# One call on the 2x H200 machine: build, the GPU tests, then `ncclz calibrate` and its check,
-# then compute-sanitizer, each step only while the call's time allows (the device tool stops a
-# call at 600 s). Prints a short summary last; writes under $OUT (or bench/results/device-DATE/):
-#   tests.log            GPU identity tests (codecs, REA selector, executor) and the GPU line
-#   memcheck.log         compute-sanitizer memcheck of test_gpu_codecs --quick
+# One call on the GPU machine: build, then the STEPS asked for, each only while the call's time
+# allows (the device tool stops a call at 600 s). Prints a short summary last; writes under $OUT
+# (or bench/results/device-DATE/), at most 8 files (what the device tool brings back):
+#   tests.log            GPU identity tests (codecs, REA selector + planning cost, executor) and
+#                        the GPU line; compute-sanitizer's last lines are appended
+#   codecs-DATE.json     bench/codecs.sh's benchmark (every coder x quantizer, 256 MiB, 4 MiB frames)
+#   codecs.txt           its table
+#   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone
 #   calibrate.log        the calibration's progress and residual table
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
-#   check.json/.txt      ncclz calibrate --check of that profile: a fresh, second measurement
-#   build.log            only when the build failed
+#   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels"):
+#   tests      test_gpu_codecs, test_gpu_rea, test_gpu_exec, test_calibrate_fit
+#   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
+#   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
+#   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
 # Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
 set -uo pipefail
@@ -21,14 +28,16 @@ B=${BUILD:-/tmp/ncclz-device-build}
 PATHS=${PATHS:-nvlink,shm,socket,socket1x1,socket4x4}
 SWEEPS=${SWEEPS:-3}
 LIMIT_S=${LIMIT_S:-570}
+STEPS=" ${STEPS:-tests calibrate check memcheck} "
 T0=$(date +%s)
 left() { echo $((LIMIT_S - ($(date +%s) - T0))); }
+want() { [[ "$STEPS" == *" $1 "* ]]; }
 
 . "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 LOG="$OUTDIR/tests.log"
 { date -u +%FT%TZ; echo "commit ${NCCLZ_COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$LOG"
 
-echo "== build"
+echo "== build (steps:$STEPS)"
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit test_gpu_codecs test_gpu_rea test_gpu_exec || exit 1
 rm -f "$OUTDIR/build.log"
 
@@ -40,15 +49,44 @@ run_test() { # name timeout command...
   RC[$name]=$?
   echo "== $name rc=${RC[$name]}" >>"$LOG"
 }
-echo "== GPU tests"
-run_test test_gpu_codecs 240 "$B/tests/test_gpu_codecs"
-run_test test_gpu_rea 60 "$B/tests/test_gpu_rea"
-run_test test_gpu_exec 120 "$B/tests/test_gpu_exec"
-run_test test_calibrate_fit 60 "$B/tests/test_calibrate_fit"
-grep -E "FAIL|passed|skip" "$LOG" | head -30
+if want tests; then
+  echo "== GPU tests"
+  run_test test_gpu_codecs 240 "$B/tests/test_gpu_codecs"
+  run_test test_gpu_rea 60 "$B/tests/test_gpu_rea"
+  run_test test_gpu_exec 120 "$B/tests/test_gpu_exec"
+  run_test test_calibrate_fit 60 "$B/tests/test_calibrate_fit"
+  grep -E "FAIL|passed|skip|planning" "$LOG" | head -30
+fi
+
+CODECS_RC=skipped
+if want codecs && [ "$(left)" -gt 200 ]; then
+  echo "== codecs benchmark ($(left) s left)"
+  TMP=$(mktemp -d)
+  OUT=$TMP BUILD=$B SKIP_TESTS=1 timeout $(($(left) - 10)) bash bench/codecs.sh >"$TMP/run.txt" 2>&1
+  CODECS_RC=$?
+  cp "$TMP"/codecs-*.json "$OUTDIR/" 2>/dev/null
+  { tail -3 "$TMP/run.txt"; cat "$TMP/bench.txt" 2>/dev/null; } >"$OUTDIR/codecs.txt"
+  tail -n 25 "$OUTDIR/codecs.txt"
+fi
+
+KERNELS_RC=skipped
+if want kernels && [ "$(left)" -gt 60 ]; then
+  echo "== ncu: one 4 MiB frame ($(left) s left)"
+  head -c 4194304 .devdata/resnet18_digits_step100_rank0.f32 >/tmp/frame4m.f32
+  for coder in huffman fixedlen; do
+    echo "# ncclz codec --device gpu --coder $coder --quant qsgd:bits=8,bucket=512, 4 MiB = 1 frame, --repeat 2"
+    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      "$B/ncclz" codec --device gpu --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 2 \
+      2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
+                                                v = $NF; gsub(/[",]/, "", v); print "'$coder'/" k, v }'
+    KERNELS_RC=$?
+  done >"$OUTDIR/kernels.txt"
+  awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-28s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
+    "$OUTDIR/kernels.txt" | sort
+fi
 
 CAL_RC=skipped
-if [ "$(left)" -gt 300 ]; then
+if want calibrate && [ "$(left)" -gt 300 ]; then
   echo "== calibrate -g 2 --paths $PATHS --sweeps $SWEEPS ($(left) s left)"
   START=$(date +%s)
   timeout $(($(left) - 20)) "$B/ncclz" calibrate -g 2 --paths "$PATHS" --sweeps "$SWEEPS" --out "$OUTDIR/h200-x2.json" \
@@ -59,26 +97,33 @@ if [ "$(left)" -gt 300 ]; then
 fi
 
 CHECK_RC=skipped
-if [ -f "$OUTDIR/h200-x2.json" ] && [ "$(left)" -gt 100 ]; then
+if want check && [ -f "$OUTDIR/h200-x2.json" ] && [ "$(left)" -gt 100 ]; then
   echo "== calibrate --check ($(left) s left)"
   START=$(date +%s)
   timeout $(($(left) - 10)) "$B/ncclz" calibrate --check "$OUTDIR/h200-x2.json" -g 2 --paths "$PATHS" \
-    --sweeps "$SWEEPS" --out "$OUTDIR/check.json" >"$OUTDIR/check.txt" 2>&1
+    --sweeps "$SWEEPS" >"$OUTDIR/check.txt" 2>&1
   CHECK_RC=$?
   echo "check rc=$CHECK_RC in $(($(date +%s) - START)) s" | tee -a "$OUTDIR/check.txt"
 fi
 
-MEM_RC=skipped
-if [ "$(left)" -gt 60 ]; then
+MEM_RC=skipped RACE_RC=skipped
+if want memcheck && [ "$(left)" -gt 60 ]; then
   echo "== compute-sanitizer memcheck ($(left) s left)"
   timeout $(($(left) - 5)) compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick \
-    >"$OUTDIR/memcheck.log" 2>&1
+    >/tmp/memcheck.log 2>&1
   MEM_RC=$?
-  tail -n 3 "$OUTDIR/memcheck.log"
+  { echo "== compute-sanitizer memcheck test_gpu_codecs --quick rc=$MEM_RC"; tail -n 3 /tmp/memcheck.log; } | tee -a "$LOG"
+  if [ "$(left)" -gt 40 ]; then
+    timeout $(($(left) - 5)) compute-sanitizer --tool racecheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick \
+      >/tmp/racecheck.log 2>&1
+    RACE_RC=$?
+    { echo "== compute-sanitizer racecheck test_gpu_codecs --quick rc=$RACE_RC"; tail -n 3 /tmp/racecheck.log; } | tee -a "$LOG"
+  fi
 fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
-for t in test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit; do echo "$t rc=${RC[$t]}"; done
-echo "calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC"
+for t in test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit; do echo "$t rc=${RC[$t]:-skipped}"; done
+echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
+grep -E "planning" "$LOG" | tail -2
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
 exit 0

@@ -30,7 +30,9 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
     }
     stats.n_sampled += count;
   }
-  stats.huffman_bits = ncclz_rea_huffman_bits(freq, len, 2, escape_bits);
+  uint64_t code_bits = 0;
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) code_bits += (uint64_t)freq[b] * len[b];
+  stats.huffman_bits = ncclz_rea_huffman_bits(code_bits, freq[NCCLZ_REA_HIST_TAIL], 2, escape_bits);
   stats.huffman_valid = stats.n_sampled > 0;
   ncclzCoderParams cp;
   cp.fixedlen_tile_blocks = 256;

@@ -231,15 +231,14 @@ NCCLZ_REA_FN uint32_t ncclz_rea_escape_bits(int32_t s, int32_t centre) {
   return ncclz_huff_escape_bits(ncclz_huff_escape_z(s, centre));
 }
 
-/* Expected coded bits of the histogram under code lengths `len`: the escapes add escape_bits
- * (their offsets, summed as the sample was taken); a tail symbol adds the bits that tell apart
- * the distinct tail values seen (ceil(log2(distinct)) = bit length of distinct-1). */
-NCCLZ_REA_FN double ncclz_rea_huffman_bits(const uint32_t *freq, const uint8_t *len, uint32_t distinct_tail,
+/* Expected coded bits of a sample: code_bits (the sum of frequency x code length over the bins),
+ * the escapes' escape_bits (their offsets, summed as the sample was taken), and for each tail
+ * symbol the bits that tell apart the distinct tail values seen (ceil(log2(distinct)) = bit
+ * length of distinct-1). All integers, so the sum is the same in any order. */
+NCCLZ_REA_FN double ncclz_rea_huffman_bits(uint64_t code_bits, uint32_t tail_freq, uint32_t distinct_tail,
                                            uint64_t escape_bits) {
-  double bits = 0.0;
-  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) bits += (double)freq[b] * len[b];
-  bits += (double)escape_bits;
-  if (distinct_tail > 1) bits += (double)freq[NCCLZ_REA_HIST_TAIL] * ncclz_rea_bit_length(distinct_tail - 1);
+  double bits = (double)code_bits + (double)escape_bits;
+  if (distinct_tail > 1) bits += (double)tail_freq * ncclz_rea_bit_length(distinct_tail - 1);
   return bits;
 }
 
@@ -325,19 +324,42 @@ typedef struct {
   uint8_t len[NCCLZ_REA_HIST_TOTAL];
 } ncclzReaLenScratch;
 
-/* The Huffman statistics from a finished histogram and its code lengths: expected bits, the
- * table's span and its used indices (the distinct indices seen: fine bins, tail values, escape,
- * fill). */
-NCCLZ_REA_FN void ncclz_rea_hist_finish_lengths(const ncclzReaHuffSample *h, const uint8_t *len, ncclzSampleStats *st) {
-  uint32_t distinct_tail = 0;
-  for (unsigned k = 0; k < sizeof h->tail_seen / sizeof h->tail_seen[0]; k++)
-    distinct_tail += ncclz_rea_popcount64(h->tail_seen[k]);
-  uint32_t used = distinct_tail;
-  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) used += b != NCCLZ_REA_HIST_TAIL && h->freq[b] != 0;
-  st->huffman_bits = ncclz_rea_huffman_bits(h->freq, len, distinct_tail, h->escape_bits);
+/* Integer sums over a finished histogram that its statistics need. Each bin and each tail_seen
+ * word adds its share; the host adds them in one loop, the device selector with all threads of
+ * the block (integers: the same sums in any order). */
+typedef struct {
+  uint64_t code_bits;      /* sum of frequency x code length */
+  uint32_t used_bins;      /* bins with a count, the tail bin left out (its values count apart) */
+  uint32_t distinct_tail;  /* distinct tail values seen */
+} ncclzReaHuffSums;
+
+NCCLZ_REA_FN void ncclz_rea_huff_sums_bin(ncclzReaHuffSums *a, const ncclzReaHuffSample *h, const uint8_t *len, int b) {
+  a->code_bits += (uint64_t)h->freq[b] * len[b];
+  a->used_bins += b != NCCLZ_REA_HIST_TAIL && h->freq[b] != 0;
+}
+
+NCCLZ_REA_FN void ncclz_rea_huff_sums_tail_word(ncclzReaHuffSums *a, const ncclzReaHuffSample *h, unsigned k) {
+  a->distinct_tail += ncclz_rea_popcount64(h->tail_seen[k]);
+}
+
+#define NCCLZ_REA_TAIL_WORDS (sizeof(((ncclzReaHuffSample *)0)->tail_seen) / sizeof(uint64_t))
+
+/* The Huffman statistics from the sums: expected bits, the table's span and its used indices
+ * (the distinct indices seen: fine bins, tail values, escape, fill). */
+NCCLZ_REA_FN void ncclz_rea_hist_finish_sums(const ncclzReaHuffSample *h, const ncclzReaHuffSums *a,
+                                             ncclzSampleStats *st) {
+  st->huffman_bits = ncclz_rea_huffman_bits(a->code_bits, h->freq[NCCLZ_REA_HIST_TAIL], a->distinct_tail, h->escape_bits);
   st->huffman_table_span = (uint32_t)(h->hi_index - h->lo_index + 1);
-  st->huffman_table_used = used;
+  st->huffman_table_used = a->used_bins + a->distinct_tail;
   st->huffman_valid = st->n_sampled > 0;
+}
+
+/* The same from the histogram and its code lengths, summed by one thread. */
+NCCLZ_REA_FN void ncclz_rea_hist_finish_lengths(const ncclzReaHuffSample *h, const uint8_t *len, ncclzSampleStats *st) {
+  ncclzReaHuffSums a = {0, 0, 0};
+  for (unsigned k = 0; k < NCCLZ_REA_TAIL_WORDS; k++) ncclz_rea_huff_sums_tail_word(&a, h, k);
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) ncclz_rea_huff_sums_bin(&a, h, len, b);
+  ncclz_rea_hist_finish_sums(h, &a, st);
 }
 
 /* The same with the code lengths built here by one thread (the host path). The device builds

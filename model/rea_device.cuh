@@ -10,6 +10,7 @@
 #include <cub/block/block_radix_sort.cuh>
 
 #include "rea_decide.h"
+#include "../codecs/cuda/huff_block.cuh"
 
 /* Threads of the planning block (the sorts below are sized for it). */
 #define NCCLZ_REA_PLAN_THREADS 256
@@ -24,6 +25,8 @@ static_assert(NCCLZ_REA_HIST_TOTAL <= (1 << NCCLZ_REA_KEY_BIN_BITS), "bins fit t
 static_assert(((unsigned long long)NCCLZ_REA_FREQ_MAX << NCCLZ_REA_KEY_BIN_BITS | NCCLZ_REA_HIST_TOTAL) <
                   (1ull << NCCLZ_REA_KEY_BITS) - 1, "used keys stay below the unused key");
 typedef cub::BlockRadixSort<uint32_t, NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_SORT_ITEMS> ncclzReaSort;
+/* Tree nodes (2m - 1 <= 2 * NCCLZ_REA_HIST_TOTAL) per thread in the block's depth computation. */
+#define NCCLZ_REA_NODE_ITEMS ((2 * NCCLZ_REA_HIST_TOTAL + NCCLZ_REA_PLAN_THREADS - 1) / NCCLZ_REA_PLAN_THREADS)
 
 /* Phases of ncclz_rea_plan_block that a caller may time (clock64 at the end of each, thread 0). */
 enum { NCCLZ_REA_CLK_START, NCCLZ_REA_CLK_RANGE, NCCLZ_REA_CLK_HIST, NCCLZ_REA_CLK_SORT1, NCCLZ_REA_CLK_TREE,
@@ -49,17 +52,26 @@ typedef struct {
   long long first_index;
   typename ncclzReaSort::TempStorage sort;
   uint32_t used;                   /* bins with a nonzero count */
+  uint32_t overflowed;             /* a depth was clamped to NCCLZ_HUFF_MAX_LEN */
+  ncclzReaHuffSums sums;
   uint32_t len_count[NCCLZ_HUFF_LEN_LIMIT + 1];
 } ncclzReaBlockShared;
 
-/* Visits every sampled position: piece by piece, block-aligned so a thread owns whole blocks. */
+/* Visits every sampled position, a block of NCCLZ_REA_BLOCK symbols at a time, so that a thread
+ * owns whole blocks. The blocks of all pieces are numbered together and dealt to the threads, so
+ * that every thread loads at once: a piece has fewer blocks than the block has threads (16
+ * pieces of 32 blocks for a 64 KiB window), and visiting pieces one after another left most
+ * threads idle and paid the memory latency once per piece. */
 template <typename F>
 __device__ void ncclz_rea_for_sample_blocks(const ncclzSamplePlan *p, F f) {
-  for (uint32_t i = 0; i < p->count; i++) {
-    uint64_t start, len;
-    ncclz_rea_sample_piece(p, i, &start, &len);
-    for (uint64_t b = (uint64_t)threadIdx.x * NCCLZ_REA_BLOCK; b < len; b += (uint64_t)blockDim.x * NCCLZ_REA_BLOCK)
-      f(start + b, len - b < NCCLZ_REA_BLOCK ? len - b : NCCLZ_REA_BLOCK);
+  uint64_t start, len;
+  ncclz_rea_sample_piece(p, 0, &start, &len);
+  const uint64_t per_piece = (len + NCCLZ_REA_BLOCK - 1) / NCCLZ_REA_BLOCK; /* the same for every piece */
+  for (uint64_t j = threadIdx.x; j < per_piece * p->count; j += blockDim.x) {
+    const uint32_t piece = (uint32_t)(j / per_piece);
+    const uint64_t b = (j - piece * per_piece) * NCCLZ_REA_BLOCK;
+    ncclz_rea_sample_piece(p, piece, &start, &len);
+    f(start + b, len - b < NCCLZ_REA_BLOCK ? len - b : NCCLZ_REA_BLOCK);
   }
 }
 
@@ -138,17 +150,21 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned 
     __syncthreads();
     return;
   }
-  if (threadIdx.x == 0) { /* steps 2-3: the shared tree and limit, one thread */
-    uint64_t *key = (uint64_t *)s.w.s64;
-    ncclz_huff_tree_depths(key, m, key + m, s.w.s32);
-    int overflowed = 0;
-    for (uint32_t len = 0; len <= NCCLZ_HUFF_LEN_LIMIT; len++) s.len_count[len] = 0;
-    for (uint32_t i = 0; i < m; i++) {
-      uint32_t depth = s.w.s32[i];
-      if (depth > NCCLZ_HUFF_MAX_LEN) depth = NCCLZ_HUFF_MAX_LEN, overflowed = 1;
-      s.len_count[depth]++;
-    }
-    ncclz_huff_limit(s.len_count, NCCLZ_HUFF_MAX_LEN, overflowed);
+  uint64_t *key = (uint64_t *)s.w.s64;
+  if (threadIdx.x == 0) ncclz_huff_tree_parents(key, m, key + m, s.w.s32); /* step 2: one thread */
+  if (threadIdx.x <= NCCLZ_HUFF_LEN_LIMIT) s.len_count[threadIdx.x] = 0;
+  if (threadIdx.x == 0) s.overflowed = 0;
+  __syncthreads();
+  uint32_t *depth = (uint32_t *)(key + m); /* the weights' room: 2m-1 words fit in m keys */
+  ncclz_huff_block_depths<NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_NODE_ITEMS>(s.w.s32, depth, m);
+  for (uint32_t i = threadIdx.x; i < m; i += NCCLZ_REA_PLAN_THREADS) { /* step 3: clamp and count */
+    uint32_t d = depth[i];
+    if (d > NCCLZ_HUFF_MAX_LEN) d = NCCLZ_HUFF_MAX_LEN, s.overflowed = 1;
+    atomicAdd(&s.len_count[d], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    ncclz_huff_limit(s.len_count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed);
     if (clk) clk[NCCLZ_REA_CLK_TREE] = clock64();
   }
   __syncthreads();
@@ -158,14 +174,8 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned 
     k[j] = used ? (NCCLZ_REA_FREQ_MAX - freq[i]) << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
   }
   ncclz_rea_block_sort(s, freq, k);
-  if (threadIdx.x == 0) {
-    uint32_t len = 1;
-    for (uint32_t i = 0; i < m; i++) {
-      while (s.len_count[len] == 0) len++;
-      s.len_count[len]--;
-      s.w.len[(uint32_t)s.w.s64[i]] = (uint8_t)len;
-    }
-  }
+  for (uint32_t i = threadIdx.x; i < m; i += NCCLZ_REA_PLAN_THREADS)
+    s.w.len[(uint32_t)s.w.s64[i]] = (uint8_t)ncclz_huff_rank_length(s.len_count, i);
   __syncthreads();
 }
 
@@ -230,10 +240,19 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_HIST] = clock64();
   ncclz_rea_block_lengths(s, clk);
   if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_LENGTHS] = clock64();
+  ncclzReaHuffSums mine = {0, 0, 0}; /* the statistics' integer sums, by all threads */
+  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) ncclz_rea_huff_sums_bin(&mine, &s.h, s.w.len, b);
+  for (uint32_t k = threadIdx.x; k < NCCLZ_REA_TAIL_WORDS; k += blockDim.x) ncclz_rea_huff_sums_tail_word(&mine, &s.h, k);
+  if (threadIdx.x == 0) s.sums.code_bits = 0, s.sums.used_bins = 0, s.sums.distinct_tail = 0;
+  __syncthreads();
+  if (mine.code_bits) atomicAdd((unsigned long long *)&s.sums.code_bits, (unsigned long long)mine.code_bits);
+  if (mine.used_bins) atomicAdd(&s.sums.used_bins, mine.used_bins);
+  if (mine.distinct_tail) atomicAdd(&s.sums.distinct_tail, mine.distinct_tail);
+  __syncthreads();
   if (threadIdx.x == 0) { /* the control thread: the shared decision code */
     s.h.lo_index = s.lo_index;
     s.h.hi_index = s.hi_index;
-    ncclz_rea_hist_finish_lengths(&s.h, s.w.len, &s.st);
+    ncclz_rea_hist_finish_sums(&s.h, &s.sums, &s.st);
     ncclz_rea_predict(&s.st, n, dtype_bytes, side_bytes, &cp, &out->cand);
     ncclzReaDecision d;
     ncclz_rea_arbitrate(prof, ncclz_rea_link(prof, cfg->hint), cfg->data_class, &rules, &out->cand, &d);

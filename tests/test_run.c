@@ -150,6 +150,7 @@ static void tune_run(void) {
  * types in the send/recv latency and, for the executor's frames, the send/recv bandwidth at the
  * frames' size (64 MiB in 4 MiB chunks at CR 4: 1 MiB frames, a point of the curve), and for
  * plain NCCL the AllReduce's bandwidth. */
+#ifdef NCCLZ_HAVE_SIM
 static double predicted_us(const cJSON *j, const char *path, const char *compress) {
   const cJSON *p;
   cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "points")) {
@@ -159,6 +160,7 @@ static double predicted_us(const cJSON *j, const char *path, const char *compres
   }
   return -1;
 }
+#endif
 
 static void validate_calibrated_run(void) {
 #ifdef NCCLZ_HAVE_SIM

@@ -8,11 +8,13 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "huff_block.cuh"
 #include "internal.cuh"
 
 #define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8194 */
 #define BOOK_THREADS 1024
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
+#define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
 #define SCAN_CHUNK 16384u          /* symbols per CTA in the range and histogram passes */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
@@ -239,14 +241,16 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     if (t == 0) s.lens[(uint32_t)(s.key[0] & 0x3FFF)] = 1;
   } else if (m > 1) {
     book_sort(s, m, vbits);
-    /* step 2: the reference's two-queue tree on its key layout (weight in the high half) */
-    if (t == 0) {
-      for (uint32_t i = 0; i < m; i++) s.key[i] = (s.key[i] >> 14) << 32 | (s.key[i] & 0x3FFF);
-      ncclz_huff_tree_depths(s.key, m, s.u.tree.weight, s.u.tree.node);
-    }
+    /* step 2: the reference's two-queue tree on its key layout (weight in the high half), then
+     * the depths by the whole block, in the weights' room */
+    for (uint32_t i = t; i < m; i += BOOK_THREADS) s.key[i] = (s.key[i] >> 14) << 32 | (s.key[i] & 0x3FFF);
     __syncthreads();
+    if (t == 0) ncclz_huff_tree_parents(s.key, m, s.u.tree.weight, s.u.tree.node);
+    __syncthreads();
+    uint32_t *depth = reinterpret_cast<uint32_t *>(s.u.tree.weight);
+    ncclz_huff_block_depths<BOOK_THREADS, BOOK_NODE_ITEMS>(s.u.tree.node, depth, m);
     for (uint32_t i = t; i < m; i += BOOK_THREADS) {
-      uint32_t d = s.u.tree.node[i];
+      uint32_t d = depth[i];
       if (d > NCCLZ_HUFF_MAX_LEN) {
         d = NCCLZ_HUFF_MAX_LEN;
         s.overflowed = 1;
@@ -262,11 +266,8 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     }
     __syncthreads();
     book_sort(s, m, 32);
-    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
-      uint32_t len = 1, cum = 0;
-      while (len < 16 && cum + s.count[len] <= i) cum += s.count[len++];
-      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)len;
-    }
+    for (uint32_t i = t; i < m; i += BOOK_THREADS)
+      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, i);
   }
   __syncthreads();
   canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);

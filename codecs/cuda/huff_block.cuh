@@ -1,0 +1,51 @@
+/* Block-wide steps of the HUFFMAN code-length builder (FORMAT.md steps 2-4) for the CUDA code
+ * book (huffman_cuda.cu) and the REA's device planner (model/rea_device.cuh). They compute the
+ * same integers as the serial steps in huff_codebook.h, which the host runs. Include from CUDA
+ * code only. */
+#ifndef NCCLZ_HUFF_BLOCK_CUH
+#define NCCLZ_HUFF_BLOCK_CUH
+
+#include "../huff_codebook.h"
+
+/* Depths of the 2m-1 nodes of a tree from its parent links (ncclz_huff_tree_parents; the root
+ * is its own parent) by pointer jumping: each round every node adds the depth of the node its
+ * link points to and links two hops up, so ceil(log2(height)) rounds replace the 2m-2 dependent
+ * loads of ncclz_huff_parents_to_depths. par is clobbered; depth receives the depths.
+ * THREADS * ITEMS >= 2m - 1; every thread of the block calls it. */
+template <int THREADS, int ITEMS>
+__device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t m) {
+  const uint32_t nn = 2 * m - 1, root = nn - 1;
+  for (uint32_t i = threadIdx.x; i < nn; i += THREADS) depth[i] = i != root;
+  __syncthreads();
+  for (;;) {
+    uint32_t np[ITEMS], nd[ITEMS];
+    int more = 0;
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++) {
+      const uint32_t i = threadIdx.x + j * THREADS;
+      if (i < nn) {
+        const uint32_t p = par[i];
+        nd[j] = depth[i] + depth[p];
+        np[j] = par[p];
+        more |= np[j] != root;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < ITEMS; j++) {
+      const uint32_t i = threadIdx.x + j * THREADS;
+      if (i < nn) depth[i] = nd[j], par[i] = np[j];
+    }
+    if (!__syncthreads_or(more)) break; /* every link reaches the root */
+  }
+}
+
+/* Step 4 for the sorted position i (frequency desc, index asc) of m used symbols: the length
+ * that the serial assignment (shortest lengths first) gives it, from the per-length counts. */
+__device__ inline uint32_t ncclz_huff_rank_length(const uint32_t *count, uint32_t i) {
+  uint32_t len = 1, cum = 0;
+  while (len < NCCLZ_HUFF_LEN_LIMIT && cum + count[len] <= i) cum += count[len++];
+  return len;
+}
+
+#endif
