@@ -12,7 +12,8 @@
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
 #   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
 # STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels"):
-#   tests      test_gpu_codecs, test_gpu_rea, test_gpu_exec, test_calibrate_fit
+#   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
+#              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
 #   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
@@ -38,7 +39,8 @@ LOG="$OUTDIR/tests.log"
 { date -u +%FT%TZ; echo "commit ${NCCLZ_COMMIT:-unknown}"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } >"$LOG"
 
 echo "== build (steps:$STEPS)"
-ncclz_device_build "$B" "$OUTDIR/build.log" ncclz test_calibrate_fit test_gpu_codecs test_gpu_rea test_gpu_exec || exit 1
+TESTS=${TESTS:-test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit}
+ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS || exit 1
 rm -f "$OUTDIR/build.log"
 
 declare -A RC
@@ -51,11 +53,8 @@ run_test() { # name timeout command...
 }
 if want tests; then
   echo "== GPU tests"
-  run_test test_gpu_codecs 240 "$B/tests/test_gpu_codecs"
-  run_test test_gpu_rea 60 "$B/tests/test_gpu_rea"
-  run_test test_gpu_exec 120 "$B/tests/test_gpu_exec"
-  run_test test_calibrate_fit 60 "$B/tests/test_calibrate_fit"
-  grep -E "FAIL|passed|skip|planning" "$LOG" | head -30
+  for t in $TESTS; do run_test $t 240 "$B/tests/$t"; done
+  grep -E "FAIL|passed|skip|planning|differ|frame [0-9]+:" "$LOG" | head -40
 fi
 
 CODECS_RC=skipped
@@ -122,7 +121,7 @@ if want memcheck && [ "$(left)" -gt 60 ]; then
 fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
-for t in test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit; do echo "$t rc=${RC[$t]:-skipped}"; done
+for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -2
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4

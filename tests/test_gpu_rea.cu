@@ -81,6 +81,14 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
       for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
         same &= host.cand.pred_frame_bytes[c] == dev[f].cand.pred_frame_bytes[c] &&
                 host.decision.time_us[c] == dev[f].time_us[c];
+    if (!same && !differ) /* the first difference, in full: which estimate moved */
+      printf("  frame %u: host coder %d path %d pred %llu/%llu/%llu T %.6g/%.6g/%.6g; device coder %d path %d pred "
+             "%llu/%llu/%llu T %.6g/%.6g/%.6g\n", f, host.planned, (int)host.path,
+             (unsigned long long)host.cand.pred_frame_bytes[0], (unsigned long long)host.cand.pred_frame_bytes[1],
+             (unsigned long long)host.cand.pred_frame_bytes[2], host.decision.time_us[0], host.decision.time_us[1],
+             host.decision.time_us[2], dev[f].coder, dev[f].path, (unsigned long long)dev[f].cand.pred_frame_bytes[0],
+             (unsigned long long)dev[f].cand.pred_frame_bytes[1], (unsigned long long)dev[f].cand.pred_frame_bytes[2],
+             dev[f].time_us[0], dev[f].time_us[1], dev[f].time_us[2]);
     differ += !same;
     coded += host.planned != NCCLZ_CODER_RAW;
   }
