@@ -18,7 +18,7 @@
 
 /* serial: 1 for ncclz_huff_parents_to_depths on thread 0, 0 for the block's pointer jumping. */
 template <int THREADS, int ITEMS>
-__global__ void k_depths(const uint64_t *keys, uint32_t m, int serial, uint32_t *out) {
+__global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32_t m, int serial, uint32_t *out) {
   extern __shared__ __align__(16) unsigned char smem[]; /* the code book's layout: weights, then links */
   uint64_t *weight = reinterpret_cast<uint64_t *>(smem);
   uint32_t *node = reinterpret_cast<uint32_t *>(weight + MAX_M);
