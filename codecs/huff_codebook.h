@@ -124,27 +124,23 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
 
 /* Step 2: the Huffman tree by two queues over the m >= 2 sorted leaves (weights in the high half
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
- * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights. The
- * heads of both queues are kept in registers, so each merge step waits on at most one load
- * (this loop is serial, and on the GPU it runs on one thread). */
+ * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
+ * (A variant that kept both queue heads in registers gave other trees under nvcc when key lay in
+ * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook.) */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
-  uint64_t leaf_w = key[0] >> 32, inner_w = 0; /* inner_w is weight[inner] while inner < t */
   for (uint32_t t = 0; t + 1 < m; t++) {
     uint64_t w = 0;
     for (int k = 0; k < 2; k++) {
-      if (leaf < m && (inner == t || leaf_w <= inner_w)) {
-        w += leaf_w;
+      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
+        w += key[leaf] >> 32;
         node[leaf++] = m + t;
-        leaf_w = leaf < m ? key[leaf] >> 32 : 0;
       } else {
-        w += inner_w;
+        w += weight[inner];
         node[m + inner++] = m + t;
-        inner_w = inner < t ? weight[inner] : 0;
       }
     }
     weight[t] = w;
-    if (inner == t) inner_w = w; /* the queue's only node is the one just made */
   }
   node[2 * m - 2] = 2 * m - 2;
 }

@@ -14,15 +14,17 @@
 #include "testutil_cuda.cuh"
 
 #define MAX_M 8194u
-#define SMEM (MAX_M * 8 + 2 * MAX_M * 4)
+#define SMEM (2 * MAX_M * 8 + 2 * MAX_M * 4)
 
 /* serial: 1 for ncclz_huff_parents_to_depths on thread 0, 0 for the block's pointer jumping. */
 template <int THREADS, int ITEMS>
 __global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32_t m, int serial, uint32_t *out) {
-  extern __shared__ __align__(16) unsigned char smem[]; /* the code book's layout: weights, then links */
-  uint64_t *weight = reinterpret_cast<uint64_t *>(smem);
+  extern __shared__ __align__(16) unsigned char smem[]; /* the code book's layout: keys, weights, links */
+  uint64_t *skey = reinterpret_cast<uint64_t *>(smem), *weight = skey + MAX_M;
   uint32_t *node = reinterpret_cast<uint32_t *>(weight + MAX_M);
-  if (threadIdx.x == 0) ncclz_huff_tree_parents(keys, m, weight, node);
+  for (uint32_t i = threadIdx.x; i < m; i += THREADS) skey[i] = keys[i];
+  __syncthreads();
+  if (threadIdx.x == 0) ncclz_huff_tree_parents(skey, m, weight, node);
   __syncthreads();
   uint32_t *depth = reinterpret_cast<uint32_t *>(weight);
   if (serial) {
@@ -85,9 +87,42 @@ static void check_shape(uint32_t max_m, const char *what) {
   CHECK(bad_serial == 0 && bad_block == 0, "%s: device depths differ from the host's", what);
 }
 
+/* Step 4's rank -> length (ncclz_huff_rank_length) for every rank of a count table, against the
+ * serial assignment (shortest first). */
+__global__ void k_rank_lengths(const uint32_t *count, uint32_t m, uint32_t *out) {
+  for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) out[i] = ncclz_huff_rank_length(count, i);
+}
+
+static void check_rank_lengths(void) {
+  uint64_t st = 99;
+  Dev<uint32_t> dcount(NCCLZ_HUFF_LEN_LIMIT + 1), dout(MAX_M);
+  std::vector<uint32_t> got(MAX_M);
+  int bad = 0;
+  for (int c = 0; c < 200; c++) {
+    uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1] = {0}, m = 0;
+    for (uint32_t len = 1; len <= NCCLZ_HUFF_MAX_LEN; len++) m += count[len] = tu_rand(&st) % 3 ? tu_rand(&st) % 200 : 0;
+    if (!m) continue;
+    CU(cudaMemcpy(dcount.p, count, sizeof count, cudaMemcpyHostToDevice));
+    k_rank_lengths<<<1, 256>>>(dcount.p, m, dout.p);
+    CU(cudaMemcpy(got.data(), dout.p, 4 * m, cudaMemcpyDeviceToHost));
+    uint32_t len = 1;
+    for (uint32_t i = 0; i < m; i++) {
+      while (count[len] == 0) len++;
+      count[len]--;
+      if (got[i] != len) {
+        if (!bad) printf("rank %u of %u: length %u on the device, %u serially\n", i, m, got[i], len);
+        bad++;
+      }
+    }
+  }
+  printf("rank lengths: %d differ\n", bad);
+  CHECK(bad == 0, "rank lengths differ from the serial assignment");
+}
+
 int main(void) {
   if (tu_cuda_skip_without_gpu()) return 77;
   check_shape<1024, 17>(MAX_M, "code book (1024 threads)");
   check_shape<256, 3>(259, "REA planner (256 threads)");
+  check_rank_lengths();
   return tu_finish("test_gpu_huffbook");
 }
