@@ -75,8 +75,13 @@ static ncclzStatus read_entries(const ncclzProfile *prof, const cJSON *arr, nccl
 }
 
 /* Median, spread, prediction and error of every row; then the summary. */
-static void summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
+static ncclzStatus summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
   double *err = malloc((c->n_rows + 1) * sizeof *err), *spr = malloc((c->n_rows + 1) * sizeof *spr);
+  if (!err || !spr) {
+    free(err);
+    free(spr);
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "calibrate --check: out of memory for %u rows", c->n_rows);
+  }
   uint32_t ne = 0;
   for (uint32_t i = 0; i < c->n_rows; i++) {
     ncclzCalCheckRow *r = &c->rows[i];
@@ -104,6 +109,7 @@ static void summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
   c->target_met = ne > 0 && !c->n_missing && c->median_abs_error <= NCCLZ_CAL_CHECK_MEDIAN && !c->n_over;
   free(err);
   free(spr);
+  return NCCLZ_OK;
 }
 
 ncclzStatus ncclzCalCheckPoints(const ncclzProfile *prof, const char *json, size_t len, ncclzCalCheck *out) {
@@ -117,8 +123,7 @@ ncclzStatus ncclzCalCheckPoints(const ncclzProfile *prof, const char *json, size
   cJSON_Delete(root);
   if (st) return st;
   if (!out->n_rows) return ncclzSetError(NCCLZ_ERR_ARG, "check points: no collective measured at >= 1 MiB");
-  summarize(prof, out);
-  return NCCLZ_OK;
+  return summarize(prof, out);
 }
 
 void ncclzCalCheckReport(const ncclzCalCheck *c, FILE *f) {
