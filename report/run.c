@@ -36,13 +36,16 @@ static int find_kind(const cJSON *root, size_t *k) {
 }
 
 /* The profile: --profile, else the scenario's "profile" (relative to the scenario file), else,
- * when the kind needs one, the built-in H200 profile. */
+ * when the kind needs one, $NCCLZ_PROFILE, else the built-in H200 profile (docs/cli.md: the
+ * same fallbacks as every other verb, after the scenario's own choice). */
 static int load_profile(run_ctx *c, int needed) {
-  const char *rel = c->opt->profile;
+  const char *rel = c->opt->profile, *env = getenv("NCCLZ_PROFILE");
+  int given = rel != NULL; /* a path as typed: not relative to the scenario file */
   if (!rel && fld_string(c->root, "", "profile", 0, &rel)) return -1;
   if (!rel && !needed) return 0;
+  if (!rel && env && *env) rel = env, given = 1;
   if (!rel) snprintf(c->profile_path, sizeof c->profile_path, "%s", NCCLZ_DEFAULT_PROFILE_NAME);
-  else if (c->opt->profile) snprintf(c->profile_path, sizeof c->profile_path, "%s", rel);
+  else if (given) snprintf(c->profile_path, sizeof c->profile_path, "%s", rel);
   else run_path(c, rel, c->profile_path, sizeof c->profile_path);
   c->prof = malloc(sizeof *c->prof);
   if (!c->prof) return ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory"), -1;

@@ -47,6 +47,12 @@ static void schema_errors(void) {
   /* no profile: the built-in H200 one, so the next missing field is reported */
   expect_error("{\"kind\": \"tune\"}", "platforms");
   expect_error("{\"kind\": \"tune\", \"profile\": \"" DATA "/profiles_bad/version_2.json\"}", "profile");
+  /* no profile in the scenario: $NCCLZ_PROFILE before the built-in one, as for the other verbs;
+   * a scenario that names its profile keeps it */
+  setenv("NCCLZ_PROFILE", DATA "/profiles_bad/version_2.json", 1);
+  expect_error("{\"kind\": \"tune\"}", "version_2.json");
+  expect_error("{\"kind\": \"tune\", \"profile\": \"" DATA "/profile_synthetic.json\"}", "platforms");
+  unsetenv("NCCLZ_PROFILE");
   const char *tune = "{\"kind\": \"tune\", \"profile\": \"" DATA "/profile_synthetic.json\", %s}";
   char buf[1024];
   snprintf(buf, sizeof buf, tune, "\"platforms\": [{\"label\": \"n\"}], \"sweep\": {\"min_gain_permil\": [0, 2000]}");
