@@ -16,6 +16,8 @@
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
 #   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
+#   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
+#              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
 # Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
@@ -84,6 +86,16 @@ if want kernels && [ "$(left)" -gt 60 ]; then
     "$OUTDIR/kernels.txt" | sort
 fi
 
+EXEC_RC=skipped
+if want exec && [ "$(left)" -gt 300 ]; then
+  echo "== executor benchmark ($(left) s left)"
+  TMP=$(mktemp -d)
+  BUILD=$B SKIP_TESTS=1 timeout $(($(left) - 10)) bash bench/exec.sh "$TMP" >"$TMP/run.txt" 2>&1
+  EXEC_RC=$?
+  cp "$TMP"/exec-*.json "$TMP/exec-table.md" "$OUTDIR/" 2>/dev/null
+  tail -n 30 "$TMP/run.txt"
+fi
+
 CAL_RC=skipped
 if want calibrate && [ "$(left)" -gt 300 ]; then
   echo "== calibrate -g 2 --paths $PATHS --sweeps $SWEEPS ($(left) s left)"
@@ -122,7 +134,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
+echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -2
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
 exit 0

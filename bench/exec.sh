@@ -8,7 +8,9 @@
 # Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-<date>.json (device,
 # NCCL version, commit, date, every run's points), OUTDIR/exec-table.md and logs.
 # Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
-# sizes), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (default tests/data/profile_synthetic.json).
+# sizes), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
+# auto; default calibrate/profiles/h200-x2.json, the measured one every verb has built in; the
+# runs of 2026-11-30 used tests/data/profile_synthetic.json).
 # Needs on the GPU machine: .deps/*.deb (Debian's libcjson) and .devdata/resnet18_digits_step100_rank0.f32.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +18,7 @@ cd "$ROOT"
 OUT=${1:-bench/results}
 mkdir -p "$OUT"
 B=${BUILD:-/tmp/ncclz-exec-build}
-PROFILE=${NCCLZ_PROFILE:-tests/data/profile_synthetic.json}
+PROFILE=${NCCLZ_PROFILE:-calibrate/profiles/h200-x2.json}
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 COMMIT=${NCCLZ_COMMIT:-$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export NCCL_NVLS_ENABLE=0 # NVLink SHARP multicast stays off (KINDS.md), for every program here
