@@ -127,8 +127,10 @@ __device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, const uint32
 }
 
 /* ncclz_huff_lengths (FORMAT.md steps 1-4) with the two sorts done by the whole block: the keys
- * are distinct, so any correct sort gives the host's order, and the tree and the length limit
- * are the shared inline functions. Lengths land in s.w.len. */
+ * are distinct, so any correct sort gives the host's order. The tree's two-queue merge and the
+ * length limit are the shared inline functions (one thread); the depths, step 3's counts and
+ * step 4's lengths are computed by the whole block (codecs/cuda/huff_block.cuh), the same
+ * integers. Lengths land in s.w.len. */
 __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned long long *clk) {
   const uint32_t *freq = s.h.freq;
   uint32_t k[NCCLZ_REA_SORT_ITEMS];
