@@ -1,6 +1,7 @@
 /* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
  * (one CTA per frame: CUB radix sorts for the two orderings, the reference's own two-queue
- * tree and length limiter from huff_codebook.h, a packed 16-way block scan for canonical codes)
+ * merge and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths by the
+ * whole block from huff_block.cuh, a packed 16-way block scan for canonical codes)
  * -> one pass that codes a segment per warp into shared memory and places it by decoupled
  * look-back. Decode: a table kernel per frame, then one thread per segment with the first-level
  * table in shared memory, staging 32 symbols per lane so that the stores are coalesced. */
