@@ -9,8 +9,6 @@
 /* [[bytes, us], ...] or [{"bytes": B, "us": T}, ...], appended to pts (at most
  * NCCLZ_CAL_MAX_RAW_POINTS in all); NCCLZ_ERR_ARG naming `where` otherwise. */
 ncclzStatus ncclz_cal_read_points(const cJSON *arr, const char *where, ncclzCalPoint *pts, size_t *n);
-/* Median of v[0..n) (sorts v; 0 for n = 0). */
-double ncclz_cal_median(double *v, size_t n);
 /* The string member `key` of o, or NULL. */
 const char *ncclz_cal_get_str(const cJSON *o, const char *key);
 

@@ -87,7 +87,7 @@ static ncclzStatus summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
     ncclzCalCheckRow *r = &c->rows[i];
     double v[NCCLZ_CAL_CHECK_MAX_REPEAT];
     memcpy(v, r->us, r->n * sizeof *v);
-    r->median_us = ncclz_cal_median(v, r->n);
+    r->median_us = ncclzMedian(v, r->n);
     r->spread = (v[r->n - 1] - v[0]) / r->median_us;
     r->predicted_us = ncclzProfilePlainUs(prof, r->path, r->collective, r->bytes);
     spr[i] = r->spread;
@@ -103,9 +103,9 @@ static ncclzStatus summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
     }
     if (fabs(r->error) > NCCLZ_CAL_CHECK_MAX) c->n_over++;
   }
-  c->median_abs_error = ne ? ncclz_cal_median(err, ne) : 0;
-  c->median_spread = c->n_rows ? ncclz_cal_median(spr, c->n_rows) : 0;
-  c->max_spread = c->n_rows ? spr[c->n_rows - 1] : 0; /* sorted by ncclz_cal_median() */
+  c->median_abs_error = ne ? ncclzMedian(err, ne) : 0;
+  c->median_spread = c->n_rows ? ncclzMedian(spr, c->n_rows) : 0;
+  c->max_spread = c->n_rows ? spr[c->n_rows - 1] : 0; /* sorted by ncclzMedian() */
   c->target_met = ne > 0 && !c->n_missing && c->median_abs_error <= NCCLZ_CAL_CHECK_MEDIAN && !c->n_over;
   free(err);
   free(spr);

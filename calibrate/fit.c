@@ -14,17 +14,6 @@ static int cmp_point(const void *a, const void *b) {
   return (x->bytes > y->bytes) - (x->bytes < y->bytes);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double ncclz_cal_median(double *v, size_t n) {
-  if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* us per byte -> GB/s (1e9 bytes/s): bytes/(beta*1e9) s = bytes/(beta*1e3) us. */
 static double gbps_of(double us_per_byte) { return 1e-3 / us_per_byte; }
 

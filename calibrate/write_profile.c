@@ -68,7 +68,7 @@ static size_t median_per_size(ncclzCalPoint *p, size_t n) {
   qsort(p, n, sizeof *p, cmp_bytes);
   for (size_t i = 0, k; i < n; i += k) {
     for (k = 0; i + k < n && p[i + k].bytes == p[i].bytes; k++) us[k] = p[i + k].us;
-    p[m++] = (ncclzCalPoint){p[i].bytes, ncclz_cal_median(us, k)};
+    p[m++] = (ncclzCalPoint){p[i].bytes, ncclzMedian(us, k)};
   }
   return m;
 }
@@ -393,13 +393,7 @@ static void add_plain_curves(cJSON *root, const ncclzCalResult *r) {
   }
 }
 
-char *ncclzCalProfileJson(const ncclzCalResult *rin) {
-  ncclzCalResult *r = malloc(sizeof *r);
-  if (!r) {
-    ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
-    return NULL;
-  }
-  *r = *rin;
+char *ncclzCalProfileJson(const ncclzCalResult *r) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddNumberToObject(root, "version", NCCLZ_PROFILE_VERSION);
   cJSON *m = cJSON_AddObjectToObject(root, "metadata");
@@ -485,7 +479,6 @@ char *ncclzCalProfileJson(const ncclzCalResult *rin) {
   cJSON_AddStringToObject(fit, "notes", r->notes);
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
-  free(r);
   if (!text) {
     ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
     return NULL;

@@ -113,16 +113,6 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
   return CLI_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Largest error each element may have: the EB bound, or for QSGD one level (scale / s) of its bucket. */
 static double error_bound_of(const ncclzSymbols *s) {
   if (s->qp.kind == NCCLZ_QUANT_EB) return s->qp.bound;
@@ -273,8 +263,8 @@ static int run_encode_cpu(const codec_opts *o, const void *raw, size_t n, size_t
     if (st != NCCLZ_OK) rc = status_exit(st);
   }
   if (rc == CLI_OK) {
-    r.encode_gbps = in_bytes / median(te, o->repeat) / 1e9;
-    r.decode_gbps = in_bytes / median(td, o->repeat) / 1e9;
+    r.encode_gbps = in_bytes / ncclzMedian(te, (size_t)o->repeat) / 1e9;
+    r.decode_gbps = in_bytes / ncclzMedian(td, (size_t)o->repeat) / 1e9;
     fill_result(&p, x, in_bytes, &r);
     if (o->out) rc = write_file(o->out, p.stream, p.stream_len);
     print_human(o, &r);

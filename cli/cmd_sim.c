@@ -153,22 +153,13 @@ static int load_measured(const char *path, const ncclzSimScenario *s, point_out 
   return CLI_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Median |sim - measured| / measured over the matched points; -1 when none matched. */
 static double median_error(const ncclzSimScenario *s, const point_out *out) {
   double *e = malloc((s->npoints ? s->npoints : 1) * sizeof *e);
   size_t n = 0;
   for (size_t i = 0; e && i < s->npoints; i++)
     if (out[i].measured_us > 0) e[n++] = fabs(out[i].r.time_us - out[i].measured_us) / out[i].measured_us;
-  double med = -1.0;
-  if (n) {
-    qsort(e, n, sizeof *e, cmp_double);
-    med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
-  }
+  double med = n ? ncclzMedian(e, n) : -1.0;
   free(e);
   return med;
 }

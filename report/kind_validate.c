@@ -254,21 +254,12 @@ static int measured_files(run_ctx *c, char files[][512], char paths[][32], int *
 
 /* ------------------------------------------------------------------ report */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median_abs_error(const va_points *v, double min_bytes, size_t *count) {
   double *e = malloc((v->n ? v->n : 1) * sizeof *e);
   size_t n = 0;
   for (size_t i = 0; e && i < v->n; i++)
     if (v->pt[i].has_meas && v->pt[i].bytes >= min_bytes) e[n++] = fabs(v->pt[i].sim_us / v->pt[i].meas_us - 1.0);
-  double med = NAN;
-  if (n) {
-    qsort(e, n, sizeof *e, cmp_double);
-    med = n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
-  }
+  double med = n ? ncclzMedian(e, n) : NAN;
   free(e);
   *count = n;
   return med;

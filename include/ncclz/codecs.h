@@ -55,6 +55,10 @@ char *ncclzReadFile(const char *what, const char *path, size_t *len);
 /* Seconds on the monotonic clock: the one clock every layer times host work with. */
 double ncclzNowSeconds(void);
 
+/* Median of v[0..n) (the mean of the middle two for even n; 0 for n = 0). Sorts v in place.
+ * The one median of every layer (timings, errors, spreads). */
+double ncclzMedian(double *v, size_t n);
+
 /* ------------------------------------------------------------------ types */
 
 typedef enum { NCCLZ_CODER_RAW = 0, NCCLZ_CODER_FIXEDLEN = 1, NCCLZ_CODER_HUFFMAN = 2, NCCLZ_CODER_COUNT = 3 } ncclzCoder;
