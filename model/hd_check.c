@@ -13,8 +13,12 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
   ncclzSamplePlan plan;
   ncclz_rea_sample_plan(n, 65536, 8, &plan);
   ncclzSampleStats stats = {0, 0, 0, 0, 0.0, 0, 0};
-  uint32_t freq[NCCLZ_REA_HIST_TOTAL] = {0};
-  uint64_t escape_bits = 0;
+  ncclzHuffAlphabet a;
+  a.centre = 0;
+  a.radius = 128;
+  const int64_t first = ncclz_rea_hist_first_index(0, 1, a.centre, a.radius);
+  ncclzReaHuffSample h;
+  ncclz_rea_hist_init(&h, a);
   uint8_t len[NCCLZ_REA_HIST_TOTAL] = {0};
   for (uint32_t i = 0; i < plan.count; i++) {
     uint64_t start, count;
@@ -23,17 +27,10 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
       stats.width_sum += ncclz_rea_block_width(sym + start + b, count - b < 32 ? count - b : 32);
       stats.blocks_sampled++;
     }
-    for (uint64_t k = start; k < start + count; k++) {
-      uint32_t bin = ncclz_rea_hist_bin(ncclz_rea_huff_index(sym[k], 0, 128), 128, ncclz_rea_hist_first_index(0, 1, 0, 128));
-      freq[bin]++;
-      if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(sym[k], 0);
-    }
+    for (uint64_t k = start; k < start + count; k++) ncclz_rea_hist_add(&h, sym[k], a, first);
     stats.n_sampled += count;
   }
-  uint64_t code_bits = 0;
-  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) code_bits += (uint64_t)freq[b] * len[b];
-  stats.huffman_bits = ncclz_rea_huffman_bits(code_bits, freq[NCCLZ_REA_HIST_TAIL], 2, escape_bits);
-  stats.huffman_valid = stats.n_sampled > 0;
+  ncclz_rea_hist_finish_lengths(&h, len, &stats);
   ncclzCoderParams cp;
   cp.fixedlen_tile_blocks = 256;
   cp.huffman_segment = 1024;
