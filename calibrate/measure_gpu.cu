@@ -348,7 +348,7 @@ static void trace_exposure(ncclzComm_t c, double *enc, double *enc_exp, double *
   *dec_exp = ncclzCalExposed(cts.data(), cdur.data(), cts.size(), dts.data(), ddur.data(), dts.size());
 }
 
-/* Untimed traffic before the first sweep: each op at 64 MiB for about WARM_S seconds. The socket
+/* Untimed traffic before the first sweep: each op at 64 MiB for about 0.5 s (0.1 s quick). The socket
  * path gets faster over its first seconds of traffic (the calibration run of 2026-11-30b: the
  * 4x4 path's first sweep 20-50% slower than its third, which matched the check run), and a fit
  * to that first sweep mispredicts every later run. Same iteration count on every rank. */

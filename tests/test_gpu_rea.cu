@@ -46,6 +46,15 @@ static void print_phases(const ncclzProfile *dprof, const ncclzReaConfig *dcfg, 
   cudaFree(dclk);
 }
 
+/* One side's plan: coder, path, predicted frame bytes and T_c of every coder. */
+static void print_plan(const char *who, int coder, int path, const ncclzReaCandidates *c, const double *t) {
+  printf(" %s coder %d path %d pred", who, coder, path);
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) printf(" %llu", (unsigned long long)c->pred_frame_bytes[k]);
+  printf(" T");
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) printf(" %.6g", t[k]);
+  printf(";");
+}
+
 /* Plans every frame of sym on host and device and compares the decisions. */
 static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHint hint, const ncclzSymbols *s,
                     uint32_t frame_syms) {
@@ -81,14 +90,12 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
       for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
         same &= host.cand.pred_frame_bytes[c] == dev[f].cand.pred_frame_bytes[c] &&
                 host.decision.time_us[c] == dev[f].time_us[c];
-    if (!same && !differ) /* the first difference, in full: which estimate moved */
-      printf("  frame %u: host coder %d path %d pred %llu/%llu/%llu T %.6g/%.6g/%.6g; device coder %d path %d pred "
-             "%llu/%llu/%llu T %.6g/%.6g/%.6g\n", f, host.planned, (int)host.path,
-             (unsigned long long)host.cand.pred_frame_bytes[0], (unsigned long long)host.cand.pred_frame_bytes[1],
-             (unsigned long long)host.cand.pred_frame_bytes[2], host.decision.time_us[0], host.decision.time_us[1],
-             host.decision.time_us[2], dev[f].coder, dev[f].path, (unsigned long long)dev[f].cand.pred_frame_bytes[0],
-             (unsigned long long)dev[f].cand.pred_frame_bytes[1], (unsigned long long)dev[f].cand.pred_frame_bytes[2],
-             dev[f].time_us[0], dev[f].time_us[1], dev[f].time_us[2]);
+    if (!same && !differ) { /* the first difference, in full: which estimate moved */
+      printf("  frame %u:", f);
+      print_plan("host", host.planned, (int)host.path, &host.cand, host.decision.time_us);
+      print_plan("device", dev[f].coder, dev[f].path, &dev[f].cand, dev[f].time_us);
+      printf("\n");
+    }
     differ += !same;
     coded += host.planned != NCCLZ_CODER_RAW;
   }
