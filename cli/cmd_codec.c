@@ -143,11 +143,7 @@ static int same_symbols(const ncclzSymbols *a, const ncclzSymbols *b) {
 }
 
 static int write_file(const char *path, const void *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return cli_runtime_error(VERB, "cannot write '%s'", path);
-  size_t w = fwrite(p, 1, n, f);
-  if (fclose(f) != 0 || w != n) return cli_runtime_error(VERB, "short write to '%s'", path);
-  return CLI_OK;
+  return ncclzWriteFile(NULL, path, p, n) ? cli_runtime_error(VERB, "%s", ncclzLastError()) : CLI_OK;
 }
 
 /* One timed encode (quantize + frames) and decode (frames + reconstruct) of the whole input. */

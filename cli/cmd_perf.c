@@ -356,12 +356,11 @@ static int write_json(const perf_opts *o, cJSON *points) {
   cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->nranks));
   cJSON_AddItemToObject(j, "points", points);
   char *s = cJSON_Print(j);
-  FILE *f = fopen(o->json, "w");
-  int ok = f && s && fputs(s, f) >= 0;
-  if (f) fclose(f);
-  free(s);
   cJSON_Delete(j);
-  return ok ? CLI_OK : cli_runtime_error(VERB, "cannot write %s", o->json);
+  ncclzStatus st = s ? ncclzWriteFile("--json", o->json, s, strlen(s))
+                     : ncclzSetError(NCCLZ_ERR_NOMEM, "--json: out of memory for '%s'", o->json);
+  free(s);
+  return st ? cli_runtime_error(VERB, "%s", ncclzLastError()) : CLI_OK;
 }
 
 static int load_inputs(perf_opts *o) {
@@ -432,7 +431,7 @@ static ncclzStatus gpu_call(const perf_opts *o, ncclzComm_t c, const void *in, v
 }
 
 /* Chrome trace JSON (Perfetto opens it): one process per rank, one thread per stream. */
-static void write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
+static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   const ncclzTraceEvent *ev;
   size_t n;
   ncclzCommTrace(c, &ev, &n, NULL);
@@ -467,11 +466,11 @@ static void write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   else
     snprintf(path, sizeof path, "%s", o->trace);
   char *txt = cJSON_PrintUnformatted(arr);
-  FILE *f = fopen(path, "w");
-  if (f && txt) fputs(txt, f);
-  if (f) fclose(f);
-  free(txt);
   cJSON_Delete(arr);
+  ncclzStatus st = txt ? ncclzWriteFile("--trace", path, txt, strlen(txt))
+                       : ncclzSetError(NCCLZ_ERR_NOMEM, "--trace: out of memory for '%s'", path);
+  free(txt);
+  return st;
 }
 
 enum { AG_MAX = 3, AG_SUM = 9 };
@@ -537,7 +536,7 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
     ncclzCommSetTrace(c, 0);
     ncclzCommTrace(c, NULL, NULL, &ts);
     p->traced = 1;
-    if (!st && last) write_trace(o, g->rank, c);
+    if (!st && last) st = write_trace(o, g->rank, c); /* a trace that cannot be written is an error, not lost */
   }
   perf_point mine = {0};
   if (!st && cudaMemcpy(hout, dout, no * ds, cudaMemcpyDeviceToHost))

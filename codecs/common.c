@@ -47,6 +47,17 @@ char *ncclzReadFile(const char *what, const char *path, size_t *len) {
   return buf;
 }
 
+ncclzStatus ncclzWriteFile(const char *what, const char *path, const void *data, size_t n) {
+  const char *pre = what && *what ? what : "", *sep = what && *what ? ": " : "";
+  FILE *f = fopen(path, "wb");
+  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "%s%scannot write '%s': %s", pre, sep, path, strerror(errno));
+  int bad = fwrite(data, 1, n, f) != n;
+  int err = bad ? errno : 0;
+  if (fclose(f) != 0 && !bad) bad = 1, err = errno;
+  if (bad) return ncclzSetError(NCCLZ_ERR_IO, "%s%scannot write '%s': %s", pre, sep, path, err ? strerror(err) : "short write");
+  return NCCLZ_OK;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

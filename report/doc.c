@@ -233,10 +233,7 @@ static const char *const STYLE =
     ".plot svg{max-width:100%;height:auto}";
 
 static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  int ok = fputs(text, f) >= 0;
-  return fclose(f) == 0 && ok ? 0 : -1;
+  return ncclzWriteFile("report", path, text, strlen(text)) ? -1 : 0;
 }
 
 static int write_html(const ncclzReport *r) {
@@ -252,9 +249,9 @@ static int write_html(const ncclzReport *r) {
                  "beside this page.</p>\n</body></html>\n");
   char path[1200];
   snprintf(path, sizeof path, "%s/index.html", r->dir);
-  int rc = page.oom || r->body.oom ? -1 : write_text(path, sb_str(&page));
+  int rc = page.oom || r->body.oom ? (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1)
+                                    : write_text(path, sb_str(&page));
   sb_free(&page);
-  if (rc) ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path);
   return rc;
 }
 
@@ -262,9 +259,8 @@ static int write_json(const ncclzReport *r) {
   char path[1200];
   snprintf(path, sizeof path, "%s/results.json", r->dir);
   char *text = cJSON_Print(r->json);
-  int rc = text ? write_text(path, text) : -1;
+  int rc = text ? write_text(path, text) : (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1);
   free(text);
-  if (rc) ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path);
   return rc;
 }
 

@@ -51,6 +51,10 @@ ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...)
  * error ("WHAT: cannot open 'PATH': reason", NCCLZ_ERR_IO or NCCLZ_ERR_NOMEM) on failure.
  * what may be NULL. The one file reader of every layer. */
 char *ncclzReadFile(const char *what, const char *path, size_t *len);
+/* Writes n bytes to path (created or truncated); NCCLZ_ERR_IO with a one-line error
+ * ("WHAT: cannot write 'PATH': reason") when it cannot open, write or close it. what may be NULL.
+ * The one file writer of every layer. */
+ncclzStatus ncclzWriteFile(const char *what, const char *path, const void *data, size_t n);
 
 /* Seconds on the monotonic clock: the one clock every layer times host work with. */
 double ncclzNowSeconds(void);
