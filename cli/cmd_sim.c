@@ -166,21 +166,6 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
 
 /* ----------------------------------------------------------------- output */
 
-static void coder_mix(const ncclzSimResult *r, char *buf, size_t cap) {
-  uint64_t total = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
-  if (!total) {
-    snprintf(buf, cap, "-");
-    return;
-  }
-  size_t used = 0;
-  buf[0] = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT && used < cap; c++)
-    if (r->frames[c])
-      used += (size_t)snprintf(buf + used, cap - used, "%s%s:%.0f%%", used ? "," : "", ncclzCoderName((ncclzCoder)c),
-                               100.0 * (double)r->frames[c] / (double)total);
-}
-
 static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out) {
   fprintf(f, "# scenario %s: %zu points\n", s->name, s->npoints);
   fprintf(f, "%-13s %5s %4s %8s %11s %8s %12s %9s %9s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_gbps",
@@ -189,7 +174,7 @@ static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out
     const ncclzSimPoint *p = &s->points[i];
     const ncclzSimResult *r = &out[i].r;
     char mix[96];
-    coder_mix(r, mix, sizeof mix);
+    ncclzSimCoderMix(r, ",", mix, sizeof mix);
     int n = p->platform.nodes * p->platform.gpus_per_node;
     fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %9.3f %9.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
             p->platform.nodes, p->platform.gpus_per_node, p->platform.nic_gbps, (unsigned long long)p->options.bytes,

@@ -25,17 +25,6 @@ static void point_dims(const wi_point *p, dims_text *d) {
   snprintf(d->v[D_COMP], 72, "%s", ncclzSimCompressName(p->p.options.compress));
 }
 
-static void coder_mix(const ncclzSimResult *r, char *buf, size_t cap) {
-  uint64_t total = 0;
-  size_t used = 0;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) total += r->frames[k];
-  snprintf(buf, cap, "-");
-  for (int k = 0; k < NCCLZ_CODER_COUNT && total && used < cap; k++)
-    if (r->frames[k])
-      used += (size_t)snprintf(buf + used, cap - used, "%s%s:%.0f%%", used ? " " : "", ncclzCoderName((ncclzCoder)k),
-                               100.0 * (double)r->frames[k] / (double)total);
-}
-
 static cJSON *point_json(const wi_point *p) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "workload", p->workload);
@@ -65,7 +54,7 @@ static ncclzStatus points_table(ncclzReport *r, const wi_results *w) {
   for (size_t i = 0; i < w->n; i++) {
     const wi_point *p = &w->pt[i];
     char mix[96], b[32];
-    coder_mix(&p->r, mix, sizeof mix);
+    ncclzSimCoderMix(&p->r, " ", mix, sizeof mix);
     fmt_bytes((double)p->p.options.bytes, b, sizeof b);
     ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%g\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
                   ncclzCollectiveName(p->p.options.coll), p->p.platform.nodes, p->p.platform.gpus_per_node,

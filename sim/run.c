@@ -51,6 +51,17 @@ double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_
   return ncclzSimAlgBw(bytes, time_us) * ncclzBusBwFactor(c, nranks);
 }
 
+void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_t cap) {
+  uint64_t total = 0;
+  size_t used = 0;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) total += r->frames[k];
+  snprintf(buf, cap, "-");
+  for (int k = 0; k < NCCLZ_CODER_COUNT && total && used < cap; k++)
+    if (r->frames[k])
+      used += (size_t)snprintf(buf + used, cap - used, "%s%s:%.0f%%", used ? sep : "", ncclzCoderName((ncclzCoder)k),
+                               100.0 * (double)r->frames[k] / (double)total);
+}
+
 /* The ring collectives are the same on every rank up to a rotation; only a platform whose every
  * ring hop of one class sees the same links and load keeps that symmetry. */
 ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSimOptions *o, char *why, size_t cap) {

@@ -174,6 +174,9 @@ ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *plat, const nccl
 double ncclzSimAlgBw(uint64_t bytes, double time_us);
 double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_us);
 
+/* The share of frames per coder as "raw:10%<sep>fixedlen:90%" ("-" when no frame was sent). */
+void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_t cap);
+
 /* ---------------------------------------------------------------- scenario */
 
 /* A what-if scenario (scenarios/README.md and docs/scenarios.md): a base platform and options,
