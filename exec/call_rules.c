@@ -78,6 +78,14 @@ size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) {
   return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
 }
 
+size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off) {
+  return c == NCCLZ_ALLGATHER ? off - (size_t)rank * count : off;
+}
+
+size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off) {
+  return c == NCCLZ_REDUCESCATTER ? off - (size_t)rank * count : off;
+}
+
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize) {
   size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)nranks;
   size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;

@@ -18,6 +18,11 @@ enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_M
 /* Elements of a rank's input and output buffers for a collective of `count` (NCCL's meaning). */
 size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks);
 size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks);
+/* An offset into the collective's whole buffer (ncclzScheduleRange) as an offset into this rank's
+ * input (AllGather's input is only the rank's own block) and output (ReduceScatter's output is
+ * only its own block); the same offset for every other buffer. */
+size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off);
+size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off);
 /* Chunks per block: blocks cut into chunks of the config's chunk_bytes, 1..max_chunks. */
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize);
 

@@ -215,12 +215,8 @@ static ncclzStatus recv_bytes(run_t *r, const ncclzOp *o, size_t n, size_t *len)
 
 /* ----------------------------------------------------------------- ops */
 
-static size_t in_offset(const run_t *r, size_t off) {
-  return r->coll == NCCLZ_ALLGATHER ? off - (size_t)r->s.rank * r->count : off;
-}
-static size_t out_offset(const run_t *r, size_t off) {
-  return r->coll == NCCLZ_REDUCESCATTER ? off - (size_t)r->s.rank * r->count : off;
-}
+static size_t in_offset(const run_t *r, size_t off) { return ncclz_exec_in_offset(r->coll, r->s.rank, r->count, off); }
+static size_t out_offset(const run_t *r, size_t off) { return ncclz_exec_out_offset(r->coll, r->s.rank, r->count, off); }
 static char *cell(void *base, size_t i) { return (char *)base + 4 * i; }
 
 /* Where an ENCODE send reads: the working buffer while reducing, else the input. */

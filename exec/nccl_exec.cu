@@ -534,12 +534,8 @@ static ncclzStatus quantize(grun *r, const void *sendbuff, const float *x) {
 
 
 
-static size_t in_offset(const grun *r, size_t off) {
-  return r->coll == NCCLZ_ALLGATHER ? off - (size_t)r->s.rank * r->count : off;
-}
-static size_t out_offset(const grun *r, size_t off) {
-  return r->coll == NCCLZ_REDUCESCATTER ? off - (size_t)r->s.rank * r->count : off;
-}
+static size_t in_offset(const grun *r, size_t off) { return ncclz_exec_in_offset(r->coll, r->s.rank, r->count, off); }
+static size_t out_offset(const grun *r, size_t off) { return ncclz_exec_out_offset(r->coll, r->s.rank, r->count, off); }
 
 /* Groups the op list into units of one (step, chunk); COPY ops are run at once by the caller. */
 static void build_units(grun *r) {
