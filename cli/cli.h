@@ -46,6 +46,10 @@ void *cli_read_file(const char *verb, const char *path, size_t *len);
 /* The calibration profile of a verb: `path` (--profile), else $NCCLZ_PROFILE, else the built-in
  * H200 profile (ncclzProfileDefault). *name (may be NULL) says which. CLI_OK or CLI_USAGE. */
 int cli_load_profile(const char *verb, const char *path, ncclzProfile *out, const char **name);
+
+/* Writes text and a final newline to path (ncclzWriteFile); CLI_OK, or CLI_RUNTIME after the
+ * one-line error. */
+int cli_write_text(const char *verb, const char *path, const char *text);
 /* --dtype: f32, bf16 or f16 into *out; CLI_OK, or CLI_USAGE after a one-line message. */
 int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out);
 /* Parses "AxBxC" into up to 3 dims; returns the count or -1. */

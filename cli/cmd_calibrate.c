@@ -65,15 +65,6 @@ typedef struct {
   int sweeps; /* 0: the default */
 } cal_opts;
 
-static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return cli_runtime_error(VERB, "cannot write '%s': %s", path, strerror(errno));
-  int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad) return cli_runtime_error(VERB, "cannot write '%s'", path);
-  return CLI_OK;
-}
-
 /* Fit a points document and write the profile. */
 static int fit_and_write(const cal_opts *o, const char *points, size_t len) {
   ncclzCalResult *r = malloc(sizeof *r);
@@ -87,7 +78,7 @@ static int fit_and_write(const cal_opts *o, const char *points, size_t len) {
     free(r);
     return cli_usage_error(VERB, "%s", ncclzLastError());
   }
-  int rc = write_text(o->out, text);
+  int rc = cli_write_text(VERB, o->out, text);
   if (!rc && !o->quiet) {
     ncclzCalReport(r, stderr);
     fprintf(stderr, "wrote %s\n", o->out);
@@ -116,7 +107,7 @@ static int check_and_report(const cal_opts *o, const char *points, size_t len) {
     ncclzCalCheckReport(c, stdout);
     if (o->out) {
       char *text = ncclzCalCheckJson(c, prof);
-      rc = text ? write_text(o->out, text) : cli_runtime_error(VERB, "%s", ncclzLastError());
+      rc = text ? cli_write_text(VERB, o->out, text) : cli_runtime_error(VERB, "%s", ncclzLastError());
       free(text);
     }
   }
@@ -138,7 +129,7 @@ static int run_child(const cal_opts *o) {
     doc = ncclzCalMeasurePath(&mo, (ncclzCalPath)p);
   }
   if (!doc) return cli_runtime_error(VERB, "%s", ncclzLastError());
-  int rc = write_text(o->points_out, doc);
+  int rc = cli_write_text(VERB, o->points_out, doc);
   free(doc);
   return rc;
 }
@@ -247,7 +238,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   rmdir(tmpl);
   if (!doc) return rc ? rc : CLI_RUNTIME;
   fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
-  if (o->points_out) rc = write_text(o->points_out, doc);
+  if (o->points_out) rc = cli_write_text(VERB, o->points_out, doc);
   if (!rc) rc = o->check ? check_and_report(o, doc, strlen(doc)) : fit_and_write(o, doc, strlen(doc));
   free(doc);
   return rc;

@@ -104,11 +104,9 @@ static int load_ranks(pd_opts *o, void **bufs, const void **ranks, size_t *n) {
 
 static int write_profile(const pd_opts *o, const ncclzDataProfile *dp) {
   char *s = ncclzDataProfileToJson(dp, o->inputs, o->n_inputs);
-  FILE *f = s ? fopen(o->out, "w") : NULL;
-  int rc = f && fputs(s, f) >= 0 && fputc('\n', f) != EOF ? CLI_OK : CLI_RUNTIME;
-  if (f && fclose(f) != 0) rc = CLI_RUNTIME;
+  int rc = s ? cli_write_text(VERB, o->out, s) : cli_runtime_error(VERB, "cannot write '%s'", o->out);
   free(s);
-  if (rc != CLI_OK) return cli_runtime_error(VERB, "cannot write '%s'", o->out);
+  if (rc != CLI_OK) return rc;
   fprintf(stderr, "%6s %12s %9s %9s %9s %9s\n", "ranks", "frame_bytes", "raw", "fixedlen", "huffman", "entropy");
   for (uint32_t r = 0; r < dp->n_rows; r++)
     for (uint32_t f2 = 0; f2 < dp->row[r].n_frames; f2++) {

@@ -117,6 +117,17 @@ unsigned long long cli_parse_size(const char *s) {
   return *end ? 0 : v;
 }
 
+int cli_write_text(const char *verb, const char *path, const char *text) {
+  size_t n = strlen(text);
+  char *line = malloc(n + 1);
+  if (!line) return cli_runtime_error(verb, "cannot write '%s': out of memory", path);
+  memcpy(line, text, n);
+  line[n] = '\n';
+  ncclzStatus st = ncclzWriteFile(NULL, path, line, n + 1);
+  free(line);
+  return st ? cli_runtime_error(verb, "%s", ncclzLastError()) : CLI_OK;
+}
+
 int cli_load_profile(const char *verb, const char *path, ncclzProfile *out, const char **name) {
   if (!path) path = getenv("NCCLZ_PROFILE");
   if (path && !*path) path = NULL;
