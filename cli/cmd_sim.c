@@ -80,13 +80,10 @@ typedef struct {
  * of the same collective, platform and size. */
 static int baseline(const ncclzSimScenario *s, point_out *out, size_t i, const ncclzProfile *prof, double *us) {
   const ncclzSimPoint *p = &s->points[i];
-  for (size_t j = 0; j < i; j++) {
-    const ncclzSimPoint *q = &s->points[j];
-    if (q->options.compress == NCCLZ_SIM_OFF && q->options.coll == p->options.coll &&
-        q->options.bytes == p->options.bytes && !memcmp(&q->platform, &p->platform, sizeof q->platform)) {
-      *us = out[j].r.time_us;
-      return CLI_OK;
-    }
+  long twin = ncclzSimScenarioPlainTwin(s, i);
+  if (twin >= 0) {
+    *us = out[twin].r.time_us;
+    return CLI_OK;
   }
   ncclzSimOptions o = p->options;
   o.compress = NCCLZ_SIM_OFF;

@@ -33,13 +33,10 @@ static ncclzStatus grow(wi_results *w, size_t more) {
 static ncclzStatus baseline(const ncclzSimScenario *s, const wi_point *done, size_t i, const ncclzProfile *prof,
                             double *us) {
   const ncclzSimPoint *p = &s->points[i];
-  for (size_t j = 0; j < i; j++) {
-    const ncclzSimPoint *q = &s->points[j];
-    if (q->options.compress == NCCLZ_SIM_OFF && q->options.coll == p->options.coll &&
-        q->options.bytes == p->options.bytes && !memcmp(&q->platform, &p->platform, sizeof q->platform)) {
-      *us = done[j].r.time_us;
-      return NCCLZ_OK;
-    }
+  long twin = ncclzSimScenarioPlainTwin(s, i);
+  if (twin >= 0) {
+    *us = done[twin].r.time_us;
+    return NCCLZ_OK;
   }
   ncclzSimOptions o = p->options;
   o.compress = NCCLZ_SIM_OFF;

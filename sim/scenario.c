@@ -444,6 +444,17 @@ ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncc
   return st;
 }
 
+long ncclzSimScenarioPlainTwin(const ncclzSimScenario *s, size_t i) {
+  const ncclzSimPoint *p = &s->points[i];
+  for (size_t j = 0; j < i; j++) {
+    const ncclzSimPoint *q = &s->points[j];
+    if (q->options.compress == NCCLZ_SIM_OFF && q->options.coll == p->options.coll &&
+        q->options.bytes == p->options.bytes && !memcmp(&q->platform, &p->platform, sizeof q->platform))
+      return (long)j;
+  }
+  return -1;
+}
+
 void ncclzSimScenarioFree(ncclzSimScenario *s) {
   free(s->points);
   s->points = NULL;

@@ -200,6 +200,9 @@ ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base
                                   ncclzSimScenario *out);
 ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out);
 void ncclzSimScenarioFree(ncclzSimScenario *s);
+/* The plain-NCCL twin of point i, for its speedup: an earlier point that is "off" on the same
+ * collective, platform and size (its index), or -1 when the caller must replay one. */
+long ncclzSimScenarioPlainTwin(const ncclzSimScenario *s, size_t i);
 
 #ifdef __cplusplus
 }
