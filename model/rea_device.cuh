@@ -57,6 +57,12 @@ typedef struct {
   uint32_t len_count[NCCLZ_HUFF_LEN_LIMIT + 1];
 } ncclzReaBlockShared;
 
+/* Sum over the warp (all 32 lanes call it). */
+__device__ inline unsigned long long ncclz_rea_warp_sum(unsigned long long v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+
 /* Visits every sampled position, a block of NCCLZ_REA_BLOCK symbols at a time, so that a thread
  * owns whole blocks. The blocks of all pieces are numbered together and dealt to the threads, so
  * that every thread loads at once: a piece has fewer blocks than the block has threads (16
@@ -84,13 +90,21 @@ __device__ inline void ncclz_rea_block_range(const int32_t *sym, const ncclzSamp
     blocks++;
     for (uint64_t k = at; k < at + len; k++) ncclz_rea_range_add(&r, sym[k]);
   });
-  atomicAdd((unsigned long long *)&s.st.width_sum, widths);
-  atomicAdd((unsigned long long *)&s.st.blocks_sampled, blocks);
-  if (r.count) {
-    atomicMin(&s.min_sym, r.min_sym);
-    atomicMax(&s.max_sym, r.max_sym);
-    atomicAdd(&s.sum, (unsigned long long)r.sum);
-    atomicAdd(&s.count, (unsigned long long)r.count);
+  /* One atomic per warp, not per thread: 256 threads on the same six shared words serialize.
+   * Integer sums, min and max: the same results in any order. */
+  widths = ncclz_rea_warp_sum(widths);
+  blocks = ncclz_rea_warp_sum(blocks);
+  unsigned long long sum = ncclz_rea_warp_sum((unsigned long long)r.sum), count = ncclz_rea_warp_sum(r.count);
+  int mn = __reduce_min_sync(0xFFFFFFFFu, r.min_sym), mx = __reduce_max_sync(0xFFFFFFFFu, r.max_sym);
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd((unsigned long long *)&s.st.width_sum, widths);
+    atomicAdd((unsigned long long *)&s.st.blocks_sampled, blocks);
+    if (count) {
+      atomicMin(&s.min_sym, mn);
+      atomicMax(&s.max_sym, mx);
+      atomicAdd(&s.sum, sum);
+      atomicAdd(&s.count, count);
+    }
   }
 }
 
@@ -247,9 +261,14 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   for (uint32_t k = threadIdx.x; k < NCCLZ_REA_TAIL_WORDS; k += blockDim.x) ncclz_rea_huff_sums_tail_word(&mine, &s.h, k);
   if (threadIdx.x == 0) s.sums.code_bits = 0, s.sums.used_bins = 0, s.sums.distinct_tail = 0;
   __syncthreads();
-  if (mine.code_bits) atomicAdd((unsigned long long *)&s.sums.code_bits, (unsigned long long)mine.code_bits);
-  if (mine.used_bins) atomicAdd(&s.sums.used_bins, mine.used_bins);
-  if (mine.distinct_tail) atomicAdd(&s.sums.distinct_tail, mine.distinct_tail);
+  mine.code_bits = ncclz_rea_warp_sum(mine.code_bits); /* one atomic per warp */
+  mine.used_bins = __reduce_add_sync(0xFFFFFFFFu, mine.used_bins);
+  mine.distinct_tail = __reduce_add_sync(0xFFFFFFFFu, mine.distinct_tail);
+  if ((threadIdx.x & 31) == 0) {
+    if (mine.code_bits) atomicAdd((unsigned long long *)&s.sums.code_bits, (unsigned long long)mine.code_bits);
+    if (mine.used_bins) atomicAdd(&s.sums.used_bins, mine.used_bins);
+    if (mine.distinct_tail) atomicAdd(&s.sums.distinct_tail, mine.distinct_tail);
+  }
   __syncthreads();
   if (threadIdx.x == 0) { /* the control thread: the shared decision code */
     s.h.lo_index = s.lo_index;

@@ -635,6 +635,10 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
       br.src = P + H + begin / 4;
       br.base = sw + H + begin / 4;
       br.words = (end - begin) / 4;
+      /* The reader's loads depend on each other (one word per refill); ask L1 for the whole
+       * segment now, so that they wait on L1 rather than on memory. A frame coded alone has
+       * only ~8 blocks of decoders, so this latency is its decode time (ncu: 463 us per 4 MiB). */
+      for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
     }
     count = n - k * S < S ? n - k * S : S;
   }
