@@ -7,6 +7,7 @@
 #   codecs-DATE.json     bench/codecs.sh's benchmark (every coder x quantizer, 256 MiB, 4 MiB frames)
 #   codecs.txt           its table
 #   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone
+#   kernels-decode.txt   ncu: the HUFFMAN decoder's stall reasons and hot spots on that frame
 #   calibrate.log        the calibration's progress and residual table
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
@@ -84,6 +85,13 @@ if want kernels && [ "$(left)" -gt 60 ]; then
   done >"$OUTDIR/kernels.txt"
   awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-28s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
     "$OUTDIR/kernels.txt" | sort
+  # Where the single-frame HUFFMAN decoder waits: stall reasons (cycles per issued instruction) and
+  # the sampled hot spots, one launch.
+  timeout 120 ncu --clock-control none -k regex:k_hf_decode -c 1 --section WarpStateStats --section SourceCounters \
+    --section Occupancy --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+    "$B/ncclz" codec --device gpu --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder huffman --repeat 1 \
+    >"$OUTDIR/kernels-decode.txt" 2>&1
+  grep -E "stalled_[a-z_]*_per_issue_active.ratio +[0-9]" "$OUTDIR/kernels-decode.txt" | awk '$NF > 0.5' | sort -k3 -n -r | head -8
 fi
 
 EXEC_RC=skipped
