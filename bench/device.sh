@@ -100,7 +100,7 @@ if want exec && [ "$(left)" -gt 300 ]; then
   TMP=$(mktemp -d)
   BUILD=$B SKIP_TESTS=1 timeout $(($(left) - 10)) bash bench/exec.sh "$TMP" >"$TMP/run.txt" 2>&1
   EXEC_RC=$?
-  cp "$TMP"/exec-*.json "$TMP/exec-table.md" "$OUTDIR/" 2>/dev/null
+  cp "$TMP"/exec-*.json "$TMP/exec-table.md" "$TMP/exec-stress.txt" "$TMP/exec-perf.log" "$OUTDIR/" 2>/dev/null
   tail -n 30 "$TMP/run.txt"
 fi
 

@@ -34,7 +34,7 @@ echo "== build ($NGPU GPUs)"
 TARGETS="ncclz test_exec test_exec_mpi"
 [ "$NGPU" -ge 1 ] && TARGETS="$TARGETS test_gpu_exec"
 build() { # SRC
-  { cmake -S "$1" -B "$B" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF ${DEPS:-} &&
+  { cmake -S "$1" -B "$B" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF -DNCCLZ_MPI=ON ${DEPS:-} &&
     cmake --build "$B" -j"$(nproc)" --target $TARGETS; } >>"$OUT/exec-build.log" 2>&1
 }
 : >"$OUT/exec-build.log"
@@ -89,34 +89,56 @@ json.dump(j, open(sys.argv[1], "w"))
 EOF
 }
 
+# One --stress run: NAME PATH LAUNCH TIMEOUT args...; its summary line goes to the log and here.
+stress() {
+  local name=$1 path=$2 launch=$3 tmo=$4
+  shift 4
+  [[ "$name" =~ ${ONLY:-.} ]] || return 0
+  echo "== $name ($path, $launch)" >>"$OUT/exec-perf.log"
+  if [ "$launch" = mpi ]; then
+    timeout "$tmo" "${MPIRUN[@]}" "$NCCLZ" perf -g 1 "$@" >"$RUNS/$name.txt" 2>&1
+  else
+    timeout "$tmo" "$NCCLZ" perf -g 2 "$@" >"$RUNS/$name.txt" 2>&1
+  fi
+  echo "$name rc=$? $(grep -h '# stress' "$RUNS/$name.txt")" | tee -a "$OUT/exec-stress.txt"
+  cat "$RUNS/$name.txt" >>"$OUT/exec-perf.log"
+}
+
 Q=qsgd:bits=8,bucket=512
 SIZES=(-b 1M -e 1G -f 4)
 [ "${QUICK:-0}" = 1 ] && SIZES=(-b 1M -e 1G -f 32)
 if [ "$NGPU" -ge 2 ]; then
   for coll in allreduce alltoall; do
-    perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --compress off --data "$GRAD"
-    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --compress auto --quant $Q \
+    perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --warm-s 0.3 --compress off --data "$GRAD"
+    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --warm-s 0.3 --compress auto --quant $Q \
       --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-nvlink-$coll.json"
   done
   for path in socket socket1x1 socket4x4; do
     colls="allreduce alltoall"
     [ "$path" != socket ] && colls=allreduce
     for coll in $colls; do
-      perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 3 -w 1 --compress off --data "$GRAD"
-      perf "$path-$coll-auto" $path threads 70 -c $coll "${SIZES[@]}" -n 3 -w 1 --compress auto --quant $Q \
+      perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
+      perf "$path-$coll-auto" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress auto --quant $Q \
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
   # The fixed coders on the socket path (what auto chooses between), and the MPI launch mode.
-  perf socket-allreduce-fixedlen socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --compress fixedlen \
-    --quant $Q --data "$GRAD"
-  perf socket-allreduce-huffman socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --compress huffman \
-    --quant $Q --data "$GRAD"
-  perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce -b 1M -e 1G -f 32 -n 10 -w 2 --compress off --data "$GRAD"
-  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce -b 1M -e 1G -f 32 -n 10 -w 2 --compress auto --quant $Q \
-    --profile "$PROFILE" --data "$GRAD"
-  perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 3 -w 1 --compress auto --quant $Q \
-    --profile "$PROFILE" --data "$GRAD"
+  perf socket-allreduce-fixedlen socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --warm-s 1 \
+    --compress fixedlen --quant $Q --data "$GRAD"
+  perf socket-allreduce-huffman socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --warm-s 1 \
+    --compress huffman --quant $Q --data "$GRAD"
+  perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 10 -w 2 --warm-s 0.3 --compress off --data "$GRAD"
+  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 10 -w 2 --warm-s 0.3 --compress auto \
+    --quant $Q --profile "$PROFILE" --data "$GRAD"
+  perf mpi-socket-allreduce-off socket mpi 70 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
+  perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress auto \
+    --quant $Q --profile "$PROFILE" --data "$GRAD"
+  # 1000 calls of random collectives, roots and counts in each launch mode (no hang, no wrong
+  # element); REA plans for the NET path so that frames of every coder travel (over NVLink: quick).
+  for launch in threads mpi; do
+    stress "stress-$launch" nvlink $launch 240 --stress 1000 --compress auto --hint net --quant $Q \
+      --profile "$PROFILE" --data "$GRAD"
+  done
 else
   perf cpu-allreduce-auto threads threads 300 --backend cpu -c allreduce -b 1M -e 16M -f 4 -n 3 -w 1 \
     --compress auto --quant $Q --profile "$PROFILE" --data "$GRAD"

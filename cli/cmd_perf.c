@@ -13,9 +13,11 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define VERB "perf"
 
@@ -24,6 +26,8 @@ typedef struct {
   size_t min_bytes, max_bytes;
   double factor;
   int ngpus, iters, warmup, root;
+  double warm_s;               /* --warm-s: untimed traffic before the first size (nccl) */
+  int stress;                  /* --stress N: N checked calls of random collectives and counts (nccl) */
   int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
   int mpi;                     /* launched by mpirun: one rank per process */
   const char *hint;
@@ -40,7 +44,7 @@ static void print_help(void) {
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
-         "                  [--hint nvlink|shm|net]\n\n"
+         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
@@ -50,6 +54,10 @@ static void print_help(void) {
          "--hint is the path REA plans for (default: net when NCCL_P2P_DISABLE=1, else nvlink; cpu: net).\n"
          "--trace FILE (nccl): one extra traced call per size; the last size's timeline goes to FILE (rank 0)\n"
          "and FILE.rN (rank N) as Chrome trace JSON; the exposed codec time is printed per size.\n"
+         "--warm-s S (nccl): before the first size, S seconds of untimed calls at min(MAX, 64M) (the socket\n"
+         "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
+         "--stress N (nccl): instead of the table, N calls of a collective, root and count (0..4M elements)\n"
+         "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "Outputs above 4M elements are checked on a stride (every element up to 4M checked).\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
 }
@@ -71,6 +79,8 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'r': o->root = atoi(arg); break;
   case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
+  case 'W': o->warm_s = atof(arg); break;
+  case 'S': o->stress = atoi(arg); break;
   case 't':
     if (cli_parse_float_dtype(VERB, arg, &o->dtype)) return CLI_USAGE;
     break;
@@ -87,7 +97,8 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"trace", required_argument, 0, 'T'},    {"root", required_argument, 0, 'r'},
       {"chunk", required_argument, 0, 'k'},    {"final-bound", required_argument, 0, 'E'},
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
-      {"hint", required_argument, 0, 'H'},
+      {"hint", required_argument, 0, 'H'},     {"warm-s", required_argument, 0, 'W'},
+      {"stress", required_argument, 0, 'S'},
       {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
@@ -119,6 +130,8 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
   if (o->ngpus < 1 || o->ngpus > 64) return cli_usage_error(VERB, "-g %d: need 1..64", o->ngpus);
+  if (o->stress < 0) return cli_usage_error(VERB, "--stress: need N >= 0 calls");
+  if (!(o->warm_s >= 0 && o->warm_s <= 600)) return cli_usage_error(VERB, "--warm-s: need 0..600 seconds");
   if (o->iters < 1 || o->warmup < 0) return cli_usage_error(VERB, "-n must be >= 1 and -w >= 0");
   if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
   o->nranks = o->ngpus;
@@ -508,18 +521,50 @@ static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *s
   return s;
 }
 
+/* The device input (this rank's data, in the dtype) and a zeroed output of a call of `count`. */
+static ncclzStatus gpu_buffers(const gpu_rank *g, size_t count, void **din, void **dout) {
+  const perf_opts *o = g->o;
+  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, count), no = out_elems(o, count);
+  float *x = malloc((ni + 1) * sizeof *x);
+  void *hin = malloc((ni + 1) * ds);
+  ncclzStatus st = NCCLZ_OK;
+  *din = *dout = NULL;
+  if (!x || !hin) st = ncclzSetError(NCCLZ_ERR_NOMEM, "perf input of %zu elements", ni);
+  for (size_t i = 0; !st && i < ni; i++) x[i] = input_value(o, g->rank, i);
+  if (!st) ncclzFromFloat(x, ni, o->dtype, hin);
+  if (!st && (cudaMalloc(din, (ni + 1) * ds) || cudaMalloc(dout, (no + 1) * ds) ||
+              cudaMemcpy(*din, hin, ni * ds, cudaMemcpyHostToDevice) || cudaMemset(*dout, 0, (no + 1) * ds)))
+    st = ncclzSetError(NCCLZ_ERR_CUDA, "perf buffers of %zu + %zu elements", ni, no);
+  free(x);
+  free(hin);
+  return st;
+}
+
+/* --warm-s: calls of min(MAX, 64 MiB) until rank 0 has spent the time, then the first size. The
+ * ranks agree after every call (the lane's allreduce_max), so all make the same number of calls. */
+static ncclzStatus gpu_prewarm(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
+  const perf_opts *o = g->o;
+  size_t bytes = o->max_bytes < ((size_t)64 << 20) ? o->max_bytes : (size_t)64 << 20;
+  size_t count = bytes / ncclzDtypeSize(o->dtype);
+  void *din, *dout;
+  ncclzStatus st = gpu_buffers(g, count, &din, &dout);
+  double t0 = ncclzNowSeconds(), done = 0;
+  while (!st && !done) {
+    st = gpu_call(o, c, din, dout, count, s);
+    if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
+    done = g->rank == 0 && ncclzNowSeconds() - t0 >= o->warm_s;
+    if (!st) st = g->t->allreduce_max(g->t, &done, 1);
+  }
+  cudaFree(din);
+  cudaFree(dout);
+  return st;
+}
+
 static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_point *p, int last) {
   const perf_opts *o = g->o;
-  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, p->count), no = out_elems(o, p->count);
-  float *x = malloc((ni + 1) * sizeof *x);
-  void *hin = malloc((ni + 1) * ds), *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
-  for (size_t i = 0; i < ni; i++) x[i] = input_value(o, g->rank, i);
-  ncclzFromFloat(x, ni, o->dtype, hin);
-  free(x);
-  ncclzStatus st = NCCLZ_OK;
-  if (cudaMalloc(&din, (ni + 1) * ds) || cudaMalloc(&dout, (no + 1) * ds) ||
-      cudaMemcpy(din, hin, ni * ds, cudaMemcpyHostToDevice) || cudaMemset(dout, 0, (no + 1) * ds))
-    st = ncclzSetError(NCCLZ_ERR_CUDA, "perf buffers of %zu + %zu elements", ni, no);
+  size_t ds = ncclzDtypeSize(o->dtype), no = out_elems(o, p->count);
+  void *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
+  ncclzStatus st = hout ? gpu_buffers(g, p->count, &din, &dout) : ncclzSetError(NCCLZ_ERR_NOMEM, "perf output");
   for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
   double v = 0, t0 = 0, secs = 0;
   if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
@@ -548,10 +593,46 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   if (!st) check_output(o, p->count, g->rank, hout, bound, stride, &mine);
   cudaFree(din);
   cudaFree(dout);
-  free(hin);
   free(hout);
   if (st) return st;
   return aggregate(g, p, &es, &ts, mine.wrong, mine.maxerr, secs);
+}
+
+/* --stress: the calls of random collectives, roots and counts (0 to 4 Mi elements, log-uniform,
+ * so that odd and tiny counts come up), from a generator seeded alike on every rank, so that all
+ * ranks make the same calls. Each is one call of gpu_point (its output checked, the ranks agreeing
+ * on the result), so a hang or a wrong element is what this can find. */
+static ncclzStatus gpu_stress(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
+  static const char *const colls[] = {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast"};
+  perf_opts oo = *g->o;
+  gpu_rank gg = *g;
+  gg.o = &oo;
+  oo.warmup = 0, oo.iters = 1, oo.trace = NULL;
+  uint64_t x = 0x9E3779B97F4A7C15ull, wrong = 0, counts[5] = {0};
+  ncclzStatus st = NCCLZ_OK;
+  int i;
+  for (i = 0; !st && !wrong && i < g->o->stress; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64: the same sequence on every rank */
+    int k = (int)(x % 5);
+    oo.coll = (ncclzCollective)ncclzCollectiveFromName(colls[k]);
+    oo.root = (int)((x >> 8) % (uint64_t)oo.nranks);
+    perf_point p = {0};
+    p.count = (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1; /* 0 .. 4 Mi - 1 */
+    p.size = p.count * ncclzDtypeSize(oo.dtype);
+    st = gpu_point(&gg, c, s, &p, 0);
+    wrong += p.wrong;
+    counts[k]++;
+    if (g->rank == 0 && isatty(2) && i % 50 == 49) fprintf(stderr, "\r# stress: %d/%d calls", i + 1, g->o->stress);
+  }
+  if (g->rank == 0 && isatty(2)) fprintf(stderr, "\n");
+  if (g->rank == 0)
+    printf("# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
+           "on %d ranks, %s, %llu wrong elements%s\n",
+           i, (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
+           (unsigned long long)counts[3], (unsigned long long)counts[4], oo.nranks, ncclzPolicyName(oo.cfg.policy),
+           (unsigned long long)wrong, st ? ", stopped by an error" : "");
+  g->wrong += wrong;
+  return st;
 }
 
 static void *gpu_rank_main(void *arg) {
@@ -561,7 +642,9 @@ static void *gpu_rank_main(void *arg) {
   cudaStream_t s = NULL;
   ncclzStatus st = ncclzCommInitCreate(&c, g->t, g->dev, &o->cfg);
   if (!st && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream");
-  for (size_t k = 0; !st && k < g->npts; k++) {
+  if (!st && o->warm_s > 0) st = gpu_prewarm(g, c, s);
+  if (!st && o->stress) st = gpu_stress(g, c, s);
+  for (size_t k = 0; !st && !o->stress && k < g->npts; k++) {
     perf_point *p = &g->pts[k];
     st = gpu_point(g, c, s, p, k + 1 == g->npts);
     if (st || g->rank) continue;
@@ -597,7 +680,7 @@ static int run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     gpu_rank g = {o, t, t->rank, ndev ? (lr ? atoi(lr) : t->rank) % ndev : 0, NULL, 0, points, 0, CLI_OK};
     g.npts = make_points(o, &g.pts);
-    if (t->rank == 0) print_header(o);
+    if (t->rank == 0 && !o->stress) print_header(o);
     gpu_rank_main(&g);
     *wrong = g.wrong;
     free(g.pts);
@@ -610,7 +693,7 @@ static int run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
   ncclzThreadGroup *tg = ncclzThreadGroupCreate(o->ngpus);
   gpu_rank *g = calloc((size_t)o->ngpus, sizeof *g);
   pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
-  print_header(o);
+  if (!o->stress) print_header(o);
   for (int r = 0; r < o->ngpus; r++) {
     g[r] = (gpu_rank){o, ncclzThreadGroupTransport(tg, r), r, r, NULL, 0, points, 0, CLI_OK};
     g[r].npts = make_points(o, &g[r].pts);
@@ -656,7 +739,12 @@ int cli_perf(int argc, char **argv) {
 #ifdef NCCLZ_HAVE_NCCL
   if (!o.backend) o.backend = "nccl";
   const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
-  o.mpi = !strcmp(o.backend, "nccl") && ws && atoi(ws) > 1 && ncclzMpiAvailable();
+  o.mpi = !strcmp(o.backend, "nccl") && ws && atoi(ws) > 1;
+  /* Without this check each of mpirun's processes would run alone, as a 1-rank job, and print
+   * numbers that look valid. */
+  if (o.mpi && !ncclzMpiAvailable())
+    return cli_runtime_error(VERB, "started by mpirun (%s ranks), but this build has no MPI launcher "
+                                   "(configure with -DNCCLZ_MPI=ON and Open MPI installed)", ws);
   if (o.mpi) {
     if (o.ngpus != 1) return cli_usage_error(VERB, "under mpirun: -g 1 (one rank per GPU)");
     if (ncclzMpiInit(&argc, &argv)) return cli_runtime_error(VERB, "MPI: %s", ncclzLastError());
@@ -666,6 +754,8 @@ int cli_perf(int argc, char **argv) {
 #else
   if (!o.backend) o.backend = "cpu";
 #endif
+  if ((o.stress || o.warm_s > 0) && strcmp(o.backend, "nccl"))
+    return cli_usage_error(VERB, "--stress and --warm-s need the nccl backend");
   if (strcmp(o.backend, "cpu") && strcmp(o.backend, "nccl"))
     return cli_usage_error(VERB, "--backend %s: cpu|nccl", o.backend);
 #ifndef NCCLZ_HAVE_NCCL
