@@ -69,7 +69,7 @@ static void add_codes(int32_t *acc, const int32_t *sym, size_t n) {
 static ncclzStatus measure_point(const int32_t *sym, size_t n, ncclzDtype dtype, const ncclzQuantParams *qp,
                                  size_t fs, uint8_t *buf, size_t cap, double cr[NCCLZ_CODER_COUNT]) {
   ncclzCoderParams cp;
-  ncclzCoderParamsDefault(&cp);
+  ncclzFrameCoderParams(&cp); /* the executor's frames */
   ncclzFrameDesc d = {dtype, qp->kind == NCCLZ_QUANT_NONE ? NULL : qp, NULL, 0, cp};
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
     size_t total = 0;
@@ -92,7 +92,7 @@ static ncclzStatus profile_row(const int32_t *acc, size_t n, ncclzDtype dtype, c
   row->n_frames = nf;
   for (uint32_t f = 0; f < nf && st == NCCLZ_OK; f++) {
     ncclzCoderParams cp;
-    ncclzCoderParamsDefault(&cp);
+    ncclzFrameCoderParams(&cp);
     size_t fs = frame_bytes[f] / ncclzDtypeSize(dtype), cap = 0;
     if (fs == 0) fs = 1;
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {

@@ -166,8 +166,8 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
           cJSON_Delete(root);
           return NULL;
         }
-        ncclzCoderParams cp;
-        ncclzCoderParamsDefault(&cp);
+        ncclzCoderParams cp; /* the executor's frames': these curves are its REA's costs */
+        ncclzFrameCoderParams(&cp);
         ncclzCudaBenchResult res;
         ncclzStatus st = ncclzCudaCodecBench(x.data(), n, &qp, spec.kind == NCCLZ_QUANT_EB && spec.eb_is_rel, spec.eb,
                                              (ncclzCoder)c, &cp, (uint32_t)n, runs, &res, NULL, NULL, NULL);

@@ -116,7 +116,7 @@ static int load_inputs(const model_opts *o, model_inputs *in) {
   if (s != NCCLZ_OK) return cli_runtime_error(VERB, "%s", ncclzLastError());
   in->data.dtype_bytes = esize;
   in->data.quant = &in->syms.qp;
-  ncclzCoderParamsDefault(&in->data.coder_params);
+  ncclzFrameCoderParams(&in->data.coder_params); /* the executor's frames */
   return CLI_OK;
 }
 

@@ -587,9 +587,11 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   if (!st && cudaMemcpy(hout, dout, no * ds, cudaMemcpyDeviceToHost))
     st = ncclzSetError(NCCLZ_ERR_CUDA, "copy of the output");
   size_t stride = no > (4u << 20) ? no / (4u << 20) + 1 : 1;
-  /* No frames in a quantized mode: REA kept the message RAW and plain NCCL ran (exact but for
-   * float rounding), so the quantizer's bound does not apply (-1: check the float rounding). */
-  double bound = es.frames == 0 && o->cfg.quant.kind != NCCLZ_QUANT_NONE ? -1 : es.error_bound;
+  /* No frames sent or received in a quantized mode: REA kept the message RAW and plain NCCL ran
+   * (exact but for float rounding), so the quantizer's bound does not apply (-1: check the float
+   * rounding). A rank that only receives (Broadcast off the root) sends no frames of its own. */
+  int framed = es.frames > 0 || es.chunks_received > 0;
+  double bound = !framed && o->cfg.quant.kind != NCCLZ_QUANT_NONE ? -1 : es.error_bound;
   if (!st) check_output(o, p->count, g->rank, hout, bound, stride, &mine);
   cudaFree(din);
   cudaFree(dout);

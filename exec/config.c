@@ -20,7 +20,7 @@ void ncclzConfigDefault(ncclzConfig *c) {
   c->chunk_bytes = 4u << 20;
   c->max_chunks = 64;
   c->hint = NCCLZ_HINT_NET;
-  ncclzCoderParamsDefault(&c->coder_params);
+  ncclzFrameCoderParams(&c->coder_params); /* HUFFMAN segments for one frame at a time (model.h) */
 }
 
 /* FNV-1a over the fields one at a time (never over struct padding, which is indeterminate). */

@@ -63,6 +63,11 @@ uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n) {
   return (uint32_t)(4 * ((n + q->qsgd_bucket - 1) / q->qsgd_bucket));
 }
 
+void ncclzFrameCoderParams(ncclzCoderParams *cp) {
+  ncclzCoderParamsDefault(cp);
+  cp->huffman_segment = NCCLZ_FRAME_HUFFMAN_SEGMENT;
+}
+
 void ncclzReaPredictFrames(const ncclzSampleStats *s, uint64_t n, size_t dtype_bytes, uint32_t side_bytes,
                            const ncclzCoderParams *cp, ncclzReaCandidates *cand) {
   ncclz_rea_predict(s, n, dtype_bytes, side_bytes, cp, cand);

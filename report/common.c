@@ -132,7 +132,7 @@ static int surface_inputs(const run_ctx *c, const cJSON *s, surf_in *in, char *p
     return -1;
   in->data.dtype_bytes = 4;
   in->data.quant = &in->syms.qp;
-  ncclzCoderParamsDefault(&in->data.coder_params);
+  ncclzFrameCoderParams(&in->data.coder_params); /* the executor's frames */
   return 0;
 }
 

@@ -43,7 +43,7 @@ static ncclzStatus realized_cr(const tn_workload *w, size_t max_elems, double f,
   view.n = cap;
   size_t fs = ncclzFrameSymbols(&view, (size_t)f);
   ncclzCoderParams cp;
-  ncclzCoderParamsDefault(&cp);
+  ncclzFrameCoderParams(&cp); /* the executor's frames */
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) {
     uint8_t *stream = NULL;
     size_t len = 0;
@@ -111,7 +111,7 @@ static double config_cost(const tn_setup *s, const ncclzProfile *base, const tn_
   d.stats = w->stats[cf->idx[PAR_WINDOW]][cf->idx[PAR_FRAME]];
   d.dtype_bytes = 4;
   d.quant = &w->syms.qp;
-  ncclzCoderParamsDefault(&d.coder_params);
+  ncclzFrameCoderParams(&d.coder_params);
   ncclzSurfacePoint pt;
   ncclzSurfacePointEval(&prof, &cfg, &d, p->bw, (uint64_t)m, &pt);
   int k = cf->fixed >= 0 ? cf->fixed : (int)pt.coder;

@@ -112,7 +112,7 @@ ncclzStatus ncclzSimDataFromSamples(const void *raw, size_t len, ncclzDtype dtyp
   if (st == NCCLZ_OK) {
     size_t nf = frame_syms < syms.n ? frame_syms : syms.n;
     ncclzCoderParams cp;
-    ncclzCoderParamsDefault(&cp);
+    ncclzFrameCoderParams(&cp);
     ncclzReaCandidates cand;
     ncclzReaPredictFrames(&stats, nf, esize, ncclzReaSideBytes(&syms.qp, nf), &cp, &cand);
     ncclzSimDataConstant(out, cand.frame_raw_bytes / (double)cand.pred_frame_bytes[NCCLZ_CODER_FIXEDLEN],

@@ -58,7 +58,7 @@ typedef struct {
                                   overrides the spec's number */
   const ncclzProfile *profile; /* REA costs and thresholds; required for auto */
   ncclzTransportHint hint;     /* the path REA plans for (default NET) */
-  ncclzCoderParams coder_params;
+  ncclzCoderParams coder_params; /* default: ncclzFrameCoderParams (model.h) */
   uint32_t dims[3];            /* Lorenzo shape (C order, dims[2] fastest); ndims 0: 1D */
   int ndims;
 } ncclzConfig;

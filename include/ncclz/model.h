@@ -254,6 +254,20 @@ ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_
 ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t frame_syms, uint32_t window_bytes,
                                         uint32_t pieces, ncclzSampleStats *out);
 
+/* The HUFFMAN segment (symbols) of a collective's frames. The executor decodes one chunk's frame
+ * at a time, as it arrives, so that decode is latency-bound: a thread per segment, decoding its
+ * symbols in sequence. A 4 MiB frame of 1,024-symbol segments fills 8 blocks of the GPU and takes
+ * 399 us on an H200 (ncu, 2026-11-30), longer than the frame takes on a 2 GB/s socket; segments of
+ * 256 give 4x the threads and a quarter of the chain, for 4 more bytes of offset per 256 symbols
+ * (ResNet-18 qsgd:bits=8: CR 9.76 -> 9.37; climate eb:rel=1e-4: 2.72 -> 2.69, CPU codec, 4 MiB
+ * frames). The codec's own default (1,024) suits batches of frames decoded together. */
+#define NCCLZ_FRAME_HUFFMAN_SEGMENT 256
+
+/* The coder parameters of a collective's frames, for everything that makes or models them (the
+ * executor's config default, the simulator's data, the calibration's codec curves): the codec's
+ * defaults with NCCLZ_FRAME_HUFFMAN_SEGMENT. */
+void ncclzFrameCoderParams(ncclzCoderParams *cp);
+
 /* Predicted frame sizes for n symbols with these statistics (header and side data included). */
 void ncclzReaPredictFrames(const ncclzSampleStats *s, uint64_t n, size_t dtype_bytes, uint32_t side_bytes,
                            const ncclzCoderParams *cp, ncclzReaCandidates *cand);
