@@ -109,8 +109,8 @@ SIZES=(-b 1M -e 1G -f 4)
 [ "${QUICK:-0}" = 1 ] && SIZES=(-b 1M -e 1G -f 32)
 if [ "$NGPU" -ge 2 ]; then
   for coll in allreduce alltoall; do
-    perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --warm-s 0.3 --compress off --data "$GRAD"
-    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 20 -w 3 --warm-s 0.3 --compress auto --quant $Q \
+    perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
+    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto --quant $Q \
       --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-nvlink-$coll.json"
   done
   for path in socket socket1x1 socket4x4; do
@@ -127,8 +127,8 @@ if [ "$NGPU" -ge 2 ]; then
     --compress fixedlen --quant $Q --data "$GRAD"
   perf socket-allreduce-huffman socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --warm-s 1 \
     --compress huffman --quant $Q --data "$GRAD"
-  perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 10 -w 2 --warm-s 0.3 --compress off --data "$GRAD"
-  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 10 -w 2 --warm-s 0.3 --compress auto \
+  perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
+  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto \
     --quant $Q --profile "$PROFILE" --data "$GRAD"
   perf mpi-socket-allreduce-off socket mpi 70 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
   perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress auto \
