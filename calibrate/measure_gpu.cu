@@ -34,21 +34,21 @@ int ncclzCalGpuCount(void) {
 /* ------------------------------------------------------------------ metadata */
 
 static void driver_version(char *out, size_t cap) {
-  /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." */
+  /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." or, for the open modules,
+   * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  ...": the first
+   * token after "Kernel Module" that starts with a digit and holds a dot. */
   FILE *f = fopen("/proc/driver/nvidia/version", "r");
   char line[512];
-  if (f && fgets(line, sizeof line, f)) {
-    const char *k = strstr(line, "Kernel Module");
-    if (k) {
-      k += strlen("Kernel Module");
-      while (*k == ' ' || *k == '\t') k++;
-      size_t n = strcspn(k, " \t\n");
+  const char *k = f && fgets(line, sizeof line, f) ? strstr(line, "Kernel Module") : NULL;
+  if (f) fclose(f);
+  for (k = k ? k + strlen("Kernel Module") : NULL; k && *k; k += strcspn(k, " \t\n")) {
+    k += strspn(k, " \t\n");
+    size_t n = strcspn(k, " \t\n");
+    if (n && k[0] >= '0' && k[0] <= '9' && memchr(k, '.', n)) {
       snprintf(out, cap, "%.*s", (int)n, k);
-      fclose(f);
       return;
     }
   }
-  if (f) fclose(f);
   int v = 0;
   cudaDriverGetVersion(&v);
   snprintf(out, cap, "CUDA driver API %d.%d", v / 1000, (v % 1000) / 10);

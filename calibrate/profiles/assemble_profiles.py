@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Assembles the two shipped calibration profiles from recorded numbers (no GPU needed):
 
-  h200-x2-provisional.json  codec curves from bench/results/codecs-2026-11-30.json, transports from
+  h200-x2-provisional.json  codec curves from bench/results/codecs-2026-11-30b.json, transports from
                             DESIGN.md's measured 2x H200 tables. Provisional: `ncclz calibrate`
                             (issue 9) replaces it.
   polaris-a100-paper.json   the paper's platform from the paper's published numbers, codec costs
@@ -12,7 +12,7 @@ Run from the repository root: python3 calibrate/profiles/assemble_profiles.py
 """
 import json
 
-BENCH = "bench/results/codecs-2026-11-30.json"
+BENCH = "bench/results/codecs-2026-11-30b.json"
 FRAME = 4194304  # the bench's frame size (raw bytes)
 CLASS_OF = {"none": "none", "eb:rel=1e-4": "eb", "eb:rel=1e-4,lorenzo=3d": "eb_lorenzo", "qsgd:bits=8,bucket=512": "qsgd"}
 # HBM bandwidth, datasheets: A100 40GB 1.555 TB/s, H200 4.8 TB/s. Codec kernels are memory-bound,
@@ -66,7 +66,7 @@ def h200(bench):
         "version": 1,
         "metadata": {"device": "NVIDIA H200 (2x, NV18) - PROVISIONAL", "driver": "see bench/results/gpu.txt",
                      "cuda": "13.0", "nccl": "2.28.3", "date": "2026-11-30",
-                     "method": "PROVISIONAL: assembled from recorded measurements (bench/results/codecs-2026-11-30.json, "
+                     "method": "PROVISIONAL: assembled from recorded measurements (bench/results/codecs-2026-11-30b.json, "
                                "DESIGN.md's 2x H200 tables); `ncclz calibrate` (issue 9) will replace it. Sources: metadata.sources",
                      "sources": src},
         "transports": {"nvlink": {"alpha_us": 15.0, "beta_gbps": 324.0},
