@@ -566,6 +566,9 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   void *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
   ncclzStatus st = hout ? gpu_buffers(g, p->count, &din, &dout) : ncclzSetError(NCCLZ_ERR_NOMEM, "perf output");
   for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
+  /* The warm-up calls are asynchronous: without this wait the timed loop also paid for them
+   * (until 2026-11-30 every GPU time was (warmup + iters) / iters of a call's: 1.4x at -n 5 -w 2). */
+  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
   double v = 0, t0 = 0, secs = 0;
   if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
   t0 = ncclzNowSeconds();
