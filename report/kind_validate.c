@@ -25,7 +25,9 @@ ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files,
 typedef struct {
   char name[32];
   ncclzSimScenario sc; /* one point: the path's platform and options, and the data */
+  char cal[32];        /* "calibrated": the profile's path */
   double plain_factor; /* > 0: bandwidth_factor of plain (compress off) points, "calibrated" paths */
+  double coll_factor[NCCLZ_COLL_COUNT]; /* > 0: the same for one collective (plain_factors) */
   ncclzCurve frame_factor; /* "calibrated": size_factor of the executor's frames (send/recv's ramp) */
 } va_path;
 
@@ -89,8 +91,35 @@ static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p
   cJSON_AddNumberToObject(plat, lat, alpha > 0 ? alpha : 0);
   cJSON_DeleteItemFromObjectCaseSensitive(plat, "calibrated");
   p->plain_factor = coll / p2p;
+  snprintf(p->cal, sizeof p->cal, "%s", path);
   ramp_factor(c->prof, path, p2p, alpha > 0 ? alpha : 0, &p->frame_factor);
   return 0;
+}
+
+/* "calibrated": per collective, the bandwidth factor that makes the replay of the plain collective
+ * on this path take the profile's measured time per byte at large sizes (the slope between 256 MiB
+ * and 1 GiB, on the ranks the profile measured). One factor for all, the AllReduce's, mispredicted
+ * the others: NCCL runs each with its own channels and protocol, and on the 2x H200 socket path
+ * AlltoAll moves its bytes at 0.6x AllReduce's rate. Collectives without a curve keep plain_factor. */
+static void plain_factors(const ncclzProfile *prof, va_path *p) {
+  const double s1 = 256.0 * 1048576, s2 = 1024.0 * 1048576;
+  for (int k = 0; k < NCCLZ_COLL_COUNT; k++) {
+    const char *coll = ncclzCollectiveName((ncclzCollective)k);
+    double m1 = ncclzProfilePlainUs(prof, p->cal, coll, s1), m2 = ncclzProfilePlainUs(prof, p->cal, coll, s2);
+    ncclzSimPoint pt = p->sc.points[0];
+    int nr = prof->plain_ranks ? (int)prof->plain_ranks : 2;
+    int gpn = pt.platform.gpus_per_node < nr ? pt.platform.gpus_per_node : nr;
+    pt.platform.gpus_per_node = gpn;
+    pt.platform.nodes = nr / gpn;
+    pt.options.coll = (ncclzCollective)k;
+    pt.options.compress = NCCLZ_SIM_OFF;
+    ncclzSimResult r1, r2;
+    pt.options.bytes = (uint64_t)s1;
+    int ok = !p->cal[0] || m1 < 0 || !(m2 > m1) ? 0 : ncclzSimRun(prof, &p->sc.data, &pt.platform, &pt.options, &r1) == NCCLZ_OK;
+    pt.options.bytes = (uint64_t)s2;
+    ok = ok && ncclzSimRun(prof, &p->sc.data, &pt.platform, &pt.options, &r2) == NCCLZ_OK && r2.time_us > r1.time_us;
+    p->coll_factor[k] = ok ? (r2.time_us - r1.time_us) / (m2 - m1) : 0;
+  }
 }
 
 /* A path's platform as a one-point what-if document, parsed by the simulator's own parser. */
@@ -112,6 +141,7 @@ static int parse_path(run_ctx *c, const cJSON *plat_in, const char *name, va_pat
   snprintf(p->name, sizeof p->name, "%.31s", name);
   ncclzStatus st = text ? ncclzSimScenarioParse(text, strlen(text), c->dir, c->prof, &p->sc) : NCCLZ_ERR_NOMEM;
   free(text);
+  if (st == NCCLZ_OK) plain_factors(c->prof, p);
   if (st != NCCLZ_OK) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", ncclzLastError());
@@ -165,7 +195,8 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
   pt.options.coll = (ncclzCollective)coll;
   pt.options.compress = (ncclzSimCompress)comp;
   pt.options.bytes = (uint64_t)q->bytes;
-  if (comp == NCCLZ_SIM_OFF && vp->plain_factor > 0) pt.platform.bandwidth_factor *= vp->plain_factor;
+  double pf = vp->coll_factor[coll] > 0 ? vp->coll_factor[coll] : vp->plain_factor;
+  if (comp == NCCLZ_SIM_OFF && pf > 0) pt.platform.bandwidth_factor *= pf;
   if (comp != NCCLZ_SIM_OFF) pt.platform.size_factor = vp->frame_factor;
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
   if (q->has_meas && q->meas_cr > 0 && forced > 0)
