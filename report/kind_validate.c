@@ -181,6 +181,34 @@ static va_point *add_point(va_points *v) {
   return &v->pt[v->n++];
 }
 
+/* A plain (compress off) point's bandwidth factor, applied to pt: the collective's own factor
+ * (plain_factors), and on the ranks the profile measured, the one that makes this size take the
+ * profile's measured time. The replay's links are linear (latency + bytes / bandwidth) while NCCL's
+ * bandwidth ramps with the message size (16 MiB over NVLink runs at 60% of 1 GiB's busbw): with
+ * f the factor, the replay takes L + W / f, so two replays (f and 2f) give L and W and the factor
+ * for the measured time T is W / (T - L). The executor's frames get the same treatment from
+ * send/recv's curve (frame_factor, by message size). Sizes the replay cannot reach (T <= L) keep
+ * the collective's factor. */
+static void plain_point_factor(const ncclzProfile *prof, const va_path *vp, const ncclzSimData *data, ncclzSimPoint *pt,
+                               int nranks) {
+  int coll = (int)pt->options.coll;
+  double pf = vp->coll_factor[coll] > 0 ? vp->coll_factor[coll] : vp->plain_factor;
+  if (!(pf > 0)) return;
+  double base = pt->platform.bandwidth_factor;
+  pt->platform.bandwidth_factor = base * pf;
+  double T = vp->cal[0] && (uint32_t)nranks == prof->plain_ranks
+                 ? ncclzProfilePlainUs(prof, vp->cal, ncclzCollectiveName((ncclzCollective)coll), (double)pt->options.bytes)
+                 : -1;
+  if (!(T > 0)) return;
+  ncclzSimResult r1, r2;
+  if (ncclzSimRun(prof, data, &pt->platform, &pt->options, &r1) != NCCLZ_OK) return;
+  pt->platform.bandwidth_factor = base * 2 * pf;
+  int ok = ncclzSimRun(prof, data, &pt->platform, &pt->options, &r2) == NCCLZ_OK;
+  pt->platform.bandwidth_factor = base * pf;
+  double W = 2 * (r1.time_us - r2.time_us), L = r1.time_us - W; /* W: the bandwidth part at factor pf */
+  if (ok && W > 0 && T > L) pt->platform.bandwidth_factor = base * pf * W / (T - L);
+}
+
 /* Simulates one point on its path: nranks spread as the path's gpus_per_node says; forced coders
  * take the measured CR when there is one (the data's CR is what the simulator cannot know). */
 static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_point *q) {
@@ -195,8 +223,7 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
   pt.options.coll = (ncclzCollective)coll;
   pt.options.compress = (ncclzSimCompress)comp;
   pt.options.bytes = (uint64_t)q->bytes;
-  double pf = vp->coll_factor[coll] > 0 ? vp->coll_factor[coll] : vp->plain_factor;
-  if (comp == NCCLZ_SIM_OFF && pf > 0) pt.platform.bandwidth_factor *= pf;
+  if (comp == NCCLZ_SIM_OFF) plain_point_factor(prof, vp, &data, &pt, q->nranks);
   if (comp != NCCLZ_SIM_OFF) pt.platform.size_factor = vp->frame_factor;
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
   if (q->has_meas && q->meas_cr > 0 && forced > 0)
