@@ -7,7 +7,7 @@
  * all on uncompressed bytes. #wrong counts elements outside the derived bound (lossless: not
  * bit-exact against the exact sum), checked on every rank against all ranks' inputs. */
 #include "cli.h"
-#include "ncclz/exec.h"
+#include "perf.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -16,28 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#define VERB "perf"
-
-typedef struct {
-  ncclzCollective coll;
-  size_t min_bytes, max_bytes;
-  double factor;
-  int ngpus, iters, warmup, root;
-  double warm_s;               /* --warm-s: untimed traffic before the first size (nccl) */
-  int stress;                  /* --stress N: N checked calls of random collectives and counts (nccl) */
-  int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
-  int mpi;                     /* launched by mpirun: one rank per process */
-  const char *hint;
-  ncclzDtype dtype;
-  ncclzConfig cfg;
-  const char *quant_text, *data, *json, *profile, *backend, *trace;
-  ncclzProfile prof;
-  float *file;
-  size_t file_n;
-} perf_opts;
+#define VERB PERF_VERB
 
 static void print_help(void) {
   printf("usage: ncclz perf -c allreduce|reducescatter|allgather|alltoall|broadcast -b MIN -e MAX -f FACTOR\n"
@@ -144,16 +124,16 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
 
 /* ------------------------------------------------------------------ data */
 
-static size_t in_elems(const perf_opts *o, size_t count) {
+size_t perf_in_elems(const perf_opts *o, size_t count) {
   return o->coll == NCCLZ_REDUCESCATTER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
 }
-static size_t out_elems(const perf_opts *o, size_t count) {
+size_t perf_out_elems(const perf_opts *o, size_t count) {
   return o->coll == NCCLZ_ALLGATHER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
 }
 
 /* Input i of rank r: the file tiled from a per-rank offset, else integers (lossless modes stay
  * exactly checkable) or a smooth field (quantized modes). Rounded to the dtype. */
-static float input_value(const perf_opts *o, int r, size_t i) {
+float perf_input_value(const perf_opts *o, int r, size_t i) {
   float v;
   if (o->file) {
     size_t off = (size_t)r * (o->file_n / (size_t)o->nranks + 7919);
@@ -175,26 +155,18 @@ static double expected(const perf_opts *o, size_t count, int me, size_t i) {
   double s = 0;
   switch (o->coll) {
   case NCCLZ_ALLREDUCE:
-    for (int q = 0; q < o->nranks; q++) s += input_value(o, q, i);
+    for (int q = 0; q < o->nranks; q++) s += perf_input_value(o, q, i);
     return s;
   case NCCLZ_REDUCESCATTER:
-    for (int q = 0; q < o->nranks; q++) s += input_value(o, q, (size_t)me * count + i);
+    for (int q = 0; q < o->nranks; q++) s += perf_input_value(o, q, (size_t)me * count + i);
     return s;
-  case NCCLZ_ALLGATHER: return input_value(o, (int)(i / count), i % count);
-  case NCCLZ_ALLTOALL: return input_value(o, (int)(i / count), (size_t)me * count + i % count);
-  default: return input_value(o, o->root, i);
+  case NCCLZ_ALLGATHER: return perf_input_value(o, (int)(i / count), i % count);
+  case NCCLZ_ALLTOALL: return perf_input_value(o, (int)(i / count), (size_t)me * count + i % count);
+  default: return perf_input_value(o, o->root, i);
   }
 }
 
 /* ----------------------------------------------------------- cpu backend */
-
-typedef struct {
-  size_t size, count;
-  double time_us, algbw, busbw, cr, maxerr, bound;
-  uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
-  double codec_us, exposed_us, comm_us, iface_us; /* nccl --trace: the traced call */
-  int traced;
-} perf_point;
 
 
 
@@ -230,10 +202,10 @@ static void *rank_main(void *arg) {
 }
 
 static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
-  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, count), no = out_elems(o, count);
+  size_t ds = ncclzDtypeSize(o->dtype), ni = perf_in_elems(o, count), no = perf_out_elems(o, count);
   float *x = malloc((ni + 1) * sizeof *x);
   for (int r = 0; r < o->ngpus; r++) {
-    for (size_t i = 0; i < ni; i++) x[i] = input_value(o, r, i);
+    for (size_t i = 0; i < ni; i++) x[i] = perf_input_value(o, r, i);
     jobs[r].in = malloc((ni + 1) * ds);
     jobs[r].out = calloc(no + 1, ds);
     ncclzFromFloat(x, ni, o->dtype, jobs[r].in);
@@ -242,9 +214,9 @@ static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
 }
 
 /* Wrong elements and max error of one rank's output (host copy, dtype); every `stride`-th element. */
-static void check_output(const perf_opts *o, size_t count, int rank, const void *out, double bound, size_t stride,
+void perf_check_output(const perf_opts *o, size_t count, int rank, const void *out, double bound, size_t stride,
                          perf_point *p) {
-  size_t no = out_elems(o, count);
+  size_t no = perf_out_elems(o, count);
   float *y = malloc((no + 1) * sizeof *y);
   ncclzToFloat(out, o->dtype, no, y);
   int lossless = o->cfg.quant.kind == NCCLZ_QUANT_NONE;
@@ -270,7 +242,7 @@ static void check_output(const perf_opts *o, size_t count, int rank, const void 
 }
 
 static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
-  check_output(o, j->count, j->rank, j->out, j->stats.error_bound, 1, p);
+  perf_check_output(o, j->count, j->rank, j->out, j->stats.error_bound, 1, p);
 }
 
 static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
@@ -307,7 +279,7 @@ static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
 
 /* ---------------------------------------------------------------- output */
 
-static void print_header(const perf_opts *o) {
+void perf_print_header(const perf_opts *o) {
   fprintf(stderr, "# ncclz perf: %s, %d ranks (%s backend), compress %s, quant %s, dtype %s\n",
           ncclzCollectiveName(o->coll), o->nranks, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
           ncclzDtypeName(o->dtype));
@@ -317,7 +289,7 @@ static void print_header(const perf_opts *o) {
           "(GB/s)", "(GB/s)", "", "", "(r:f:h)", "");
 }
 
-static void print_point(const perf_opts *o, const perf_point *p) {
+void perf_print_point(const perf_opts *o, const perf_point *p) {
   char mix[48];
   snprintf(mix, sizeof mix, "%llu:%llu:%llu", (unsigned long long)p->mix[0], (unsigned long long)p->mix[1],
            (unsigned long long)p->mix[2]);
@@ -327,7 +299,7 @@ static void print_point(const perf_opts *o, const perf_point *p) {
           p->algbw, p->busbw, (unsigned long long)p->wrong, p->cr, mix, p->maxerr);
 }
 
-static cJSON *point_json(const perf_point *p) {
+cJSON *perf_point_json(const perf_point *p) {
   cJSON *j = cJSON_CreateObject(), *mix = cJSON_CreateObject();
   cJSON_AddNumberToObject(j, "size", (double)p->size);
   cJSON_AddNumberToObject(j, "count", (double)p->count);
@@ -392,7 +364,7 @@ static int load_inputs(perf_opts *o) {
 }
 
 /* Sizes MIN, MIN*FACTOR, ... <= MAX, as element counts per rank's block (nccl-tests' rule). */
-static size_t make_points(const perf_opts *o, perf_point **pts) {
+size_t perf_make_points(const perf_opts *o, perf_point **pts) {
   size_t n = 0, ds = ncclzDtypeSize(o->dtype);
   for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes * 1.000001; sz *= o->factor) n++;
   *pts = calloc(n + 1, sizeof **pts);
@@ -405,332 +377,26 @@ static size_t make_points(const perf_opts *o, perf_point **pts) {
   return n;
 }
 
-static void finish_point(const perf_opts *o, perf_point *p) {
+void perf_finish_point(const perf_opts *o, perf_point *p) {
   double secs = p->time_us * 1e-6;
   p->algbw = secs > 0 ? (double)p->size / secs / 1e9 : 0;
   p->busbw = p->algbw * ncclzBusBwFactor(o->coll, o->nranks);
   p->cr = p->frames_b ? (double)p->raw / (double)p->frames_b : 1.0;
 }
 
-/* ----------------------------------------------------------- nccl backend */
-#ifdef NCCLZ_HAVE_NCCL
-#include <cuda_runtime_api.h>
-
-typedef struct {
-  const perf_opts *o;
-  ncclzTransport *t;
-  int rank, dev;
-  perf_point *pts;
-  size_t npts;
-  cJSON *json_points; /* rank 0 */
-  uint64_t wrong;
-  int rc;
-} gpu_rank;
-
-static ncclDataType_t nccl_type(ncclzDtype d) {
-  return d == NCCLZ_DTYPE_BF16 ? ncclBfloat16 : d == NCCLZ_DTYPE_F16 ? ncclFloat16 : ncclFloat32;
-}
-
-static ncclzStatus gpu_call(const perf_opts *o, ncclzComm_t c, const void *in, void *out, size_t count,
-                            cudaStream_t s) {
-  ncclDataType_t t = nccl_type(o->dtype);
-  switch (o->coll) {
-  case NCCLZ_ALLREDUCE: return ncclzAllReduce(in, out, count, t, ncclSum, c, s);
-  case NCCLZ_REDUCESCATTER: return ncclzReduceScatter(in, out, count, t, ncclSum, c, s);
-  case NCCLZ_ALLGATHER: return ncclzAllGather(in, out, count, t, c, s);
-  case NCCLZ_ALLTOALL: return ncclzAlltoAll(in, out, count, t, c, s);
-  default: return ncclzBroadcast(in, out, count, t, o->root, c, s);
-  }
-}
-
-/* Chrome trace JSON (Perfetto opens it): one process per rank, one thread per stream. */
-static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
-  const ncclzTraceEvent *ev;
-  size_t n;
-  ncclzCommTrace(c, &ev, &n, NULL);
-  static const char *lanes[4] = {"interface", "encode", "nccl", "decode"};
-  cJSON *arr = cJSON_CreateArray();
-  for (int l = 0; l < 4; l++) {
-    cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "name", "thread_name");
-    cJSON_AddStringToObject(m, "ph", "M");
-    cJSON_AddNumberToObject(m, "pid", rank);
-    cJSON_AddNumberToObject(m, "tid", l);
-    cJSON_AddStringToObject(a, "name", lanes[l]);
-    cJSON_AddItemToObject(m, "args", a);
-    cJSON_AddItemToArray(arr, m);
-  }
-  for (size_t i = 0; i < n; i++) {
-    cJSON *e = cJSON_CreateObject(), *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "name", ev[i].name);
-    cJSON_AddStringToObject(e, "ph", "X");
-    cJSON_AddNumberToObject(e, "pid", rank);
-    cJSON_AddNumberToObject(e, "tid", ev[i].lane);
-    cJSON_AddNumberToObject(e, "ts", ev[i].ts_us);
-    cJSON_AddNumberToObject(e, "dur", ev[i].dur_us);
-    cJSON_AddNumberToObject(a, "step", ev[i].step);
-    cJSON_AddNumberToObject(a, "chunk", ev[i].chunk);
-    cJSON_AddItemToObject(e, "args", a);
-    cJSON_AddItemToArray(arr, e);
-  }
-  char path[1024];
-  if (rank)
-    snprintf(path, sizeof path, "%s.r%d", o->trace, rank);
-  else
-    snprintf(path, sizeof path, "%s", o->trace);
-  char *txt = cJSON_PrintUnformatted(arr);
-  cJSON_Delete(arr);
-  ncclzStatus st = txt ? ncclzWriteFile("--trace", path, txt, strlen(txt))
-                       : ncclzSetError(NCCLZ_ERR_NOMEM, "--trace: out of memory for '%s'", path);
-  free(txt);
-  return st;
-}
-
-enum { AG_MAX = 3, AG_SUM = 9 };
-
-/* Max of time, maxerr, bound over ranks; sums of the counters (each rank fills its own slots). */
-static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *st, const ncclzTraceSummary *ts,
-                             uint64_t wrong, double maxerr, double secs) {
-  int nr = g->t->nranks;
-  size_t nv = AG_MAX + (size_t)AG_SUM * nr;
-  double *v = calloc(nv, sizeof *v), *m = v + AG_MAX + (size_t)AG_SUM * g->rank;
-  v[0] = secs * 1e6;
-  v[1] = maxerr;
-  v[2] = st->error_bound;
-  double mine[AG_SUM] = {(double)wrong,         (double)st->raw_bytes,     (double)st->frame_bytes,
-                         (double)st->wire_bytes, (double)st->coder_mix[0], (double)st->coder_mix[1],
-                         (double)st->coder_mix[2], ts->codec_us,            ts->exposed_us};
-  memcpy(m, mine, sizeof mine);
-  ncclzStatus s = g->t->allreduce_max(g->t, v, nv);
-  p->time_us = v[0];
-  p->maxerr = v[1];
-  p->bound = v[2];
-  for (int r = 0; r < nr; r++) {
-    const double *q = v + AG_MAX + (size_t)AG_SUM * r;
-    p->wrong += (uint64_t)q[0];
-    p->raw += (uint64_t)q[1];
-    p->frames_b += (uint64_t)q[2];
-    p->wire += (uint64_t)q[3];
-    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) p->mix[c] += (uint64_t)q[4 + c];
-    p->codec_us += q[7];
-    p->exposed_us += q[8];
-  }
-  p->comm_us = ts->comm_us;
-  p->iface_us = ts->iface_us;
-  free(v);
-  return s;
-}
-
-/* The device input (this rank's data, in the dtype) and a zeroed output of a call of `count`. */
-static ncclzStatus gpu_buffers(const gpu_rank *g, size_t count, void **din, void **dout) {
-  const perf_opts *o = g->o;
-  size_t ds = ncclzDtypeSize(o->dtype), ni = in_elems(o, count), no = out_elems(o, count);
-  float *x = malloc((ni + 1) * sizeof *x);
-  void *hin = malloc((ni + 1) * ds);
-  ncclzStatus st = NCCLZ_OK;
-  *din = *dout = NULL;
-  if (!x || !hin) st = ncclzSetError(NCCLZ_ERR_NOMEM, "perf input of %zu elements", ni);
-  for (size_t i = 0; !st && i < ni; i++) x[i] = input_value(o, g->rank, i);
-  if (!st) ncclzFromFloat(x, ni, o->dtype, hin);
-  if (!st && (cudaMalloc(din, (ni + 1) * ds) || cudaMalloc(dout, (no + 1) * ds) ||
-              cudaMemcpy(*din, hin, ni * ds, cudaMemcpyHostToDevice) || cudaMemset(*dout, 0, (no + 1) * ds)))
-    st = ncclzSetError(NCCLZ_ERR_CUDA, "perf buffers of %zu + %zu elements", ni, no);
-  free(x);
-  free(hin);
-  return st;
-}
-
-/* --warm-s: calls of min(MAX, 64 MiB) until rank 0 has spent the time, then the first size. The
- * ranks agree after every call (the lane's allreduce_max), so all make the same number of calls. */
-static ncclzStatus gpu_prewarm(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
-  const perf_opts *o = g->o;
-  size_t bytes = o->max_bytes < ((size_t)64 << 20) ? o->max_bytes : (size_t)64 << 20;
-  size_t count = bytes / ncclzDtypeSize(o->dtype);
-  void *din, *dout;
-  ncclzStatus st = gpu_buffers(g, count, &din, &dout);
-  double t0 = ncclzNowSeconds(), done = 0;
-  while (!st && !done) {
-    st = gpu_call(o, c, din, dout, count, s);
-    if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-    done = g->rank == 0 && ncclzNowSeconds() - t0 >= o->warm_s;
-    if (!st) st = g->t->allreduce_max(g->t, &done, 1);
-  }
-  cudaFree(din);
-  cudaFree(dout);
-  return st;
-}
-
-static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_point *p, int last) {
-  const perf_opts *o = g->o;
-  size_t ds = ncclzDtypeSize(o->dtype), no = out_elems(o, p->count);
-  void *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
-  ncclzStatus st = hout ? gpu_buffers(g, p->count, &din, &dout) : ncclzSetError(NCCLZ_ERR_NOMEM, "perf output");
-  for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
-  /* The warm-up calls are asynchronous: without this wait the timed loop also paid for them
-   * (until 2026-11-30 every GPU time was (warmup + iters) / iters of a call's: 1.4x at -n 5 -w 2). */
-  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  double v = 0, t0 = 0, secs = 0;
-  if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
-  t0 = ncclzNowSeconds();
-  for (int i = 0; !st && i < o->iters; i++) st = gpu_call(o, c, din, dout, p->count, s);
-  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  secs = (ncclzNowSeconds() - t0) / o->iters;
-  ncclzExecStats es;
-  ncclzCommLastStats(c, &es);
-  ncclzTraceSummary ts = {0};
-  if (!st && o->trace) { /* one extra call with timing events, outside the timed loop */
-    ncclzCommSetTrace(c, 1);
-    st = gpu_call(o, c, din, dout, p->count, s);
-    ncclzCommSetTrace(c, 0);
-    ncclzCommTrace(c, NULL, NULL, &ts);
-    p->traced = 1;
-    if (!st && last) st = write_trace(o, g->rank, c); /* a trace that cannot be written is an error, not lost */
-  }
-  perf_point mine = {0};
-  if (!st && cudaMemcpy(hout, dout, no * ds, cudaMemcpyDeviceToHost))
-    st = ncclzSetError(NCCLZ_ERR_CUDA, "copy of the output");
-  size_t stride = no > (4u << 20) ? no / (4u << 20) + 1 : 1;
-  /* No frames sent or received in a quantized mode: REA kept the message RAW and plain NCCL ran
-   * (exact but for float rounding), so the quantizer's bound does not apply (-1: check the float
-   * rounding). A rank that only receives (Broadcast off the root) sends no frames of its own. */
-  int framed = es.frames > 0 || es.chunks_received > 0;
-  double bound = !framed && o->cfg.quant.kind != NCCLZ_QUANT_NONE ? -1 : es.error_bound;
-  if (!st) check_output(o, p->count, g->rank, hout, bound, stride, &mine);
-  cudaFree(din);
-  cudaFree(dout);
-  free(hout);
-  if (st) return st;
-  return aggregate(g, p, &es, &ts, mine.wrong, mine.maxerr, secs);
-}
-
-/* --stress: the calls of random collectives, roots and counts (0 to 4 Mi elements, log-uniform,
- * so that odd and tiny counts come up), from a generator seeded alike on every rank, so that all
- * ranks make the same calls. Each is one call of gpu_point (its output checked, the ranks agreeing
- * on the result), so a hang or a wrong element is what this can find. */
-static ncclzStatus gpu_stress(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
-  static const char *const colls[] = {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast"};
-  perf_opts oo = *g->o;
-  gpu_rank gg = *g;
-  gg.o = &oo;
-  oo.warmup = 0, oo.iters = 1, oo.trace = NULL;
-  uint64_t x = 0x9E3779B97F4A7C15ull, wrong = 0, counts[5] = {0};
-  ncclzStatus st = NCCLZ_OK;
-  int i;
-  for (i = 0; !st && !wrong && i < g->o->stress; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64: the same sequence on every rank */
-    int k = (int)(x % 5);
-    oo.coll = (ncclzCollective)ncclzCollectiveFromName(colls[k]);
-    oo.root = (int)((x >> 8) % (uint64_t)oo.nranks);
-    perf_point p = {0};
-    p.count = (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1; /* 0 .. 4 Mi - 1 */
-    p.size = p.count * ncclzDtypeSize(oo.dtype);
-    st = gpu_point(&gg, c, s, &p, 0);
-    wrong += p.wrong;
-    counts[k]++;
-    if (g->rank == 0 && isatty(2) && i % 50 == 49) fprintf(stderr, "\r# stress: %d/%d calls", i + 1, g->o->stress);
-  }
-  if (g->rank == 0 && isatty(2)) fprintf(stderr, "\n");
-  if (g->rank == 0)
-    printf("# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
-           "on %d ranks, %s, %llu wrong elements%s\n",
-           i, (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
-           (unsigned long long)counts[3], (unsigned long long)counts[4], oo.nranks, ncclzPolicyName(oo.cfg.policy),
-           (unsigned long long)wrong, st ? ", stopped by an error" : "");
-  g->wrong += wrong;
-  return st;
-}
-
-static void *gpu_rank_main(void *arg) {
-  gpu_rank *g = arg;
-  const perf_opts *o = g->o;
-  ncclzComm_t c = NULL;
-  cudaStream_t s = NULL;
-  ncclzStatus st = ncclzCommInitCreate(&c, g->t, g->dev, &o->cfg);
-  if (!st && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream");
-  if (!st && o->warm_s > 0) st = gpu_prewarm(g, c, s);
-  if (!st && o->stress) st = gpu_stress(g, c, s);
-  for (size_t k = 0; !st && !o->stress && k < g->npts; k++) {
-    perf_point *p = &g->pts[k];
-    st = gpu_point(g, c, s, p, k + 1 == g->npts);
-    if (st || g->rank) continue;
-    finish_point(o, p);
-    g->wrong += p->wrong;
-    print_point(o, p);
-    if (p->traced)
-      fprintf(stderr, "# trace %zu B: codec %.0f us, exposed %.0f us (%.1f%%), nccl busy %.0f us, interface %.0f us\n",
-              p->size, p->codec_us, p->exposed_us, p->codec_us > 0 ? 100 * p->exposed_us / p->codec_us : 0,
-              p->comm_us, p->iface_us);
-    cJSON_AddItemToArray(g->json_points, point_json(p));
-  }
-  if (st) g->rc = cli_runtime_error(VERB, "rank %d: %s", g->rank, ncclzLastError());
-  if (s) cudaStreamDestroy(s);
-  ncclzCommDestroy(c);
-  return NULL;
-}
-
-static void nccl_defaults(perf_opts *o) {
-  const char *p2p = getenv("NCCL_P2P_DISABLE");
-  if (!o->hint) o->hint = p2p && atoi(p2p) ? "net" : "nvlink";
-  o->cfg.hint = (ncclzTransportHint)ncclzHintFromName(o->hint);
-}
-
-/* One process, a thread per GPU (-g N), or this process as one MPI rank (mpirun ... -g 1). */
-static int run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
-  perf_point *pts;
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  if (o->mpi) {
-    ncclzTransport *t = ncclzMpiTransportCreate();
-    if (!t) return cli_runtime_error(VERB, "MPI transport: %s", ncclzLastError());
-    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    gpu_rank g = {o, t, t->rank, ndev ? (lr ? atoi(lr) : t->rank) % ndev : 0, NULL, 0, points, 0, CLI_OK};
-    g.npts = make_points(o, &g.pts);
-    if (t->rank == 0 && !o->stress) print_header(o);
-    gpu_rank_main(&g);
-    *wrong = g.wrong;
-    free(g.pts);
-    t->destroy(t);
-    return g.rc;
-  }
-  if (ndev < o->ngpus) return cli_runtime_error(VERB, "-g %d: this machine has %d GPUs", o->ngpus, ndev);
-  size_t np = make_points(o, &pts);
-  free(pts);
-  ncclzThreadGroup *tg = ncclzThreadGroupCreate(o->ngpus);
-  gpu_rank *g = calloc((size_t)o->ngpus, sizeof *g);
-  pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
-  if (!o->stress) print_header(o);
-  for (int r = 0; r < o->ngpus; r++) {
-    g[r] = (gpu_rank){o, ncclzThreadGroupTransport(tg, r), r, r, NULL, 0, points, 0, CLI_OK};
-    g[r].npts = make_points(o, &g[r].pts);
-    pthread_create(&th[r], NULL, gpu_rank_main, &g[r]);
-  }
-  int rc = CLI_OK;
-  for (int r = 0; r < o->ngpus; r++) {
-    pthread_join(th[r], NULL);
-    if (g[r].rc && rc == CLI_OK) rc = g[r].rc;
-    free(g[r].pts);
-  }
-  *wrong = g[0].wrong;
-  (void)np;
-  ncclzThreadGroupDestroy(tg);
-  free(g);
-  free(th);
-  return rc;
-}
-#endif
 
 static int run_cpu(perf_opts *o, cJSON *points, uint64_t *wrong) {
   perf_point *pts;
-  size_t np = make_points(o, &pts);
+  size_t np = perf_make_points(o, &pts);
   int rc = CLI_OK;
-  print_header(o);
+  perf_print_header(o);
   for (size_t k = 0; rc == CLI_OK && k < np; k++) {
     perf_point *p = &pts[k];
     rc = run_point_cpu(o, p->count, p);
-    finish_point(o, p);
+    perf_finish_point(o, p);
     *wrong += p->wrong;
-    print_point(o, p);
-    cJSON_AddItemToArray(points, point_json(p));
+    perf_print_point(o, p);
+    cJSON_AddItemToArray(points, perf_point_json(p));
   }
   free(pts);
   return rc;
@@ -755,7 +421,7 @@ int cli_perf(int argc, char **argv) {
     if (ncclzMpiInit(&argc, &argv)) return cli_runtime_error(VERB, "MPI: %s", ncclzLastError());
     o.nranks = atoi(ws);
   }
-  if (!strcmp(o.backend, "nccl")) nccl_defaults(&o);
+  if (!strcmp(o.backend, "nccl")) perf_nccl_defaults(&o);
 #else
   if (!o.backend) o.backend = "cpu";
 #endif
@@ -773,7 +439,7 @@ int cli_perf(int argc, char **argv) {
   uint64_t wrong = 0;
 #ifdef NCCLZ_HAVE_NCCL
   if (!strcmp(o.backend, "nccl"))
-    rc = run_nccl(&o, points, &wrong);
+    rc = perf_run_nccl(&o, points, &wrong);
   else
 #endif
     rc = run_cpu(&o, points, &wrong);

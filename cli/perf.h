@@ -1,0 +1,68 @@
+/* ncclz perf, shared by its two files: cmd_perf.c (options, inputs, checks, the table, the cpu
+ * backend) and perf_nccl.c (the nccl backend: the GPU executor, one thread per GPU or one MPI
+ * rank per process). */
+#ifndef NCCLZ_CLI_PERF_H
+#define NCCLZ_CLI_PERF_H
+
+#include "ncclz/exec.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PERF_VERB "perf"
+
+/* The parsed command line and the loaded --data file. */
+typedef struct {
+  ncclzCollective coll;
+  size_t min_bytes, max_bytes;
+  double factor;
+  int ngpus, iters, warmup, root;
+  double warm_s;               /* --warm-s: untimed traffic before the first size (nccl) */
+  int stress;                  /* --stress N: N checked calls of random collectives and counts (nccl) */
+  int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
+  int mpi;                     /* launched by mpirun: one rank per process */
+  const char *hint;
+  ncclzDtype dtype;
+  ncclzConfig cfg;
+  const char *quant_text, *data, *json, *profile, *backend, *trace;
+  ncclzProfile prof;
+  float *file;
+  size_t file_n;
+} perf_opts;
+
+/* One size of the table: what every rank measured, summed or maxed over the ranks. */
+
+typedef struct {
+  size_t size, count;
+  double time_us, algbw, busbw, cr, maxerr, bound;
+  uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
+  double codec_us, exposed_us, comm_us, iface_us; /* nccl --trace: the traced call */
+  int traced;
+} perf_point;
+
+/* Elements of one rank's input and output for a call of `count` (nccl-tests' count). */
+size_t perf_in_elems(const perf_opts *o, size_t count);
+size_t perf_out_elems(const perf_opts *o, size_t count);
+/* Input element i of rank r (--data tiled from a per-rank offset, else synthetic), in the dtype. */
+float perf_input_value(const perf_opts *o, int r, size_t i);
+/* Adds to p->wrong and p->maxerr the check of rank `rank`'s output against every rank's inputs
+ * (bound < 0: plain NCCL ran, float rounding only), on every stride-th element. */
+void perf_check_output(const perf_opts *o, size_t count, int rank, const void *out, double bound, size_t stride,
+                       perf_point *p);
+void perf_print_header(const perf_opts *o);
+void perf_print_point(const perf_opts *o, const perf_point *p);
+cJSON *perf_point_json(const perf_point *p);
+/* The sizes -b..-e by -f (calloc'd into *pts); returns their number. */
+size_t perf_make_points(const perf_opts *o, perf_point **pts);
+/* algbw, busbw and cr of a measured point. */
+void perf_finish_point(const perf_opts *o, perf_point *p);
+
+#ifdef NCCLZ_HAVE_NCCL
+/* The nccl backend's defaults (--hint from NCCL_P2P_DISABLE). */
+void perf_nccl_defaults(perf_opts *o);
+/* Runs every size (or --stress) on the GPUs: a thread per GPU, or this process as one MPI rank. */
+int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong);
+#endif
+
+#endif
