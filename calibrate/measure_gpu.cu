@@ -234,8 +234,27 @@ typedef struct {
       goto fail;             \
   } while (0)
 
+#define OVERLAP_QUANT "qsgd:bits=8,bucket=512"
+
 /* Host-side barrier / max over ranks through the control lane. */
 static ncclzStatus agree_max(ncclzTransport *t, double *v) { return t->allreduce_max(t, v, 1); }
+
+/* The gradient-like class of fill_class (the sum of four uniforms, centred, x 1.7e-3), from a
+ * counter-based hash so that the device fills it: the overlap runs' data. */
+__global__ void fill_gradient(float *x, size_t n, int rank) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint64_t h = (i * 4 + 0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1)), g = 0;
+    double sum = 0;
+    for (int k = 0; k < 4; k++) { /* splitmix64 of 4 counters */
+      g = (h + (uint64_t)k) * 0xBF58476D1CE4E5B9ull;
+      g ^= g >> 31;
+      g *= 0x94D049BB133111EBull;
+      g ^= g >> 29;
+      sum += (double)(g >> 11) * (1.0 / 9007199254740992.0);
+    }
+    x[i] = (float)((sum - 2.0) * 1.7e-3);
+  }
+}
 
 __global__ void fill_smooth(float *x, size_t n, int rank) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -442,13 +461,21 @@ static void *rank_main(void *arg) {
     for (int kind = o->check ? 0 : -1; kind < NCCLZ_COLL_COUNT; kind++)
       Z_TRY(g, sweep(g, kind, nccl, sb, rb, sizes, nsizes, s, e0, e1));
   if (g->rank == 0 && o->progress) fprintf(stderr, "\n");
-  /* Overlap: the executor's compressed AllReduce on the smooth field, traced (not in a check). */
+  /* Overlap: the executor's compressed AllReduce, traced (not in a check), on gradient-like data
+   * under QSGD, the executor's main work. (On the smooth field at eb:rel=1e-4, the run of
+   * 2026-11-30, HUFFMAN's alphabet spans thousands of codes and its one-block code book took
+   * ~0.9 ms per 4 MiB frame: lambda_dec came out 0.74 and REA passed HUFFMAN over on gradients
+   * whose frames it codes in a fraction of that.) */
+  if (!o->check) {
+    fill_gradient<<<1024, 256, 0, s>>>(sb, max_bytes / 4, g->rank);
+    CUDA_TRY(g, cudaStreamSynchronize(s));
+  }
   for (int coder = NCCLZ_CODER_FIXEDLEN; !o->check && coder <= NCCLZ_CODER_HUFFMAN; coder++) {
     ncclzConfig zc;
     ncclzConfigDefault(&zc);
     zc.hint = cfg.hint;
     zc.policy = coder == NCCLZ_CODER_FIXEDLEN ? NCCLZ_POLICY_FIXEDLEN : NCCLZ_POLICY_HUFFMAN;
-    if (ncclzQuantSpecParse("eb:rel=1e-4", &zc.quant)) {
+    if (ncclzQuantSpecParse(OVERLAP_QUANT, &zc.quant)) {
       g->st = NCCLZ_ERR_ARG;
       goto fail;
     }
@@ -476,7 +503,7 @@ static void *rank_main(void *arg) {
         cJSON_AddStringToObject(e, "path", ncclzCalPathName(g->path));
         cJSON_AddStringToObject(e, "coder", ncclzCoderName((ncclzCoder)coder));
         cJSON_AddStringToObject(e, "collective", "allreduce");
-        cJSON_AddStringToObject(e, "quant", "eb:rel=1e-4");
+        cJSON_AddStringToObject(e, "quant", OVERLAP_QUANT);
         cJSON_AddNumberToObject(e, "bytes", (double)b);
         cJSON_AddNumberToObject(e, "encode_us", enc);
         cJSON_AddNumberToObject(e, "encode_exposed_us", enc_exp);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define VERB PERF_VERB
 
@@ -36,7 +37,7 @@ static void print_help(void) {
          "and FILE.rN (rank N) as Chrome trace JSON; the exposed codec time is printed per size.\n"
          "--warm-s S (nccl): before the first size, S seconds of untimed calls at min(MAX, 64M) (the socket\n"
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
-         "--stress N (nccl): instead of the table, N calls of a collective, root and count (0..4M elements)\n"
+         "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "Outputs above 4M elements are checked on a stride (every element up to 4M checked).\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
@@ -385,7 +386,58 @@ void perf_finish_point(const perf_opts *o, perf_point *p) {
 }
 
 
+/* ---------------------------------------------------------------- stress */
+
+void perf_stress_init(perf_stress *st) {
+  memset(st, 0, sizeof *st);
+  st->x = 0x9E3779B97F4A7C15ull;
+}
+
+size_t perf_stress_next(perf_stress *st, perf_opts *oo) {
+  static const ncclzCollective colls[] = {NCCLZ_ALLREDUCE, NCCLZ_REDUCESCATTER, NCCLZ_ALLGATHER, NCCLZ_ALLTOALL,
+                                          NCCLZ_BROADCAST};
+  uint64_t x = st->x;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  st->x = x;
+  int k = (int)(x % 5);
+  oo->coll = colls[k];
+  oo->root = (int)((x >> 8) % (uint64_t)oo->nranks);
+  st->counts[oo->coll]++;
+  st->calls++;
+  return (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1;
+}
+
+void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed) {
+  printf("# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
+         "on %d ranks, %s, %llu wrong elements%s\n",
+         st->calls, (unsigned long long)st->counts[NCCLZ_ALLREDUCE], (unsigned long long)st->counts[NCCLZ_REDUCESCATTER],
+         (unsigned long long)st->counts[NCCLZ_ALLGATHER], (unsigned long long)st->counts[NCCLZ_ALLTOALL],
+         (unsigned long long)st->counts[NCCLZ_BROADCAST], o->nranks, ncclzPolicyName(o->cfg.policy),
+         (unsigned long long)st->wrong, failed ? ", stopped by an error" : "");
+}
+
+/* --stress on the cpu backend: each call one run_point_cpu (its output checked on every rank). */
+static int stress_cpu(const perf_opts *o, uint64_t *wrong) {
+  perf_opts oo = *o;
+  oo.warmup = 0, oo.iters = 1;
+  perf_stress st;
+  perf_stress_init(&st);
+  int rc = CLI_OK;
+  while (rc == CLI_OK && !st.wrong && st.calls < o->stress) {
+    perf_point p = {0};
+    p.count = perf_stress_next(&st, &oo);
+    rc = run_point_cpu(&oo, p.count, &p);
+    st.wrong += p.wrong;
+    if (isatty(2) && st.calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st.calls, o->stress);
+  }
+  if (isatty(2)) fprintf(stderr, "\n");
+  perf_stress_report(&st, o, rc != CLI_OK);
+  *wrong += st.wrong;
+  return rc;
+}
+
 static int run_cpu(perf_opts *o, cJSON *points, uint64_t *wrong) {
+  if (o->stress) return stress_cpu(o, wrong);
   perf_point *pts;
   size_t np = perf_make_points(o, &pts);
   int rc = CLI_OK;
@@ -425,8 +477,7 @@ int cli_perf(int argc, char **argv) {
 #else
   if (!o.backend) o.backend = "cpu";
 #endif
-  if ((o.stress || o.warm_s > 0) && strcmp(o.backend, "nccl"))
-    return cli_usage_error(VERB, "--stress and --warm-s need the nccl backend");
+  if (o.warm_s > 0 && strcmp(o.backend, "nccl")) return cli_usage_error(VERB, "--warm-s needs the nccl backend");
   if (strcmp(o.backend, "cpu") && strcmp(o.backend, "nccl"))
     return cli_usage_error(VERB, "--backend %s: cpu|nccl", o.backend);
 #ifndef NCCLZ_HAVE_NCCL

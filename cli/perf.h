@@ -58,6 +58,18 @@ size_t perf_make_points(const perf_opts *o, perf_point **pts);
 /* algbw, busbw and cr of a measured point. */
 void perf_finish_point(const perf_opts *o, perf_point *p);
 
+/* --stress: the calls, drawn alike on every rank (a seeded xorshift64): collective, root and a
+ * count from 0 to 4 Mi - 1 elements, log-uniform so that odd and tiny counts come up. */
+typedef struct {
+  uint64_t x, counts[NCCLZ_COLL_COUNT], wrong;
+  int calls;
+} perf_stress;
+void perf_stress_init(perf_stress *st);
+/* Sets oo->coll and oo->root of the next call and returns its count. */
+size_t perf_stress_next(perf_stress *st, perf_opts *oo);
+/* The summary line (print it from one rank); failed: an error stopped the calls. */
+void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed);
+
 #ifdef NCCLZ_HAVE_NCCL
 /* The nccl backend's defaults (--hint from NCCL_P2P_DISABLE). */
 void perf_nccl_defaults(perf_opts *o);

@@ -209,36 +209,25 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
  * ranks make the same calls. Each is one call of gpu_point (its output checked, the ranks agreeing
  * on the result), so a hang or a wrong element is what this can find. */
 static ncclzStatus gpu_stress(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
-  static const char *const colls[] = {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast"};
   perf_opts oo = *g->o;
   gpu_rank gg = *g;
   gg.o = &oo;
   oo.warmup = 0, oo.iters = 1, oo.trace = NULL;
-  uint64_t x = 0x9E3779B97F4A7C15ull, wrong = 0, counts[5] = {0};
-  ncclzStatus st = NCCLZ_OK;
-  int i;
-  for (i = 0; !st && !wrong && i < g->o->stress; i++) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64: the same sequence on every rank */
-    int k = (int)(x % 5);
-    oo.coll = (ncclzCollective)ncclzCollectiveFromName(colls[k]);
-    oo.root = (int)((x >> 8) % (uint64_t)oo.nranks);
+  perf_stress st;
+  perf_stress_init(&st);
+  ncclzStatus err = NCCLZ_OK;
+  while (!err && !st.wrong && st.calls < g->o->stress) {
     perf_point p = {0};
-    p.count = (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1; /* 0 .. 4 Mi - 1 */
+    p.count = perf_stress_next(&st, &oo);
     p.size = p.count * ncclzDtypeSize(oo.dtype);
-    st = gpu_point(&gg, c, s, &p, 0);
-    wrong += p.wrong;
-    counts[k]++;
-    if (g->rank == 0 && isatty(2) && i % 50 == 49) fprintf(stderr, "\r# stress: %d/%d calls", i + 1, g->o->stress);
+    err = gpu_point(&gg, c, s, &p, 0);
+    st.wrong += p.wrong;
+    if (g->rank == 0 && isatty(2) && st.calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st.calls, g->o->stress);
   }
   if (g->rank == 0 && isatty(2)) fprintf(stderr, "\n");
-  if (g->rank == 0)
-    printf("# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
-           "on %d ranks, %s, %llu wrong elements%s\n",
-           i, (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
-           (unsigned long long)counts[3], (unsigned long long)counts[4], oo.nranks, ncclzPolicyName(oo.cfg.policy),
-           (unsigned long long)wrong, st ? ", stopped by an error" : "");
-  g->wrong += wrong;
-  return st;
+  if (g->rank == 0) perf_stress_report(&st, g->o, err != NCCLZ_OK);
+  g->wrong += st.wrong;
+  return err;
 }
 
 static void *gpu_rank_main(void *arg) {

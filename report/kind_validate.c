@@ -230,6 +230,20 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;
   ncclzSimResult r;
   ncclzStatus st = ncclzSimRun(prof, &data, &pt.platform, &pt.options, &r);
+  uint64_t frames = 0;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) frames += r.frames[k];
+  if (st == NCCLZ_OK && comp == NCCLZ_SIM_AUTO && frames == 0) {
+    /* REA kept the call RAW, so the executor ran plain NCCL (and so did the replay): then the
+     * plain collective's link, not the frames'. */
+    pt = vp->sc.points[0];
+    pt.platform.gpus_per_node = gpn;
+    pt.platform.nodes = q->nranks / gpn;
+    pt.options.coll = (ncclzCollective)coll;
+    pt.options.compress = NCCLZ_SIM_OFF;
+    pt.options.bytes = (uint64_t)q->bytes;
+    plain_point_factor(prof, vp, &data, &pt, q->nranks);
+    st = ncclzSimRun(prof, &data, &pt.platform, &pt.options, &r);
+  }
   q->sim_us = r.time_us;
   return st;
 }
