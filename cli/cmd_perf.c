@@ -58,7 +58,10 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'T': o->trace = arg; break;
   case 'H': o->hint = arg; break;
   case 'r': o->root = atoi(arg); break;
-  case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
+  case 'k':
+    if (!(o->cfg.chunk_bytes = (size_t)cli_parse_size(arg)))
+      return cli_usage_error(VERB, "--chunk: expected a byte size like 4M, got '%s'", arg);
+    break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
   case 'W': o->warm_s = atof(arg); break;
   case 'S': o->stress = atoi(arg); break;
@@ -99,8 +102,11 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       if ((v = ncclzCollectiveFromName(optarg)) < 0) return cli_usage_error(VERB, "-c %s: unknown collective", optarg);
       o->coll = (ncclzCollective)v;
       break;
-    case 'b': o->min_bytes = (size_t)cli_parse_size(optarg); break;
-    case 'e': o->max_bytes = (size_t)cli_parse_size(optarg); break;
+    case 'b':
+    case 'e':
+      if (!(*(c == 'b' ? &o->min_bytes : &o->max_bytes) = (size_t)cli_parse_size(optarg)))
+        return cli_usage_error(VERB, "-%c: expected a byte size like 1M, got '%s'", c, optarg);
+      break;
     case 'f': o->factor = atof(optarg); break;
     case 'g': o->ngpus = atoi(optarg); break;
     case 'n': o->iters = atoi(optarg); break;
