@@ -88,7 +88,7 @@ if want kernels && [ "$(left)" -gt 60 ]; then
     "$OUTDIR/kernels.txt" | sort
   # The same kernels over a batch of 64 frames (256 MiB tiled from the gradients), as
   # bench/codecs.sh times them: which kernel bounds the batched throughput.
-  for i in 1 2 3 4 5 6; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+  for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
   for coder in huffman fixedlen; do
     timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
       "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 1 \
