@@ -110,7 +110,7 @@ SIZES=(-b 1M -e 1G -f 4)
 if [ "$NGPU" -ge 2 ]; then
   for coll in allreduce alltoall; do
     perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
-    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto --quant $Q \
+    perf "nvlink-$coll-auto" nvlink threads 60 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto --quant $Q \
       --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-nvlink-$coll.json"
   done
   for path in socket socket1x1 socket4x4; do
@@ -133,7 +133,7 @@ if [ "$NGPU" -ge 2 ]; then
   done
   # The MPI launch mode.
   perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
-  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto \
+  perf mpi-nvlink-allreduce-auto nvlink mpi 60 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto \
     --quant $Q --profile "$PROFILE" --data "$GRAD"
   perf mpi-socket-allreduce-off socket mpi 70 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
   perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress auto \
@@ -165,8 +165,8 @@ for r in runs:
     if r["compress"] == "off":
         for p in r["points"]:
             plain[(r["path"], r.get("launch"), r["collective"], p["size"])] = p
-rows = ["| path | launch | collective | compress | size | time us | busbw GB/s | plain busbw | speedup | wire CR | 0.7xCR | coders r:f:h | exposed | #wrong |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+rows = ["| path | launch | collective | compress | size | time us | busbw GB/s | plain busbw | speedup | vs plain (same process) | wire CR | 0.7xCR | coders r:f:h | exposed | #wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for r in runs:
     for p in r["points"]:
         b = plain.get((r["path"], r.get("launch"), r["collective"], p["size"])) or plain.get((r["path"], "threads", r["collective"], p["size"]))
@@ -174,8 +174,9 @@ for r in runs:
         wcr = p["raw_bytes"] / p["wire_bytes"] if p.get("wire_bytes") else 1.0
         c = p["coders"]
         ex = "%.1f%%" % (100 * p["exposed_frac"]) if "exposed_frac" in p else ""
+        vp = "%.3f" % p["vs_plain"] if "vs_plain" in p else ""
         rows.append(f"| {r['path']} | {r.get('launch','')} | {r['collective']} | {r['compress']} | {p['size']>>20} MiB | {p['time_us']:.0f} | "
-                    f"{p['busbw']:.2f} | {b['busbw'] if b else float('nan'):.2f} | {sp:.2f} | {wcr:.2f} | {0.7*wcr:.2f} | "
+                    f"{p['busbw']:.2f} | {b['busbw'] if b else float('nan'):.2f} | {sp:.2f} | {vp} | {wcr:.2f} | {0.7*wcr:.2f} | "
                     f"{c['raw']}:{c['fixedlen']}:{c['huffman']} | {ex} | {p['wrong']} |")
 open(os.path.join(out, "exec-table.md"), "w").write("\n".join(rows) + "\n")
 print("\n".join(rows)); print("wrote", path)
