@@ -6,7 +6,8 @@
 #                        the GPU line; compute-sanitizer's last lines are appended
 #   codecs-DATE.json     bench/codecs.sh's benchmark (every coder x quantizer, 256 MiB, 4 MiB frames)
 #   codecs.txt           its table
-#   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone
+#   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone,
+#                        and of a batch of 64 frames (256 MiB)
 #   kernels-decode.txt   ncu: the HUFFMAN decoder's stall reasons and hot spots on that frame
 #   calibrate.log        the calibration's progress and residual table
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
@@ -85,6 +86,16 @@ if want kernels && [ "$(left)" -gt 60 ]; then
   done >"$OUTDIR/kernels.txt"
   awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-28s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
     "$OUTDIR/kernels.txt" | sort
+  # The same kernels over a batch of 64 frames (256 MiB tiled from the gradients), as
+  # bench/codecs.sh times them: which kernel bounds the batched throughput.
+  for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+  for coder in huffman fixedlen; do
+    timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 1 \
+      2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
+                                                v = $NF; gsub(/[",]/, "", v); print "'$coder'-batch64/" k, v }'
+  done >>"$OUTDIR/kernels.txt"
+  grep batch64 "$OUTDIR/kernels.txt" | awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-36s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' | sort
   # Where the single-frame HUFFMAN decoder waits: stall reasons (cycles per issued instruction) and
   # the sampled hot spots, one launch.
   timeout 120 ncu --clock-control none -k regex:k_hf_decode -c 1 --section WarpStateStats --section SourceCounters \

@@ -8,7 +8,7 @@
 # Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-<date>.json (device,
 # NCCL version, commit, date, every run's points), OUTDIR/exec-table.md and logs.
 # Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
-# sizes), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
+# sizes), FORCED=0 (without the fixed-coder runs), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
 # auto; default calibrate/profiles/h200-x2.json, the measured one every verb has built in; the
 # runs of 2026-11-30 used tests/data/profile_synthetic.json).
 # Needs on the GPU machine: .deps/*.deb (Debian's libcjson) and .devdata/resnet18_digits_step100_rank0.f32.
@@ -110,25 +110,30 @@ SIZES=(-b 1M -e 1G -f 4)
 if [ "$NGPU" -ge 2 ]; then
   for coll in allreduce alltoall; do
     perf "nvlink-$coll-off" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
-    perf "nvlink-$coll-auto" nvlink threads 45 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto --quant $Q \
+    perf "nvlink-$coll-auto" nvlink threads 60 -c $coll "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto --quant $Q \
       --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-nvlink-$coll.json"
   done
   for path in socket socket1x1 socket4x4; do
-    colls="allreduce alltoall"
-    [ "$path" != socket ] && colls=allreduce
-    for coll in $colls; do
+    for coll in allreduce alltoall; do
       perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
       perf "$path-$coll-auto" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress auto --quant $Q \
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
-  # The fixed coders on the socket path (what auto chooses between), and the MPI launch mode.
-  perf socket-allreduce-fixedlen socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --warm-s 1 \
-    --compress fixedlen --quant $Q --data "$GRAD"
-  perf socket-allreduce-huffman socket threads 50 -c allreduce -b 64M -e 1G -f 16 -n 3 -w 1 --warm-s 1 \
-    --compress huffman --quant $Q --data "$GRAD"
+  # The fixed coders (what auto chooses between) on every path, 4 MiB to 1 GiB: with the plain
+  # runs above they rank the coders at each size, which the validate scenario's best-coder
+  # agreement compares with the simulator's ranking.
+  [ "${FORCED:-1}" = 1 ] && for path in nvlink socket socket1x1 socket4x4; do
+    for coll in allreduce alltoall; do
+      for coder in fixedlen huffman; do
+        perf "$path-$coll-$coder" $path threads 60 -c $coll -b 4M -e 1G -f 4 -n 3 -w 1 --warm-s 0.5 \
+          --compress $coder --quant $Q --data "$GRAD"
+      done
+    done
+  done
+  # The MPI launch mode.
   perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
-  perf mpi-nvlink-allreduce-auto nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress auto \
+  perf mpi-nvlink-allreduce-auto nvlink mpi 60 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto \
     --quant $Q --profile "$PROFILE" --data "$GRAD"
   perf mpi-socket-allreduce-off socket mpi 70 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
   perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress auto \
@@ -160,8 +165,8 @@ for r in runs:
     if r["compress"] == "off":
         for p in r["points"]:
             plain[(r["path"], r.get("launch"), r["collective"], p["size"])] = p
-rows = ["| path | launch | collective | compress | size | time us | busbw GB/s | plain busbw | speedup | wire CR | 0.7xCR | coders r:f:h | exposed | #wrong |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+rows = ["| path | launch | collective | compress | size | time us | busbw GB/s | plain busbw | speedup | vs plain (same process) | wire CR | 0.7xCR | coders r:f:h | exposed | #wrong |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for r in runs:
     for p in r["points"]:
         b = plain.get((r["path"], r.get("launch"), r["collective"], p["size"])) or plain.get((r["path"], "threads", r["collective"], p["size"]))
@@ -169,8 +174,9 @@ for r in runs:
         wcr = p["raw_bytes"] / p["wire_bytes"] if p.get("wire_bytes") else 1.0
         c = p["coders"]
         ex = "%.1f%%" % (100 * p["exposed_frac"]) if "exposed_frac" in p else ""
+        vp = "%.3f" % p["vs_plain"] if "vs_plain" in p else ""
         rows.append(f"| {r['path']} | {r.get('launch','')} | {r['collective']} | {r['compress']} | {p['size']>>20} MiB | {p['time_us']:.0f} | "
-                    f"{p['busbw']:.2f} | {b['busbw'] if b else float('nan'):.2f} | {sp:.2f} | {wcr:.2f} | {0.7*wcr:.2f} | "
+                    f"{p['busbw']:.2f} | {b['busbw'] if b else float('nan'):.2f} | {sp:.2f} | {vp} | {wcr:.2f} | {0.7*wcr:.2f} | "
                     f"{c['raw']}:{c['fixedlen']}:{c['huffman']} | {ex} | {p['wrong']} |")
 open(os.path.join(out, "exec-table.md"), "w").write("\n".join(rows) + "\n")
 print("\n".join(rows)); print("wrote", path)

@@ -54,6 +54,6 @@ int cli_write_text(const char *verb, const char *path, const char *text);
 int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out);
 /* Parses "AxBxC" into up to 3 dims; returns the count or -1. */
 int cli_parse_dims(const char *s, unsigned dims[3]);
-/* Parses a byte size with optional K/M/G suffix (powers of 1024); returns 0 on error. */
+/* A byte size (ncclzParseBytes: "65536", "4M", "4MiB", "1.5K"); 0 when it is not one. */
 unsigned long long cli_parse_size(const char *s);
 #endif

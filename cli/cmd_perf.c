@@ -25,7 +25,7 @@ static void print_help(void) {
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
-         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N]\n\n"
+         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
@@ -39,6 +39,9 @@ static void print_help(void) {
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
+         "--vs-plain (nccl): per size, 3 rounds of -n plain NCCL calls and -n calls of --compress, alternated in\n"
+         "the same process; time is the median round of the latter, `vs plain` plain's over it (a speedup that\n"
+         "separate runs' clock and link states do not move).\n"
          "Outputs above 4M elements are checked on a stride (every element up to 4M checked).\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
 }
@@ -58,10 +61,14 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'T': o->trace = arg; break;
   case 'H': o->hint = arg; break;
   case 'r': o->root = atoi(arg); break;
-  case 'k': o->cfg.chunk_bytes = (size_t)cli_parse_size(arg); break;
+  case 'k':
+    if (!(o->cfg.chunk_bytes = (size_t)cli_parse_size(arg)))
+      return cli_usage_error(VERB, "--chunk: expected a byte size like 4M, got '%s'", arg);
+    break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
   case 'W': o->warm_s = atof(arg); break;
   case 'S': o->stress = atoi(arg); break;
+  case 'V': o->vs_plain = 1; break;
   case 't':
     if (cli_parse_float_dtype(VERB, arg, &o->dtype)) return CLI_USAGE;
     break;
@@ -79,7 +86,7 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"chunk", required_argument, 0, 'k'},    {"final-bound", required_argument, 0, 'E'},
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
       {"hint", required_argument, 0, 'H'},     {"warm-s", required_argument, 0, 'W'},
-      {"stress", required_argument, 0, 'S'},
+      {"stress", required_argument, 0, 'S'},   {"vs-plain", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
@@ -99,8 +106,11 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       if ((v = ncclzCollectiveFromName(optarg)) < 0) return cli_usage_error(VERB, "-c %s: unknown collective", optarg);
       o->coll = (ncclzCollective)v;
       break;
-    case 'b': o->min_bytes = (size_t)cli_parse_size(optarg); break;
-    case 'e': o->max_bytes = (size_t)cli_parse_size(optarg); break;
+    case 'b':
+    case 'e':
+      if (!(*(c == 'b' ? &o->min_bytes : &o->max_bytes) = (size_t)cli_parse_size(optarg)))
+        return cli_usage_error(VERB, "-%c: expected a byte size like 1M, got '%s'", c, optarg);
+      break;
     case 'f': o->factor = atof(optarg); break;
     case 'g': o->ngpus = atoi(optarg); break;
     case 'n': o->iters = atoi(optarg); break;
@@ -284,10 +294,10 @@ void perf_print_header(const perf_opts *o) {
   fprintf(stderr, "# ncclz perf: %s, %d ranks (%s backend), compress %s, quant %s, dtype %s\n",
           ncclzCollectiveName(o->coll), o->nranks, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
           ncclzDtypeName(o->dtype));
-  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s\n", "size", "count", "type", "redop", "root",
-          "time", "algbw", "busbw", "#wrong", "cr", "coders", "maxerr");
-  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s\n", "(B)", "(elements)", "", "", "", "(us)",
-          "(GB/s)", "(GB/s)", "", "", "(r:f:h)", "");
+  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s%s\n", "size", "count", "type", "redop", "root",
+          "time", "algbw", "busbw", "#wrong", "cr", "coders", "maxerr", o->vs_plain ? "   plain   vs plain" : "");
+  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s%s\n", "(B)", "(elements)", "", "", "", "(us)",
+          "(GB/s)", "(GB/s)", "", "", "(r:f:h)", "", o->vs_plain ? "    (us)          " : "");
 }
 
 void perf_print_point(const perf_opts *o, const perf_point *p) {
@@ -295,9 +305,11 @@ void perf_print_point(const perf_opts *o, const perf_point *p) {
   snprintf(mix, sizeof mix, "%llu:%llu:%llu", (unsigned long long)p->mix[0], (unsigned long long)p->mix[1],
            (unsigned long long)p->mix[2]);
   int red = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_REDUCESCATTER;
-  fprintf(stderr, "%12zu %12zu %6s %6s %5d %10.1f %8.3f %8.3f %7llu %7.2f %14s %10.3g\n", p->size, p->count,
+  fprintf(stderr, "%12zu %12zu %6s %6s %5d %10.1f %8.3f %8.3f %7llu %7.2f %14s %10.3g", p->size, p->count,
           ncclzDtypeName(o->dtype), red ? "sum" : "none", o->coll == NCCLZ_BROADCAST ? o->root : -1, p->time_us,
           p->algbw, p->busbw, (unsigned long long)p->wrong, p->cr, mix, p->maxerr);
+  if (o->vs_plain) fprintf(stderr, " %8.1f %9.3fx", p->plain_us, p->time_us > 0 ? p->plain_us / p->time_us : 0);
+  fprintf(stderr, "\n");
 }
 
 cJSON *perf_point_json(const perf_point *p) {
@@ -316,6 +328,10 @@ cJSON *perf_point_json(const perf_point *p) {
   cJSON_AddNumberToObject(j, "wire_bytes", (double)p->wire);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)p->mix[c]);
   cJSON_AddItemToObject(j, "coders", mix);
+  if (p->plain_us > 0) {
+    cJSON_AddNumberToObject(j, "plain_us", p->plain_us);
+    cJSON_AddNumberToObject(j, "vs_plain", p->time_us > 0 ? p->plain_us / p->time_us : 0);
+  }
   if (p->traced) {
     cJSON_AddNumberToObject(j, "codec_us", p->codec_us);
     cJSON_AddNumberToObject(j, "exposed_us", p->exposed_us);
@@ -478,6 +494,8 @@ int cli_perf(int argc, char **argv) {
   if (!o.backend) o.backend = "cpu";
 #endif
   if (o.warm_s > 0 && strcmp(o.backend, "nccl")) return cli_usage_error(VERB, "--warm-s needs the nccl backend");
+  if (o.vs_plain && (strcmp(o.backend, "nccl") || o.cfg.policy == NCCLZ_POLICY_OFF || o.stress))
+    return cli_usage_error(VERB, "--vs-plain needs the nccl backend, a --compress other than off, and no --stress");
   if (strcmp(o.backend, "cpu") && strcmp(o.backend, "nccl"))
     return cli_usage_error(VERB, "--backend %s: cpu|nccl", o.backend);
 #ifndef NCCLZ_HAVE_NCCL

@@ -104,17 +104,8 @@ int cli_parse_dims(const char *s, unsigned dims[3]) {
 }
 
 unsigned long long cli_parse_size(const char *s) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s) return 0;
-  switch (*end) {
-  case 'K': case 'k': v <<= 10; end++; break;
-  case 'M': case 'm': v <<= 20; end++; break;
-  case 'G': case 'g': v <<= 30; end++; break;
-  default: break;
-  }
-  if (*end == 'B' || *end == 'b') end++;
-  return *end ? 0 : v;
+  uint64_t v;
+  return ncclzParseBytes(s, &v) ? 0 : v;
 }
 
 int cli_write_text(const char *verb, const char *path, const char *text) {

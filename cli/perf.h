@@ -19,7 +19,8 @@ typedef struct {
   double factor;
   int ngpus, iters, warmup, root;
   double warm_s;               /* --warm-s: untimed traffic before the first size (nccl) */
-  int stress;                  /* --stress N: N checked calls of random collectives and counts (nccl) */
+  int stress;                  /* --stress N: N checked calls of random collectives and counts */
+  int vs_plain;                /* --vs-plain: time plain NCCL too, interleaved, in the same process (nccl) */
   int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
   int mpi;                     /* launched by mpirun: one rank per process */
   const char *hint;
@@ -38,6 +39,7 @@ typedef struct {
   double time_us, algbw, busbw, cr, maxerr, bound;
   uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
   double codec_us, exposed_us, comm_us, iface_us; /* nccl --trace: the traced call */
+  double plain_us;             /* --vs-plain: plain NCCL's time of the same call (0: not measured) */
   int traced;
 } perf_point;
 

@@ -26,6 +26,7 @@ typedef struct {
   cJSON *json_points; /* rank 0 */
   uint64_t wrong;
   int rc;
+  ncclzComm_t plain; /* --vs-plain: policy off on the same NCCL communicator */
 } gpu_rank;
 
 static ncclDataType_t nccl_type(ncclzDtype d) {
@@ -87,17 +88,19 @@ static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   return st;
 }
 
-enum { AG_MAX = 3, AG_SUM = 9 };
+enum { AG_MAX = 4, AG_SUM = 9 };
 
-/* Max of time, maxerr, bound over ranks; sums of the counters (each rank fills its own slots). */
+/* Max of time, maxerr, bound and plain time over ranks; sums of the counters (each rank fills
+ * its own slots). */
 static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *st, const ncclzTraceSummary *ts,
-                             uint64_t wrong, double maxerr, double secs) {
+                             uint64_t wrong, double maxerr, double secs, double plain_secs) {
   int nr = g->t->nranks;
   size_t nv = AG_MAX + (size_t)AG_SUM * nr;
   double *v = calloc(nv, sizeof *v), *m = v + AG_MAX + (size_t)AG_SUM * g->rank;
   v[0] = secs * 1e6;
   v[1] = maxerr;
   v[2] = st->error_bound;
+  v[3] = plain_secs * 1e6;
   double mine[AG_SUM] = {(double)wrong,         (double)st->raw_bytes,     (double)st->frame_bytes,
                          (double)st->wire_bytes, (double)st->coder_mix[0], (double)st->coder_mix[1],
                          (double)st->coder_mix[2], ts->codec_us,            ts->exposed_us};
@@ -106,6 +109,7 @@ static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *s
   p->time_us = v[0];
   p->maxerr = v[1];
   p->bound = v[2];
+  p->plain_us = v[3];
   for (int r = 0; r < nr; r++) {
     const double *q = v + AG_MAX + (size_t)AG_SUM * r;
     p->wrong += (uint64_t)q[0];
@@ -161,21 +165,55 @@ static ncclzStatus gpu_prewarm(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
   return st;
 }
 
+/* -w untimed calls on c, waited for: they are asynchronous, and until 2026-11-30 the timed loop
+ * also paid for them (every GPU time was (warmup + iters) / iters of a call's: 1.4x at -n 5 -w 2). */
+static ncclzStatus warm_calls(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s) {
+  ncclzStatus st = NCCLZ_OK;
+  for (int i = 0; !st && i < g->o->warmup; i++) st = gpu_call(g->o, c, din, dout, count, s);
+  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
+  return st;
+}
+
+/* -n back-to-back calls on c, from a barrier to the stream's end, as nccl-tests times them:
+ * *secs per call. */
+static ncclzStatus timed_calls(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,
+                               double *secs) {
+  double v = 0;
+  ncclzStatus st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
+  double t0 = ncclzNowSeconds();
+  for (int i = 0; !st && i < g->o->iters; i++) st = gpu_call(g->o, c, din, dout, count, s);
+  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
+  *secs = (ncclzNowSeconds() - t0) / g->o->iters;
+  return st;
+}
+
+/* --vs-plain: rounds of plain then compressed calls, alternated, so that both see the same clock
+ * and link states; the medians of the rounds. The compressed calls come last (the output checked
+ * and the stats read are theirs). */
+#define VS_ROUNDS 3
+static ncclzStatus timed_vs_plain(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,
+                                  double *secs, double *plain_secs) {
+  double a[VS_ROUNDS], b[VS_ROUNDS];
+  ncclzStatus st = warm_calls(g, g->plain, din, dout, count, s);
+  for (int k = 0; !st && k < VS_ROUNDS; k++) {
+    st = timed_calls(g, g->plain, din, dout, count, s, &a[k]);
+    if (!st) st = timed_calls(g, c, din, dout, count, s, &b[k]);
+  }
+  *plain_secs = st ? 0 : ncclzMedian(a, VS_ROUNDS);
+  *secs = st ? 0 : ncclzMedian(b, VS_ROUNDS);
+  return st;
+}
+
 static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_point *p, int last) {
   const perf_opts *o = g->o;
   size_t ds = ncclzDtypeSize(o->dtype), no = perf_out_elems(o, p->count);
   void *hout = malloc((no + 1) * ds), *din = NULL, *dout = NULL;
   ncclzStatus st = hout ? gpu_buffers(g, p->count, &din, &dout) : ncclzSetError(NCCLZ_ERR_NOMEM, "perf output");
-  for (int i = 0; !st && i < o->warmup; i++) st = gpu_call(o, c, din, dout, p->count, s);
-  /* The warm-up calls are asynchronous: without this wait the timed loop also paid for them
-   * (until 2026-11-30 every GPU time was (warmup + iters) / iters of a call's: 1.4x at -n 5 -w 2). */
-  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  double v = 0, t0 = 0, secs = 0;
-  if (!st) st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
-  t0 = ncclzNowSeconds();
-  for (int i = 0; !st && i < o->iters; i++) st = gpu_call(o, c, din, dout, p->count, s);
-  if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  secs = (ncclzNowSeconds() - t0) / o->iters;
+  double secs = 0, plain_secs = 0;
+  if (!st) st = warm_calls(g, c, din, dout, p->count, s);
+  if (!st)
+    st = g->plain ? timed_vs_plain(g, c, din, dout, p->count, s, &secs, &plain_secs)
+                  : timed_calls(g, c, din, dout, p->count, s, &secs);
   ncclzExecStats es;
   ncclzCommLastStats(c, &es);
   ncclzTraceSummary ts = {0};
@@ -201,7 +239,7 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   cudaFree(dout);
   free(hout);
   if (st) return st;
-  return aggregate(g, p, &es, &ts, mine.wrong, mine.maxerr, secs);
+  return aggregate(g, p, &es, &ts, mine.wrong, mine.maxerr, secs, plain_secs);
 }
 
 /* --stress: the calls of random collectives, roots and counts (0 to 4 Mi elements, log-uniform,
@@ -237,6 +275,12 @@ static void *gpu_rank_main(void *arg) {
   cudaStream_t s = NULL;
   ncclzStatus st = ncclzCommInitCreate(&c, g->t, g->dev, &o->cfg);
   if (!st && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream");
+  if (!st && o->vs_plain) { /* plain NCCL on the same communicator, for the interleaved timing */
+    ncclzConfig off = o->cfg;
+    off.policy = NCCLZ_POLICY_OFF;
+    off.quant.kind = NCCLZ_QUANT_NONE;
+    st = ncclzCommInit(&g->plain, ncclzCommNccl(c), g->t, &off);
+  }
   if (!st && o->warm_s > 0) st = gpu_prewarm(g, c, s);
   if (!st && o->stress) st = gpu_stress(g, c, s);
   for (size_t k = 0; !st && !o->stress && k < g->npts; k++) {
@@ -254,6 +298,7 @@ static void *gpu_rank_main(void *arg) {
   }
   if (st) g->rc = cli_runtime_error(VERB, "rank %d: %s", g->rank, ncclzLastError());
   if (s) cudaStreamDestroy(s);
+  ncclzCommDestroy(g->plain); /* not the NCCL communicator: c owns it */
   ncclzCommDestroy(c);
   return NULL;
 }
@@ -273,7 +318,7 @@ int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
     ncclzTransport *t = ncclzMpiTransportCreate();
     if (!t) return cli_runtime_error(VERB, "MPI transport: %s", ncclzLastError());
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    gpu_rank g = {o, t, t->rank, ndev ? (lr ? atoi(lr) : t->rank) % ndev : 0, NULL, 0, points, 0, CLI_OK};
+    gpu_rank g = {o, t, t->rank, ndev ? (lr ? atoi(lr) : t->rank) % ndev : 0, NULL, 0, points, 0, CLI_OK, NULL};
     g.npts = perf_make_points(o, &g.pts);
     if (t->rank == 0 && !o->stress) perf_print_header(o);
     gpu_rank_main(&g);
@@ -290,7 +335,7 @@ int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
   pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
   if (!o->stress) perf_print_header(o);
   for (int r = 0; r < o->ngpus; r++) {
-    g[r] = (gpu_rank){o, ncclzThreadGroupTransport(tg, r), r, r, NULL, 0, points, 0, CLI_OK};
+    g[r] = (gpu_rank){o, ncclzThreadGroupTransport(tg, r), r, r, NULL, 0, points, 0, CLI_OK, NULL};
     g[r].npts = perf_make_points(o, &g[r].pts);
     pthread_create(&th[r], NULL, gpu_rank_main, &g[r]);
   }

@@ -69,6 +69,23 @@ double ncclzMedian(double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+int ncclzParseBytes(const char *s, uint64_t *out) {
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.') || strpbrk(s, "xX")) return -1; /* strtod takes "-", " ", "inf", hex */
+  char *end;
+  double d = strtod(s, &end);
+  switch (*end) {
+  case 'K': case 'k': d *= 1024.0, end++; break;
+  case 'M': case 'm': d *= 1048576.0, end++; break;
+  case 'G': case 'g': d *= 1073741824.0, end++; break;
+  default: break;
+  }
+  if (*end == 'i') end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end || !(d >= 1.0 && d <= 1e15) || d != (double)(uint64_t)d) return -1; /* whole bytes */
+  *out = (uint64_t)d;
+  return 0;
+}
+
 double ncclzNowSeconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

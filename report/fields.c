@@ -28,19 +28,8 @@ int fld_number(const cJSON *o, const char *path, const char *key, int required, 
 /* "64K", "4M", "1G", "1.5M" (powers of 1024) or a plain number; -1 when not a byte count. */
 static double parse_bytes(const cJSON *e) {
   if (cJSON_IsNumber(e)) return e->valuedouble >= 1 && e->valuedouble == floor(e->valuedouble) ? e->valuedouble : -1;
-  if (!cJSON_IsString(e)) return -1;
-  char *end;
-  double d = strtod(e->valuestring, &end);
-  if (end == e->valuestring) return -1;
-  switch (*end) {
-  case 'K': case 'k': d *= 1024.0, end++; break;
-  case 'M': case 'm': d *= 1048576.0, end++; break;
-  case 'G': case 'g': d *= 1073741824.0, end++; break;
-  default: break;
-  }
-  if (*end == 'i') end++;
-  if (*end == 'B') end++;
-  return *end || d < 1 || d > 1e15 ? -1 : floor(d);
+  uint64_t v;
+  return cJSON_IsString(e) && ncclzParseBytes(e->valuestring, &v) == 0 ? (double)v : -1;
 }
 
 static int items(const cJSON *o, const char *path, const char *key, int required, const char *what, const cJSON **arr,

@@ -477,14 +477,14 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
     return;
   }
   ncclzReportText(r, "%d measurement file(s), %zu measured points. Median |simulated / measured - 1|: %.1f%% over all "
-                     "points, %.1f%% over the %zu points of at least 1 MiB (DESIGN.md target: 10%%).", nfiles, n_all,
+                     "points, %.1f%% over the %zu points of at least 1 MiB (target: 10%%).", nfiles, n_all,
                   100.0 * all, 100.0 * big, n_big);
   if (n_all) cJSON_AddNumberToObject(j, "median_abs_error", all);
   if (n_big) cJSON_AddNumberToObject(j, "median_abs_error_1mib", big);
   size_t groups, agree = best_coder_agreement(v, &groups);
   if (groups) {
     ncclzReportText(r, "Best coder: in %zu of %zu measured (path, collective, size) groups with two coders or more, "
-                       "the coder fastest in the measurement is also fastest in the replay (%.0f%%; DESIGN.md target: "
+                       "the coder fastest in the measurement is also fastest in the replay (%.0f%%; target: "
                        "90%%).", agree, groups, 100.0 * (double)agree / (double)groups);
     cJSON_AddNumberToObject(j, "best_coder_groups", (double)groups);
     cJSON_AddNumberToObject(j, "best_coder_agreement", (double)agree / (double)groups);

@@ -34,15 +34,8 @@ static int bytes_value(const cJSON *v, const char *field, uint64_t *out) {
   double d = -1.0;
   if (cJSON_IsNumber(v)) d = v->valuedouble;
   else if (cJSON_IsString(v)) {
-    char *end;
-    d = strtod(v->valuestring, &end);
-    double mul = 1.0;
-    if (*end == 'K' || *end == 'k') mul = 1024.0, end++;
-    else if (*end == 'M' || *end == 'm') mul = 1048576.0, end++;
-    else if (*end == 'G' || *end == 'g') mul = 1073741824.0, end++;
-    if (*end == 'i' || *end == 'B') end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-    if (*end) d = -1.0;
-    d *= mul;
+    uint64_t b;
+    d = ncclzParseBytes(v->valuestring, &b) == 0 ? (double)b : -1.0;
   }
   if (!(d >= 1.0 && d <= 1e15) || d != floor(d)) return ERR("%s: expected a byte count such as 1048576 or \"1M\"", field), -1;
   *out = (uint64_t)d;

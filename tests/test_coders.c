@@ -450,7 +450,30 @@ static void bench(void) {
   free(x);
 }
 
+/* The one byte-count parser (command line and scenario files): accepted spellings, and what is
+ * not a whole number of bytes from 1 to 1e15. */
+static void test_parse_bytes(void) {
+  static const struct {
+    const char *s;
+    uint64_t v;
+  } ok[] = {{"65536", 65536},     {"4M", 4u << 20},    {"4MiB", 4u << 20}, {"4MB", 4u << 20}, {"64kb", 64u << 10},
+            {"1.5K", 1536},       {"1G", 1u << 30},    {"1", 1},           {"0.5k", 512},     {"1e3", 1000},
+            {"3GiB", 3ull << 30}, {"910000000000000", 910000000000000ull}};
+  static const char *const bad[] = {"", "0", "-1", " 1", "1 ", "1.3K", "0.5", "4T", "4MiBs", "K", "inf", "nan",
+                                    "0x10", "2e15", "4Mi B", "1..2"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    uint64_t v = 0;
+    CHECK(ncclzParseBytes(ok[i].s, &v) == 0 && v == ok[i].v, "'%s' -> %llu (want %llu)", ok[i].s,
+          (unsigned long long)v, (unsigned long long)ok[i].v);
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t v = 0;
+    CHECK(ncclzParseBytes(bad[i], &v) == -1, "'%s' accepted as %llu", bad[i], (unsigned long long)v);
+  }
+}
+
 int main(void) {
+  test_parse_bytes();
   test_huffman_golden();
   test_fixedlen_golden();
   test_canonical();

@@ -63,6 +63,12 @@ double ncclzNowSeconds(void);
  * The one median of every layer (timings, errors, spreads). */
 double ncclzMedian(double *v, size_t n);
 
+/* A byte count as users write it: digits, or a decimal with K, M or G (binary multiples: 1K =
+ * 1024), then an optional "i" and "B" or "b": "65536", "4M", "4MiB", "1.5K", "64kb". The value
+ * must be a whole number of bytes from 1 to 1e15. 0 with *out set, or -1. The one size parser
+ * of the command line and the scenario files. */
+int ncclzParseBytes(const char *s, uint64_t *out);
+
 /* ------------------------------------------------------------------ types */
 
 typedef enum { NCCLZ_CODER_RAW = 0, NCCLZ_CODER_FIXEDLEN = 1, NCCLZ_CODER_HUFFMAN = 2, NCCLZ_CODER_COUNT = 3 } ncclzCoder;
