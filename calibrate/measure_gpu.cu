@@ -498,6 +498,8 @@ static void *rank_main(void *arg) {
       }
       double enc, enc_exp, dec, dec_exp;
       trace_exposure(cz, &enc, &enc_exp, &dec, &dec_exp);
+      ncclzTraceSummary sum;
+      ncclzCommTrace(cz, NULL, NULL, &sum); /* quantize + agree + dequantize: the interface */
       if (g->rank == 0) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "path", ncclzCalPathName(g->path));
@@ -509,6 +511,7 @@ static void *rank_main(void *arg) {
         cJSON_AddNumberToObject(e, "encode_exposed_us", enc_exp);
         cJSON_AddNumberToObject(e, "decode_us", dec);
         cJSON_AddNumberToObject(e, "decode_exposed_us", dec_exp);
+        cJSON_AddNumberToObject(e, "interface_us", sum.iface_us);
         cJSON_AddItemToArray(g->overlap, e);
         if (o->progress)
           fprintf(stderr, "# %-9s overlap %-8s %10zu B: encode exposed %5.1f%%, decode exposed %5.1f%%\n",

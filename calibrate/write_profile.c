@@ -228,8 +228,22 @@ static int hint_of_path(int p) {
   return p == NCCLZ_CAL_NVLINK ? NCCLZ_HINT_NVLINK : p == NCCLZ_CAL_SHM ? NCCLZ_HINT_SHM : NCCLZ_HINT_NET;
 }
 
+/* The interface line per hint: least squares through (bytes, interface_us) of the traced calls;
+ * kept when its slope is positive (a bandwidth), the intercept clamped at 0. */
+static void fit_interface(const double (*ls)[5], ncclzCalResult *r) {
+  for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
+    const double n = ls[h][0], sx = ls[h][1], sy = ls[h][2], sxx = ls[h][3], sxy = ls[h][4];
+    double den = n * sxx - sx * sx, slope = n >= 2 && den > 0 ? (n * sxy - sx * sy) / den : 0;
+    r->iface_present[h] = slope > 0;
+    if (!r->iface_present[h]) continue;
+    r->iface_alpha_us[h] = fmax(0.0, (sy - slope * sx) / n);
+    r->iface_gbps[h] = 1.0 / (slope * 1e3); /* us per byte -> 1e9 bytes/s */
+  }
+}
+
 static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
   double enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}}, dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}};
+  double ls[NCCLZ_CAL_HINTS][5] = {{0}}; /* n, sum x, sum y, sum xx, sum xy of (bytes, interface_us) */
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "overlap"), *e;
   if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points overlap: must be an array");
   int i = 0;
@@ -256,7 +270,15 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
     enc[c][h][1] += v[1];
     dec[c][h][0] += v[2];
     dec[c][h][1] += v[3];
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *fi = cJSON_GetObjectItemCaseSensitive(e, "interface_us");
+    if (fi) { /* optional: points recorded before 2026-11-30 have none */
+      if (!cJSON_IsNumber(fi) || !(fi->valuedouble >= 0) || !cJSON_IsNumber(b) || !(b->valuedouble > 0))
+        return ncclzSetError(NCCLZ_ERR_ARG, "points %s: interface_us and bytes must be numbers (>= 0, > 0)", where);
+      double x = b->valuedouble, y = fi->valuedouble;
+      ls[h][0] += 1, ls[h][1] += x, ls[h][2] += y, ls[h][3] += x * x, ls[h][4] += x * y;
+    }
   }
+  fit_interface(ls, r);
   for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
     for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
       r->lambda_enc[c][h] = r->lambda_dec[c][h] = 1.0;
@@ -435,6 +457,14 @@ char *ncclzCalProfileJson(const ncclzCalResult *r) {
     }
   }
   add_plain_curves(root, r);
+  cJSON *fo = NULL;
+  for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
+    if (!r->iface_present[h]) continue;
+    if (!fo) fo = cJSON_AddObjectToObject(root, "interface");
+    cJSON *t = cJSON_AddObjectToObject(fo, ncclzHintName((ncclzTransportHint)h));
+    cJSON_AddItemToObject(t, "alpha_us", num(r6(r->iface_alpha_us[h])));
+    cJSON_AddItemToObject(t, "gbps", num(r6(r->iface_gbps[h])));
+  }
   cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
   cJSON_AddNumberToObject(th, "fast_path_bytes", 65536);
   cJSON_AddNumberToObject(th, "huff_min_bytes", 262144);

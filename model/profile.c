@@ -180,6 +180,31 @@ static ncclzStatus parse_transports(const cJSON *root, ncclzTransportProfile *t)
   return NCCLZ_OK;
 }
 
+/* interface (optional): {"<hint>": {"alpha_us": >= 0, "gbps": > 0}} for some of the hints. */
+static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) {
+  Path top = {""}, p, ph;
+  const cJSON *o, *h, *it;
+  if (!cJSON_GetObjectItemCaseSensitive(root, "interface")) return NCCLZ_OK;
+  TRY(get_object(root, &top, "interface", &o, &p));
+  cJSON_ArrayForEach(it, o) {
+    int i = ncclzHintFromName(it->string);
+    if (i < 0) {
+      Path pk = path_join(&p, it->string);
+      return field_error(&pk, "not a transport hint (nvlink, shm, net)");
+    }
+    TRY(get_object(o, &p, it->string, &h, &ph));
+    TRY(get_nonnegative(h, &ph, "alpha_us", &f[i].alpha_us));
+    TRY(get_positive(h, &ph, "gbps", &f[i].gbps));
+    f[i].present = 1;
+  }
+  return NCCLZ_OK;
+}
+
+double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes) {
+  if ((unsigned)hint >= NCCLZ_HINT_COUNT || !p->iface[hint].present) return 0.0;
+  return p->iface[hint].alpha_us + bytes / (p->iface[hint].gbps * 1e3);
+}
+
 /* A curve: a non-empty array of {"bytes": >0 increasing, "us": >=0}. */
 static ncclzStatus parse_curve(const cJSON *parent, const Path *pp, const char *key, ncclzCurve *c) {
   Path p = path_join(pp, key);
@@ -343,6 +368,7 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
   if (s == NCCLZ_OK) s = parse_codecs(root, out->codec);
   if (s == NCCLZ_OK) s = parse_thresholds(root, &out->thresholds);
   if (s == NCCLZ_OK) s = parse_plain(root, out);
+  if (s == NCCLZ_OK) s = parse_interface(root, out->iface);
   cJSON_Delete(root);
   return s;
 }

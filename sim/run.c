@@ -262,7 +262,10 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   free(j.lay.node_of);
   free(j.lay.gpu_of);
   if (st != NCCLZ_OK) return st;
-  res->time_us = r.end_s * 1e6;
+  /* A compressed call also quantizes, agrees on the step and dequantizes outside the pipeline
+   * (the executor's interface; the profile's "interface", 0 when it has none). */
+  double iface = o.compress != NCCLZ_SIM_OFF && prof ? ncclzProfileInterfaceUs(prof, j.hop.hint, (double)o.bytes) : 0.0;
+  res->time_us = r.end_s * 1e6 + iface;
   res->fidelity = f;
   res->actors = j.lay.nactors;
   res->nranks = n;

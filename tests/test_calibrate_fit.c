@@ -161,17 +161,19 @@ static char *points_doc(void) {
     }
   }
   cJSON *ov = cJSON_AddArrayToObject(root, "overlap");
-  for (int p = 0; p < 2; p++) {
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "path", paths[p]);
-    cJSON_AddStringToObject(e, "coder", "fixedlen");
-    cJSON_AddNumberToObject(e, "bytes", 64 << 20);
-    cJSON_AddNumberToObject(e, "encode_us", 1000);
-    cJSON_AddNumberToObject(e, "encode_exposed_us", p ? 150 : 900);
-    cJSON_AddNumberToObject(e, "decode_us", 1000);
-    cJSON_AddNumberToObject(e, "decode_exposed_us", p ? 250 : 1000);
-    cJSON_AddItemToArray(ov, e);
-  }
+  for (int p = 0; p < 2; p++)
+    for (double b = 16 << 20; b <= 256 << 20; b *= 4) { /* the interface on a line: 20 us + 2 TB/s, 300 us + 500 GB/s */
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddStringToObject(e, "path", paths[p]);
+      cJSON_AddStringToObject(e, "coder", "fixedlen");
+      cJSON_AddNumberToObject(e, "bytes", b);
+      cJSON_AddNumberToObject(e, "encode_us", 1000);
+      cJSON_AddNumberToObject(e, "encode_exposed_us", p ? 150 : 900);
+      cJSON_AddNumberToObject(e, "decode_us", 1000);
+      cJSON_AddNumberToObject(e, "decode_exposed_us", p ? 250 : 1000);
+      cJSON_AddNumberToObject(e, "interface_us", p ? line(300, 500, b) : line(20, 2000, b));
+      cJSON_AddItemToArray(ov, e);
+    }
   char *s = cJSON_Print(root);
   cJSON_Delete(root);
   return s;
@@ -240,6 +242,11 @@ static void test_profile(const char *dir) {
   CHECK(r->lambda_dec[NCCLZ_CODER_FIXEDLEN][NCCLZ_HINT_NVLINK] == 1.0, "lambda nvlink dec");
   CHECK(!r->lambda_measured[NCCLZ_CODER_HUFFMAN][NCCLZ_HINT_NET] && r->lambda_enc[NCCLZ_CODER_HUFFMAN][NCCLZ_HINT_NET] == 1,
         "huffman lambda assumed 1");
+  CHECK(r->iface_present[NCCLZ_HINT_NET] && rel(r->iface_alpha_us[NCCLZ_HINT_NET], 300) < 1e-6 &&
+            rel(r->iface_gbps[NCCLZ_HINT_NET], 500) < 1e-6 && rel(r->iface_gbps[NCCLZ_HINT_NVLINK], 2000) < 1e-6 &&
+            !r->iface_present[NCCLZ_HINT_SHM],
+        "interface fit: net %g us + %g GB/s, nvlink %g GB/s, shm present %d", r->iface_alpha_us[NCCLZ_HINT_NET],
+        r->iface_gbps[NCCLZ_HINT_NET], r->iface_gbps[NCCLZ_HINT_NVLINK], r->iface_present[NCCLZ_HINT_SHM]);
   char *text = ncclzCalProfileJson(r);
   CHECK(text != NULL, "%s", ncclzLastError());
   if (text) {
@@ -263,6 +270,9 @@ static void test_profile(const char *dir) {
     CHECK(d->present && d->decode.us[3] == el->decode.us[3], "default = eb_lorenzo");
     CHECK(fabs(p->codec[NCCLZ_CODER_FIXEDLEN].lambda_dec[NCCLZ_HINT_NET] - 0.25) < 1e-9, "lambda in profile");
     CHECK(p->thresholds.frame_bytes == 4194304, "thresholds");
+    CHECK(rel(ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30), line(300, 500, 1 << 30)) < 1e-5 &&
+              ncclzProfileInterfaceUs(p, NCCLZ_HINT_SHM, 1 << 30) == 0,
+          "interface in the profile: %g us", ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30));
     CHECK(!strcmp(p->meta.device, "NVIDIA H200 (2x, test)") && !strcmp(p->meta.nccl, "2.28.3"), "metadata");
     cJSON *j = cJSON_Parse(text);
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(j, "fit");

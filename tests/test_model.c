@@ -189,6 +189,31 @@ static void test_profile_errors(void) {
           "collectives case %zu: '%s'", i, ncclzLastError());
     free(doc);
   }
+  /* the optional interface section: its shape is checked, and it gives alpha + bytes / gbps */
+  static const struct {
+    const char *json, *message;
+  } iface[] = {
+      {"{\"ib\": {\"alpha_us\": 1, \"gbps\": 2}}", "interface.ib: not a transport hint"},
+      {"{\"net\": {\"alpha_us\": 1, \"gbps\": 0}}", "interface.net.gbps: must be > 0"},
+      {"{\"net\": {\"alpha_us\": -1, \"gbps\": 2}}", "interface.net.alpha_us: must be >= 0"},
+      {"{\"net\": {\"gbps\": 2}}", "interface.net.alpha_us: missing"},
+      {"{\"net\": {\"alpha_us\": 100, \"gbps\": 400}}", NULL},
+  };
+  for (size_t i = 0; base && i < sizeof iface / sizeof iface[0]; i++) {
+    char *doc = malloc(len + 256);
+    char *end = strrchr(base, '}');
+    snprintf(doc, len + 256, "%.*s, \"interface\": %s}", (int)(end - base), base, iface[i].json);
+    ncclzStatus st = ncclzProfileParse(doc, strlen(doc), &p);
+    if (iface[i].message)
+      CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), iface[i].message), "interface case %zu: '%s'", i,
+            ncclzLastError());
+    else
+      CHECK(st == NCCLZ_OK && fabs(ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 4e8) - 1100.0) < 1e-9 &&
+                ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8) == 0.0,
+            "interface: %s, net %g us for 400 MB (want 1100), nvlink %g (want 0)", ncclzLastError(),
+            ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 4e8), ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8));
+    free(doc);
+  }
   free(base);
 }
 

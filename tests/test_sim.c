@@ -223,6 +223,19 @@ static void test_rea_and_options(void) {
   o.size_protocol = NCCLZ_SIZE_HEADER;
   double t_hdr = run_us(&p, &o, &r);
   CHECK(t_hdr > t_pig, "a header message per chunk costs time: %.2f vs %.2f", t_hdr, t_pig);
+  /* A profile's interface cost (quantize, agree, dequantize) adds alpha + bytes / gbps to a
+   * compressed call, on the communicator's hint (NET here), and nothing to a plain one. */
+  o.size_protocol = NCCLZ_SIZE_PIGGYBACK;
+  ncclzProfile with = prof;
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 250.0, 500.0};
+  ncclzSimResult r2;
+  double t_if = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
+  double want = 250.0 + (double)o.bytes / (500.0 * 1e3);
+  CHECK(fabs(t_if - t_pig - want) < 1e-6 * t_pig, "interface: %.3f us more, want %.3f", t_if - t_pig, want);
+  o.compress = NCCLZ_SIM_OFF;
+  double t_plain = run_us(&p, &o, &r);
+  CHECK(ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK && r2.time_us == t_plain, "plain pays no interface");
+  o.compress = NCCLZ_SIM_AUTO;
   /* Errors name the field. */
   o.fidelity = NCCLZ_FID_REDUCED;
   o.coll = NCCLZ_ALLTOALL;

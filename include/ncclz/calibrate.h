@@ -143,6 +143,10 @@ typedef struct {
   ncclzCalCodecFit codec[NCCLZ_CAL_CODERS][NCCLZ_CAL_CLASSES];
   double lambda_enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS], lambda_dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
   int lambda_measured[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS];
+  /* The interface cost per hint (quantize + agree + dequantize of a traced call): a line through
+   * the traced points, alpha_us + bytes / (gbps * 1e3); present 0 when not measured. */
+  double iface_alpha_us[NCCLZ_CAL_HINTS], iface_gbps[NCCLZ_CAL_HINTS];
+  int iface_present[NCCLZ_CAL_HINTS];
   double worst_resid_1m;       /* over every fit, sizes >= 1 MiB */
   char worst_what[96];         /* which fit and size it was */
   char notes[1024];            /* what was filled in rather than measured ('; '-separated) */

@@ -83,6 +83,15 @@ typedef struct {
   double beta_gbps;  /* effective bandwidth, 1e9 bytes/s */
 } ncclzTransportProfile;
 
+/* The executor's interface cost of one compressed call, outside the pipeline: quantize, agree on
+ * the step (a small NCCL allreduce and the lane), dequantize. alpha_us + bytes / (gbps * 1e3)
+ * microseconds for a call of `bytes` (nccl-tests' size). Optional ("interface"): absent, 0. */
+typedef struct {
+  int present;
+  double alpha_us;
+  double gbps;
+} ncclzInterfaceProfile;
+
 /* Arbitration thresholds that a profile recommends (ncclzReaConfigFromProfile copies them). */
 typedef struct {
   uint64_t fast_path_bytes;      /* frames of fewer raw bytes go RAW without planning */
@@ -119,6 +128,7 @@ typedef struct {
   ncclzTransportProfile transport[NCCLZ_HINT_COUNT];
   ncclzCodecProfile codec[NCCLZ_CODER_COUNT]; /* index by ncclzCoder; the RAW entry is unused */
   ncclzThresholds thresholds;
+  ncclzInterfaceProfile iface[NCCLZ_HINT_COUNT]; /* optional "interface" section, per transport */
   ncclzProfileMeta meta;
   uint32_t plain_ranks;                  /* ranks the plain curves were measured on; 0: none */
   uint32_t n_plain;
@@ -128,6 +138,9 @@ typedef struct {
 /* Parse and validate a profile. Any problem gives NCCLZ_ERR_ARG with a message naming the field,
  * e.g. "profile transports.net.beta_gbps: must be > 0". File errors give NCCLZ_ERR_IO. */
 ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
+/* The interface cost (us) of a compressed call of `bytes` on a hint's path (ncclzInterfaceProfile);
+ * 0 when the profile has none. */
+double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes);
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
 /* The profile compiled into the library: calibrate/profiles/h200-x2.json, measured on 2x H200 by
  * `ncclz calibrate` (its metadata says when and how). Every verb falls back to it, so that all
