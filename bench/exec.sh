@@ -41,7 +41,7 @@ GRAD=.devdata/resnet18_digits_step100_rank0.f32
 [ -f "$GRAD" ] || GRAD=tests/data/resnet18_rank0_64k.f32
 
 echo "== build ($NGPU GPUs)"
-TARGETS="ncclz test_exec test_exec_mpi"
+TARGETS="ncclz test_exec test_exec_mpi test_exec_stress"
 [ "$NGPU" -ge 1 ] && TARGETS="$TARGETS test_gpu_exec"
 build() { # SRC
   { cmake -S "$1" -B "$B" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF -DNCCLZ_MPI=ON ${DEPS:-} &&
@@ -195,3 +195,4 @@ print("\n".join(rows)); print("wrote", path)
 EOF
 grep -h "# trace" "$OUT/exec-perf.log" | tail -20
 grep -hiE "error|fail" "$OUT/exec-perf.log" | head -20
+exit 0 # the runs' own status is in their lines above and in exec-perf.log
