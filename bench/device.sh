@@ -109,9 +109,10 @@ EXEC_RC=skipped
 if want exec && [ "$(left)" -gt 300 ]; then
   echo "== executor benchmark ($(left) s left)"
   TMP=$(mktemp -d)
-  BUILD=$B SKIP_TESTS=1 timeout $(($(left) - 10)) bash bench/exec.sh "$TMP" >"$TMP/run.txt" 2>&1
+  BUILD=$B SKIP_TESTS=1 EXEC_LIMIT_S=$(($(left) - 30)) timeout $(($(left) - 10)) bash bench/exec.sh "$TMP" >"$TMP/run.txt" 2>&1
   EXEC_RC=$?
   cp "$TMP"/exec-*.json "$TMP/exec-table.md" "$TMP/exec-stress.txt" "$TMP/exec-perf.log" "$OUTDIR/" 2>/dev/null
+  [ -f "$TMP/exec-skipped.txt" ] && cat "$TMP/exec-skipped.txt"
   tail -n 30 "$TMP/run.txt"
 fi
 

@@ -8,7 +8,8 @@
 # Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-<date>.json (device,
 # NCCL version, commit, date, every run's points), OUTDIR/exec-table.md and logs.
 # Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
-# sizes), FORCED=0 (without the fixed-coder runs), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
+# sizes), FORCED=0 (without the fixed-coder runs), EXEC_LIMIT_S (time budget: runs that would pass
+# it are skipped and listed in exec-skipped.txt, the summary is still written), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
 # auto; default calibrate/profiles/h200-x2.json, the measured one every verb has built in; the
 # runs of 2026-11-30 used tests/data/profile_synthetic.json).
 # Needs on the GPU machine: .deps/*.deb (Debian's libcjson) and .devdata/resnet18_digits_step100_rank0.f32.
@@ -20,6 +21,15 @@ mkdir -p "$OUT"
 B=${BUILD:-/tmp/ncclz-exec-build}
 PROFILE=${NCCLZ_PROFILE:-calibrate/profiles/h200-x2.json}
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# EXEC_LIMIT_S: the script's time budget. A run that might not finish in what is left is skipped
+# (and said), so that the summary below is always written: a call stopped from outside loses it.
+DEADLINE=$(($(date +%s) + ${EXEC_LIMIT_S:-100000}))
+fits() { # NAME TIMEOUT: 0 when a run of TIMEOUT seconds still fits the budget
+  if [ $(($(date +%s) + $2 + 15)) -gt "$DEADLINE" ]; then
+    echo "$1 skipped: ${2} s would pass EXEC_LIMIT_S" | tee -a "$OUT/exec-skipped.txt"
+    return 1
+  fi
+}
 COMMIT=${NCCLZ_COMMIT:-$(git -c safe.directory='*' rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export NCCL_NVLS_ENABLE=0 # NVLink SHARP multicast stays off (KINDS.md), for every program here
 export OMPI_MCA_rmaps_base_oversubscribe=1
@@ -31,7 +41,7 @@ GRAD=.devdata/resnet18_digits_step100_rank0.f32
 [ -f "$GRAD" ] || GRAD=tests/data/resnet18_rank0_64k.f32
 
 echo "== build ($NGPU GPUs)"
-TARGETS="ncclz test_exec test_exec_mpi"
+TARGETS="ncclz test_exec test_exec_mpi test_exec_stress"
 [ "$NGPU" -ge 1 ] && TARGETS="$TARGETS test_gpu_exec"
 build() { # SRC
   { cmake -S "$1" -B "$B" -DCMAKE_BUILD_TYPE=Release -DNCCLZ_SIM=OFF -DNCCLZ_MPI=ON ${DEPS:-} &&
@@ -68,6 +78,7 @@ perf() {
   local name=$1 path=$2 launch=$3 tmo=$4
   shift 4
   [[ "$name" =~ ${ONLY:-.} ]] || return 0 # ONLY=REGEX: a subset of the runs
+  fits "$name" "$tmo" || return 0
   local envs=(NCCL_NVLS_ENABLE=0)
   case $path in socket*) envs+=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo) ;; esac
   [ "$path" = socket1x1 ] && envs+=(NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1)
@@ -94,6 +105,7 @@ stress() {
   local name=$1 path=$2 launch=$3 tmo=$4
   shift 4
   [[ "$name" =~ ${ONLY:-.} ]] || return 0
+  fits "$name" "$tmo" || return 0
   echo "== $name ($path, $launch)" >>"$OUT/exec-perf.log"
   if [ "$launch" = mpi ]; then
     timeout "$tmo" "${MPIRUN[@]}" "$NCCLZ" perf -g 1 "$@" >"$RUNS/$name.txt" 2>&1
@@ -120,17 +132,6 @@ if [ "$NGPU" -ge 2 ]; then
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
-  # The fixed coders (what auto chooses between) on every path, 4 MiB to 1 GiB: with the plain
-  # runs above they rank the coders at each size, which the validate scenario's best-coder
-  # agreement compares with the simulator's ranking.
-  [ "${FORCED:-1}" = 1 ] && for path in nvlink socket socket1x1 socket4x4; do
-    for coll in allreduce alltoall; do
-      for coder in fixedlen huffman; do
-        perf "$path-$coll-$coder" $path threads 60 -c $coll -b 4M -e 1G -f 4 -n 3 -w 1 --warm-s 0.5 \
-          --compress $coder --quant $Q --data "$GRAD"
-      done
-    done
-  done
   # The MPI launch mode.
   perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
   perf mpi-nvlink-allreduce-auto nvlink mpi 60 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto \
@@ -141,8 +142,19 @@ if [ "$NGPU" -ge 2 ]; then
   # 1000 calls of random collectives, roots and counts in each launch mode (no hang, no wrong
   # element); REA plans for the NET path so that frames of every coder travel (over NVLink: quick).
   for launch in threads mpi; do
-    stress "stress-$launch" nvlink $launch 240 --stress 1000 --compress auto --hint net --quant $Q \
+    stress "stress-$launch" nvlink $launch 120 --stress 1000 --compress auto --hint net --quant $Q \
       --profile "$PROFILE" --data "$GRAD"
+  done
+  # The fixed coders (what auto chooses between) on every path, 4 MiB to 1 GiB: with the plain
+  # runs above they rank the coders at each size, which the validate scenario's best-coder
+  # agreement compares with the simulator's ranking.
+  [ "${FORCED:-1}" = 1 ] && for path in nvlink socket socket1x1 socket4x4; do
+    for coll in allreduce alltoall; do
+      for coder in fixedlen huffman; do
+        perf "$path-$coll-$coder" $path threads 60 -c $coll -b 4M -e 1G -f 4 -n 3 -w 1 --warm-s 0.5 \
+          --compress $coder --quant $Q --data "$GRAD"
+      done
+    done
   done
 else
   perf cpu-allreduce-auto threads threads 300 --backend cpu -c allreduce -b 1M -e 16M -f 4 -n 3 -w 1 \
@@ -183,3 +195,4 @@ print("\n".join(rows)); print("wrote", path)
 EOF
 grep -h "# trace" "$OUT/exec-perf.log" | tail -20
 grep -hiE "error|fail" "$OUT/exec-perf.log" | head -20
+exit 0 # the runs' own status is in their lines above and in exec-perf.log

@@ -424,7 +424,7 @@ size_t perf_stress_next(perf_stress *st, perf_opts *oo) {
 }
 
 void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed) {
-  printf("# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
+  fprintf(stderr, "# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
          "on %d ranks, %s, %llu wrong elements%s\n",
          st->calls, (unsigned long long)st->counts[NCCLZ_ALLREDUCE], (unsigned long long)st->counts[NCCLZ_REDUCESCATTER],
          (unsigned long long)st->counts[NCCLZ_ALLGATHER], (unsigned long long)st->counts[NCCLZ_ALLTOALL],

@@ -67,11 +67,12 @@ static void ramp_factor(const ncclzProfile *prof, const char *path, double p2p, 
 
 /* "calibrated": "PATH" takes the link from the profile's measurement of that path, as the
  * executor sees it: the executor's frames travel by NCCL send/recv, so the link is the send/recv
- * curve's (bandwidth of large messages, LogGP latency at 1 KiB); plain NCCL runs its
- * collectives on more channels, so plain points scale the bandwidth by the AllReduce's (a 2-rank
- * ring AllReduce moves its whole buffer each way) over send/recv's; the executor's frames (a few
- * MiB and less) also follow send/recv's ramp with message size (ramp_factor). Writes the link
- * fields into plat (a copy) and the factors into p. */
+ * curve's (bandwidth of large messages, LogGP latency at 1 KiB), and the frames (a few MiB and
+ * less) follow send/recv's ramp with message size (ramp_factor). Plain NCCL runs its collectives
+ * on more channels: plain points scale the bandwidth by the AllReduce's over send/recv's (a 2-rank
+ * ring AllReduce moves its whole buffer each way) here, and by each collective's own factors
+ * (plain_factors, plain_point_factor) once the path's platform is parsed. Writes the link fields
+ * into plat (a copy) and the factors into p. */
 static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p) {
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(plat, "calibrated");
   if (!cal) return 0;
