@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command-line contract of `ncclz codec` (DESIGN.md): --help exits 0, bad input exits 2 with
+# The command-line contract of `ncclz codec` and `ncclz perf`: --help exits 0, bad input exits 2 with
 # one line on stderr, --json is one JSON object on stdout, a stream decodes back bit for bit.
 #   tests/cli_contract.sh NCCLZ_BINARY TEST_DATA_DIR
 set -u
@@ -59,6 +59,15 @@ if [ ! -e "$TMP/bad.out" ] && [ ! -e "$TMP/short.out" ]; then passed=$((passed +
 expect 0 "eb stream" -- "$NCCLZ" codec --input "$F" --dims 8x64x128 --quant eb:rel=1e-4,lorenzo=3d --coder fixedlen --json --repeat 1
 if jq -e '.bound_ok and .max_abs_err <= .error_bound' "$TMP/out" >/dev/null; then passed=$((passed + 1)); else
   failed=$((failed + 1)); echo "FAIL: eb bound: $(head -c 300 "$TMP/out")"; fi
+
+# ncclz perf's options (the cpu backend, so anywhere): sizes, and what needs the nccl backend.
+expect 0 "perf --help" -- "$NCCLZ" perf --help
+expect 2 "perf -b not a size" -- "$NCCLZ" perf --backend cpu -b foo -e 1M
+expect 2 "perf --chunk not a size" -- "$NCCLZ" perf --backend cpu --chunk 1.3K
+expect 2 "perf --vs-plain needs nccl" -- "$NCCLZ" perf --backend cpu --vs-plain
+expect 2 "perf --warm-s needs nccl" -- "$NCCLZ" perf --backend cpu --warm-s 1
+expect 2 "perf --stress negative" -- "$NCCLZ" perf --backend cpu --stress -1
+expect 0 "perf 1.5K..3KiB" -- "$NCCLZ" perf --backend cpu -g 2 -b 1.5K -e 3KiB -f 2 -n 1 -w 0
 
 echo "cli_contract: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
