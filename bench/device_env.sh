@@ -13,6 +13,16 @@ if ls .deps/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/cjson/cJSON.h ]; then
   DEPS="-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DcJSON_DIR=/tmp/deps/usr/lib/x86_64-linux-gnu/cmake/cJSON"
 fi
 
+# ncclz_path_env PATH: the NCCL variables of a measured path (nvlink, socket, socket1x1,
+# socket4x4; as calibrate/fit.c sets them), VAR=VALUE words for env or export.
+ncclz_path_env() {
+  case $1 in socket*) echo NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo ;; esac
+  case $1 in
+  socket1x1) echo NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 ;;
+  socket4x4) echo NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4 ;;
+  esac
+}
+
 # ncclz_device_build BUILD_DIR LOG TARGET...: configures (no simulator, no MPI, cJSON from DEPS)
 # and builds the targets into a fresh LOG; on failure prints the log's tail and returns 1.
 ncclz_device_build() {

@@ -80,9 +80,7 @@ perf() {
   [[ "$name" =~ ${ONLY:-.} ]] || return 0 # ONLY=REGEX: a subset of the runs
   fits "$name" "$tmo" || return 0
   local envs=(NCCL_NVLS_ENABLE=0)
-  case $path in socket*) envs+=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo) ;; esac
-  [ "$path" = socket1x1 ] && envs+=(NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1)
-  [ "$path" = socket4x4 ] && envs+=(NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4)
+  envs+=($(ncclz_path_env "$path"))
   echo "== $name ($path, $launch)" >>"$OUT/exec-perf.log"
   if [ "$launch" = mpi ]; then
     local xs=()

@@ -5,7 +5,8 @@
 # perf timing single calls (-n 1), and calibrate --check's socket sweep (its own harness), and
 # prints each run's 64 and 256 MiB times. Usage: BUILD=DIR bench/socket_harness.sh (GPU machine)
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo
+. "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
+export $(ncclz_path_env socket)
 NCCLZ=${BUILD:-/tmp/ncclz-device-build}/ncclz
 GRAD=.devdata/resnet18_digits_step100_rank0.f32
 perf() { # LABEL args...

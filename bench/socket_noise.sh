@@ -5,7 +5,7 @@
 # bound with taskset to the CPUs nvidia-smi names as GPU 0's affinity, and prints each run's
 # 64 MiB and 256 MiB busbw. Usage: BUILD=DIR bench/socket_noise.sh [REPEAT]   (GPU machine)
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo
+. "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 NCCLZ=${BUILD:-/tmp/ncclz-device-build}/ncclz
 REPEAT=${1:-4}
 nvidia-smi topo -m 2>&1 | head -8
@@ -20,10 +20,9 @@ run() { # LABEL SETTING-ENV... -- prefix...
   done
 }
 for setting in default 1x1 4x4; do
-  envs=()
-  [ $setting = 1x1 ] && envs=(env NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1)
-  [ $setting = 4x4 ] && envs=(env NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4)
-  [ $setting = default ] && envs=(env)
+  path=socket
+  [ $setting != default ] && path=socket$setting
+  envs=(env $(ncclz_path_env $path))
   run "$setting unbound" "${envs[@]}"
   [ -n "$CPUS" ] && command -v taskset >/dev/null && run "$setting taskset $CPUS" "${envs[@]}" taskset -c "$CPUS"
 done

@@ -228,22 +228,22 @@ static int hint_of_path(int p) {
   return p == NCCLZ_CAL_NVLINK ? NCCLZ_HINT_NVLINK : p == NCCLZ_CAL_SHM ? NCCLZ_HINT_SHM : NCCLZ_HINT_NET;
 }
 
-/* The interface line per hint: least squares through (bytes, interface_us) of the traced calls;
- * kept when its slope is positive (a bandwidth), the intercept clamped at 0. */
-static void fit_interface(const double (*ls)[5], ncclzCalResult *r) {
+/* The interface line per hint through (bytes, interface_us) of the traced calls, by the same fit
+ * as every transport line (ncclzCalFitLinear); kept when there is one (a positive slope). */
+static void fit_interface(ncclzCalPoint (*pts)[NCCLZ_CAL_MAX_POINTS], const size_t *n, ncclzCalResult *r) {
   for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
-    const double n = ls[h][0], sx = ls[h][1], sy = ls[h][2], sxx = ls[h][3], sxy = ls[h][4];
-    double den = n * sxx - sx * sx, slope = n >= 2 && den > 0 ? (n * sxy - sx * sy) / den : 0;
-    r->iface_present[h] = slope > 0;
+    ncclzCalFit f;
+    r->iface_present[h] = n[h] >= 2 && ncclzCalFitLinear(pts[h], n[h], &f) == NCCLZ_OK;
     if (!r->iface_present[h]) continue;
-    r->iface_alpha_us[h] = fmax(0.0, (sy - slope * sx) / n);
-    r->iface_gbps[h] = 1.0 / (slope * 1e3); /* us per byte -> 1e9 bytes/s */
+    r->iface_alpha_us[h] = f.alpha_us;
+    r->iface_gbps[h] = f.beta_gbps;
   }
 }
 
 static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
   double enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}}, dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}};
-  double ls[NCCLZ_CAL_HINTS][5] = {{0}}; /* n, sum x, sum y, sum xx, sum xy of (bytes, interface_us) */
+  ncclzCalPoint iface[NCCLZ_CAL_HINTS][NCCLZ_CAL_MAX_POINTS]; /* (bytes, interface_us) */
+  size_t n_iface[NCCLZ_CAL_HINTS] = {0};
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "overlap"), *e;
   if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points overlap: must be an array");
   int i = 0;
@@ -274,11 +274,13 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
     if (fi) { /* optional: points recorded before 2026-11-30 have none */
       if (!cJSON_IsNumber(fi) || !(fi->valuedouble >= 0) || !cJSON_IsNumber(b) || !(b->valuedouble > 0))
         return ncclzSetError(NCCLZ_ERR_ARG, "points %s: interface_us and bytes must be numbers (>= 0, > 0)", where);
-      double x = b->valuedouble, y = fi->valuedouble;
-      ls[h][0] += 1, ls[h][1] += x, ls[h][2] += y, ls[h][3] += x * x, ls[h][4] += x * y;
+      if (n_iface[h] == NCCLZ_CAL_MAX_POINTS)
+        return ncclzSetError(NCCLZ_ERR_ARG, "points %s: more than %d interface points on one transport", where,
+                             NCCLZ_CAL_MAX_POINTS);
+      iface[h][n_iface[h]++] = (ncclzCalPoint){b->valuedouble, fi->valuedouble};
     }
   }
-  fit_interface(ls, r);
+  fit_interface(iface, n_iface, r);
   for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
     for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
       r->lambda_enc[c][h] = r->lambda_dec[c][h] = 1.0;

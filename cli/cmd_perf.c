@@ -423,7 +423,12 @@ size_t perf_stress_next(perf_stress *st, perf_opts *oo) {
   return (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1;
 }
 
+void perf_stress_progress(const perf_stress *st, int total) {
+  if (isatty(2) && st->calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st->calls, total);
+}
+
 void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed) {
+  if (isatty(2)) fprintf(stderr, "\n"); /* after the progress line */
   fprintf(stderr, "# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
          "on %d ranks, %s, %llu wrong elements%s\n",
          st->calls, (unsigned long long)st->counts[NCCLZ_ALLREDUCE], (unsigned long long)st->counts[NCCLZ_REDUCESCATTER],
@@ -444,9 +449,8 @@ static int stress_cpu(const perf_opts *o, uint64_t *wrong) {
     p.count = perf_stress_next(&st, &oo);
     rc = run_point_cpu(&oo, p.count, &p);
     st.wrong += p.wrong;
-    if (isatty(2) && st.calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st.calls, o->stress);
+    perf_stress_progress(&st, o->stress);
   }
-  if (isatty(2)) fprintf(stderr, "\n");
   perf_stress_report(&st, o, rc != CLI_OK);
   *wrong += st.wrong;
   return rc;

@@ -69,6 +69,8 @@ typedef struct {
 void perf_stress_init(perf_stress *st);
 /* Sets oo->coll and oo->root of the next call and returns its count. */
 size_t perf_stress_next(perf_stress *st, perf_opts *oo);
+/* Progress on a terminal every 50 calls (call it from one rank). */
+void perf_stress_progress(const perf_stress *st, int total);
 /* The summary line (print it from one rank); failed: an error stopped the calls. */
 void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed);
 

@@ -8,12 +8,10 @@
 
 #ifdef NCCLZ_HAVE_NCCL
 #include <cuda_runtime_api.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define VERB PERF_VERB
 
@@ -260,9 +258,8 @@ static ncclzStatus gpu_stress(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
     p.size = p.count * ncclzDtypeSize(oo.dtype);
     err = gpu_point(&gg, c, s, &p, 0);
     st.wrong += p.wrong;
-    if (g->rank == 0 && isatty(2) && st.calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st.calls, g->o->stress);
+    if (g->rank == 0) perf_stress_progress(&st, g->o->stress);
   }
-  if (g->rank == 0 && isatty(2)) fprintf(stderr, "\n");
   if (g->rank == 0) perf_stress_report(&st, g->o, err != NCCLZ_OK);
   g->wrong += st.wrong;
   return err;

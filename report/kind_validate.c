@@ -97,6 +97,20 @@ static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p
   return 0;
 }
 
+/* The path's one point as a call of `bytes` of `coll` on `nranks` ranks, spread as the path's
+ * gpus_per_node says. */
+static ncclzSimPoint path_point(const va_path *vp, int nranks, ncclzCollective coll, ncclzSimCompress comp,
+                                uint64_t bytes) {
+  ncclzSimPoint pt = vp->sc.points[0];
+  int gpn = pt.platform.gpus_per_node < nranks ? pt.platform.gpus_per_node : nranks;
+  pt.platform.gpus_per_node = gpn;
+  pt.platform.nodes = nranks / gpn;
+  pt.options.coll = coll;
+  pt.options.compress = comp;
+  pt.options.bytes = bytes;
+  return pt;
+}
+
 /* "calibrated": per collective, the bandwidth factor that makes the replay of the plain collective
  * on this path take the profile's measured time per byte at large sizes (the slope between 256 MiB
  * and 1 GiB, on the ranks the profile measured). One factor for all, the AllReduce's, mispredicted
@@ -107,15 +121,9 @@ static void plain_factors(const ncclzProfile *prof, va_path *p) {
   for (int k = 0; k < NCCLZ_COLL_COUNT; k++) {
     const char *coll = ncclzCollectiveName((ncclzCollective)k);
     double m1 = ncclzProfilePlainUs(prof, p->cal, coll, s1), m2 = ncclzProfilePlainUs(prof, p->cal, coll, s2);
-    ncclzSimPoint pt = p->sc.points[0];
     int nr = prof->plain_ranks ? (int)prof->plain_ranks : 2;
-    int gpn = pt.platform.gpus_per_node < nr ? pt.platform.gpus_per_node : nr;
-    pt.platform.gpus_per_node = gpn;
-    pt.platform.nodes = nr / gpn;
-    pt.options.coll = (ncclzCollective)k;
-    pt.options.compress = NCCLZ_SIM_OFF;
+    ncclzSimPoint pt = path_point(p, nr, (ncclzCollective)k, NCCLZ_SIM_OFF, (uint64_t)s1);
     ncclzSimResult r1, r2;
-    pt.options.bytes = (uint64_t)s1;
     int ok = !p->cal[0] || m1 < 0 || !(m2 > m1) ? 0 : ncclzSimRun(prof, &p->sc.data, &pt.platform, &pt.options, &r1) == NCCLZ_OK;
     pt.options.bytes = (uint64_t)s2;
     ok = ok && ncclzSimRun(prof, &p->sc.data, &pt.platform, &pt.options, &r2) == NCCLZ_OK && r2.time_us > r1.time_us;
@@ -213,17 +221,11 @@ static void plain_point_factor(const ncclzProfile *prof, const va_path *vp, cons
 /* Simulates one point on its path: nranks spread as the path's gpus_per_node says; forced coders
  * take the measured CR when there is one (the data's CR is what the simulator cannot know). */
 static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_point *q) {
-  ncclzSimPoint pt = vp->sc.points[0];
   ncclzSimData data = vp->sc.data;
-  int gpn = pt.platform.gpus_per_node < q->nranks ? pt.platform.gpus_per_node : q->nranks;
-  pt.platform.gpus_per_node = gpn;
-  pt.platform.nodes = q->nranks / gpn;
   int coll = ncclzCollectiveFromName(q->coll), comp = ncclzSimCompressFromName(q->compress);
   if (coll < 0 || comp < 0)
     return ncclzSetError(NCCLZ_ERR_ARG, "%s: unknown collective '%s' or compress '%s'", q->file, q->coll, q->compress);
-  pt.options.coll = (ncclzCollective)coll;
-  pt.options.compress = (ncclzSimCompress)comp;
-  pt.options.bytes = (uint64_t)q->bytes;
+  ncclzSimPoint pt = path_point(vp, q->nranks, (ncclzCollective)coll, (ncclzSimCompress)comp, (uint64_t)q->bytes);
   if (comp == NCCLZ_SIM_OFF) plain_point_factor(prof, vp, &data, &pt, q->nranks);
   if (comp != NCCLZ_SIM_OFF) pt.platform.size_factor = vp->frame_factor;
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
@@ -236,12 +238,7 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
   if (st == NCCLZ_OK && comp == NCCLZ_SIM_AUTO && frames == 0) {
     /* REA kept the call RAW, so the executor ran plain NCCL (and so did the replay): then the
      * plain collective's link, not the frames'. */
-    pt = vp->sc.points[0];
-    pt.platform.gpus_per_node = gpn;
-    pt.platform.nodes = q->nranks / gpn;
-    pt.options.coll = (ncclzCollective)coll;
-    pt.options.compress = NCCLZ_SIM_OFF;
-    pt.options.bytes = (uint64_t)q->bytes;
+    pt = path_point(vp, q->nranks, (ncclzCollective)coll, NCCLZ_SIM_OFF, (uint64_t)q->bytes);
     plain_point_factor(prof, vp, &data, &pt, q->nranks);
     st = ncclzSimRun(prof, &data, &pt.platform, &pt.options, &r);
   }

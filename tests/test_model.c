@@ -139,6 +139,17 @@ static void test_profile_loads(void) {
   CHECK(!strcmp(prof.meta.date, "2026-12-01"), "metadata date '%s'", prof.meta.date);
 }
 
+/* The synthetic profile with one more top-level section, `key`: `json`, parsed into p. */
+static ncclzStatus parse_with_section(const char *base, size_t len, const char *key, const char *json, ncclzProfile *p) {
+  size_t cap = len + strlen(key) + strlen(json) + 16;
+  char *doc = malloc(cap);
+  const char *end = strrchr(base, '}');
+  snprintf(doc, cap, "%.*s, \"%s\": %s}", (int)(end - base), base, key, json);
+  ncclzStatus st = ncclzProfileParse(doc, strlen(doc), p);
+  free(doc);
+  return st;
+}
+
 static void test_profile_errors(void) {
   static const struct {
     const char *file, *message;
@@ -181,14 +192,10 @@ static void test_profile_errors(void) {
   };
   size_t len = 0;
   char *base = ncclzReadFile("profile", NCCLZ_TEST_DATA "/profile_synthetic.json", &len);
-  for (size_t i = 0; base && i < sizeof plain / sizeof plain[0]; i++) {
-    char *doc = malloc(len + 256);
-    char *end = strrchr(base, '}');
-    snprintf(doc, len + 256, "%.*s, \"collectives\": %s}", (int)(end - base), base, plain[i].json);
-    CHECK(ncclzProfileParse(doc, strlen(doc), &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), plain[i].message),
+  for (size_t i = 0; base && i < sizeof plain / sizeof plain[0]; i++)
+    CHECK(parse_with_section(base, len, "collectives", plain[i].json, &p) == NCCLZ_ERR_ARG &&
+              strstr(ncclzLastError(), plain[i].message),
           "collectives case %zu: '%s'", i, ncclzLastError());
-    free(doc);
-  }
   /* the optional interface section: its shape is checked, and it gives alpha + bytes / gbps */
   static const struct {
     const char *json, *message;
@@ -200,10 +207,7 @@ static void test_profile_errors(void) {
       {"{\"net\": {\"alpha_us\": 100, \"gbps\": 400}}", NULL},
   };
   for (size_t i = 0; base && i < sizeof iface / sizeof iface[0]; i++) {
-    char *doc = malloc(len + 256);
-    char *end = strrchr(base, '}');
-    snprintf(doc, len + 256, "%.*s, \"interface\": %s}", (int)(end - base), base, iface[i].json);
-    ncclzStatus st = ncclzProfileParse(doc, strlen(doc), &p);
+    ncclzStatus st = parse_with_section(base, len, "interface", iface[i].json, &p);
     if (iface[i].message)
       CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), iface[i].message), "interface case %zu: '%s'", i,
             ncclzLastError());
@@ -212,7 +216,6 @@ static void test_profile_errors(void) {
                 ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8) == 0.0,
             "interface: %s, net %g us for 400 MB (want 1100), nvlink %g (want 0)", ncclzLastError(),
             ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 4e8), ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8));
-    free(doc);
   }
   free(base);
 }
