@@ -125,37 +125,25 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
 /* Step 2: the Huffman tree by two queues over the m >= 2 sorted leaves (weights in the high half
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
  * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
- *
- * The heads of both queues and the entry after each live in registers (an empty place holds
- * NCCLZ_HUFF_NO_WEIGHT, above any weight), so a pick compares registers and the loads that refill
- * the window are for entries already known (leaves) or already written (internal nodes before
- * this step's): on the GPU the merge runs on one thread while the block waits, and re-reading both
- * heads from shared memory at every pick cost ~200 cycles a step (25 us of the REA planner's
- * 84 us; ~0.9 ms per frame for alphabets of thousands of codes). test_huffman_format checks it
- * against the plain two-queue loop on random inputs; test_gpu_huffbook on the device. */
-#define NCCLZ_HUFF_NO_WEIGHT UINT64_MAX
+ * (A variant that kept both queue heads in registers gave other trees under nvcc when key lay in
+ * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook. Tried
+ * twice, the second time with a window of two entries per queue that matched the plain loop on
+ * 3,000 random host trees; the device built shallower trees on 52 of 95 test trees, so the plain
+ * loop stays. It is 25 us of the REA planner's 68 us on a 4 MiB frame.) */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
-  uint64_t lw = key[0] >> 32, lw2 = key[1] >> 32; /* leaves leaf and leaf + 1 (m >= 2) */
-  uint64_t iw = NCCLZ_HUFF_NO_WEIGHT, iw2 = NCCLZ_HUFF_NO_WEIGHT; /* internal nodes inner, inner + 1 */
   for (uint32_t t = 0; t + 1 < m; t++) {
     uint64_t w = 0;
     for (int k = 0; k < 2; k++) {
-      if (lw <= iw) { /* a leaf remains (lw is a real weight) and wins ties */
-        w += lw;
+      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
+        w += key[leaf] >> 32;
         node[leaf++] = m + t;
-        lw = lw2;
-        lw2 = leaf + 1 < m ? key[leaf + 1] >> 32 : NCCLZ_HUFF_NO_WEIGHT;
       } else {
-        w += iw;
+        w += weight[inner];
         node[m + inner++] = m + t;
-        iw = iw2; /* internal nodes before t are written: inner + 1 <= t - 1 is known */
-        iw2 = inner + 1 < t ? weight[inner + 1] : NCCLZ_HUFF_NO_WEIGHT;
       }
     }
-    weight[t] = w; /* node t joins the internal queue: at its head, or right after it */
-    if (inner == t) iw = w;
-    else if (inner + 1 == t) iw2 = w;
+    weight[t] = w;
   }
   node[2 * m - 2] = 2 * m - 2;
 }

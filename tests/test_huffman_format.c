@@ -285,55 +285,7 @@ static void test_corrupt_escape(void) {
   free(pl.bytes);
 }
 
-/* The two-queue merge as FORMAT.md states it, re-reading both queue heads at every pick: the
- * oracle for ncclz_huff_tree_parents, which keeps them in registers. */
-static void tree_parents_reference(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
-  uint32_t leaf = 0, inner = 0;
-  for (uint32_t t = 0; t + 1 < m; t++) {
-    uint64_t w = 0;
-    for (int k = 0; k < 2; k++) {
-      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
-        w += key[leaf] >> 32;
-        node[leaf++] = m + t;
-      } else {
-        w += weight[inner];
-        node[m + inner++] = m + t;
-      }
-    }
-    weight[t] = w;
-  }
-  node[2 * m - 2] = 2 * m - 2;
-}
-
-/* Random sorted leaves (few distinct weights, so ties everywhere; or wide ones up to 2^32 - 1;
- * m from 2 to the largest alphabet): the same parents and internal weights as the oracle. */
-static void test_tree_parents(void) {
-  uint64_t rng = 12345;
-  const uint32_t mmax = NCCLZ_HUFF_MAX_SYMS;
-  uint64_t *key = malloc(mmax * sizeof *key), *w1 = malloc(mmax * sizeof *w1), *w2 = malloc(mmax * sizeof *w2);
-  uint32_t *n1 = malloc(2 * mmax * sizeof *n1), *n2 = malloc(2 * mmax * sizeof *n2);
-  int bad = 0;
-  for (int trial = 0; trial < 3000 && !bad; trial++) {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    uint32_t m = trial < 8 ? 2 + (uint32_t)trial : 2 + (uint32_t)((rng >> 33) % (trial % 10 == 0 ? mmax - 1 : 300));
-    int kind = trial % 3;
-    for (uint32_t i = 0; i < m; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      uint64_t f = kind == 0 ? 1 + (rng >> 61) : kind == 1 ? 1 + (rng >> 40) % 1000 : 1 + (rng >> 32) % 0xFFFFFFFFull;
-      key[i] = f << 32 | i;
-    }
-    ncclz_huff_sort(key, w1, m); /* ascending (frequency, index): FORMAT.md step 1 */
-    tree_parents_reference(key, m, w1, n1);
-    ncclz_huff_tree_parents(key, m, w2, n2);
-    bad = memcmp(n1, n2, (2 * m - 1) * sizeof *n1) != 0 || memcmp(w1, w2, (m - 1) * sizeof *w1) != 0;
-    CHECK(!bad, "tree of %u leaves (kind %d, trial %d): parents or weights differ from the two-queue loop", m, kind,
-          trial);
-  }
-  free(key), free(w1), free(w2), free(n1), free(n2);
-}
-
 int main(void) {
-  test_tree_parents();
   test_sparse_golden();
   test_escape_golden();
   test_escape_sizes();
