@@ -126,7 +126,10 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
  * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
  * (A variant that kept both queue heads in registers gave other trees under nvcc when key lay in
- * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook.) */
+ * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook. Tried
+ * twice, the second time with a window of two entries per queue that matched the plain loop on
+ * 3,000 random host trees; the device built shallower trees on 52 of 95 test trees, so the plain
+ * loop stays. It is 25 us of the REA planner's 68 us on a 4 MiB frame.) */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
   for (uint32_t t = 0; t + 1 < m; t++) {

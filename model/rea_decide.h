@@ -192,12 +192,18 @@ NCCLZ_REA_FN uint32_t ncclz_rea_bit_length(uint32_t v) {
   return n;
 }
 
-/* Stored FIXEDLEN width of one block of len <= 32 symbols (FORMAT.md: 31 is stored as 32). */
+/* Stored FIXEDLEN width of a block whose symbols' zigzags OR to `all` (FORMAT.md: 31 is stored
+ * as 32). */
+NCCLZ_REA_FN uint32_t ncclz_rea_width_of(uint32_t all) {
+  uint32_t w = ncclz_rea_bit_length(all);
+  return w == 31 ? 32 : w;
+}
+
+/* Stored FIXEDLEN width of one block of len <= 32 symbols. */
 NCCLZ_REA_FN uint32_t ncclz_rea_block_width(const int32_t *sym, uint64_t len) {
   uint32_t all = 0;
   for (uint64_t i = 0; i < len; i++) all |= ncclz_rea_zigzag(sym[i]);
-  uint32_t w = ncclz_rea_bit_length(all);
-  return w == 31 ? 32 : w;
+  return ncclz_rea_width_of(all);
 }
 
 /* Huffman alphabet index of a symbol (FORMAT.md): 2R + 1 for a fill code, 2R for an escape. */

@@ -4,6 +4,7 @@
 #ifndef NCCLZ_CUDA_INTERNAL_CUH
 #define NCCLZ_CUDA_INTERNAL_CUH
 
+#include <cub/block/block_reduce.cuh>
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -84,19 +85,15 @@ NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 /* Word i of the payload contributes w * (2i + 1) to the payload check. */
 static __device__ inline uint32_t nz_chk(uint32_t w, uint32_t i) { return w * (2u * i + 1u); }
 
-/* Block-wide sum of a per-thread check, added once to the frame's accumulator. */
+/* Block-wide sum of a per-thread check (mod 2^32: any order gives the same), added once to the
+ * frame's accumulator. All THREADS threads call it; it may be called again after it returns. */
 template <int THREADS>
 static __device__ inline void nz_add_check(uint32_t v, uint32_t *dst) {
-  __shared__ uint32_t part[THREADS / 32];
-  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(NZ_FULL, v, o);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t s = 0;
-    for (int i = 0; i < THREADS / 32; i++) s += part[i];
-    if (s) atomicAdd(dst, s);
-  }
-  __syncthreads();
+  typedef cub::BlockReduce<uint32_t, THREADS> Reduce;
+  __shared__ typename Reduce::TempStorage ts;
+  uint32_t s = Reduce(ts).Sum(v);
+  if (threadIdx.x == 0 && s) atomicAdd(dst, s);
+  __syncthreads(); /* ts is reused by the next call */
 }
 
 /* Decoupled look-back (single-pass prefix over the CTAs of one frame). Called by the whole of

@@ -2,6 +2,7 @@
  * per operation, in FORMAT.md's order). EB quantization fuses the Lorenzo forward step: each
  * thread recomputes its neighbours' codes instead of reading them back, which costs arithmetic
  * (cheap) instead of a second pass over memory (expensive). QSGD draws from the same Philox. */
+#include <cuda/functional>
 #include <math.h>
 
 #include "../philox.h"
@@ -253,21 +254,12 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   } else {
     for (size_t i = gid; i < n; i += stride) take(__ldg(x + i));
   }
-  for (int o = 16; o; o >>= 1) {
-    lo = fminf(lo, __shfl_xor_sync(NZ_FULL, lo, o));
-    hi = fmaxf(hi, __shfl_xor_sync(NZ_FULL, hi, o));
-  }
-  __shared__ float s_lo[8], s_hi[8];
-  if ((threadIdx.x & 31) == 0) {
-    s_lo[threadIdx.x / 32] = lo;
-    s_hi[threadIdx.x / 32] = hi;
-  }
-  __syncthreads();
+  /* finite values only (take() drops the rest): min and max are the same in any order */
+  typedef cub::BlockReduce<float, 256> Reduce;
+  __shared__ typename Reduce::TempStorage ts_lo, ts_hi;
+  lo = Reduce(ts_lo).Reduce(lo, cuda::minimum<float>());
+  hi = Reduce(ts_hi).Reduce(hi, cuda::maximum<float>());
   if (threadIdx.x == 0) { /* one atomic pair per block */
-    for (int w = 1; w < (int)(blockDim.x / 32); w++) {
-      lo = fminf(lo, s_lo[w]);
-      hi = fmaxf(hi, s_hi[w]);
-    }
     if (lo <= hi) {
       atomic_fmin(&st->vmin, lo);
       atomic_fmax(&st->vmax, hi);
@@ -581,10 +573,9 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
     float a = fabsf(__ldg(x + i));
     if (a > m) m = a;
   }
-  for (int o = 16; o; o >>= 1) {
-    float y = __shfl_xor_sync(NZ_FULL, m, o);
-    if (y > m) m = y;
-  }
+  typedef cub::WarpReduce<float> Reduce; /* one warp per bucket */
+  __shared__ typename Reduce::TempStorage ts[8];
+  m = Reduce(ts[threadIdx.x / 32]).Reduce(m, cuda::maximum<float>());
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
