@@ -126,7 +126,9 @@ if [ "$NGPU" -ge 2 ]; then
   for path in socket socket1x1 socket4x4; do
     for coll in allreduce alltoall; do
       perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
-      perf "$path-$coll-auto" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress auto --quant $Q \
+      # --vs-plain: plain NCCL in rounds alternated with auto in the same process; the socket's
+      # speed drifts by tens of percent between runs (bench/results/device-2026-11-30d).
+      perf "$path-$coll-auto" $path threads 100 -c $coll "${SIZES[@]}" -n 3 -w 2 --warm-s 1 --vs-plain --compress auto --quant $Q \
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
@@ -135,7 +137,7 @@ if [ "$NGPU" -ge 2 ]; then
   perf mpi-nvlink-allreduce-auto nvlink mpi 60 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto \
     --quant $Q --profile "$PROFILE" --data "$GRAD"
   perf mpi-socket-allreduce-off socket mpi 70 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
-  perf mpi-socket-allreduce-auto socket mpi 60 -c allreduce -b 1M -e 1G -f 32 -n 5 -w 2 --warm-s 1 --compress auto \
+  perf mpi-socket-allreduce-auto socket mpi 90 -c allreduce -b 1M -e 1G -f 32 -n 3 -w 2 --warm-s 1 --vs-plain --compress auto \
     --quant $Q --profile "$PROFILE" --data "$GRAD"
   # 1000 calls of random collectives, roots and counts in each launch mode (no hang, no wrong
   # element); REA plans for the NET path so that frames of every coder travel (over NVLink: quick).

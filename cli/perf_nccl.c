@@ -9,6 +9,7 @@
 #ifdef NCCLZ_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,30 +173,38 @@ static ncclzStatus warm_calls(gpu_rank *g, ncclzComm_t c, const void *din, void 
   return st;
 }
 
-/* -n back-to-back calls on c, from a barrier to the stream's end, as nccl-tests times them:
+/* iters back-to-back calls on c, from a barrier to the stream's end, as nccl-tests times them:
  * *secs per call. */
 static ncclzStatus timed_calls(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,
-                               double *secs) {
+                               int iters, double *secs) {
   double v = 0;
   ncclzStatus st = g->t->allreduce_max(g->t, &v, 1); /* every rank starts timing together */
   double t0 = ncclzNowSeconds();
-  for (int i = 0; !st && i < g->o->iters; i++) st = gpu_call(g->o, c, din, dout, count, s);
+  for (int i = 0; !st && i < iters; i++) st = gpu_call(g->o, c, din, dout, count, s);
   if (!st && cudaStreamSynchronize(s)) st = ncclzSetError(NCCLZ_ERR_CUDA, "stream synchronize");
-  *secs = (ncclzNowSeconds() - t0) / g->o->iters;
+  *secs = (ncclzNowSeconds() - t0) / iters;
   return st;
 }
 
 /* --vs-plain: rounds of plain then compressed calls, alternated, so that both see the same clock
- * and link states; the medians of the rounds. The compressed calls come last (the output checked
- * and the stats read are theirs). */
-#define VS_ROUNDS 3
+ * and link states; the medians of the rounds. A round lasts at least VS_ROUND_S (more calls than
+ * -n where calls are short): at -n 50 a round of 1 MiB NVLink calls took 0.7 ms, and three of
+ * them put plain 5% ahead of itself (2026-11-30, 16 MiB AlltoAll). The ranks take the largest
+ * count any of them wants. The compressed calls come last (the output checked and the stats read
+ * are theirs). */
+#define VS_ROUNDS 7
+#define VS_ROUND_S 0.02
 static ncclzStatus timed_vs_plain(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,
                                   double *secs, double *plain_secs) {
-  double a[VS_ROUNDS], b[VS_ROUNDS];
+  double a[VS_ROUNDS], b[VS_ROUNDS], one = 0;
   ncclzStatus st = warm_calls(g, g->plain, din, dout, count, s);
+  if (!st) st = timed_calls(g, g->plain, din, dout, count, s, g->o->iters, &one);
+  double iters = one > 0 ? ceil(VS_ROUND_S / one) : g->o->iters;
+  iters = iters < g->o->iters ? g->o->iters : iters > 100000 ? 100000 : iters;
+  if (!st) st = g->t->allreduce_max(g->t, &iters, 1);
   for (int k = 0; !st && k < VS_ROUNDS; k++) {
-    st = timed_calls(g, g->plain, din, dout, count, s, &a[k]);
-    if (!st) st = timed_calls(g, c, din, dout, count, s, &b[k]);
+    st = timed_calls(g, g->plain, din, dout, count, s, (int)iters, &a[k]);
+    if (!st) st = timed_calls(g, c, din, dout, count, s, (int)iters, &b[k]);
   }
   *plain_secs = st ? 0 : ncclzMedian(a, VS_ROUNDS);
   *secs = st ? 0 : ncclzMedian(b, VS_ROUNDS);
@@ -211,7 +220,7 @@ static ncclzStatus gpu_point(gpu_rank *g, ncclzComm_t c, cudaStream_t s, perf_po
   if (!st) st = warm_calls(g, c, din, dout, p->count, s);
   if (!st)
     st = g->plain ? timed_vs_plain(g, c, din, dout, p->count, s, &secs, &plain_secs)
-                  : timed_calls(g, c, din, dout, p->count, s, &secs);
+                  : timed_calls(g, c, din, dout, p->count, s, o->iters, &secs);
   ncclzExecStats es;
   ncclzCommLastStats(c, &es);
   ncclzTraceSummary ts = {0};
