@@ -6,7 +6,8 @@
 # launch modes (-g 2 threads; mpirun -np 2 ... -g 1). Without GPUs it runs the CPU backend rows.
 #
 # Usage: bench/exec.sh [OUTDIR]   (default bench/results). Writes OUTDIR/exec-<date>.json (device,
-# NCCL version, commit, date, every run's points), OUTDIR/exec-table.md and logs.
+# NCCL version, commit, date, every run's points), OUTDIR/exec-table.md (every row),
+# OUTDIR/exec-summary.md (the README's table: bench/exec_summary.py) and logs.
 # Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
 # sizes), FORCED=0 (without the fixed-coder runs), EXEC_LIMIT_S (time budget: runs that would pass
 # it are skipped and listed in exec-skipped.txt, the summary is still written), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
@@ -193,6 +194,7 @@ for r in runs:
 open(os.path.join(out, "exec-table.md"), "w").write("\n".join(rows) + "\n")
 print("\n".join(rows)); print("wrote", path)
 EOF
+[ "$NGPU" -ge 2 ] && python3 bench/exec_summary.py "$OUT/exec-${DATE:0:10}.json" >"$OUT/exec-summary.md" # the README's table
 grep -h "# trace" "$OUT/exec-perf.log" | tail -20
 grep -hiE "error|fail" "$OUT/exec-perf.log" | head -20
 exit 0 # the runs' own status is in their lines above and in exec-perf.log
