@@ -1,6 +1,7 @@
 /* The frame model of a replay: which coder a frame gets (REA, through the shared decision code
  * of model/rea_decide.h), how many bytes it puts on the wire, and how long the codec takes
- * (the profile's curves). A chunk of raw bytes may hold several frames of frame_bytes. */
+ * (the profile's curves). A chunk is one frame, whatever its size, as in both executors
+ * (exec/nccl_exec.cu codes a chunk's symbols as one frame; exec/engine.c likewise). */
 #include "model/rea_decide.h"
 #include "sim_internal.h"
 
@@ -25,12 +26,6 @@ double ncclzSimDataCr(const ncclzSimData *d, ncclzCoder c, uint32_t k) {
   return cr > 0.0 ? cr : 1.0;
 }
 
-/* Frames in a chunk and the raw bytes of each (the last one may be shorter; we average). */
-static double nframes_of(const sim_job *job, double raw_bytes) {
-  double f = ceil(raw_bytes / (double)job->frame_bytes);
-  return f < 1.0 ? 1.0 : f;
-}
-
 /* One frame: RAW is the raw symbols plus the header; a coder is raw / CR (the header is part of
  * the measured CR), never less than the header. */
 static double one_frame(const sim_job *job, ncclzCoder c, uint32_t k, double raw) {
@@ -41,27 +36,25 @@ static double one_frame(const sim_job *job, ncclzCoder c, uint32_t k, double raw
 
 double sim_frame_bytes(const sim_job *job, ncclzCoder c, uint32_t k, double raw_bytes) {
   if (job->opt->compress == NCCLZ_SIM_OFF) return raw_bytes;
-  double nf = nframes_of(job, raw_bytes);
-  return nf * one_frame(job, c, k, raw_bytes / nf);
+  return one_frame(job, c, k, raw_bytes);
 }
 
 double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_bytes) {
   if (job->opt->compress == NCCLZ_SIM_OFF || c == NCCLZ_CODER_RAW || !job->prof) return 0.0;
-  double nf = nframes_of(job, raw_bytes);
   const ncclzCodecCurves *cv = ncclz_rea_curves(job->prof, c, job->data->data_class);
-  return nf * ncclz_rea_curve_us(decode ? &cv->decode : &cv->encode, raw_bytes / nf);
+  return ncclz_rea_curve_us(decode ? &cv->decode : &cv->encode, raw_bytes);
 }
 
-/* REA on one frame of this chunk: the candidates from the data profile's CR, the rules of the
+/* REA on this chunk's frame: the candidates from the data profile's CR, the rules of the
  * profile's thresholds (the executor's), the link of this hop (the scenario's bandwidth). */
 static ncclzCoder rea_pick(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes) {
   const ncclzReaConfig *cfg = &job->cfg[hop->hint];
-  double raw = raw_bytes / nframes_of(job, raw_bytes);
+  double raw = raw_bytes;
   ncclzReaCandidates cand;
   memset(&cand, 0, sizeof cand);
   cand.frame_raw_bytes = raw;
   cand.nframes = 1.0;
-  cand.pipeline_frames = nframes_of(job, raw_bytes); /* this chunk's frames: one pipeline per step */
+  cand.pipeline_frames = 1.0;
   cand.raw_frame_bytes = (uint64_t)one_frame(job, NCCLZ_CODER_RAW, k, raw);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
     cand.pred_frame_bytes[c] = (uint64_t)ceil(one_frame(job, (ncclzCoder)c, k, raw));
@@ -76,8 +69,10 @@ static ncclzCoder rea_pick(const sim_job *job, const sim_hop *hop, uint32_t k, d
   rules.huff_ctx_valid = cfg->huff_ctx_valid;
   if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
   ncclzReaLink link = ncclz_rea_link(job->prof, hop->hint);
-  link.alpha_us = hop->alpha_us;
-  link.beta_gbps = hop->beta_gbps;
+  if (!job->opt->rea_link_profile) {
+    link.alpha_us = hop->alpha_us;
+    link.beta_gbps = hop->beta_gbps;
+  }
   ncclzReaDecision dec;
   ncclz_rea_arbitrate(job->prof, link, job->data->data_class, &rules, &cand, &dec);
   return dec.coder;

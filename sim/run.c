@@ -100,8 +100,8 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
 }
 
 /* Block and chunk sizes as the executor cuts them: chunks of chunk_bytes (the frame size by
- * default), at least min_chunks (2 when compressing: headers ride one chunk ahead), at most
- * max_chunks (a chunk then holds several frames). Plain NCCL (compress off) sends each block as
+ * default), at least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead;
+ * the executor's lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL (compress off) sends each block as
  * one message: NCCL pipelines it inside the transfer, paying its latency once per step, not once
  * per 4 MiB. */
 static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
@@ -151,6 +151,7 @@ static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
 /* What the child sends back. */
 typedef struct {
   int ok;
+  int stuck;           /* actors that never reached the end of their op list (a deadlock) */
   double end_s;
   uint64_t frames[NCCLZ_CODER_COUNT];
   double wire_bytes, raw_bytes;
@@ -163,6 +164,7 @@ static void child_main(const sim_job *j, int fd) {
   if (st && sim_replay_run(j, st) == 0) {
     r.ok = 1;
     for (int a = 0; a < j->lay.nactors; a++) {
+      r.stuck += !st[a].finished;
       if (st[a].end_s > r.end_s) r.end_s = st[a].end_s;
       for (int c = 0; c < NCCLZ_CODER_COUNT; c++) r.frames[c] += st[a].frames[c];
       r.wire_bytes += st[a].wire_bytes;
@@ -203,6 +205,9 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
       return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay died with signal %d", WTERMSIG(status));
     return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay failed (exit %d)", WEXITSTATUS(status));
   }
+  if (r->stuck) /* SimGrid ends the run when no actor can move: a time from it would be wrong */
+    return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay deadlocked (%d of %d actors stopped before the end of their schedule)",
+                         r->stuck, j->lay.nactors);
   return NCCLZ_OK;
 }
 

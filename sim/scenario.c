@@ -57,6 +57,7 @@ static int topo_from(const char *s) { return !strcmp(s, "nonblocking") ? 0 : !st
 static int place_from(const char *s) {
   return !strcmp(s, "contiguous") ? 0 : !strcmp(s, "strided") ? 1 : !strcmp(s, "random") ? 2 : -1;
 }
+static int rea_link_from(const char *s) { return !strcmp(s, "platform") ? 0 : !strcmp(s, "profile") ? 1 : -1; }
 static int proto_from(const char *s) { return !strcmp(s, "piggyback") ? 0 : !strcmp(s, "header") ? 1 : -1; }
 static int class_from(const char *s) { return ncclzDataClassFromName(s); }
 
@@ -92,7 +93,7 @@ static int parse_platform(const cJSON *o, ncclzSimPlatform *p) {
 static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   if (!o) return 0;
   if (!cJSON_IsObject(o)) return ERR("options: must be an object"), -1;
-  int fid = opt->fidelity, proto = opt->size_protocol, hint = opt->hint, minc = (int)opt->min_chunks, maxc = (int)opt->max_chunks,
+  int link = opt->rea_link_profile, fid = opt->fidelity, proto = opt->size_protocol, hint = opt->hint, minc = (int)opt->min_chunks, maxc = (int)opt->max_chunks,
       banks = (int)opt->banks;
   double chunk = (double)opt->chunk_bytes;
   if (num_field(o, "options", "chunk_bytes", 0, 1e15, &chunk) || int_field(o, "options", "min_chunks", 0, 1 << 16, &minc) ||
@@ -102,8 +103,10 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
       int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||
       name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||
       name_field(o, "options", "size_protocol", proto_from, "piggyback or header", &proto) ||
-      name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint))
+      name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint) ||
+      name_field(o, "options", "rea_link", rea_link_from, "platform or profile", &link))
     return -1;
+  opt->rea_link_profile = link;
   opt->hint = (ncclzSimHintPolicy)hint;
   opt->fidelity = (ncclzSimFidelity)fid;
   opt->size_protocol = (ncclzSimSizeProtocol)proto;

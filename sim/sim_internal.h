@@ -40,7 +40,7 @@ typedef struct {
   int nranks;          /* logical ranks of the schedule */
   int reduced;         /* actors stand for a ring of nranks: peers are remapped by ring offset */
   uint32_t nchunks;
-  uint64_t frame_bytes; /* raw bytes per frame (a chunk may hold several) */
+  uint64_t frame_bytes; /* the profile's frame_bytes: the default chunk (a chunk is one frame) */
   size_t count;         /* elements, as ncclzScheduleRange takes them */
   size_t elem_bytes;    /* raw bytes per element */
   ncclzReaConfig cfg[NCCLZ_HINT_COUNT];
@@ -51,6 +51,7 @@ typedef struct {
 /* Per-actor counters that the replay returns. */
 typedef struct {
   double end_s;
+  int finished;         /* the actor reached the end of its op list */
   uint64_t frames[NCCLZ_CODER_COUNT];
   double wire_bytes, raw_bytes;
 } sim_actor_stats;

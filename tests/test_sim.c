@@ -198,6 +198,54 @@ static void test_alltoall_broadcast(void) {
   CHECK(rel(tb, cb) < 0.01, "broadcast: sim %.2f, pipeline closed form %.2f (%u chunks)", tb, cb, r.nchunks);
 }
 
+/* The HEADER protocol with more chunks than staging banks (the executor's control lane): both
+ * ranks fill their banks, and each one's oldest send completes only once the other has posted
+ * that payload's receive, on its header. The replay once deadlocked there and returned the time
+ * at which SimGrid gave up (1.4 ms for a 256 MiB AllReduce whose frames need 27 ms on the NIC).
+ * The header costs a small message per chunk: slower than piggy-backed sizes, by little. */
+static void test_header_protocol_many_chunks(void) {
+  ncclzSimPlatform p;
+  platform(&p, 2, 1);
+  p.nic_gbps = 2.5;
+  p.nic_latency_us = 28.0;
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 256u << 20;
+  o.compress = NCCLZ_SIM_FIXEDLEN;
+  o.min_chunks = 1;
+  ncclzSimResult r;
+  double t_pig = run_us(&p, &o, &r);
+  o.size_protocol = NCCLZ_SIZE_HEADER;
+  double t_hdr = run_us(&p, &o, &r);
+  CHECK(r.nchunks > 2, "%u chunks per block, more than the 2 staging banks", r.nchunks);
+  /* 2 steps of a 128 MiB block at CR 6 over 2.5 GB/s: a floor that no schedule beats */
+  double wire_floor = 2.0 * (128.0 * (1 << 20) / 6.0) / (2.5 * 1e3);
+  CHECK(t_hdr >= wire_floor && t_hdr >= t_pig && t_hdr < 1.2 * t_pig,
+        "header protocol %.1f us: at least the wire floor %.1f and piggyback's %.1f, within 20%%", t_hdr, wire_floor, t_pig);
+}
+
+/* options.rea_link: REA plans with the replayed NIC (platform) or with the profile's net
+ * transport (profile: what the executor, run with that profile, decides). On a 1 TB/s NIC the
+ * platform's link makes compression a loss (RAW: the call runs as plain NCCL); the synthetic
+ * profile's slow net makes REA compress. */
+static void test_rea_link(void) {
+  ncclzSimPlatform p;
+  platform(&p, 2, 1);
+  p.nic_gbps = 1000.0;
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 256u << 20;
+  o.compress = NCCLZ_SIM_AUTO;
+  ncclzSimResult r;
+  run_us(&p, &o, &r);
+  uint64_t coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  CHECK(coded == 0, "rea_link platform, 1 TB/s NIC: RAW expected, %llu coded frames", (unsigned long long)coded);
+  o.rea_link_profile = 1;
+  run_us(&p, &o, &r);
+  coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  CHECK(coded > 0, "rea_link profile (net %.1f GB/s): REA must compress", prof.transport[NCCLZ_HINT_NET].beta_gbps);
+}
+
 /* ------------------------------------------------------------- REA, options */
 
 static void test_rea_and_options(void) {
@@ -341,6 +389,8 @@ int main(void) {
   test_fattree_contention();
   test_alltoall_broadcast();
   test_rea_and_options();
+  test_header_protocol_many_chunks();
+  test_rea_link();
   test_scenario();
   test_speed();
   test_extrapolation();

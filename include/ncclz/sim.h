@@ -133,11 +133,14 @@ typedef struct {
   ncclzSimFidelity fidelity;  /* AUTO chooses; REDUCED where not eligible is an error */
   uint64_t chunk_bytes;       /* raw bytes per chunk (0: the profile's frame_bytes) */
   uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
-  uint32_t max_chunks;        /* at most (0: 64); larger chunks then hold several frames */
+  uint32_t max_chunks;        /* at most (0: 64); larger chunks then (a chunk is one frame) */
   uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
   ncclzSimSizeProtocol size_protocol;
   ncclzSimHintPolicy hint;
   int full_max_ranks;         /* AUTO refuses a full replay above this (0: 4096) */
+  int rea_link_profile;       /* 1: REA plans with the profile's transport of the hint (what the
+                                 executor, run with that profile, plans with); 0: with the
+                                 replayed hop's link (an REA tuned for the simulated network) */
   int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
                                  same chunks and extrapolates their steady state (exact: the time is
