@@ -5,7 +5,8 @@
  *         encode on the rank's encode stream (ENCODE only; FORWARD re-sends the received frame),
  *         then post the frame. The payload names the coder, so a forwarding rank re-sends the same
  *         frame (a RAW frame made for NVLink stays RAW on the NIC hop that forwards it).
- *   RECV: wait for a free bank (completing the oldest receive), then post the receive.
+ *   RECV: wait for a free bank (completing the oldest receive), then post the receive (HEADER:
+ *         take the header first, as the executor's host does, then post the payload's).
  *   completing a receive: the frame's decode goes on the decode stream; the actor waits for it
  *         only when a send needs the sum (REDUCE feeding the next step).
  * Encode and decode streams are two serial resources per rank, as the executor's s_enc and s_dec
@@ -207,12 +208,17 @@ static void do_recv(rank_ctx *c, size_t i) {
   int p = peer_actor(c, o->peer);
   while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
-  if (c->job->opt->size_protocol == NCCLZ_SIZE_HEADER && c->job->opt->compress != NCCLZ_SIM_OFF)
-    c->hdr[i] = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
-  else
-    c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
   c->recvq[c->rq_tail++] = i;
   c->in_inflight[p]++;
+  if (c->job->opt->size_protocol == NCCLZ_SIZE_HEADER && c->job->opt->compress != NCCLZ_SIM_OFF) {
+    /* as the executor's host (host_recv): it waits for the header here, before it posts the
+     * payload's receive and goes on to the next unit's encode */
+    c->hdr[i] = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
+    wait_progressing(c, &c->hdr[i]);
+    post_payload_recv(c, i);
+  } else {
+    c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+  }
 }
 
 static void rank_actor(int argc, char **argv) {

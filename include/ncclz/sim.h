@@ -107,7 +107,8 @@ int ncclzSimFidelityFromName(const char *name);
 /* How a receiver learns a variable frame size (DESIGN.md, "Only compressed bytes cross the wire"). */
 typedef enum {
   NCCLZ_SIZE_PIGGYBACK = 0, /* the header rides one chunk ahead: no extra message */
-  NCCLZ_SIZE_HEADER = 1,    /* a 64-byte header message precedes each payload (extra latency) */
+  NCCLZ_SIZE_HEADER = 1,    /* a 64-byte header message precedes each payload, and the rank waits
+                               for it before going on (the executors' control lane) */
 } ncclzSimSizeProtocol;
 
 /* The transport hint REA plans every frame for. The executor takes one hint per communicator
