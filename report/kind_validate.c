@@ -468,6 +468,34 @@ static size_t best_coder_agreement(const va_points *v, size_t *groups) {
   return agree;
 }
 
+/* Run-to-run spread of the measurements themselves: for every point measured more than once
+ * (the same path, collective, ranks, mode and size in several files or launch modes), max / min -
+ * 1; the median over those points. No replay of one profile can be closer than about half of it
+ * to all of a point's measurements, so it is the floor under the median error. */
+static double measured_spread(const va_points *v, size_t *groups) {
+  double *s = malloc((v->n ? v->n : 1) * sizeof *s);
+  size_t n = 0;
+  for (size_t i = 0; s && i < v->n; i++) {
+    const va_point *a = &v->pt[i];
+    if (!a->has_meas) continue;
+    double lo = a->meas_us, hi = a->meas_us;
+    int first = 1, k = 0;
+    for (size_t j = 0; j < v->n && first; j++) {
+      const va_point *b = &v->pt[j];
+      if (!b->has_meas || strcmp(a->path, b->path) || strcmp(a->coll, b->coll) || strcmp(a->compress, b->compress) ||
+          a->nranks != b->nranks || a->bytes != b->bytes)
+        continue;
+      if (j < i) first = 0; /* the group is counted at its first point */
+      lo = fmin(lo, b->meas_us), hi = fmax(hi, b->meas_us), k++;
+    }
+    if (first && k > 1) s[n++] = hi / lo - 1.0;
+  }
+  double med = n ? ncclzMedian(s, n) : NAN;
+  free(s);
+  *groups = n;
+  return med;
+}
+
 static void summary(ncclzReport *r, const va_points *v, const char *looked, int nfiles) {
   size_t n_all, n_big, n_plain, n_comp;
   double all = median_abs_error(v, 0, VA_ALL, &n_all), big = median_abs_error(v, 1048576, VA_ALL, &n_big);
@@ -496,6 +524,15 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
                     100.0 * comp, n_comp);
   if (n_plain) cJSON_AddNumberToObject(j, "median_abs_error_plain", plain);
   if (n_comp) cJSON_AddNumberToObject(j, "median_abs_error_compressed", comp);
+  size_t repeated;
+  double spread = measured_spread(v, &repeated);
+  if (repeated) {
+    ncclzReportText(r, "The measurements' own spread: %zu points were measured more than once (other runs or launch "
+                       "modes); their max / min - 1 has a median of %.1f%%. A replay of one profile cannot come "
+                       "closer than about half of that to all of them.", repeated, 100.0 * spread);
+    cJSON_AddNumberToObject(j, "measured_spread_points", (double)repeated);
+    cJSON_AddNumberToObject(j, "measured_spread_median", spread);
+  }
   size_t groups, agree = best_coder_agreement(v, &groups);
   if (groups) {
     ncclzReportText(r, "Best coder: in %zu of %zu measured (path, collective, size) groups with two coders or more, "

@@ -203,6 +203,39 @@ static void validate_calibrated_run(void) {
 #endif
 }
 
+/* The measurements' own spread: a point measured twice (100 and 150 us, in one bench file's two
+ * runs) has max / min - 1 = 0.5; a point measured once does not count. */
+static void validate_spread_run(void) {
+#ifdef NCCLZ_HAVE_SIM
+  char meas[160];
+  snprintf(meas, sizeof meas, "%s/meas-spread.json", tmp);
+  FILE *f = fopen(meas, "w");
+  OK(f != NULL);
+  if (!f) return;
+  fputs("{\"runs\": [{\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
+        "{\"size\": 1048576, \"time_us\": 100}, {\"size\": 4194304, \"time_us\": 900}]},"
+        " {\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
+        "{\"size\": 1048576, \"time_us\": 150}]}]}", f);
+  fclose(f);
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
+           "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
+           "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
+           "\"measured\": [{\"file\": \"%s\", \"path\": \"net\"}]}", meas);
+  OK(run(scenario("vs", text), "vs") == NCCLZ_OK);
+  cJSON *j = load_json("vs");
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "measured_spread_points");
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "measured_spread_median");
+  CHECK(cJSON_IsNumber(n) && n->valuedouble == 1 && cJSON_IsNumber(m) && fabs(m->valuedouble - 0.5) < 1e-12,
+        "spread: %g points, median %g (want 1, 0.5)", cJSON_IsNumber(n) ? n->valuedouble : -1,
+        cJSON_IsNumber(m) ? m->valuedouble : -1);
+  cJSON_Delete(j);
+#else
+  printf("validate spread: skipped (no simulator in this build)\n");
+#endif
+}
+
 static void crtable_run(void) {
   const char *s = scenario("cr", "{\"kind\": \"cr-table\", \"data_dir\": \"" DATA "\", \"nodes\": [1, 2],"
       "\"ranks_per_node\": 2, \"datasets\": [{\"label\": \"g\", \"quant\": \"qsgd:bits=8,bucket=512\","
@@ -220,6 +253,7 @@ int main(void) {
   tune_run();
   crtable_run();
   validate_calibrated_run();
+  validate_spread_run();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
