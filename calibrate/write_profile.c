@@ -244,6 +244,8 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
   double enc[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}}, dec[NCCLZ_CAL_CODERS][NCCLZ_CAL_HINTS][2] = {{{0}}};
   ncclzCalPoint iface[NCCLZ_CAL_HINTS][NCCLZ_CAL_MAX_POINTS]; /* (bytes, interface_us) */
   size_t n_iface[NCCLZ_CAL_HINTS] = {0};
+  double unit[NCCLZ_CAL_HINTS][NCCLZ_CAL_MAX_POINTS]; /* unit_host_us of the same calls */
+  size_t n_unit[NCCLZ_CAL_HINTS] = {0};
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "overlap"), *e;
   if (arr && !cJSON_IsArray(arr)) return ncclzSetError(NCCLZ_ERR_ARG, "points overlap: must be an array");
   int i = 0;
@@ -279,8 +281,19 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
                              NCCLZ_CAL_MAX_POINTS);
       iface[h][n_iface[h]++] = (ncclzCalPoint){b->valuedouble, fi->valuedouble};
     }
+    const cJSON *fu = cJSON_GetObjectItemCaseSensitive(e, "unit_host_us");
+    if (fu) { /* optional: points recorded before 2026-12 have none */
+      if (!cJSON_IsNumber(fu) || !(fu->valuedouble >= 0))
+        return ncclzSetError(NCCLZ_ERR_ARG, "points %s.unit_host_us: must be a number >= 0", where);
+      if (n_unit[h] == NCCLZ_CAL_MAX_POINTS)
+        return ncclzSetError(NCCLZ_ERR_ARG, "points %s: more than %d unit_host_us values on one transport", where,
+                             NCCLZ_CAL_MAX_POINTS);
+      unit[h][n_unit[h]++] = fu->valuedouble;
+    }
   }
   fit_interface(iface, n_iface, r);
+  for (int h = 0; h < NCCLZ_CAL_HINTS; h++) /* the median call: one slow host turn is not typical */
+    r->iface_unit_us[h] = n_unit[h] ? ncclzMedian(unit[h], n_unit[h]) : 0.0;
   for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CAL_CODERS; c++)
     for (int h = 0; h < NCCLZ_CAL_HINTS; h++) {
       r->lambda_enc[c][h] = r->lambda_dec[c][h] = 1.0;
@@ -466,6 +479,7 @@ char *ncclzCalProfileJson(const ncclzCalResult *r) {
     cJSON *t = cJSON_AddObjectToObject(fo, ncclzHintName((ncclzTransportHint)h));
     cJSON_AddItemToObject(t, "alpha_us", num(r6(r->iface_alpha_us[h])));
     cJSON_AddItemToObject(t, "gbps", num(r6(r->iface_gbps[h])));
+    if (r->iface_unit_us[h] > 0) cJSON_AddItemToObject(t, "unit_us", num(r6(r->iface_unit_us[h])));
   }
   cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
   cJSON_AddNumberToObject(th, "fast_path_bytes", 65536);

@@ -1016,7 +1016,10 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   }
   TRY(run_copies(r));
   trace_iface(r, 1);
+  double t_issue = now_s();
   TRY(run_units(r));
+  r->st->t_issue = now_s() - t_issue;
+  r->st->units = r->units.size();
   trace_iface(r, 2);
   TRY(finish(r, recvbuff));
   trace_iface(r, 3);

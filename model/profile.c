@@ -180,7 +180,8 @@ static ncclzStatus parse_transports(const cJSON *root, ncclzTransportProfile *t)
   return NCCLZ_OK;
 }
 
-/* interface (optional): {"<hint>": {"alpha_us": >= 0, "gbps": > 0}} for some of the hints. */
+/* interface (optional): {"<hint>": {"alpha_us": >= 0, "gbps": > 0[, "unit_us": >= 0]}} for some
+ * of the hints. */
 static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) {
   Path top = {""}, p, ph;
   const cJSON *o, *h, *it;
@@ -195,9 +196,15 @@ static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) 
     TRY(get_object(o, &p, it->string, &h, &ph));
     TRY(get_nonnegative(h, &ph, "alpha_us", &f[i].alpha_us));
     TRY(get_positive(h, &ph, "gbps", &f[i].gbps));
+    if (cJSON_GetObjectItemCaseSensitive(h, "unit_us")) TRY(get_nonnegative(h, &ph, "unit_us", &f[i].unit_us));
     f[i].present = 1;
   }
   return NCCLZ_OK;
+}
+
+double ncclzProfileUnitUs(const ncclzProfile *p, ncclzTransportHint hint) {
+  if ((unsigned)hint >= NCCLZ_HINT_COUNT || !p->iface[hint].present) return 0.0;
+  return p->iface[hint].unit_us;
 }
 
 double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes) {

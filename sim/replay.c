@@ -171,10 +171,17 @@ static void wait_oldest_send(rank_ctx *c) {
   c->out_inflight[peer_actor(c, c->s.ops[i].peer)]--;
 }
 
+/* The host's own time for one pipeline unit (a chunk's send and its receive), serial on the
+ * rank: under the HEADER protocol the executor's host issues units one by one. */
+static void host_turn(const rank_ctx *c) {
+  if (c->job->unit_us > 0.0) sg_actor_sleep_for(c->job->unit_us * 1e-6);
+}
+
 static void do_send(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   const sim_job *j = c->job;
   int p = peer_actor(c, o->peer);
+  host_turn(c);
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
   while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
@@ -206,6 +213,9 @@ static void do_send(rank_ctx *c, size_t i) {
 static void do_recv(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   int p = peer_actor(c, o->peer);
+  const ncclzOp *prev = i ? &c->s.ops[i - 1] : NULL;
+  if (!prev || prev->kind != NCCLZ_OP_SEND || prev->step != o->step || prev->chunk != o->chunk)
+    host_turn(c); /* a unit with no send of its own */
   while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
   c->recvq[c->rq_tail++] = i;

@@ -259,6 +259,8 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
   }
+  if (prof && o.size_protocol == NCCLZ_SIZE_HEADER && o.compress != NCCLZ_SIM_OFF)
+    j.unit_us = ncclzProfileUnitUs(prof, j.hop.hint);
   double t0 = ncclzNowSeconds();
   child_report r;
   memset(&r, 0, sizeof r);

@@ -46,6 +46,7 @@ typedef struct {
   ncclzReaConfig cfg[NCCLZ_HINT_COUNT];
   int per_hop;          /* REA plans each frame for its own hop, else for `hop` */
   sim_hop hop;          /* the communicator's hint and its link */
+  double unit_us;       /* the host's time per pipeline unit (profile interface unit_us; HEADER only) */
 } sim_job;
 
 /* Per-actor counters that the replay returns. */

@@ -161,8 +161,10 @@ static char *points_doc(void) {
     }
   }
   cJSON *ov = cJSON_AddArrayToObject(root, "overlap");
+  static const double unit_us[2][3] = {{12, 10, 11}, {70, 40, 55}}; /* host time per unit: medians 11, 55 */
   for (int p = 0; p < 2; p++)
-    for (double b = 16 << 20; b <= 256 << 20; b *= 4) { /* the interface on a line: 20 us + 2 TB/s, 300 us + 500 GB/s */
+    for (int k = 0; k < 3; k++) { /* the interface on a line: 20 us + 2 TB/s, 300 us + 500 GB/s */
+      double b = (double)(16u << 20) * (1 << (2 * k));
       cJSON *e = cJSON_CreateObject();
       cJSON_AddStringToObject(e, "path", paths[p]);
       cJSON_AddStringToObject(e, "coder", "fixedlen");
@@ -172,6 +174,7 @@ static char *points_doc(void) {
       cJSON_AddNumberToObject(e, "decode_us", 1000);
       cJSON_AddNumberToObject(e, "decode_exposed_us", p ? 250 : 1000);
       cJSON_AddNumberToObject(e, "interface_us", p ? line(300, 500, b) : line(20, 2000, b));
+      cJSON_AddNumberToObject(e, "unit_host_us", unit_us[p][k]);
       cJSON_AddItemToArray(ov, e);
     }
   char *s = cJSON_Print(root);
@@ -247,6 +250,10 @@ static void test_profile(const char *dir) {
             !r->iface_present[NCCLZ_HINT_SHM],
         "interface fit: net %g us + %g GB/s, nvlink %g GB/s, shm present %d", r->iface_alpha_us[NCCLZ_HINT_NET],
         r->iface_gbps[NCCLZ_HINT_NET], r->iface_gbps[NCCLZ_HINT_NVLINK], r->iface_present[NCCLZ_HINT_SHM]);
+  CHECK(r->iface_unit_us[NCCLZ_HINT_NET] == 55 && r->iface_unit_us[NCCLZ_HINT_NVLINK] == 11 &&
+            r->iface_unit_us[NCCLZ_HINT_SHM] == 0,
+        "host time per unit: net %g (want the median 55), nvlink %g (11)", r->iface_unit_us[NCCLZ_HINT_NET],
+        r->iface_unit_us[NCCLZ_HINT_NVLINK]);
   char *text = ncclzCalProfileJson(r);
   CHECK(text != NULL, "%s", ncclzLastError());
   if (text) {
@@ -273,6 +280,9 @@ static void test_profile(const char *dir) {
     CHECK(rel(ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30), line(300, 500, 1 << 30)) < 1e-5 &&
               ncclzProfileInterfaceUs(p, NCCLZ_HINT_SHM, 1 << 30) == 0,
           "interface in the profile: %g us", ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30));
+    CHECK(ncclzProfileUnitUs(p, NCCLZ_HINT_NET) == 55 && ncclzProfileUnitUs(p, NCCLZ_HINT_NVLINK) == 11,
+          "unit_us in the profile: net %g, nvlink %g", ncclzProfileUnitUs(p, NCCLZ_HINT_NET),
+          ncclzProfileUnitUs(p, NCCLZ_HINT_NVLINK));
     CHECK(!strcmp(p->meta.device, "NVIDIA H200 (2x, test)") && !strcmp(p->meta.nccl, "2.28.3"), "metadata");
     cJSON *j = cJSON_Parse(text);
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(j, "fit");

@@ -204,6 +204,7 @@ static void test_profile_errors(void) {
       {"{\"net\": {\"alpha_us\": 1, \"gbps\": 0}}", "interface.net.gbps: must be > 0"},
       {"{\"net\": {\"alpha_us\": -1, \"gbps\": 2}}", "interface.net.alpha_us: must be >= 0"},
       {"{\"net\": {\"gbps\": 2}}", "interface.net.alpha_us: missing"},
+      {"{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"unit_us\": -3}}", "interface.net.unit_us: must be >= 0"},
       {"{\"net\": {\"alpha_us\": 100, \"gbps\": 400}}", NULL},
   };
   for (size_t i = 0; base && i < sizeof iface / sizeof iface[0]; i++) {
@@ -217,6 +218,11 @@ static void test_profile_errors(void) {
             "interface: %s, net %g us for 400 MB (want 1100), nvlink %g (want 0)", ncclzLastError(),
             ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 4e8), ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8));
   }
+  /* unit_us: optional, 0 when absent */
+  CHECK(base && ncclzProfileUnitUs(&p, NCCLZ_HINT_NET) == 0.0, "unit_us absent: %g", ncclzProfileUnitUs(&p, NCCLZ_HINT_NET));
+  CHECK(base && parse_with_section(base, len, "interface", "{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"unit_us\": 42.5}}", &p) == NCCLZ_OK &&
+            ncclzProfileUnitUs(&p, NCCLZ_HINT_NET) == 42.5 && ncclzProfileUnitUs(&p, NCCLZ_HINT_SHM) == 0.0,
+        "unit_us: %s, net %g (want 42.5)", ncclzLastError(), ncclzProfileUnitUs(&p, NCCLZ_HINT_NET));
   free(base);
 }
 

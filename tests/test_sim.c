@@ -222,6 +222,19 @@ static void test_header_protocol_many_chunks(void) {
   double wire_floor = 2.0 * (128.0 * (1 << 20) / 6.0) / (2.5 * 1e3);
   CHECK(t_hdr >= wire_floor && t_hdr >= t_pig && t_hdr < 1.2 * t_pig,
         "header protocol %.1f us: at least the wire floor %.1f and piggyback's %.1f, within 20%%", t_hdr, wire_floor, t_pig);
+  /* The profile's host time per unit: each rank issues its 2 x chunks units one by one, so the
+   * call takes at least that many turns, and at most the turns added to the call without them. */
+  ncclzProfile with = prof;
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 0.0, 1e9, 500.0};
+  ncclzSimResult r2;
+  double t_unit = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
+  double turns = 2.0 * r.nchunks * 500.0, t_iface = t_hdr + ncclzProfileInterfaceUs(&with, NCCLZ_HINT_NET, (double)o.bytes);
+  CHECK(t_unit >= turns && t_unit <= t_iface + turns + 1e-6 * t_iface,
+        "unit_us 500: %.1f us, want >= %.1f (the turns) and <= %.1f (turns on top)", t_unit, turns, t_iface + turns);
+  o.size_protocol = NCCLZ_SIZE_PIGGYBACK; /* the host turn belongs to the lane protocol */
+  double t_pig2 = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
+  CHECK(fabs(t_pig2 - (t_pig + ncclzProfileInterfaceUs(&with, NCCLZ_HINT_NET, (double)o.bytes))) < 1e-6 * t_pig,
+        "piggyback ignores unit_us: %.3f vs %.3f", t_pig2, t_pig);
 }
 
 /* options.rea_link: REA plans with the replayed NIC (platform) or with the profile's net
@@ -275,7 +288,7 @@ static void test_rea_and_options(void) {
    * compressed call, on the communicator's hint (NET here), and nothing to a plain one. */
   o.size_protocol = NCCLZ_SIZE_PIGGYBACK;
   ncclzProfile with = prof;
-  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 250.0, 500.0};
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 250.0, 500.0, 0.0};
   ncclzSimResult r2;
   double t_if = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
   double want = 250.0 + (double)o.bytes / (500.0 * 1e3);

@@ -146,6 +146,7 @@ typedef struct {
   /* The interface cost per hint (quantize + agree + dequantize of a traced call): a line through
    * the traced points, alpha_us + bytes / (gbps * 1e3); present 0 when not measured. */
   double iface_alpha_us[NCCLZ_CAL_HINTS], iface_gbps[NCCLZ_CAL_HINTS];
+  double iface_unit_us[NCCLZ_CAL_HINTS]; /* median host time per pipeline unit (0: not measured) */
   int iface_present[NCCLZ_CAL_HINTS];
   double worst_resid_1m;       /* over every fit, sizes >= 1 MiB */
   char worst_what[96];         /* which fit and size it was */

@@ -85,11 +85,16 @@ typedef struct {
 
 /* The executor's interface cost of one compressed call, outside the pipeline: quantize, agree on
  * the step (a small NCCL allreduce and the lane), dequantize. alpha_us + bytes / (gbps * 1e3)
- * microseconds for a call of `bytes` (nccl-tests' size). Optional ("interface"): absent, 0. */
+ * microseconds for a call of `bytes` (nccl-tests' size). Optional ("interface"): absent, 0.
+ * unit_us (optional, 0 when absent): the host's own time per pipeline unit (one chunk's send and
+ * receive): enqueueing its encode, decode and NCCL calls and passing its header on the lane,
+ * without the waits for the GPU or the peer. The executor's host issues units one by one, so
+ * this is a serial cost per unit that the replay charges to each rank. */
 typedef struct {
   int present;
   double alpha_us;
   double gbps;
+  double unit_us;
 } ncclzInterfaceProfile;
 
 /* Arbitration thresholds that a profile recommends (ncclzReaConfigFromProfile copies them). */
@@ -141,6 +146,8 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
 /* The interface cost (us) of a compressed call of `bytes` on a hint's path (ncclzInterfaceProfile);
  * 0 when the profile has none. */
 double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes);
+/* The host's time per pipeline unit on a hint's path (ncclzInterfaceProfile.unit_us; 0 without). */
+double ncclzProfileUnitUs(const ncclzProfile *p, ncclzTransportHint hint);
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
 /* The profile compiled into the library: calibrate/profiles/h200-x2.json, measured on 2x H200 by
  * `ncclz calibrate` (its metadata says when and how). Every verb falls back to it, so that all
