@@ -32,7 +32,9 @@
  * encode, a stall per chunk. The first call of a signature (and later ones, NCCLZ_REPLAN calls
  * apart at first, the gap doubling up to NCCLZ_REPLAN_MAX while the vote stays the same) copies
  * its first chunk of codes back, runs ncclzReaPlan for a frame of the real chunk size, and the
- * ranks agree (allreduce max over the lane) whether anybody wants a coder. If nobody does, the
+ * ranks agree (allreduce max over the lane) whether anybody wants a coder (a rank wants one when
+ * its frame's gain, over the call's units, pays for the call's interface and the host's time per
+ * unit: ncclzReaCallWorthIt). If nobody does, the
  * message goes as the plain NCCL collective on the original floats ("bypass": RAW frames of int32
  * codes cannot beat it, and it is exact); otherwise every rank encodes with its own planned coder
  * (frames are self-describing; decoders accept every coder). */
@@ -938,7 +940,12 @@ static ncclzStatus decide(grun *r, decision *d) {
     ncclzReaResult res;
     TRY(ncclzReaPlan(&c->profile, &rc, sym, n, &desc, r->slot, &res));
     coder = res.planned;
-    want = coder != NCCLZ_CODER_RAW;
+    /* A frame's gain must also pay for the call's interface and the host's time per unit, which
+     * the plain collective does not spend (1 MiB over the socket: 0.23-0.63x of plain without). */
+    size_t units = 0;
+    for (const unit_t &un : r->units) units += un.send >= 0 && un.slen;
+    double call_bytes = (double)std::max(r->n_in, r->n_out) * (double)r->ds; /* nccl-tests' size */
+    want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, coder, call_bytes, (double)units);
   }
   TRY(c->t->allreduce_max(c->t, &want, 1));
   /* Only the vote, which every rank holds, sets the gap: each rank's own coder may differ, and

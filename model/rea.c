@@ -63,6 +63,13 @@ uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n) {
   return (uint32_t)(4 * ((n + q->qsgd_bucket - 1) / q->qsgd_bucket));
 }
 
+int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
+                        ncclzCoder coder, double call_bytes, double units) {
+  if (coder == NCCLZ_CODER_RAW || (unsigned)coder >= NCCLZ_CODER_COUNT) return 0;
+  double per_unit = d->time_us[NCCLZ_CODER_RAW] - d->time_us[coder] - ncclzProfileUnitUs(prof, hint);
+  return units * per_unit > ncclzProfileInterfaceUs(prof, hint, call_bytes);
+}
+
 void ncclzFrameCoderParams(ncclzCoderParams *cp) {
   ncclzCoderParamsDefault(cp);
   cp->huffman_segment = NCCLZ_FRAME_HUFFMAN_SEGMENT;

@@ -47,7 +47,7 @@ double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_byt
 
 /* REA on this chunk's frame: the candidates from the data profile's CR, the rules of the
  * profile's thresholds (the executor's), the link of this hop (the scenario's bandwidth). */
-static ncclzCoder rea_pick(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes) {
+ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes, ncclzReaDecision *dec) {
   const ncclzReaConfig *cfg = &job->cfg[hop->hint];
   double raw = raw_bytes;
   ncclzReaCandidates cand;
@@ -67,20 +67,23 @@ static ncclzCoder rea_pick(const sim_job *job, const sim_hop *hop, uint32_t k, d
   rules.min_gain_permil = cfg->min_gain_permil;
   rules.coder_mask = cfg->coder_mask;
   rules.huff_ctx_valid = cfg->huff_ctx_valid;
+  memset(dec, 0, sizeof *dec);
   if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
   ncclzReaLink link = ncclz_rea_link(job->prof, hop->hint);
   if (!job->opt->rea_link_profile) {
     link.alpha_us = hop->alpha_us;
     link.beta_gbps = hop->beta_gbps;
   }
-  ncclzReaDecision dec;
-  ncclz_rea_arbitrate(job->prof, link, job->data->data_class, &rules, &cand, &dec);
-  return dec.coder;
+  ncclz_rea_arbitrate(job->prof, link, job->data->data_class, &rules, &cand, dec);
+  return dec->coder;
 }
 
 ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes) {
   switch (job->opt->compress) {
-  case NCCLZ_SIM_AUTO: return rea_pick(job, hop, k, raw_bytes);
+  case NCCLZ_SIM_AUTO: {
+    ncclzReaDecision dec;
+    return sim_rea_decide(job, hop, k, raw_bytes, &dec);
+  }
   case NCCLZ_SIM_FIXEDLEN: return NCCLZ_CODER_FIXEDLEN;
   case NCCLZ_SIM_HUFFMAN: return NCCLZ_CODER_HUFFMAN;
   default: return NCCLZ_CODER_RAW;

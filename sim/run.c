@@ -212,15 +212,21 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
 }
 
 /* The executor's auto decides once per call from the first chunk of one rank's codes (k = 1),
- * and when REA plans RAW there it runs the plain NCCL collective (exec/nccl_exec.cu). */
+ * and when REA plans RAW there, or the call-level check finds the gain smaller than the call's
+ * interface and host time (ncclzReaCallWorthIt), it runs the plain NCCL collective
+ * (exec/nccl_exec.cu, decide). */
 static int auto_plans_raw(const sim_job *j) {
   if (j->opt->compress != NCCLZ_SIM_AUTO || j->per_hop) return 0;
   size_t off, len;
   ncclzSchedule s;
   if (ncclzScheduleBuild(j->opt->coll, j->nranks, 0, 0, j->nchunks, &s) != 0) return 0;
   ncclzScheduleRange(&s, j->count, 0, 0, &off, &len);
+  double units = 0; /* rank 0's sends: the executor's units that move a frame */
+  for (size_t i = 0; i < s.nops; i++) units += s.ops[i].kind == NCCLZ_OP_SEND;
   ncclzScheduleFree(&s);
-  return sim_pick_coder(j, &j->hop, 1, (double)len * (double)j->elem_bytes) == NCCLZ_CODER_RAW;
+  ncclzReaDecision dec;
+  ncclzCoder c = sim_rea_decide(j, &j->hop, 1, (double)len * (double)j->elem_bytes, &dec);
+  return c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, (double)j->opt->bytes, units);
 }
 
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,

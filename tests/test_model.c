@@ -580,6 +580,28 @@ static void test_planning_cost(void) {
   frame_free(&f);
 }
 
+/* The call-level check: a frame that saves S us against RAW, over U units, is worth a call only
+ * when U * (S - unit_us) exceeds the call's interface. */
+static void test_call_worth_it(void) {
+  ncclzProfile p = prof;
+  ncclzReaDecision d;
+  memset(&d, 0, sizeof d);
+  d.time_us[NCCLZ_CODER_RAW] = 400.0;
+  d.time_us[NCCLZ_CODER_FIXEDLEN] = 250.0; /* saves 150 us a frame */
+  const ncclzTransportHint net = NCCLZ_HINT_NET;
+  memset(p.iface, 0, sizeof p.iface);
+  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1) &&
+            !ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_RAW, 1e6, 100),
+        "no interface: any saving is worth it, RAW never");
+  p.iface[net] = (ncclzInterfaceProfile){1, 280.0, 1e9, 0.0}; /* 280 us + ~0 per byte */
+  CHECK(!ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1), "1 unit: 150 us < 280 us");
+  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 2), "2 units: 300 us > 280 us");
+  p.iface[net].unit_us = 20.0; /* 2 x (150 - 20) = 260 < 280 */
+  CHECK(!ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 2), "host time per unit counts");
+  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 3), "3 units: 390 us > 280 us");
+  CHECK(ncclzReaCallWorthIt(&p, NCCLZ_HINT_NVLINK, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1), "another hint has no interface");
+}
+
 int main(void) {
   test_profile_loads();
   test_profile_errors();
@@ -596,6 +618,7 @@ int main(void) {
   test_capacity();
   test_admissibility_gates();
   test_host_path_uses_shared_decision();
+  test_call_worth_it();
   test_surface();
   test_planning_cost();
   return tu_finish("model");

@@ -259,6 +259,29 @@ static void test_rea_link(void) {
   CHECK(coded > 0, "rea_link profile (net %.1f GB/s): REA must compress", prof.transport[NCCLZ_HINT_NET].beta_gbps);
 }
 
+/* The call-level check, as the executor's vote: when the profile's interface costs more than the
+ * frames save, auto runs the plain collective (no frames, the plain time). */
+static void test_auto_counts_interface(void) {
+  ncclzSimPlatform p;
+  platform(&p, 2, 1);
+  p.nic_gbps = 2.5;
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.bytes = 1u << 20;
+  o.compress = NCCLZ_SIM_AUTO;
+  ncclzSimResult r;
+  run_us(&p, &o, &r);
+  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] > 0, "1 MiB at 2.5 GB/s: REA compresses");
+  ncclzProfile with = prof;
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 1e5, 1e9, 0.0}; /* 100 ms a call */
+  double t_auto = ncclzSimRun(&with, &data, &p, &o, &r) == NCCLZ_OK ? r.time_us : -1;
+  uint64_t coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  o.compress = NCCLZ_SIM_OFF;
+  double t_off = run_us(&p, &o, &r);
+  CHECK(coded == 0 && t_auto == t_off, "interface above the gain: plain NCCL (%llu frames, %.1f vs %.1f us)",
+        (unsigned long long)coded, t_auto, t_off);
+}
+
 /* ------------------------------------------------------------- REA, options */
 
 static void test_rea_and_options(void) {
@@ -404,6 +427,7 @@ int main(void) {
   test_rea_and_options();
   test_header_protocol_many_chunks();
   test_rea_link();
+  test_auto_counts_interface();
   test_scenario();
   test_speed();
   test_extrapolation();
