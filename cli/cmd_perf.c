@@ -332,6 +332,7 @@ cJSON *perf_point_json(const perf_point *p) {
     cJSON_AddNumberToObject(j, "plain_us", p->plain_us);
     cJSON_AddNumberToObject(j, "vs_plain", p->time_us > 0 ? p->plain_us / p->time_us : 0);
   }
+  if (p->host_unit_us > 0) cJSON_AddNumberToObject(j, "host_unit_us", p->host_unit_us);
   if (p->traced) {
     cJSON_AddNumberToObject(j, "codec_us", p->codec_us);
     cJSON_AddNumberToObject(j, "exposed_us", p->exposed_us);

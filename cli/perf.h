@@ -40,6 +40,8 @@ typedef struct {
   uint64_t wrong, mix[NCCLZ_CODER_COUNT], raw, frames_b, wire;
   double codec_us, exposed_us, comm_us, iface_us; /* nccl --trace: the traced call */
   double plain_us;             /* --vs-plain: plain NCCL's time of the same call (0: not measured) */
+  double host_unit_us;         /* nccl: rank 0's host time per pipeline unit in the last timed call,
+                                  without its waits (0: no units, e.g. a bypassed call) */
   int traced;
 } perf_point;
 
