@@ -40,8 +40,9 @@ static void print_help(void) {
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
-         "-n calls take under 20 ms), alternated in the same process; time is the median round of the latter, `vs plain` plain's over it (a speedup that\n"
-         "separate runs' clock and link states do not move).\n"
+         "-n calls take under 20 ms), alternated in the same process, each first in every other round; time is\n"
+         "the median round of the latter, `vs plain` plain's over it (a speedup that separate runs' clock and\n"
+         "link states do not move).\n"
          "Outputs above 4M elements are checked on a stride (every element up to 4M checked).\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure or wrong elements.\n");
 }
