@@ -13,9 +13,10 @@
  * CUDA streams (exec/nccl_exec.cu): frames queue up on each, and an encode can run while another
  * frame decodes. Each is tracked as the time it becomes idle: decodes that nothing waits for
  * overlap with transfers.
- * HEADER protocol: a receive first takes the frame's header, then posts the payload's receive.
- *   Whatever the actor waits for, a header that arrives meanwhile gets its payload posted at once
- *   (wait_progressing), as the executor's host reads the control lane while its sends drain.
+ * HEADER protocol: a receive takes the frame's header when the actor reaches it and posts the
+ *   payload's receive at once, as the executor's host does (host_recv). So a rank's send never
+ *   waits for a payload receive that its peer has not posted yet; a replay that posted payload
+ *   receives only when it completed them deadlocked with more chunks than banks.
  * Transfers go through one mailbox per ordered pair of actors; both sides issue a pair's messages
  * in (step, chunk) order, so FIFO matching pairs the SEND and RECV with the same (step, chunk). */
 #include "sim_internal.h"
@@ -40,9 +41,6 @@ typedef struct {
   int a, m;                 /* this actor, actor count */
   ncclzSchedule s;          /* the logical rank's list */
   sg_comm_t *comm;          /* per op: the outstanding transfer, NULL when done */
-  sg_comm_t *hdr;           /* per RECV op: the outstanding size header (HEADER protocol) */
-  sg_comm_t *wset;          /* scratch for wait_progressing: a target and the pending headers */
-  size_t *wop;              /* their ops */
   void **payload;           /* per RECV op: what arrived (coder + 1) */
   uint8_t *done;            /* per RECV op: completed (and its decode queued) */
   size_t *sendq, sq_head, sq_tail; /* outstanding sends, in issue order */
@@ -103,50 +101,18 @@ static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
   return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
 }
 
-static void post_payload_recv(rank_ctx *c, size_t i) {
-  int p = peer_actor(c, c->s.ops[i].peer);
-  c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+/* Waits for the transfer in *slot (a send or a payload), then clears it. */
+static void wait_comm(sg_comm_t *slot) {
+  sg_comm_wait(*slot); /* SimGrid releases the comm */
+  *slot = NULL;
 }
 
-/* Waits for the transfer in *slot (a send, a payload or a header), then clears it. Under the
- * HEADER protocol it also takes every other receive's header as it arrives and posts that
- * payload's receive: without that, two ranks whose banks are full each wait for a send that only
- * the other's payload receive completes, and that receive would be posted only when the other
- * rank reaches it (a deadlock; the replay then ended early). Headers from one peer arrive in the
- * order they were sent, so payload receives are posted in each peer's (step, chunk) order. */
-static void wait_progressing(rank_ctx *c, sg_comm_t *slot) {
-  for (;;) {
-    size_t n = 0;
-    c->wset[n++] = *slot;
-    for (size_t q = c->rq_head; q < c->rq_tail; q++) {
-      size_t r = c->recvq[q];
-      if (c->hdr[r] && &c->hdr[r] != slot) {
-        c->wset[n] = c->hdr[r];
-        c->wop[n++] = r;
-      }
-    }
-    ssize_t k = 0; /* SimGrid releases the comm that finished */
-    if (n == 1) sg_comm_wait(*slot);
-    else k = sg_comm_wait_any(c->wset, n);
-    if (k == 0) {
-      *slot = NULL;
-      return;
-    }
-    c->hdr[c->wop[k]] = NULL;
-    post_payload_recv(c, c->wop[k]);
-  }
-}
-
-/* Waits for receive i to arrive (its header first, then the payload) and queues its decode. */
+/* Waits for receive i's payload to arrive and queues its decode. */
 static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
   const ncclzOp *o = &c->s.ops[i];
   int p = peer_actor(c, o->peer);
   if (c->done[i]) goto decoded;
-  if (c->hdr[i]) {
-    wait_progressing(c, &c->hdr[i]);
-    post_payload_recv(c, i);
-  }
-  wait_progressing(c, &c->comm[i]);
+  wait_comm(&c->comm[i]);
   c->done[i] = 1;
   c->in_inflight[p]--;
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
@@ -167,7 +133,7 @@ static void complete_through(rank_ctx *c, size_t i, int need_sum) {
 
 static void wait_oldest_send(rank_ctx *c) {
   size_t i = c->sendq[c->sq_head++];
-  wait_progressing(c, &c->comm[i]);
+  wait_comm(&c->comm[i]);
   c->out_inflight[peer_actor(c, c->s.ops[i].peer)]--;
 }
 
@@ -223,12 +189,10 @@ static void do_recv(rank_ctx *c, size_t i) {
   if (c->job->opt->size_protocol == NCCLZ_SIZE_HEADER && c->job->opt->compress != NCCLZ_SIM_OFF) {
     /* as the executor's host (host_recv): it waits for the header here, before it posts the
      * payload's receive and goes on to the next unit's encode */
-    c->hdr[i] = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
-    wait_progressing(c, &c->hdr[i]);
-    post_payload_recv(c, i);
-  } else {
-    c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+    sg_comm_t hdr = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
+    wait_comm(&hdr);
   }
+  c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
 }
 
 static void rank_actor(int argc, char **argv) {
@@ -254,9 +218,6 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
   if (ncclzScheduleBuild(j->opt->coll, j->nranks, a % j->nranks, j->opt->root, j->nchunks, &c->s)) return -1;
   size_t n = c->s.nops, m = (size_t)c->m;
   c->comm = calloc(n, sizeof *c->comm);
-  c->hdr = calloc(n, sizeof *c->hdr);
-  c->wset = calloc(n + 1, sizeof *c->wset);
-  c->wop = calloc(n + 1, sizeof *c->wop);
   c->payload = calloc(n, sizeof *c->payload);
   c->done = calloc(n, 1);
   c->sendq = calloc(n, sizeof *c->sendq);
@@ -267,7 +228,7 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
   c->mb_in = calloc(m, sizeof *c->mb_in);
   c->hb_out = calloc(m, sizeof *c->hb_out);
   c->hb_in = calloc(m, sizeof *c->hb_in);
-  if (!c->comm || !c->hdr || !c->wset || !c->wop || !c->payload || !c->done || !c->sendq || !c->recvq || !c->out_inflight ||
+  if (!c->comm || !c->payload || !c->done || !c->sendq || !c->recvq || !c->out_inflight ||
       !c->in_inflight || !c->mb_out || !c->mb_in || !c->hb_out || !c->hb_in)
     return -1;
   return 0;
@@ -276,9 +237,6 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
 static void ctx_free(rank_ctx *c) {
   ncclzScheduleFree(&c->s);
   free(c->comm);
-  free(c->hdr);
-  free(c->wset);
-  free(c->wop);
   free(c->payload);
   free(c->done);
   free(c->sendq);
