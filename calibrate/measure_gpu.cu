@@ -493,7 +493,7 @@ static void *rank_main(void *arg) {
        * per unit): the issue loop without its waits for encodes and for the peer's headers. */
       ncclzExecStats es;
       ncclzCommLastStats(cz, &es);
-      double unit_host_us = es.units ? 1e6 * (es.t_issue - es.t_encode - es.t_wait_ctrl) / (double)es.units : 0.0;
+      double unit_host_us = 1e6 * es.t_unit_host;
       if (!st) {
         ncclzCommSetTrace(cz, 1);
         st = ncclzAllReduce(sb, rb, b / 4, ncclFloat32, ncclSum, cz, s);
@@ -517,7 +517,7 @@ static void *rank_main(void *arg) {
         cJSON_AddNumberToObject(e, "decode_us", dec);
         cJSON_AddNumberToObject(e, "decode_exposed_us", dec_exp);
         cJSON_AddNumberToObject(e, "interface_us", iface);
-        cJSON_AddNumberToObject(e, "unit_host_us", unit_host_us > 0 ? unit_host_us : 0.0);
+        cJSON_AddNumberToObject(e, "unit_host_us", unit_host_us);
         cJSON_AddItemToArray(g->overlap, e);
         if (o->progress)
           fprintf(stderr, "# %-9s overlap %-8s %10zu B: encode exposed %5.1f%%, decode exposed %5.1f%%\n",

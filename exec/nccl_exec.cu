@@ -1025,8 +1025,8 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   trace_iface(r, 1);
   double t_issue = now_s();
   TRY(run_units(r));
-  r->st->t_issue = now_s() - t_issue;
-  r->st->units = r->units.size();
+  double own = now_s() - t_issue - r->st->t_encode - r->st->t_wait_ctrl; /* both measured inside run_units */
+  r->st->t_unit_host = r->units.empty() || own < 0 ? 0 : own / (double)r->units.size();
   trace_iface(r, 2);
   TRY(finish(r, recvbuff));
   trace_iface(r, 3);

@@ -47,9 +47,8 @@ double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_byt
 
 /* REA on this chunk's frame: the candidates from the data profile's CR, the rules of the
  * profile's thresholds (the executor's), the link of this hop (the scenario's bandwidth). */
-ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes, ncclzReaDecision *dec) {
+ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw, ncclzReaDecision *dec) {
   const ncclzReaConfig *cfg = &job->cfg[hop->hint];
-  double raw = raw_bytes;
   ncclzReaCandidates cand;
   memset(&cand, 0, sizeof cand);
   cand.frame_raw_bytes = raw;

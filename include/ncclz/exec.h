@@ -118,9 +118,10 @@ typedef struct {
   double error_bound;          /* derived bound on every element of the result (0: exact) */
   double quant_bound;          /* the bound each rank quantized with (its half-step for EB) */
   double t_agree, t_quant, t_encode, t_decode, t_reduce, t_wait_ctrl, t_wait_data, t_total; /* s */
-  double t_issue;              /* s, GPU executor: the host's pipeline loop, waits included (t_encode:
-                                  its waits for encodes, t_wait_ctrl: for the peers' headers) */
-  uint64_t units;              /* GPU executor: pipeline units (a chunk's send and receive) */
+  double t_unit_host;          /* s, GPU executor: the host's own time per pipeline unit (a chunk's
+                                  send and receive): its issue loop without the waits for encodes
+                                  (t_encode) and for the peers' headers (t_wait_ctrl), over the
+                                  units; 0 without units */
   uint64_t chunks_received;    /* frames received (for the per-chunk protocol cost) */
 } ncclzExecStats;
 
