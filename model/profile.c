@@ -202,14 +202,19 @@ static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) 
   return NCCLZ_OK;
 }
 
+/* The hint's interface section, or NULL when the profile has none for it. */
+static const ncclzInterfaceProfile *iface_of(const ncclzProfile *p, ncclzTransportHint hint) {
+  return (unsigned)hint < NCCLZ_HINT_COUNT && p->iface[hint].present ? &p->iface[hint] : NULL;
+}
+
 double ncclzProfileUnitUs(const ncclzProfile *p, ncclzTransportHint hint) {
-  if ((unsigned)hint >= NCCLZ_HINT_COUNT || !p->iface[hint].present) return 0.0;
-  return p->iface[hint].unit_us;
+  const ncclzInterfaceProfile *f = iface_of(p, hint);
+  return f ? f->unit_us : 0.0;
 }
 
 double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes) {
-  if ((unsigned)hint >= NCCLZ_HINT_COUNT || !p->iface[hint].present) return 0.0;
-  return p->iface[hint].alpha_us + bytes / (p->iface[hint].gbps * 1e3);
+  const ncclzInterfaceProfile *f = iface_of(p, hint);
+  return f ? f->alpha_us + bytes / (f->gbps * 1e3) : 0.0;
 }
 
 /* A curve: a non-empty array of {"bytes": >0 increasing, "us": >=0}. */
