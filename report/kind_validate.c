@@ -441,6 +441,11 @@ static int point_coder(const va_point *q) {
   return ncclzCoderFromName(q->compress);
 }
 
+/* Whether two points are the same call: path, collective, ranks and size (any mode). */
+static int same_call(const va_point *a, const va_point *b) {
+  return !strcmp(a->path, b->path) && !strcmp(a->coll, b->coll) && a->nranks == b->nranks && a->bytes == b->bytes;
+}
+
 /* Best-coder agreement: for every (path, collective, ranks, size) measured with two coders or
  * more, whether the coder fastest in the measurement is also fastest in the replay. */
 static size_t best_coder_agreement(const va_points *v, size_t *groups) {
@@ -453,9 +458,7 @@ static size_t best_coder_agreement(const va_points *v, size_t *groups) {
     const va_point *best_meas = a, *best_sim = a;
     for (size_t k = 0; k < v->n; k++) {
       const va_point *b = &v->pt[k];
-      if (!b->has_meas || point_coder(b) < 0 || strcmp(a->path, b->path) || strcmp(a->coll, b->coll) ||
-          a->nranks != b->nranks || a->bytes != b->bytes)
-        continue;
+      if (!b->has_meas || point_coder(b) < 0 || !same_call(a, b)) continue;
       if (k < i) first = 0; /* the group is counted at its first point */
       coders |= 1 << point_coder(b);
       if (b->meas_us < best_meas->meas_us) best_meas = b;
@@ -482,9 +485,7 @@ static double measured_spread(const va_points *v, size_t *groups) {
     int first = 1, k = 0;
     for (size_t j = 0; j < v->n && first; j++) {
       const va_point *b = &v->pt[j];
-      if (!b->has_meas || strcmp(a->path, b->path) || strcmp(a->coll, b->coll) || strcmp(a->compress, b->compress) ||
-          a->nranks != b->nranks || a->bytes != b->bytes)
-        continue;
+      if (!b->has_meas || !same_call(a, b) || strcmp(a->compress, b->compress)) continue;
       if (j < i) first = 0; /* the group is counted at its first point */
       lo = fmin(lo, b->meas_us), hi = fmax(hi, b->meas_us), k++;
     }
