@@ -37,6 +37,24 @@ static void platform(ncclzSimPlatform *p, int nodes, int gpn) {
   p->nic_latency_us = 5.0;
 }
 
+/* Two one-GPU nodes joined by a NIC of nic_gbps (the 2-rank socket path's shape). */
+static void nic_pair(ncclzSimPlatform *p, double nic_gbps) {
+  platform(p, 2, 1);
+  p->nic_gbps = nic_gbps;
+}
+
+/* Default options for an AllReduce of `bytes` under `compress`. */
+static void allreduce_opts(ncclzSimOptions *o, uint64_t bytes, ncclzSimCompress compress) {
+  ncclzSimOptionsDefault(o);
+  o->bytes = bytes;
+  o->compress = compress;
+}
+
+/* Frames a replay coded (FIXEDLEN or HUFFMAN). */
+static uint64_t coded_frames(const ncclzSimResult *r) {
+  return r->frames[NCCLZ_CODER_FIXEDLEN] + r->frames[NCCLZ_CODER_HUFFMAN];
+}
+
 /* ------------------------------------------------------------ closed form */
 
 /* Uncompressed ring, one chunk per block, non-blocking: every step takes the slowest hop's
@@ -205,13 +223,10 @@ static void test_alltoall_broadcast(void) {
  * The header costs a small message per chunk: slower than piggy-backed sizes, by little. */
 static void test_header_protocol_many_chunks(void) {
   ncclzSimPlatform p;
-  platform(&p, 2, 1);
-  p.nic_gbps = 2.5;
+  nic_pair(&p, 2.5);
   p.nic_latency_us = 28.0;
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.bytes = 256u << 20;
-  o.compress = NCCLZ_SIM_FIXEDLEN;
+  allreduce_opts(&o, 256u << 20, NCCLZ_SIM_FIXEDLEN);
   o.min_chunks = 1;
   ncclzSimResult r;
   double t_pig = run_us(&p, &o, &r);
@@ -243,19 +258,16 @@ static void test_header_protocol_many_chunks(void) {
  * profile's slow net makes REA compress. */
 static void test_rea_link(void) {
   ncclzSimPlatform p;
-  platform(&p, 2, 1);
-  p.nic_gbps = 1000.0;
+  nic_pair(&p, 1000.0);
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.bytes = 256u << 20;
-  o.compress = NCCLZ_SIM_AUTO;
+  allreduce_opts(&o, 256u << 20, NCCLZ_SIM_AUTO);
   ncclzSimResult r;
   run_us(&p, &o, &r);
-  uint64_t coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  uint64_t coded = coded_frames(&r);
   CHECK(coded == 0, "rea_link platform, 1 TB/s NIC: RAW expected, %llu coded frames", (unsigned long long)coded);
   o.rea_link_profile = 1;
   run_us(&p, &o, &r);
-  coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  coded = coded_frames(&r);
   CHECK(coded > 0, "rea_link profile (net %.1f GB/s): REA must compress", prof.transport[NCCLZ_HINT_NET].beta_gbps);
 }
 
@@ -263,19 +275,16 @@ static void test_rea_link(void) {
  * frames save, auto runs the plain collective (no frames, the plain time). */
 static void test_auto_counts_interface(void) {
   ncclzSimPlatform p;
-  platform(&p, 2, 1);
-  p.nic_gbps = 2.5;
+  nic_pair(&p, 2.5);
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.bytes = 1u << 20;
-  o.compress = NCCLZ_SIM_AUTO;
+  allreduce_opts(&o, 1u << 20, NCCLZ_SIM_AUTO);
   ncclzSimResult r;
   run_us(&p, &o, &r);
-  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] > 0, "1 MiB at 2.5 GB/s: REA compresses");
+  CHECK(coded_frames(&r) > 0, "1 MiB at 2.5 GB/s: REA compresses");
   ncclzProfile with = prof;
   with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 1e5, 1e9, 0.0}; /* 100 ms a call */
   double t_auto = ncclzSimRun(&with, &data, &p, &o, &r) == NCCLZ_OK ? r.time_us : -1;
-  uint64_t coded = r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN];
+  uint64_t coded = coded_frames(&r);
   o.compress = NCCLZ_SIM_OFF;
   double t_off = run_us(&p, &o, &r);
   CHECK(coded == 0 && t_auto == t_off, "interface above the gain: plain NCCL (%llu frames, %.1f vs %.1f us)",
@@ -294,16 +303,16 @@ static void test_rea_and_options(void) {
   ncclzSimResult r;
   double t_auto = run_us(&p, &o, &r);
   /* REA plans RAW on NVLink, so the call runs as plain NCCL, exactly as the executor does. */
-  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] == 0 && r.nchunks == 1,
+  CHECK(coded_frames(&r) == 0 && r.nchunks == 1,
         "NVLink only: REA must pick RAW (coded frames %llu, chunks %u)",
-        (unsigned long long)(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN]), r.nchunks);
+        (unsigned long long)coded_frames(&r), r.nchunks);
   o.compress = NCCLZ_SIM_OFF;
   double t_off = run_us(&p, &o, &r);
   CHECK(t_auto == t_off, "NVLink auto %.3f us != plain %.3f us", t_auto, t_off);
   o.compress = NCCLZ_SIM_AUTO;
   platform(&p, 4, 8);
   double t_pig = run_us(&p, &o, &r);
-  CHECK(r.frames[NCCLZ_CODER_FIXEDLEN] + r.frames[NCCLZ_CODER_HUFFMAN] > 0, "over the NIC REA compresses");
+  CHECK(coded_frames(&r) > 0, "over the NIC REA compresses");
   o.size_protocol = NCCLZ_SIZE_HEADER;
   double t_hdr = run_us(&p, &o, &r);
   CHECK(t_hdr > t_pig, "a header message per chunk costs time: %.2f vs %.2f", t_hdr, t_pig);
