@@ -288,7 +288,9 @@ static void test_corrupt_escape(void) {
 /* ------------------------------------------------------------ the tree builder */
 
 /* The textbook two-queue merge with both heads read from memory at every pick: the definition
- * that ncclz_huff_tree_parents (heads in registers) must reproduce node for node. */
+ * that ncclz_huff_tree_parents must reproduce node for node, whatever it does to be faster (three
+ * variants with the heads in registers passed here and failed test_gpu_huffbook on the device:
+ * run both after touching it). */
 static void plain_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
   for (uint32_t t = 0; t + 1 < m; t++) {

@@ -16,7 +16,7 @@
 #define BOOK_THREADS 1024
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
-#define SCAN_CHUNK 8192u           /* symbols per CTA in the histogram pass (128 CTAs per 4 MiB frame) */
+#define SCAN_CHUNK 16384u          /* symbols per CTA in the histogram pass */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
@@ -60,15 +60,9 @@ __global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym,
   __syncthreads();
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
   uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
-  /* Quantized data crowds a few bins, where 32 lanes adding to one shared counter serialize:
-   * each warp adds once per distinct index it holds (ncu, 4 MiB of QSGD codes: 16 us before).
-   * Every lane runs every round, so that __match_any_sync sees the whole warp. */
-  for (uint32_t r = i0; r < end; r += 512) {
-    const uint32_t i = r + threadIdx.x;
-    const uint32_t idx = i < end ? ncclz_huff_index(__ldg(src + i), a) : 0xFFFFFFFFu;
-    const uint32_t same = __match_any_sync(NZ_FULL, idx);
-    if (idx != 0xFFFFFFFFu && (threadIdx.x & 31) == (uint32_t)(__ffs(same) - 1)) atomicAdd(&h[idx], (uint32_t)__popc(same));
-  }
+  /* (Warp-aggregated adds through __match_any_sync did not make this faster on 4 MiB of QSGD
+   * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) */
+  for (uint32_t i = i0 + threadIdx.x; i < end; i += 512) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
   __syncthreads();
   uint32_t *g = hist + (size_t)f * HF_K;
   for (uint32_t i = threadIdx.x; i < K; i += 512)
@@ -639,8 +633,9 @@ static __device__ void stage_segments(BitSource &br, const uint32_t *stream, boo
 }
 
 /* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
- * QSGD codes: ~3.3), at most 4,096 words. */
-static uint32_t dec_seg_words(uint32_t S) { return S < 1024u ? 4u * S : 4096u; }
+ * QSGD codes: ~3.3), at most 1,024 words, so that a block keeps to 16 KiB more (the executor's
+ * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
+static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
 __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
