@@ -276,6 +276,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     }
     __syncthreads();
     if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
+    __syncthreads(); /* step 4 reads the limited counts */
     /* step 4: lengths shortest first over (frequency desc, index asc) */
     for (uint32_t i = t; i < m; i += BOOK_THREADS)
       s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, ncclz_huff_desc_rank(s.key, m, i));
