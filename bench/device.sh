@@ -76,10 +76,13 @@ KERNELS_RC=skipped
 if want kernels && [ "$(left)" -gt 60 ]; then
   echo "== ncu: one 4 MiB frame ($(left) s left)"
   head -c 4194304 .devdata/resnet18_digits_step100_rank0.f32 >/tmp/frame4m.f32
-  for coder in huffman fixedlen; do
-    echo "# ncclz codec --device gpu --coder $coder --quant qsgd:bits=8,bucket=512, 4 MiB = 1 frame, --repeat 2"
+  # huffman-seg256: the executor's frames (256-symbol segments, NCCLZ_FRAME_HUFFMAN_SEGMENT)
+  for coder in huffman huffman-seg256 fixedlen; do
+    seg=(); [ $coder = huffman-seg256 ] && seg=(--segment 256)
+    echo "# ncclz codec --device gpu --coder ${coder%-seg256} ${seg[*]} --quant qsgd:bits=8,bucket=512, 4 MiB = 1 frame, --repeat 2"
     timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      "$B/ncclz" codec --device gpu --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 2 \
+      "$B/ncclz" codec --device gpu --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder ${coder%-seg256} \
+      "${seg[@]}" --repeat 2 \
       2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
                                                 v = $NF; gsub(/[",]/, "", v); print "'$coder'/" k, v }'
     KERNELS_RC=$?

@@ -26,6 +26,7 @@ typedef struct {
   int coder; /* ncclzCoder, or -1 for auto */
   size_t chunk;
   int gpu, json, repeat;
+  unsigned segment; /* HUFFMAN symbols per segment; 0: the coder's default */
 } codec_opts;
 
 /* Results of one run, in the contract's JSON names. */
@@ -41,13 +42,16 @@ static void print_help(void) {
   printf(
       "usage: ncclz codec --input FILE [--dtype f32|bf16|f16] [--dims AxBxC] --quant SPEC\n"
       "                   --coder raw|fixedlen|huffman|auto [--chunk BYTES] [--device cpu|gpu]\n"
-      "                   [--out FRAMES] [--repeat N] [--profile PROFILE.json] [--hint net|shm|nvlink] [--json]\n"
+      "                   [--out FRAMES] [--repeat N] [--segment N] [--profile PROFILE.json] [--hint net|shm|nvlink]\n"
+      "                   [--json]\n"
       "       ncclz codec --decode FRAMES --output FILE\n\n"
       "Quantizes FILE once, codes the symbols in frames of --chunk input bytes (default 4M),\n"
       "decodes them again and checks the round trip and the error bound on every element.\n\n"
       "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
       "  --dims     shape in C order (last fastest), needed for 2D/3D Lorenzo\n"
       "  --repeat   timed repetitions; the median is reported (default 3)\n"
+      "  --segment  HUFFMAN symbols per independently decoded segment, 1..4096 (default 1024;\n"
+      "             the executor's frames use 256)\n"
       "  --profile  calibration profile for --coder auto, the REA's costs (default $NCCLZ_PROFILE,\n"
       "             else the built-in H200 profile)\n"
       "  --hint     the transport the frames are meant for (default net)\n"
@@ -65,7 +69,7 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
       {"decode", required_argument, 0, 'x'}, {"output", required_argument, 0, 'O'},
       {"repeat", required_argument, 0, 'r'}, {"json", no_argument, 0, 'j'},
       {"profile", required_argument, 0, 'P'}, {"hint", required_argument, 0, 'H'},
-      {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+      {"segment", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->coder = -2;
   o->chunk = 4u << 20;
@@ -105,6 +109,12 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
     case 'j': o->json = 1; break;
     case 'P': o->profile = optarg; break;
     case 'H': o->hint = optarg; break;
+    case 's': {
+      long v = strtol(optarg, NULL, 10);
+      if (v < 1 || v > 4096) return cli_usage_error(VERB, "--segment: expected 1..4096 symbols, got '%s'", optarg);
+      o->segment = (unsigned)v;
+      break;
+    }
     case 'h': print_help(); return -1;
     default: return CLI_USAGE;
     }
@@ -167,6 +177,7 @@ static ncclzStatus run_pass(const codec_opts *o, const void *raw, size_t n, code
   uint32_t dims[3] = {o->dims[0], o->dims[1], o->dims[2]};
   ncclzCoderParams cp;
   ncclzCoderParamsDefault(&cp);
+  if (o->segment) cp.huffman_segment = o->segment;
   memset(r->coder_mix, 0, sizeof r->coder_mix);
   double t0 = ncclzNowSeconds();
   ncclzStatus st = ncclzArrayQuantize(&o->quant, o->dtype, raw, n, dims, o->ndims, 0, &p->sym);
@@ -298,6 +309,7 @@ static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t
   }
   ncclzCoderParams cp;
   ncclzCoderParamsDefault(&cp);
+  if (o->segment) cp.huffman_segment = o->segment;
   ncclzCudaBenchResult res;
   uint8_t *frames = NULL;
   size_t frames_len = 0;

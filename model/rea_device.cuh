@@ -170,11 +170,11 @@ __device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, const uint32
   __syncthreads();
 }
 
-/* ncclz_huff_lengths (FORMAT.md steps 1-4) with the two sorts done by the whole block: the keys
+/* ncclz_huff_lengths (FORMAT.md steps 1-4) with step 1's sort done by the whole block: the keys
  * are distinct, so any correct sort gives the host's order. The tree's two-queue merge and the
  * length limit are the shared inline functions (one thread); the depths, step 3's counts and
- * step 4's lengths are computed by the whole block (codecs/cuda/huff_block.cuh), the same
- * integers. Lengths land in s.w.len. */
+ * step 4's lengths, ranked in the first sort's order (ncclz_huff_desc_rank), are computed by the
+ * whole block (codecs/cuda/huff_block.cuh), the same integers. Lengths land in s.w.len. */
 __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned long long *clk) {
   const uint32_t *freq = s.h.freq;
   uint32_t k[NCCLZ_REA_SORT_ITEMS];
@@ -214,14 +214,8 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned 
     if (clk) clk[NCCLZ_REA_CLK_TREE] = clock64();
   }
   __syncthreads();
-  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) { /* step 4: (frequency desc, index asc) */
-    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
-    int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
-    k[j] = used ? (NCCLZ_REA_FREQ_MAX - freq[i]) << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
-  }
-  ncclz_rea_block_sort(s, freq, k);
-  for (uint32_t i = threadIdx.x; i < m; i += NCCLZ_REA_PLAN_THREADS)
-    s.w.len[(uint32_t)s.w.s64[i]] = (uint8_t)ncclz_huff_rank_length(s.len_count, i);
+  for (uint32_t i = threadIdx.x; i < m; i += NCCLZ_REA_PLAN_THREADS) /* step 4: (frequency desc, index asc) */
+    s.w.len[(uint32_t)key[i]] = (uint8_t)ncclz_huff_rank_length(s.len_count, ncclz_huff_desc_rank(key, m, i));
   __syncthreads();
 }
 

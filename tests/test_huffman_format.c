@@ -285,6 +285,63 @@ static void test_corrupt_escape(void) {
   free(pl.bytes);
 }
 
+/* ------------------------------------------------------------ the tree builder */
+
+/* The textbook two-queue merge with both heads read from memory at every pick: the definition
+ * that ncclz_huff_tree_parents must reproduce node for node, whatever it does to be faster (three
+ * variants with the heads in registers passed here and failed test_gpu_huffbook on the device:
+ * run both after touching it). */
+static void plain_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
+  uint32_t leaf = 0, inner = 0;
+  for (uint32_t t = 0; t + 1 < m; t++) {
+    uint64_t w = 0;
+    for (int k = 0; k < 2; k++) {
+      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
+        w += key[leaf] >> 32;
+        node[leaf++] = m + t;
+      } else {
+        w += weight[inner];
+        node[m + inner++] = m + t;
+      }
+    }
+    weight[t] = w;
+  }
+  node[2 * m - 2] = 2 * m - 2;
+}
+
+/* Sorted leaves with many ties (weights from a few values), skewed and flat weights, from 2 to
+ * the largest alphabet: the same parents and internal weights as the plain merge. */
+static void test_tree_matches_plain_merge(void) {
+  enum { M = NCCLZ_HUFF_MAX_SYMS };
+  uint64_t *key = malloc(sizeof(uint64_t) * M), *tmp = malloc(sizeof(uint64_t) * M);
+  uint64_t *w0 = malloc(sizeof(uint64_t) * M), *w1 = malloc(sizeof(uint64_t) * M);
+  uint32_t *n0 = malloc(sizeof(uint32_t) * 2 * M), *n1 = malloc(sizeof(uint32_t) * 2 * M);
+  uint64_t rng = 0x5eed;
+  int differ = 0, trees = 0;
+  for (int it = 0; it < 3000; it++) {
+    uint32_t m = it < 40 ? 2 + (uint32_t)it : 2 + (uint32_t)(tu_rand(&rng) % (it % 10 == 0 ? M - 1 : 600));
+    int shape = it % 4;
+    for (uint32_t i = 0; i < m; i++) {
+      uint64_t r = tu_rand(&rng), q;
+      if (shape == 0) q = 1 + r % 3;                       /* few distinct weights: ties everywhere */
+      else if (shape == 1) q = 1 + (r % 1000) * (r % 1000); /* skewed */
+      else if (shape == 2) q = 1ull << (r % 20);            /* powers of two: internal ties */
+      else q = 1 + r % (1u << 20);
+      key[i] = q << 32 | i;
+    }
+    ncclz_huff_sort(key, tmp, m);
+    for (uint32_t i = 0; i < 2 * m; i++) n0[i] = n1[i] = 0xDEADBEEFu;
+    for (uint32_t i = 0; i < m; i++) w0[i] = w1[i] = 0xABCDull * (i + 7); /* garbage, the same in both */
+    plain_tree_parents(key, m, w0, n0);
+    ncclz_huff_tree_parents(key, m, w1, n1);
+    int same = memcmp(n0, n1, sizeof(uint32_t) * (2 * m - 1)) == 0 && memcmp(w0, w1, sizeof(uint64_t) * (m - 1)) == 0;
+    differ += !same;
+    trees++;
+  }
+  CHECK(differ == 0, "tree builder: %d of %d trees differ from the plain two-queue merge", differ, trees);
+  free(key), free(tmp), free(w0), free(w1), free(n0), free(n1);
+}
+
 int main(void) {
   test_sparse_golden();
   test_escape_golden();
@@ -293,5 +350,6 @@ int main(void) {
   test_corrupt_sparse();
   test_corrupt_dense();
   test_corrupt_escape();
+  test_tree_matches_plain_merge();
   return tu_finish("test_huffman_format");
 }

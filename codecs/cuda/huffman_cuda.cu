@@ -16,7 +16,7 @@
 #define BOOK_THREADS 1024
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
-#define SCAN_CHUNK 16384u          /* symbols per CTA in the range and histogram passes */
+#define SCAN_CHUNK 16384u          /* symbols per CTA in the histogram pass */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
@@ -60,6 +60,8 @@ __global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym,
   __syncthreads();
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
   uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+  /* (Warp-aggregated adds through __match_any_sync did not make this faster on 4 MiB of QSGD
+   * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) */
   for (uint32_t i = i0 + threadIdx.x; i < end; i += 512) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
   __syncthreads();
   uint32_t *g = hist + (size_t)f * HF_K;
@@ -136,11 +138,15 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
 /* ------------------------------------------------------------ code book (encode) */
 
 typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, BOOK_ITEMS> BookSort;
+/* Alphabets of at most BOOK_THREADS used symbols (8-bit QSGD, Lorenzo residuals) sort one key
+ * per thread: nine times fewer keys through the same passes. */
+typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, 1> SmallSort;
 
 struct BookShared {
   uint64_t key[HF_K];
   union {
     typename BookSort::TempStorage sort;
+    typename SmallSort::TempStorage small;
     struct {
       uint64_t weight[HF_K];
       uint32_t node[2 * HF_K];
@@ -158,13 +164,23 @@ struct BookShared {
 
 /* Sorts the m keys of s.key (sort keys: value << 14 | index, value < 2^32) ascending. */
 static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits) {
+  const int end_bit = 14 + value_bits < 64 ? 14 + value_bits + 1 : 64;
+  if (m <= BOOK_THREADS) {
+    uint64_t item[1] = {threadIdx.x < m ? s.key[threadIdx.x] : ~(uint64_t)0};
+    __syncthreads();
+    SmallSort(s.u.small).Sort(item, 0, end_bit);
+    __syncthreads();
+    if (threadIdx.x < m) s.key[threadIdx.x] = item[0];
+    __syncthreads();
+    return;
+  }
   uint64_t items[BOOK_ITEMS];
   for (int j = 0; j < BOOK_ITEMS; j++) {
     uint32_t i = threadIdx.x * BOOK_ITEMS + j;
     items[j] = i < m ? s.key[i] : ~(uint64_t)0;
   }
   __syncthreads();
-  BookSort(s.u.sort).Sort(items, 0, 14 + value_bits < 64 ? 14 + value_bits + 1 : 64);
+  BookSort(s.u.sort).Sort(items, 0, end_bit);
   __syncthreads();
   for (int j = 0; j < BOOK_ITEMS; j++) {
     uint32_t i = threadIdx.x * BOOK_ITEMS + j;
@@ -260,15 +276,10 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     }
     __syncthreads();
     if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
+    __syncthreads(); /* step 4 reads the limited counts */
     /* step 4: lengths shortest first over (frequency desc, index asc) */
-    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
-      uint64_t k = s.key[i];
-      s.key[i] = (uint64_t)(0xFFFFFFFFu - (uint32_t)(k >> 32)) << 14 | (k & 0x3FFF);
-    }
-    __syncthreads();
-    book_sort(s, m, 32);
     for (uint32_t i = t; i < m; i += BOOK_THREADS)
-      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, i);
+      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, ncclz_huff_desc_rank(s.key, m, i));
   }
   __syncthreads();
   canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);
@@ -589,7 +600,7 @@ struct BitSource {
     if (nbits <= 32) {
       uint32_t w = 0;
       if (next < words) {
-        w = __ldg(src + next);
+        w = src[next]; /* shared memory (stage_segments) or global */
         chk += nz_chk(w, base + next);
       }
       next++;
@@ -603,11 +614,37 @@ struct BitSource {
   }
 };
 
+/* The reader's loads depend on each other (one word per refill), so a segment read from global
+ * memory waits on it at every word: a 4 MiB frame coded alone has too few decoders to hide that
+ * (ncu: 397 us per 4 MiB of 1,024-symbol segments). A warp's 32 segments lie back to back in the
+ * stream: when they fit in the warp's seg_words of shared memory, the warp copies them there with
+ * coalesced loads and each reader takes its words from shared memory; otherwise (wide codes,
+ * corrupt offsets) the reader stays on global memory, its segment prefetched into L1. */
+static __device__ void stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
+                                      uint32_t seg_words) {
+  const uint32_t lane = threadIdx.x & 31, first = mine ? (uint32_t)(br.src - stream) : 0xFFFFFFFFu;
+  const uint32_t lo = __reduce_min_sync(NZ_FULL, first), hi = __reduce_max_sync(NZ_FULL, mine ? first + br.words : 0u);
+  if (lo < hi && hi - lo <= seg_words) {
+    for (uint32_t i = lane; i < hi - lo; i += 32) seg[i] = __ldg(stream + lo + i);
+    __syncwarp();
+    if (mine) br.src = seg + (first - lo);
+  } else if (mine) {
+    for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
+  }
+}
+
+/* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
+ * QSGD codes: ~3.3), at most 1,024 words, so that a block keeps to 16 KiB more (the executor's
+ * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
+static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
+
 __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
-                                                           const uint32_t *lut, const uint32_t *tables) {
+                                                           const uint32_t *lut, const uint32_t *tables,
+                                                           uint32_t seg_words) {
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
   __shared__ int32_t stage[DEC_THREADS / 32][32][33];
+  extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
@@ -635,13 +672,10 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
       br.src = P + H + begin / 4;
       br.base = sw + H + begin / 4;
       br.words = (end - begin) / 4;
-      /* The reader's loads depend on each other (one word per refill); ask L1 for the whole
-       * segment now, so that they wait on L1 rather than on memory. A frame coded alone has
-       * only ~8 blocks of decoders, so this latency is its decode time (ncu: 463 us per 4 MiB). */
-      for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
     }
     count = n - k * S < S ? n - k * S : S;
   }
+  stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
   const ncclzHuffAlphabet a = {F->centre, F->radius};
   const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
   const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
@@ -712,9 +746,11 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   k_hf_table<<<sh.n_frames, BOOK_THREADS, smem, s>>>(sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
-  uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
-  k_hf_decode<<<dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, 0, s>>>(sh, d_in, d_sym, fr,
-                                                                                              lut, tables);
+  uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0), seg_words = dec_seg_words(sh.p0);
+  size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
+  k_hf_decode<<<dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s>>>(
+      sh, d_in, d_sym, fr, lut, tables, seg_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
