@@ -945,7 +945,8 @@ static ncclzStatus decide(grun *r, decision *d) {
     size_t units = 0;
     for (const unit_t &un : r->units) units += un.send >= 0 && un.slen;
     double call_bytes = (double)std::max(r->n_in, r->n_out) * (double)r->ds; /* nccl-tests' size */
-    want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, coder, call_bytes, (double)units);
+    ncclzReaCall call = {call_bytes, (double)units, res.cand.frame_raw_bytes, rc.data_class};
+    want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, coder, &call);
   }
   TRY(c->t->allreduce_max(c->t, &want, 1));
   /* Only the vote, which every rank holds, sets the gap: each rank's own coder may differ, and

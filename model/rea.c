@@ -64,10 +64,14 @@ uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n) {
 }
 
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
-                        ncclzCoder coder, double call_bytes, double units) {
-  if (coder == NCCLZ_CODER_RAW || (unsigned)coder >= NCCLZ_CODER_COUNT) return 0;
+                        ncclzCoder coder, const ncclzReaCall *call) {
+  if (coder == NCCLZ_CODER_RAW || (unsigned)coder >= NCCLZ_CODER_COUNT || (unsigned)hint >= NCCLZ_HINT_COUNT) return 0;
+  const ncclzCodecProfile *cp = &prof->codec[coder];
+  const ncclzCodecCurves *cv = ncclz_rea_curves(prof, coder, call->data_class);
+  double fill = (1.0 - cp->lambda_enc[hint]) * ncclz_rea_curve_us(&cv->encode, call->frame_raw_bytes) +
+                (1.0 - cp->lambda_dec[hint]) * ncclz_rea_curve_us(&cv->decode, call->frame_raw_bytes);
   double per_unit = d->time_us[NCCLZ_CODER_RAW] - d->time_us[coder] - ncclzProfileUnitUs(prof, hint);
-  return units * per_unit > ncclzProfileInterfaceUs(prof, hint, call_bytes);
+  return call->units * per_unit > ncclzProfileInterfaceUs(prof, hint, call->call_bytes) + fill;
 }
 
 void ncclzFrameCoderParams(ncclzCoderParams *cp) {

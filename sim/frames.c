@@ -47,13 +47,14 @@ double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_byt
 
 /* REA on this chunk's frame: the candidates from the data profile's CR, the rules of the
  * profile's thresholds (the executor's), the link of this hop (the scenario's bandwidth). */
-ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw, ncclzReaDecision *dec) {
+ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw, double pipeline_frames,
+                          ncclzReaDecision *dec) {
   const ncclzReaConfig *cfg = &job->cfg[hop->hint];
   ncclzReaCandidates cand;
   memset(&cand, 0, sizeof cand);
   cand.frame_raw_bytes = raw;
   cand.nframes = 1.0;
-  cand.pipeline_frames = 1.0;
+  cand.pipeline_frames = pipeline_frames;
   cand.raw_frame_bytes = (uint64_t)one_frame(job, NCCLZ_CODER_RAW, k, raw);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
     cand.pred_frame_bytes[c] = (uint64_t)ceil(one_frame(job, (ncclzCoder)c, k, raw));
@@ -81,7 +82,7 @@ ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, do
   switch (job->opt->compress) {
   case NCCLZ_SIM_AUTO: {
     ncclzReaDecision dec;
-    return sim_rea_decide(job, hop, k, raw_bytes, &dec);
+    return sim_rea_decide(job, hop, k, raw_bytes, 1.0, &dec);
   }
   case NCCLZ_SIM_FIXEDLEN: return NCCLZ_CODER_FIXEDLEN;
   case NCCLZ_SIM_HUFFMAN: return NCCLZ_CODER_HUFFMAN;

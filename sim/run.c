@@ -224,9 +224,11 @@ static int auto_plans_raw(const sim_job *j) {
   double units = 0; /* rank 0's sends: the executor's units that move a frame */
   for (size_t i = 0; i < s.nops; i++) units += s.ops[i].kind == NCCLZ_OP_SEND;
   ncclzScheduleFree(&s);
-  ncclzReaDecision dec;
-  ncclzCoder c = sim_rea_decide(j, &j->hop, 1, (double)len * (double)j->elem_bytes, &dec);
-  return c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, (double)j->opt->bytes, units);
+  ncclzReaDecision dec; /* the executor's decision: a frame in the steady state of its pipeline */
+  double raw = (double)len * (double)j->elem_bytes;
+  ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, 0.0, &dec);
+  ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class};
+  return c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call);
 }
 
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,

@@ -582,6 +582,13 @@ static void test_planning_cost(void) {
 
 /* The call-level check: a frame that saves S us against RAW, over U units, is worth a call only
  * when U * (S - unit_us) exceeds the call's interface. */
+/* The call check of one 1 MB frame per unit over a 1 MB call. */
+static int call_worth_it(const ncclzProfile *p, ncclzTransportHint h, const ncclzReaDecision *d, ncclzCoder c,
+                         double units) {
+  ncclzReaCall call = {1e6, units, 1e6, NCCLZ_CLASS_DEFAULT};
+  return ncclzReaCallWorthIt(p, h, d, c, &call);
+}
+
 static void test_call_worth_it(void) {
   ncclzProfile p = prof;
   ncclzReaDecision d;
@@ -589,17 +596,26 @@ static void test_call_worth_it(void) {
   d.time_us[NCCLZ_CODER_RAW] = 400.0;
   d.time_us[NCCLZ_CODER_FIXEDLEN] = 250.0; /* saves 150 us a frame */
   const ncclzTransportHint net = NCCLZ_HINT_NET;
+  ncclzCodecProfile *fl = &p.codec[NCCLZ_CODER_FIXEDLEN];
+  for (int h = 0; h < NCCLZ_HINT_COUNT; h++) fl->lambda_enc[h] = fl->lambda_dec[h] = 1.0; /* no fill */
   memset(p.iface, 0, sizeof p.iface);
-  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1) &&
-            !ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_RAW, 1e6, 100),
+  CHECK(call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1) && !call_worth_it(&p, net, &d, NCCLZ_CODER_RAW, 100),
         "no interface: any saving is worth it, RAW never");
   p.iface[net] = (ncclzInterfaceProfile){1, 280.0, 1e9, 0.0}; /* 280 us + ~0 per byte */
-  CHECK(!ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1), "1 unit: 150 us < 280 us");
-  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 2), "2 units: 300 us > 280 us");
+  CHECK(!call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1), "1 unit: 150 us < 280 us");
+  CHECK(call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 2), "2 units: 300 us > 280 us");
   p.iface[net].unit_us = 20.0; /* 2 x (150 - 20) = 260 < 280 */
-  CHECK(!ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 2), "host time per unit counts");
-  CHECK(ncclzReaCallWorthIt(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 3), "3 units: 390 us > 280 us");
-  CHECK(ncclzReaCallWorthIt(&p, NCCLZ_HINT_NVLINK, &d, NCCLZ_CODER_FIXEDLEN, 1e6, 1), "another hint has no interface");
+  CHECK(!call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 2), "host time per unit counts");
+  CHECK(call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 3), "3 units: 390 us > 280 us");
+  CHECK(call_worth_it(&p, NCCLZ_HINT_NVLINK, &d, NCCLZ_CODER_FIXEDLEN, 1), "another hint has no interface");
+  /* lambda 0: the steady state hides nothing and the fill is a whole encode and decode */
+  fl->lambda_enc[net] = fl->lambda_dec[net] = 0.0;
+  const ncclzCodecCurves *cv = &fl->curves[NCCLZ_CLASS_DEFAULT];
+  double fill = ncclz_rea_curve_us(&cv->encode, 1e6) + ncclz_rea_curve_us(&cv->decode, 1e6);
+  double need = floor((280.0 + fill) / 130.0) + 1.0; /* units of 130 us net saving */
+  CHECK(fill > 0 && call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, need) &&
+            !call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, need - 1.0),
+        "the pipeline's fill (%.1f us) counts: %.0f units pay for it, %.0f do not", fill, need, need - 1.0);
 }
 
 int main(void) {

@@ -319,14 +319,22 @@ ncclzStatus ncclzReaEncodeBest(const ncclzProfile *prof, const ncclzReaConfig *c
                                size_t n, const ncclzFrameDesc *desc, uint8_t *dst, size_t stage_cap,
                                ncclzReaResult *res);
 
-/* The call-level check after a frame's arbitration chose `coder` (d: that frame's decision):
- * whether compressing a whole call beats its plain collective once the costs a frame does not
- * see are counted: the call's interface (quantize, agree, dequantize; ncclzProfileInterfaceUs of
- * `call_bytes`) and the host's time per unit (ncclzProfileUnitUs), over `units` frames that each
- * save time_us[RAW] - time_us[coder]. RAW is never worth it (the call then runs as plain NCCL).
- * The executor's auto vote and the simulator's replay of it both ask this. */
+/* The call-level check after a frame's arbitration chose `coder` (d: that frame's steady-state
+ * decision): whether compressing a whole call beats its plain collective once the costs a frame
+ * does not see are counted: the call's interface (quantize, agree, dequantize;
+ * ncclzProfileInterfaceUs of call_bytes), the host's time per unit (ncclzProfileUnitUs), and the
+ * pipeline's fill: its first encode and last decode, which nothing overlaps ((1 - lambda) of a
+ * frame's encode and decode, beyond the lambda share the steady state charges). The call's units
+ * frames each save time_us[RAW] - time_us[coder]. RAW is never worth it (the call then runs as
+ * plain NCCL). The executor's auto vote and the simulator's replay of it both ask this. */
+typedef struct {
+  double call_bytes;      /* nccl-tests' size of the call */
+  double units;           /* frames one rank sends in it */
+  double frame_raw_bytes; /* raw bytes of one of them */
+  int data_class;         /* ncclzDataClass of the frames (the codec curves) */
+} ncclzReaCall;
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
-                        ncclzCoder coder, double call_bytes, double units);
+                        ncclzCoder coder, const ncclzReaCall *call);
 
 /* QSGD side bytes of a frame of n symbols (0 for other quantizers). */
 uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n);
