@@ -81,6 +81,7 @@ ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, do
 ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes) {
   switch (job->opt->compress) {
   case NCCLZ_SIM_AUTO: {
+    if (job->call_coder >= 0) return (ncclzCoder)job->call_coder;
     ncclzReaDecision dec;
     return sim_rea_decide(job, hop, k, raw_bytes, 1.0, &dec);
   }

@@ -214,8 +214,10 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
 /* The executor's auto decides once per call from the first chunk of one rank's codes (k = 1),
  * and when REA plans RAW there, or the call-level check finds the gain smaller than the call's
  * interface and host time (ncclzReaCallWorthIt), it runs the plain NCCL collective
- * (exec/nccl_exec.cu, decide). */
-static int auto_plans_raw(const sim_job *j) {
+ * (exec/nccl_exec.cu, decide); otherwise it encodes every frame of the call with the planned
+ * coder (j->call_coder), partial sums included. */
+static int auto_plans_raw(sim_job *j) {
+  j->call_coder = -1;
   if (j->opt->compress != NCCLZ_SIM_AUTO || j->per_hop) return 0;
   size_t off, len;
   ncclzSchedule s;
@@ -228,7 +230,9 @@ static int auto_plans_raw(const sim_job *j) {
   double raw = (double)len * (double)j->elem_bytes;
   ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, 0.0, &dec);
   ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class};
-  return c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call);
+  if (c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call)) return 1;
+  j->call_coder = (int)c;
+  return 0;
 }
 
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,

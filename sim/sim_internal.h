@@ -45,6 +45,8 @@ typedef struct {
   size_t elem_bytes;    /* raw bytes per element */
   ncclzReaConfig cfg[NCCLZ_HINT_COUNT];
   int per_hop;          /* REA plans each frame for its own hop, else for `hop` */
+  int call_coder;       /* auto on one hop: the coder of the call's decision, which the executor
+                           encodes every frame with (-1: REA plans each frame) */
   sim_hop hop;          /* the communicator's hint and its link */
   double unit_us;       /* the host's time per pipeline unit (profile interface unit_us; HEADER only) */
 } sim_job;

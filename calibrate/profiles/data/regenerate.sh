@@ -13,6 +13,24 @@ TREFHT=()
 for m in 57 59 60 61 66 67 68 69; do TREFHT+=(--input "$S/trefht_member$m.f32"); done
 "$NCCLZ" profile-data --input "$G/resnet18_digits_step100_rank0.f32" --input "$G/resnet18_digits_step100_rank1.f32" \
   --quant qsgd:bits=8,bucket=512 --out "$OUT/resnet18-qsgd8.json"
+# The gradients as `ncclz perf --data` lays them out for 2 ranks, which bench/exec.sh measures
+# (validate-h200 replays those runs): rank r reads the rank-0 file tiled from element
+# r * (n / 2 + 7919) (cli/cmd_perf.c, perf_input_value). Unlike the two ranks' own files, whose
+# buckets line up, the shifted copy makes the agreed (max) QSGD scales and the code sums what the
+# executor's frames carried: HUFFMAN CR 9.9 (one rank) and 6.5 (sums) against 14.2 and 9.5.
+P=$(mktemp -d)
+trap 'rm -rf "$P"' EXIT
+mkdir -p "$P/gradients" "$P/perf"
+ln -s "$PWD/$G/resnet18_digits_step100_rank0.f32" "$P/gradients/"
+python3 - "$G/resnet18_digits_step100_rank0.f32" "$P/perf" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+n = len(b) // 4
+off = n // 2 + 7919
+open(f"{sys.argv[2]}/resnet18_rank0_from_{off}.f32", "wb").write(b[4 * off:] + b[:4 * off])
+PY
+(cd "$P" && "$NCCLZ" profile-data --input gradients/resnet18_digits_step100_rank0.f32 --input perf/resnet18_rank0_from_*.f32 \
+  --quant qsgd:bits=8,bucket=512 --out "$OUT/resnet18-qsgd8-perf2.json")
 "$NCCLZ" profile-data --input "$G/gpt_bytes_pystdlib_step300_rank0.f32" --input "$G/gpt_bytes_pystdlib_step300_rank1.f32" \
   --quant qsgd:bits=8,bucket=512 --out "$OUT/gpt-qsgd8.json"
 "$NCCLZ" profile-data "${TREFHT[@]}" --quant eb:rel=1e-4 --out "$OUT/cesm-trefht-rel1e-4.json"
