@@ -1,0 +1,154 @@
+/* The NCCL backend's communicator: set-up (ncclzCommInit, ncclzCommInitCreate), teardown, the
+ * accessors of exec.h, and the grow-only device and pinned host buffers. */
+#include "nccl_internal.cuh"
+
+/* ------------------------------------------------------------ buffers */
+
+/* Grow-only device buffer (every call ends synchronised, so a free here never races). */
+ncclzStatus ensure(dbuf *b, size_t bytes) {
+  if (bytes <= b->cap) return NCCLZ_OK;
+  if (b->p) CU(cudaFree(b->p));
+  b->p = nullptr;
+  b->cap = 0;
+  size_t want = bytes + bytes / 8 + 256;
+  CU(cudaMalloc(&b->p, want));
+  b->cap = want;
+  return NCCLZ_OK;
+}
+
+ncclzStatus ensure_host(hbuf *b, size_t bytes) {
+  if (bytes <= b->cap) return NCCLZ_OK;
+  if (b->p) CU(cudaFreeHost(b->p));
+  b->p = nullptr;
+  b->cap = 0;
+  CU(cudaHostAlloc(&b->p, bytes * 2 + 64, cudaHostAllocDefault));
+  b->cap = bytes * 2 + 64;
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------ comm */
+
+static ncclzStatus make_streams(ncclzComm *c) {
+  CU(cudaStreamCreateWithFlags(&c->s_enc, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c->s_comm, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c->s_dec, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; i++) {
+    CU(cudaEventCreateWithFlags(&c->ev_enc[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_sent[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_recvd[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_rfree[i], cudaEventDisableTiming));
+  }
+  CU(cudaEventCreateWithFlags(&c->ev_fork, cudaEventDisableTiming));
+  for (int i = 0; i < 3; i++) CU(cudaEventCreateWithFlags(&c->ev_join[i], cudaEventDisableTiming));
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCommInit(ncclzComm_t *out, ncclComm_t nccl, ncclzTransport *ctrl, const ncclzConfig *cfg) {
+  *out = nullptr;
+  if (!nccl || !ctrl || !cfg) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzCommInit: NULL communicator, lane or config");
+  int nr = 0, rk = 0;
+  NC(ncclCommCount(nccl, &nr));
+  NC(ncclCommUserRank(nccl, &rk));
+  if (nr != ctrl->nranks || rk != ctrl->rank)
+    return ncclzSetError(NCCLZ_ERR_ARG, "ncclzCommInit: NCCL rank %d of %d, control lane rank %d of %d", rk, nr,
+                         ctrl->rank, ctrl->nranks);
+  ncclzHostComm *hc = nullptr; /* the same checks and cross-rank fingerprint as the host engine */
+  TRY(ncclzHostCommInit(&hc, ctrl, cfg));
+  ncclzHostCommDestroy(hc);
+  ncclzComm *c = new ncclzComm();
+  c->nccl = nccl;
+  c->t = ctrl;
+  c->rank = rk;
+  c->nranks = nr;
+  c->cfg = *cfg;
+  if (cfg->profile) {
+    c->profile = *cfg->profile; /* own copy: the caller's may go away */
+    c->cfg.profile = &c->profile;
+    ncclzReaConfigFromProfile(&c->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+  }
+  cudaGetDevice(&c->dev);
+  memset(&c->last, 0, sizeof c->last);
+  memset(&c->summary, 0, sizeof c->summary);
+  ncclzStatus st = make_streams(c);
+  if (st) {
+    delete c;
+    return st;
+  }
+  *out = c;
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCommInitCreate(ncclzComm_t *out, ncclzTransport *ctrl, int device, const ncclzConfig *cfg) {
+  *out = nullptr;
+  if (!ctrl) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzCommInitCreate: NULL control lane");
+  CU(cudaSetDevice(device));
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  const uint64_t tag = 0xFFFFFFF0ull; /* outside every (step, chunk) tag of a collective */
+  if (ctrl->rank == 0) {
+    NC(ncclGetUniqueId(&id));
+    for (int p = 1; p < ctrl->nranks; p++) TRY(ctrl->send(ctrl, p, tag, NCCLZ_LANE_CTRL, &id, sizeof id));
+    TRY(ctrl->flush(ctrl));
+  } else {
+    TRY(ctrl->recv(ctrl, 0, tag, NCCLZ_LANE_CTRL, &id, sizeof id));
+  }
+  ncclComm_t nc;
+  NC(ncclCommInitRank(&nc, ctrl->nranks, id, ctrl->rank));
+  ncclzStatus st = ncclzCommInit(out, nc, ctrl, cfg);
+  if (st) {
+    ncclCommDestroy(nc);
+    return st;
+  }
+  (*out)->owned = 1;
+  return NCCLZ_OK;
+}
+
+static void free_dbuf(dbuf *b) {
+  if (b->p) cudaFree(b->p);
+  b->p = nullptr;
+}
+
+void ncclzCommDestroy(ncclzComm_t c) {
+  if (!c) return;
+  cudaSetDevice(c->dev);
+  dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,   &c->scales, &c->agree,  &c->scan,
+                  &c->sbank[0], &c->sbank[1],  &c->rbank, &c->rsym, &c->esym,   &c->ews,    &c->dws,
+                  &c->arena,    &c->status,    &c->fbytes, &c->qstats, &c->qws};
+  for (dbuf *b : bufs) free_dbuf(b);
+  hbuf *hb[] = {&c->hdr_out, &c->hdr_in, &c->host_small, &c->host_status, &c->sample};
+  for (hbuf *b : hb)
+    if (b->p) cudaFreeHost(b->p);
+  for (int i = 0; i < 2; i++) {
+    cudaEventDestroy(c->ev_enc[i]);
+    cudaEventDestroy(c->ev_sent[i]);
+    cudaEventDestroy(c->ev_recvd[i]);
+    cudaEventDestroy(c->ev_rfree[i]);
+  }
+  cudaEventDestroy(c->ev_fork);
+  for (int i = 0; i < 3; i++) cudaEventDestroy(c->ev_join[i]);
+  for (cudaEvent_t e : c->ev_done) cudaEventDestroy(e);
+  for (cudaEvent_t e : c->ev_trace) cudaEventDestroy(e);
+  cudaStreamDestroy(c->s_enc);
+  cudaStreamDestroy(c->s_comm);
+  cudaStreamDestroy(c->s_dec);
+  if (c->owned) {
+    if (c->broken)
+      ncclCommAbort(c->nccl);
+    else
+      ncclCommDestroy(c->nccl);
+  }
+  delete c;
+}
+
+ncclComm_t ncclzCommNccl(ncclzComm_t c) { return c ? c->nccl : nullptr; }
+void ncclzCommLastStats(ncclzComm_t c, ncclzExecStats *s) {
+  if (c && s) *s = c->last;
+}
+void ncclzCommSetTrace(ncclzComm_t c, int on) {
+  if (c) c->trace = on;
+}
+void ncclzCommTrace(ncclzComm_t c, const ncclzTraceEvent **ev, size_t *n, ncclzTraceSummary *sum) {
+  if (ev) *ev = c->events.empty() ? nullptr : c->events.data();
+  if (n) *n = c->events.size();
+  if (sum) *sum = c->summary;
+}

@@ -1,0 +1,146 @@
+/* Private to the NCCL backend (exec/nccl_*.cu): the communicator, its buffers and one call's state,
+ * the error macros, and the functions the backend's files share. The design is described at the top
+ * of exec/nccl_exec.cu. */
+#pragma once
+
+#include "ncclz/codecs_cuda.h"
+#include "ncclz/exec.h"
+#include "call_rules.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <vector>
+
+/* ------------------------------------------------------------ errors */
+
+#define CU(call)                                                                                    \
+  do {                                                                                              \
+    cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess)                                                                          \
+      return ncclzSetError(NCCLZ_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
+  } while (0)
+#define NC(call)                                                                                    \
+  do {                                                                                              \
+    ncclResult_t r_ = (call);                                                                       \
+    if (r_ != ncclSuccess)                                                                          \
+      return ncclzSetError(NCCLZ_ERR_IO, "%s: %s", #call, ncclGetErrorString(r_));                  \
+  } while (0)
+#define TRY(call)                                                                                   \
+  do {                                                                                              \
+    ncclzStatus s_ = (call);                                                                        \
+    if (s_) return s_;                                                                              \
+  } while (0)
+
+/* ------------------------------------------------------------ comm */
+
+struct dbuf {
+  void *p = nullptr;
+  size_t cap = 0;
+};
+
+struct hbuf {
+  void *p = nullptr;
+  size_t cap = 0;
+};
+
+struct decision {
+  int coll;
+  size_t count;
+  int dtype;
+  uint64_t calls;
+  int bypass;
+  ncclzCoder coder;
+  uint64_t next_plan;   /* the call that decides next (0: the first) */
+  uint64_t gap;         /* calls from this decision to the next */
+  uint64_t plain_bytes; /* bytes the plain collective sends from this rank (the stats of a bypass) */
+};
+
+/* Per-unit timing events (tracing only). */
+enum { TE_ENC0, TE_ENC1, TE_COM0, TE_COM1, TE_DEC0, TE_DEC1, TE_RED1, TE_COUNT };
+
+struct ncclzComm {
+  ncclComm_t nccl = nullptr;
+  int owned = 0, dev = 0, rank = 0, nranks = 1, broken = 0;
+  ncclzTransport *t = nullptr;
+  ncclzConfig cfg;
+  ncclzProfile profile;
+  ncclzReaConfig rea;
+  cudaStream_t s_enc = nullptr, s_comm = nullptr, s_dec = nullptr;
+  cudaEvent_t ev_enc[2], ev_sent[2], ev_recvd[2], ev_rfree[2], ev_fork, ev_join[3];
+  std::vector<cudaEvent_t> ev_done;  /* per unit: its decode/reduce/keep finished */
+  std::vector<cudaEvent_t> ev_trace; /* per unit TE_COUNT, + 4 for the interface */
+  dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[2], rbank, rsym, esym, ews, dws, arena, status,
+      fbytes, qstats, qws;
+  hbuf hdr_out, hdr_in, host_small, host_status, sample;
+  std::vector<decision> decisions;
+  ncclzExecStats last;
+  int trace = 0;
+  std::vector<ncclzTraceEvent> events;
+  ncclzTraceSummary summary;
+};
+
+/* One call in progress. */
+struct unit_t {
+  int send = -1, recv = -1;
+  size_t soff = 0, slen = 0, roff = 0, rlen = 0;
+  int kept = -1; /* arena slot of a KEEP recv */
+};
+
+struct grun {
+  ncclzComm *c;
+  ncclzSchedule s;
+  ncclzCollective coll;
+  ncclzDtype dt;
+  size_t ds, count, n_in, n_out, max_chunk, slot;
+  int quantized, root, has_input;
+  ncclzQuantParams qp;
+  size_t n_scales;
+  int32_t *in, *work, *out;
+  ncclzCoder coder;
+  std::vector<unit_t> units;
+  std::vector<int> unit_of_op;
+  std::vector<uint64_t> payload_in; /* per unit: payload bytes received (for KEEP forwards) */
+  ncclzExecStats *st;
+  cudaStream_t stream;
+  double t_start_wall;
+};
+
+/* ------------------------------------------------------------ shared between the files */
+
+/* exec/nccl_exec.cu: the monotonic clock in seconds. */
+double now_s(void);
+
+/* exec/nccl_comm.cu: grow-only device and pinned host buffers. */
+ncclzStatus ensure(dbuf *b, size_t bytes);
+ncclzStatus ensure_host(hbuf *b, size_t bytes);
+
+/* exec/nccl_iface.cu: the call's interface (agreement, quantization, dequantization) and the auto
+ * decision; grid_for sizes the grids of every kernel of the backend. */
+unsigned grid_for(size_t n);
+ncclzStatus input_floats(grun *r, const void *sendbuff, const float **x);
+ncclzStatus agree(grun *r, const float *x);
+ncclzStatus quantize(grun *r, const void *sendbuff, const float *x);
+ncclzStatus finish(grun *r, void *recvbuff);
+decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzDtype dt);
+ncclzStatus decide(grun *r, decision *d);
+
+/* exec/nccl_pipeline.cu: set-up of one call and the unit pipeline. */
+void build_units(grun *r);
+ncclzStatus alloc_call(grun *r);
+void init_qparams(grun *r);
+ncclzStatus run_copies(grun *r);
+ncclzStatus run_units(grun *r);
+ncclzStatus check_status(grun *r);
+
+/* exec/nccl_trace.cu: trace events (recorded only when the communicator traces) and the summary. */
+cudaEvent_t tev(grun *r, size_t u, int k);
+void trace_rec(grun *r, size_t u, int k, cudaStream_t s);
+void trace_iface(grun *r, int k);
+void summarize_trace(grun *r);

@@ -1,0 +1,367 @@
+/* The NCCL backend's per-call pipeline: the op list grouped into units, the call's buffers, and the
+ * units run over s_enc / s_comm / s_dec (encode, header on the lane, NCCL send/recv, decode). */
+#include "nccl_internal.cuh"
+
+/* ------------------------------------------------------------ kernels */
+
+/* Quant none, bf16/f16: float cells -> the dtype's bit patterns as symbols (what the host sends). */
+__global__ static void k_cells_to_sym(const float *cells, size_t n, int dt, int32_t *sym) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned short h = dt == NCCLZ_DTYPE_BF16 ? __bfloat16_as_ushort(__float2bfloat16_rn(cells[i]))
+                                              : __half_as_ushort(__float2half_rn(cells[i]));
+    sym[i] = h;
+  }
+}
+
+__device__ static float sym_value(int32_t s, int dt) {
+  if (dt == NCCLZ_DTYPE_BF16) return __bfloat162float(__ushort_as_bfloat16((unsigned short)s));
+  if (dt == NCCLZ_DTYPE_F16) return __half2float(__ushort_as_half((unsigned short)s));
+  return __int_as_float(s);
+}
+
+/* Reduction on the codes: quantized cells add as integers (fill absorbs; the agreement keeps sums
+ * inside int32), quant none cells add as floats, as NCCL does. */
+__global__ static void k_reduce(int32_t *work, const int32_t *sym, size_t n, int quantized, int dt) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    if (quantized) {
+      int32_t a = work[i], b = sym[i];
+      work[i] = a == NCCLZ_FILL_CODE || b == NCCLZ_FILL_CODE ? NCCLZ_FILL_CODE : (int32_t)((uint32_t)a + (uint32_t)b);
+    } else {
+      ((float *)work)[i] += sym_value(sym[i], dt);
+    }
+  }
+}
+
+__global__ static void k_sym_to_cells(const int32_t *sym, size_t n, int dt, float *cells) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    cells[i] = sym_value(sym[i], dt);
+}
+
+/* ------------------------------------------------------------ set-up of one call */
+
+static size_t in_offset(const grun *r, size_t off) { return ncclz_exec_in_offset(r->coll, r->s.rank, r->count, off); }
+static size_t out_offset(const grun *r, size_t off) { return ncclz_exec_out_offset(r->coll, r->s.rank, r->count, off); }
+
+/* Groups the op list into units of one (step, chunk); COPY ops are run at once by the caller. */
+void build_units(grun *r) {
+  r->unit_of_op.assign(r->s.nops, -1);
+  int kept = 0;
+  for (size_t i = 0; i < r->s.nops; i++) {
+    const ncclzOp *o = &r->s.ops[i];
+    if (o->kind == NCCLZ_OP_COPY) continue;
+    bool same = false;
+    if (!r->units.empty()) {
+      unit_t &b = r->units.back();
+      int j = b.send >= 0 ? b.send : b.recv;
+      const ncclzOp *p = &r->s.ops[j];
+      same = p->step == o->step && p->chunk == o->chunk &&
+             (o->kind == NCCLZ_OP_SEND ? b.send < 0 : b.recv < 0);
+    }
+    if (!same) r->units.push_back(unit_t());
+    unit_t &u = r->units.back();
+    size_t off, len;
+    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    if (o->kind == NCCLZ_OP_SEND) {
+      u.send = (int)i;
+      u.soff = off;
+      u.slen = len;
+    } else {
+      u.recv = (int)i;
+      u.roff = off;
+      u.rlen = len;
+      if (o->action & NCCLZ_ACT_KEEP) u.kept = kept++;
+    }
+    r->unit_of_op[i] = (int)r->units.size() - 1;
+    if (len > r->max_chunk) r->max_chunk = len;
+  }
+}
+
+static ncclzCudaBatch make_batch(const grun *r, ncclzCoder coder, size_t n) {
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = coder;
+  b.params = r->c->cfg.coder_params;
+  b.dtype = r->dt;
+  b.quant = r->quantized ? &r->qp : nullptr;
+  b.n_symbols = n;
+  b.frame_symbols = (uint32_t)(n ? n : 1);
+  b.side_scales = 0;
+  return b;
+}
+
+ncclzStatus alloc_call(grun *r) {
+  ncclzComm *c = r->c;
+  size_t mc = r->max_chunk ? r->max_chunk : 1, ews = 0, dws = 0, slot = mc * 4 + 64;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) {
+    ncclzCudaBatch b = make_batch(r, (ncclzCoder)k, mc);
+    slot = std::max(slot, ncclzCudaFrameSlotBytes(&b));
+    ews = std::max(ews, ncclzCudaEncodeWorkspaceSize(&b));
+    dws += ncclzCudaDecodeWorkspaceSize(&b); /* mixed coders in one decode: room for all */
+  }
+  r->slot = (slot + 255) & ~(size_t)255;
+  size_t nu = r->units.size() + 1, nk = 0;
+  for (const unit_t &u : r->units) nk += u.kept >= 0;
+  TRY(ensure(&c->cells_in, (r->n_in + 1) * 4));
+  if (r->coll != NCCLZ_ALLREDUCE) TRY(ensure(&c->cells_out, (r->n_out + 1) * 4));
+  TRY(ensure(&c->sbank[0], r->slot));
+  TRY(ensure(&c->sbank[1], r->slot));
+  TRY(ensure(&c->rbank, 2 * r->slot));
+  TRY(ensure(&c->rsym, mc * 4));
+  TRY(ensure(&c->esym, mc * 4));
+  TRY(ensure(&c->ews, ews + 16));
+  TRY(ensure(&c->dws, dws + 16));
+  TRY(ensure(&c->arena, nk * r->slot + 16));
+  TRY(ensure(&c->status, nu * 4));
+  TRY(ensure(&c->fbytes, 64));
+  TRY(ensure_host(&c->hdr_out, nu * 64));
+  TRY(ensure_host(&c->hdr_in, nu * 64));
+  TRY(ensure_host(&c->host_status, nu * 4));
+  if (r->qp.kind == NCCLZ_QUANT_QSGD) TRY(ensure(&c->scales, (r->n_scales + 1) * 4));
+  while (c->ev_done.size() < nu) {
+    cudaEvent_t e;
+    CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    c->ev_done.push_back(e);
+  }
+  while (c->trace && c->ev_trace.size() < nu * TE_COUNT + 8) {
+    cudaEvent_t e;
+    CU(cudaEventCreate(&e));
+    c->ev_trace.push_back(e);
+  }
+  CU(cudaMemsetAsync(c->status.p, 0, nu * 4, r->stream));
+  r->in = (int32_t *)c->cells_in.p;
+  r->work = r->in; /* the cells are our own scratch: reduce-scatter reduces in place too */
+  r->out = r->coll == NCCLZ_ALLREDUCE ? r->in : (int32_t *)c->cells_out.p;
+  return NCCLZ_OK;
+}
+
+void init_qparams(grun *r) {
+  ncclz_exec_init_qparams(&r->c->cfg, (uint32_t)r->c->rank, r->n_in, &r->qp);
+  if (r->qp.kind == NCCLZ_QUANT_QSGD) r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
+}
+
+/* ------------------------------------------------------------ the pipeline */
+
+static uint8_t *hdr_out(grun *r, size_t u) { return (uint8_t *)r->c->hdr_out.p + 64 * u; }
+static uint8_t *hdr_in(grun *r, size_t u) { return (uint8_t *)r->c->hdr_in.p + 64 * u; }
+static void *cell(void *base, size_t i) { return (char *)base + 4 * i; }
+
+/* Where an ENCODE send reads: the working cells while reducing, else the input cells. */
+static int32_t *send_source(grun *r, size_t off) {
+  if (r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER) return (int32_t *)cell(r->work, off);
+  return (int32_t *)cell(r->in, in_offset(r, off));
+}
+
+/* Enqueues the encode of unit u's send (s_enc) into send bank u%2 and the copy of its header. */
+static ncclzStatus prepare_send(grun *r, size_t u) {
+  if (u >= r->units.size()) return NCCLZ_OK;
+  const unit_t &un = r->units[u];
+  if (un.send < 0 || !un.slen) return NCCLZ_OK;
+  const ncclzOp *o = &r->s.ops[un.send];
+  if (!(o->action & NCCLZ_ACT_ENCODE)) return NCCLZ_OK;
+  ncclzComm *c = r->c;
+  int bank = (int)(u & 1);
+  CU(cudaStreamWaitEvent(c->s_enc, c->ev_sent[bank], 0));
+  if (o->dep >= 0) CU(cudaStreamWaitEvent(c->s_enc, c->ev_done[r->unit_of_op[o->dep]], 0));
+  trace_rec(r, u, TE_ENC0, c->s_enc);
+  const int32_t *sym = send_source(r, un.soff);
+  if (!r->quantized && r->dt != NCCLZ_DTYPE_F32) {
+    k_cells_to_sym<<<grid_for(un.slen), 256, 0, c->s_enc>>>((const float *)sym, un.slen, r->dt, (int32_t *)c->esym.p);
+    CU(cudaGetLastError());
+    sym = (const int32_t *)c->esym.p;
+  }
+  ncclzCudaBatch b = make_batch(r, r->coder, un.slen);
+  TRY(ncclzCudaEncodeBatch(&b, sym, nullptr, (uint8_t *)c->sbank[bank].p, r->slot, (uint32_t *)c->fbytes.p + bank,
+                           c->ews.p, c->ews.cap, c->s_enc));
+  CU(cudaMemcpyAsync(hdr_out(r, u), c->sbank[bank].p, 64, cudaMemcpyDeviceToHost, c->s_enc));
+  trace_rec(r, u, TE_ENC1, c->s_enc);
+  CU(cudaEventRecord(c->ev_enc[bank], c->s_enc));
+  return NCCLZ_OK;
+}
+
+static ncclzStatus parse_header(const grun *r, const uint8_t *h, ncclzFrameHeader *fh) {
+  TRY(ncclzFrameHeaderParse(h, SIZE_MAX, fh));
+  if (NCCLZ_FRAME_HEADER_BYTES + (size_t)fh->payload_bytes > r->slot)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame header announces %u payload bytes, more than a chunk can take",
+                         fh->payload_bytes);
+  return NCCLZ_OK;
+}
+
+/* The send half of unit u on the host: header over the lane; returns the payload to post. */
+static ncclzStatus host_send(grun *r, size_t u, const uint8_t **payload, size_t *plen) {
+  const unit_t &un = r->units[u];
+  const ncclzOp *o = &r->s.ops[un.send];
+  ncclzComm *c = r->c;
+  const uint8_t *hdr;
+  double t0 = now_s();
+  if (o->action & NCCLZ_ACT_ENCODE) {
+    CU(cudaEventSynchronize(c->ev_enc[u & 1]));
+    hdr = hdr_out(r, u);
+    *payload = (const uint8_t *)c->sbank[u & 1].p + 64;
+  } else { /* FORWARD: the frame kept by op dep, unchanged */
+    size_t du = (size_t)r->unit_of_op[o->dep];
+    if (r->units[du].kept < 0) return ncclzSetError(NCCLZ_ERR_ARG, "schedule: forward without a kept frame");
+    hdr = hdr_in(r, du);
+    *payload = (const uint8_t *)c->arena.p + r->slot * (size_t)r->units[du].kept + 64;
+  }
+  r->st->t_encode += now_s() - t0; /* host wait for the encode (the exposed part) */
+  ncclzFrameHeader fh;
+  TRY(parse_header(r, hdr, &fh));
+  *plen = fh.payload_bytes;
+  r->st->coder_mix[fh.coder]++;
+  r->st->frames++;
+  r->st->frame_bytes += 64 + fh.payload_bytes;
+  r->st->raw_bytes += un.slen * r->ds;
+  uint64_t tag = (uint64_t)o->step * r->s.nchunks + o->chunk;
+  return c->t->send(c->t, o->peer, tag, NCCLZ_LANE_CTRL, hdr, 64);
+}
+
+/* The recv half of unit u on the host: header from the lane, copied in front of its bank. */
+static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
+  const unit_t &un = r->units[u];
+  const ncclzOp *o = &r->s.ops[un.recv];
+  ncclzComm *c = r->c;
+  uint64_t tag = (uint64_t)o->step * r->s.nchunks + o->chunk;
+  double t0 = now_s();
+  TRY(c->t->recv(c->t, o->peer, tag, NCCLZ_LANE_CTRL, hdr_in(r, u), 64));
+  r->st->t_wait_ctrl += now_s() - t0;
+  ncclzFrameHeader fh;
+  TRY(parse_header(r, hdr_in(r, u), &fh));
+  if (fh.n_symbols != un.rlen)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame of %u symbols where %zu were due", fh.n_symbols, un.rlen);
+  *plen = fh.payload_bytes;
+  r->st->chunks_received++;
+  if (un.kept >= 0) {
+    *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.kept;
+  } else {
+    *dest = (uint8_t *)c->rbank.p + r->slot * (u & 1);
+    CU(cudaStreamWaitEvent(c->s_comm, c->ev_rfree[u & 1], 0));
+  }
+  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, c->s_comm));
+  return NCCLZ_OK;
+}
+
+/* Decode (+ reduce / store) of unit u on s_dec, once its payload has arrived. */
+static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t plen) {
+  const unit_t &un = r->units[u];
+  const ncclzOp *o = &r->s.ops[un.recv];
+  ncclzComm *c = r->c;
+  CU(cudaStreamWaitEvent(c->s_dec, c->ev_recvd[u & 1], 0));
+  trace_rec(r, u, TE_DEC0, c->s_dec);
+  if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
+    bool direct = !(o->action & NCCLZ_ACT_REDUCE) && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
+    int32_t *dst = direct ? (int32_t *)cell(r->out, out_offset(r, un.roff)) : (int32_t *)c->rsym.p;
+    ncclzCudaBatch b = make_batch(r, NCCLZ_CODER_HUFFMAN, un.rlen);
+    TRY(ncclzCudaDecodeBatch(&b, 7u, frame, nullptr, 64 + plen, 64 + plen, dst, nullptr, (uint32_t *)c->status.p + u,
+                             c->dws.p, c->dws.cap, c->s_dec));
+    trace_rec(r, u, TE_RED1, c->s_dec); /* end of decode; reduce follows */
+    if (o->action & NCCLZ_ACT_REDUCE) {
+      int32_t *w = (int32_t *)cell(r->work, un.roff);
+      k_reduce<<<grid_for(un.rlen), 256, 0, c->s_dec>>>(w, dst, un.rlen, r->quantized, r->dt);
+      void *out = cell(r->out, out_offset(r, un.roff));
+      if ((o->action & NCCLZ_ACT_STORE) && out != (void *)w)
+        CU(cudaMemcpyAsync(out, w, un.rlen * 4, cudaMemcpyDeviceToDevice, c->s_dec));
+    } else if (!direct) {
+      k_sym_to_cells<<<grid_for(un.rlen), 256, 0, c->s_dec>>>(dst, un.rlen, r->dt,
+                                                              (float *)cell(r->out, out_offset(r, un.roff)));
+    }
+    CU(cudaGetLastError());
+  } else {
+    trace_rec(r, u, TE_RED1, c->s_dec);
+  }
+  trace_rec(r, u, TE_DEC1, c->s_dec);
+  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[u & 1], c->s_dec));
+  CU(cudaEventRecord(c->ev_done[u], c->s_dec));
+  return NCCLZ_OK;
+}
+
+/* Unit u: host halves (header out, header in), then the NCCL group and the decode. */
+static ncclzStatus issue(grun *r, size_t u) {
+  const unit_t &un = r->units[u];
+  ncclzComm *c = r->c;
+  const uint8_t *payload = nullptr;
+  uint8_t *dest = nullptr;
+  size_t plen = 0, rlen = 0;
+  bool snd = un.send >= 0 && un.slen, rcv = un.recv >= 0 && un.rlen; /* empty chunks: nothing moves */
+  if (snd) TRY(host_send(r, u, &payload, &plen));
+  if (rcv) TRY(host_recv(r, u, &dest, &rlen));
+  if (!snd && !rcv) {
+    CU(cudaEventRecord(c->ev_done[u], c->s_dec));
+    return NCCLZ_OK;
+  }
+  if (snd) {
+    const ncclzOp *o = &r->s.ops[un.send];
+    if (o->action & NCCLZ_ACT_ENCODE)
+      CU(cudaStreamWaitEvent(c->s_comm, c->ev_enc[u & 1], 0));
+    else
+      CU(cudaStreamWaitEvent(c->s_comm, c->ev_done[r->unit_of_op[o->dep]], 0));
+  }
+  trace_rec(r, u, TE_COM0, c->s_comm);
+  NC(ncclGroupStart());
+  if (snd && plen) NC(ncclSend(payload, plen, ncclUint8, r->s.ops[un.send].peer, c->nccl, c->s_comm));
+  if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, c->nccl, c->s_comm));
+  NC(ncclGroupEnd());
+  trace_rec(r, u, TE_COM1, c->s_comm);
+  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], c->s_comm));
+  if (!rcv) {
+    CU(cudaEventRecord(c->ev_done[u], c->s_comm));
+    return NCCLZ_OK;
+  }
+  CU(cudaEventRecord(c->ev_recvd[u & 1], c->s_comm));
+  return decode_unit(r, u, dest, rlen);
+}
+
+/* COPY ops (the rank's own block) run on the user stream right after quantization. */
+ncclzStatus run_copies(grun *r) {
+  for (size_t i = 0; i < r->s.nops; i++) {
+    const ncclzOp *o = &r->s.ops[i];
+    if (o->kind != NCCLZ_OP_COPY) continue;
+    size_t off, len;
+    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    size_t src = r->coll == NCCLZ_REDUCESCATTER || r->coll == NCCLZ_ALLTOALL ? off : in_offset(r, off);
+    void *d = cell(r->out, out_offset(r, off)), *s = cell(r->in, src);
+    if (len && d != s) CU(cudaMemcpyAsync(d, s, len * 4, cudaMemcpyDeviceToDevice, r->stream));
+  }
+  return NCCLZ_OK;
+}
+
+ncclzStatus run_units(grun *r) {
+  ncclzComm *c = r->c;
+  CU(cudaEventRecord(c->ev_fork, r->stream));
+  cudaStream_t ss[3] = {c->s_enc, c->s_comm, c->s_dec};
+  for (cudaStream_t s : ss) CU(cudaStreamWaitEvent(s, c->ev_fork, 0));
+  for (int b = 0; b < 2; b++) { /* every bank starts free */
+    CU(cudaEventRecord(c->ev_sent[b], r->stream));
+    CU(cudaEventRecord(c->ev_rfree[b], r->stream));
+  }
+  TRY(prepare_send(r, 0));
+  for (size_t u = 0; u < r->units.size(); u++) {
+    TRY(issue(r, u));
+    TRY(prepare_send(r, u + 1)); /* overlaps unit u's transfer */
+  }
+  for (int i = 0; i < 3; i++) {
+    CU(cudaEventRecord(c->ev_join[i], ss[i]));
+    CU(cudaStreamWaitEvent(r->stream, c->ev_join[i], 0));
+  }
+  return c->t->flush(c->t);
+}
+
+/* Decoder status words and quantizer counts, read once after the final synchronisation. */
+ncclzStatus check_status(grun *r) {
+  ncclzComm *c = r->c;
+  size_t nu = r->units.size();
+  CU(cudaMemcpy(c->host_status.p, c->status.p, nu * 4, cudaMemcpyDeviceToHost));
+  const uint32_t *s = (const uint32_t *)c->host_status.p;
+  for (size_t u = 0; u < nu; u++)
+    if (s[u])
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame of unit %zu (step %u, chunk %u): %s", u,
+                           r->s.ops[r->units[u].recv].step, r->s.ops[r->units[u].recv].chunk,
+                           ncclzCudaStatusReason(s[u]));
+  if (r->qp.kind == NCCLZ_QUANT_EB && r->has_input && r->n_in) {
+    ncclzCudaQuantStats q;
+    CU(cudaMemcpy(&q, c->qstats.p, sizeof q, cudaMemcpyDeviceToHost));
+    if (q.nonfinite || q.out_of_range || q.unbounded)
+      return ncclzSetError(NCCLZ_ERR_RANGE, "quantization: %llu values out of range or unbounded",
+                           q.out_of_range + q.unbounded + q.nonfinite);
+  }
+  return NCCLZ_OK;
+}
