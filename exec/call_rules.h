@@ -1,5 +1,5 @@
 /* The rules of a call that the host engine (exec/engine.c, agree.c) and the NCCL backend
- * (exec/nccl_exec.cu) share: buffer sizes and chunking of the op lists, the agreed values'
+ * (exec/nccl_*.cu) share: buffer sizes and chunking of the op lists, the agreed values'
  * layout, the error-bound derivation and the quantizer parameters from a config. Internal to
  * exec/. */
 #ifndef NCCLZ_EXEC_CALL_RULES_H

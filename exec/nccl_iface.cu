@@ -260,16 +260,20 @@ ncclzStatus decide(grun *r, decision *d) {
     }
     ncclzReaConfig rc = c->rea;
     rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : nullptr);
+    /* a step's chunks are one pipeline: a ring of many ranks sends one chunk a step, whose codec
+     * time nothing hides, where two ranks' steps stream up to max_chunks frames */
+    rc.pipeline_frames = (double)r->s.nchunks;
     ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
     ncclzReaResult res;
     TRY(ncclzReaPlan(&c->profile, &rc, sym, n, &desc, r->slot, &res));
     coder = res.planned;
-    /* A frame's gain must also pay for the call's interface and the host's time per unit, which
-     * the plain collective does not spend (1 MiB over the socket: 0.23-0.63x of plain without). */
+    /* A frame's gain must also pay for the call's interface, the host's time per unit and the
+     * pipeline's fill, which the plain collective does not spend (1 MiB over the socket: 0.23-0.63x
+     * of plain without). */
     size_t units = 0;
     for (const unit_t &un : r->units) units += un.send >= 0 && un.slen;
     double call_bytes = (double)std::max(r->n_in, r->n_out) * (double)r->ds; /* nccl-tests' size */
-    ncclzReaCall call = {call_bytes, (double)units, res.cand.frame_raw_bytes, rc.data_class};
+    ncclzReaCall call = {call_bytes, (double)units, res.cand.frame_raw_bytes, rc.data_class, rc.pipeline_frames};
     want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, coder, &call);
   }
   TRY(c->t->allreduce_max(c->t, &want, 1));

@@ -42,6 +42,8 @@ ncclzStatus ncclzReaConfigValidate(const ncclzReaConfig *cfg) {
     return ncclzSetError(NCCLZ_ERR_ARG, "REA config sample_window_bytes: must be in [128, %u]",
                          NCCLZ_REA_SAMPLE_MAX_BYTES);
   if (cfg->sample_pieces < 1) return ncclzSetError(NCCLZ_ERR_ARG, "REA config sample_pieces: must be >= 1");
+  if (!(cfg->pipeline_frames >= 0.0) || cfg->pipeline_frames > 1e12)
+    return ncclzSetError(NCCLZ_ERR_ARG, "REA config pipeline_frames: must be a count >= 0 (0: the steady state)");
   return NCCLZ_OK;
 }
 
@@ -68,8 +70,10 @@ int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const
   if (coder == NCCLZ_CODER_RAW || (unsigned)coder >= NCCLZ_CODER_COUNT || (unsigned)hint >= NCCLZ_HINT_COUNT) return 0;
   const ncclzCodecProfile *cp = &prof->codec[coder];
   const ncclzCodecCurves *cv = ncclz_rea_curves(prof, coder, call->data_class);
-  double fill = (1.0 - cp->lambda_enc[hint]) * ncclz_rea_curve_us(&cv->encode, call->frame_raw_bytes) +
-                (1.0 - cp->lambda_dec[hint]) * ncclz_rea_curve_us(&cv->decode, call->frame_raw_bytes);
+  double fill = call->pipeline_frames >= 1.0 /* then each frame's time holds its share of the fill */
+                    ? 0.0
+                    : (1.0 - cp->lambda_enc[hint]) * ncclz_rea_curve_us(&cv->encode, call->frame_raw_bytes) +
+                          (1.0 - cp->lambda_dec[hint]) * ncclz_rea_curve_us(&cv->decode, call->frame_raw_bytes);
   double per_unit = d->time_us[NCCLZ_CODER_RAW] - d->time_us[coder] - ncclzProfileUnitUs(prof, hint);
   return call->units * per_unit > ncclzProfileInterfaceUs(prof, hint, call->call_bytes) + fill;
 }
@@ -114,6 +118,7 @@ ncclzStatus ncclzReaPlan(const ncclzProfile *prof, const ncclzReaConfig *cfg, co
   s = ncclzReaSampleProfile(sym, n, cfg->sample_window_bytes, cfg->sample_pieces, &stats);
   if (s != NCCLZ_OK) return s;
   ncclz_rea_predict(&stats, n, dtype_bytes, desc->side_bytes, &desc->coder_params, &res->cand);
+  res->cand.pipeline_frames = cfg->pipeline_frames;
   ncclzReaLink link = ncclz_rea_link(prof, cfg->hint);
   ncclz_rea_arbitrate(prof, link, cfg->data_class, &rules, &res->cand, &res->decision);
   res->planned = res->decision.coder;

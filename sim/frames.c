@@ -1,7 +1,7 @@
 /* The frame model of a replay: which coder a frame gets (REA, through the shared decision code
  * of model/rea_decide.h), how many bytes it puts on the wire, and how long the codec takes
  * (the profile's curves). A chunk is one frame, whatever its size, as in both executors
- * (exec/nccl_exec.cu codes a chunk's symbols as one frame; exec/engine.c likewise). */
+ * (exec/nccl_pipeline.cu codes a chunk's symbols as one frame; exec/engine.c likewise). */
 #include "model/rea_decide.h"
 #include "sim_internal.h"
 

@@ -10,7 +10,7 @@
  *   completing a receive: the frame's decode goes on the decode stream; the actor waits for it
  *         only when a send needs the sum (REDUCE feeding the next step).
  * Encode and decode streams are two serial resources per rank, as the executor's s_enc and s_dec
- * CUDA streams (exec/nccl_exec.cu): frames queue up on each, and an encode can run while another
+ * CUDA streams (exec/nccl_pipeline.cu): frames queue up on each, and an encode can run while another
  * frame decodes. Each is tracked as the time it becomes idle: decodes that nothing waits for
  * overlap with transfers.
  * HEADER protocol: a receive takes the frame's header when the actor reaches it and posts the

@@ -214,7 +214,7 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
 /* The executor's auto decides once per call from the first chunk of one rank's codes (k = 1),
  * and when REA plans RAW there, or the call-level check finds the gain smaller than the call's
  * interface and host time (ncclzReaCallWorthIt), it runs the plain NCCL collective
- * (exec/nccl_exec.cu, decide); otherwise it encodes every frame of the call with the planned
+ * (exec/nccl_iface.cu, decide); otherwise it encodes every frame of the call with the planned
  * coder (j->call_coder), partial sums included. */
 static int auto_plans_raw(sim_job *j) {
   j->call_coder = -1;
@@ -226,10 +226,11 @@ static int auto_plans_raw(sim_job *j) {
   double units = 0; /* rank 0's sends: the executor's units that move a frame */
   for (size_t i = 0; i < s.nops; i++) units += s.ops[i].kind == NCCLZ_OP_SEND;
   ncclzScheduleFree(&s);
-  ncclzReaDecision dec; /* the executor's decision: a frame in the steady state of its pipeline */
+  ncclzReaDecision dec; /* the executor's decision: a frame of a step's pipeline of nchunks frames */
   double raw = (double)len * (double)j->elem_bytes;
-  ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, 0.0, &dec);
-  ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class};
+  double pipeline = (double)j->nchunks; /* a step's frames, as the executor plans them */
+  ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, pipeline, &dec);
+  ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class, pipeline};
   if (c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call)) return 1;
   j->call_coder = (int)c;
   return 0;

@@ -503,6 +503,26 @@ static void test_admissibility_gates(void) {
             res.decision.verdict[NCCLZ_CODER_HUFFMAN] == NCCLZ_REA_LOW_GAIN && res.planned == NCCLZ_CODER_RAW,
         "a gain of 100%% is never reached");
 
+  /* a pipeline of k frames exposes lambda + (1 - lambda) / k of each coder's codec time */
+  cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
+  ncclzReaResult steady, alone;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &steady) == NCCLZ_OK, "plan");
+  cfg.pipeline_frames = 1.0;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &alone) == NCCLZ_OK, "plan");
+  const ncclzCodecProfile *hp = &prof.codec[NCCLZ_CODER_HUFFMAN];
+  const ncclzCodecCurves *hc = ncclz_rea_curves(&prof, NCCLZ_CODER_HUFFMAN, NCCLZ_CLASS_EB_LORENZO);
+  double raw_bytes = alone.cand.frame_raw_bytes;
+  double hidden = (1.0 - hp->lambda_enc[NCCLZ_HINT_NET]) * ncclz_rea_curve_us(&hc->encode, raw_bytes) +
+                  (1.0 - hp->lambda_dec[NCCLZ_HINT_NET]) * ncclz_rea_curve_us(&hc->decode, raw_bytes);
+  double more = alone.decision.time_us[NCCLZ_CODER_HUFFMAN] - steady.decision.time_us[NCCLZ_CODER_HUFFMAN];
+  CHECK(alone.cand.pipeline_frames == 1.0 && fabs(more - hidden) < 1e-6 * (1.0 + hidden) &&
+            alone.decision.time_us[NCCLZ_CODER_RAW] == steady.decision.time_us[NCCLZ_CODER_RAW],
+        "a lone frame pays the codec time the steady state hides: +%.3f us, want +%.3f", more, hidden);
+  cfg.pipeline_frames = -1.0;
+  CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_ERR_ARG &&
+            strstr(ncclzLastError(), "pipeline_frames"),
+        "a negative pipeline refused: %s", ncclzLastError());
+
   cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_EB_LORENZO);
   cfg.sample_window_bytes = NCCLZ_REA_SAMPLE_MAX_BYTES + 128;
   CHECK(ncclzReaPlan(&prof, &cfg, f.s.sym, f.s.n, &f.desc, raw_cap(&f), &res) == NCCLZ_ERR_ARG &&
@@ -585,7 +605,7 @@ static void test_planning_cost(void) {
 /* The call check of one 1 MB frame per unit over a 1 MB call. */
 static int call_worth_it(const ncclzProfile *p, ncclzTransportHint h, const ncclzReaDecision *d, ncclzCoder c,
                          double units) {
-  ncclzReaCall call = {1e6, units, 1e6, NCCLZ_CLASS_DEFAULT};
+  ncclzReaCall call = {1e6, units, 1e6, NCCLZ_CLASS_DEFAULT, 0.0};
   return ncclzReaCallWorthIt(p, h, d, c, &call);
 }
 

@@ -139,7 +139,7 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
                          ncclzDtype dtype, int root, ncclzExecStats *stats);
 
 /* ----------------------------------------------------------------- NCCL path
- * Compressed collectives on GPUs (exec/nccl_exec.cu; built with NCCLZ_CUDA, which defines
+ * Compressed collectives on GPUs (exec/nccl_*.cu; built with NCCLZ_CUDA, which defines
  * NCCLZ_HAVE_NCCL). Payload frames move with ncclSend/ncclRecv (one ncclGroupStart/End per
  * (step, chunk) of the schedule); their 64-byte headers move on the control lane of an
  * ncclzTransport (threads of one process, or MPI), the same size protocol as the host engine.

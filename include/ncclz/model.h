@@ -206,6 +206,9 @@ typedef struct {
   uint32_t min_gain_permil;
   uint32_t sample_window_bytes;
   uint32_t sample_pieces;
+  double pipeline_frames;        /* frames one pipeline of the message carries (a collective's chunks
+                                    per step): exposes lambda + (1 - lambda) / k of the codec time;
+                                    0 (the profile's default): the steady state, lambda */
 } ncclzReaConfig;
 
 void ncclzReaConfigFromProfile(const ncclzProfile *p, ncclzTransportHint hint, ncclzDataClass cls,
@@ -324,7 +327,8 @@ ncclzStatus ncclzReaEncodeBest(const ncclzProfile *prof, const ncclzReaConfig *c
  * does not see are counted: the call's interface (quantize, agree, dequantize;
  * ncclzProfileInterfaceUs of call_bytes), the host's time per unit (ncclzProfileUnitUs), and the
  * pipeline's fill: its first encode and last decode, which nothing overlaps ((1 - lambda) of a
- * frame's encode and decode, beyond the lambda share the steady state charges). The call's units
+ * frame's encode and decode, beyond the lambda share the steady state charges; a decision made
+ * for pipelines of k >= 1 frames already spreads it over each pipeline's frames). The call's units
  * frames each save time_us[RAW] - time_us[coder]. RAW is never worth it (the call then runs as
  * plain NCCL). The executor's auto vote and the simulator's replay of it both ask this. */
 typedef struct {
@@ -332,6 +336,7 @@ typedef struct {
   double units;           /* frames one rank sends in it */
   double frame_raw_bytes; /* raw bytes of one of them */
   int data_class;         /* ncclzDataClass of the frames (the codec curves) */
+  double pipeline_frames; /* the decision's (ncclzReaConfig): >= 1, its frame times hold the fill */
 } ncclzReaCall;
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
                         ncclzCoder coder, const ncclzReaCall *call);
