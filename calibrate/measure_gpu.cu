@@ -120,12 +120,27 @@ static const data_class classes[3] = {
     {"none", "none", "uniformly random floats in [-1,1]"},
 };
 
+/* Element i of the gradient-like class in stream `stream`: the sum of four uniforms, centred,
+ * x 1.7e-3 (~N(0, 1/3) x 1.7e-3), from a counter-based hash (splitmix64 of 4 counters), so that
+ * the host (the codec curves) and the device (the overlap runs, one stream per rank) fill it alike. */
+static __host__ __device__ float gradient_value(uint64_t i, uint64_t stream) {
+  uint64_t h = i * 4 + 0x9E3779B97F4A7C15ull * stream, g;
+  double sum = 0;
+  for (int k = 0; k < 4; k++) {
+    g = (h + (uint64_t)k) * 0xBF58476D1CE4E5B9ull;
+    g ^= g >> 31;
+    g *= 0x94D049BB133111EBull;
+    g ^= g >> 29;
+    sum += (double)(g >> 11) * (1.0 / 9007199254740992.0);
+  }
+  return (float)((sum - 2.0) * 1.7e-3);
+}
+
 static void fill_class(int k, float *x, size_t n) {
   uint64_t s = 0x9e3779b97f4a7c15ULL + (uint64_t)k;
   for (size_t i = 0; i < n; i++) {
     if (k == 0) {
-      double g = rng_unit(&s) + rng_unit(&s) + rng_unit(&s) + rng_unit(&s) - 2.0; /* ~N(0, 1/3) */
-      x[i] = (float)(g * 1.7e-3);
+      x[i] = gradient_value(i, 0);
     } else if (k == 1) {
       double t = (double)i;
       x[i] = (float)(sin(t * 1e-4) + 0.5 * cos(t * 3.3e-5) + 1e-3 * (rng_unit(&s) - 0.5));
@@ -239,21 +254,10 @@ typedef struct {
 /* Host-side barrier / max over ranks through the control lane. */
 static ncclzStatus agree_max(ncclzTransport *t, double *v) { return t->allreduce_max(t, v, 1); }
 
-/* The gradient-like class of fill_class (the sum of four uniforms, centred, x 1.7e-3), from a
- * counter-based hash so that the device fills it: the overlap runs' data. */
+/* The overlap runs' data: the gradient-like class, filled on the device. */
 __global__ void fill_gradient(float *x, size_t n, int rank) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint64_t h = (i * 4 + 0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1)), g = 0;
-    double sum = 0;
-    for (int k = 0; k < 4; k++) { /* splitmix64 of 4 counters */
-      g = (h + (uint64_t)k) * 0xBF58476D1CE4E5B9ull;
-      g ^= g >> 31;
-      g *= 0x94D049BB133111EBull;
-      g ^= g >> 29;
-      sum += (double)(g >> 11) * (1.0 / 9007199254740992.0);
-    }
-    x[i] = (float)((sum - 2.0) * 1.7e-3);
-  }
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    x[i] = gradient_value(i, (uint64_t)rank + 1);
 }
 
 __global__ void fill_smooth(float *x, size_t n, int rank) {

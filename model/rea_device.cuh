@@ -8,6 +8,7 @@
 #define NCCLZ_REA_DEVICE_CUH
 
 #include <cub/block/block_radix_sort.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
 #include "rea_decide.h"
 #include "../codecs/cuda/huff_block.cuh"
@@ -57,9 +58,12 @@ typedef struct {
   uint32_t len_count[NCCLZ_HUFF_LEN_LIMIT + 1];
 } ncclzReaBlockShared;
 
-/* Sum over the warp (all 32 lanes call it). */
+/* Sum over the warp, returned to lane 0 (all 32 lanes call it; the planner's callers use lane 0's). */
 __device__ inline unsigned long long ncclz_rea_warp_sum(unsigned long long v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  typedef cub::WarpReduce<unsigned long long> WarpSum;
+  __shared__ typename WarpSum::TempStorage ts[NCCLZ_REA_PLAN_THREADS / 32];
+  v = WarpSum(ts[threadIdx.x / 32]).Sum(v);
+  __syncwarp(); /* the warp's storage is reused by the next call */
   return v;
 }
 
@@ -299,6 +303,7 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
     s.h.hi_index = s.hi_index;
     ncclz_rea_hist_finish_sums(&s.h, &s.sums, &s.st);
     ncclz_rea_predict(&s.st, n, dtype_bytes, side_bytes, &cp, &out->cand);
+    out->cand.pipeline_frames = cfg->pipeline_frames; /* as ncclzReaPlan */
     ncclzReaDecision d;
     ncclz_rea_arbitrate(prof, ncclz_rea_link(prof, cfg->hint), cfg->data_class, &rules, &out->cand, &d);
     out->coder = d.coder;
