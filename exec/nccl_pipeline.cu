@@ -1,5 +1,6 @@
 /* The NCCL backend's per-call pipeline: the op list grouped into units, the call's buffers, and the
- * units run over s_enc / s_comm / s_dec (encode, header on the lane, NCCL send/recv, decode). */
+ * units run over s_enc / s_lane[u % lanes] / s_dec (encode, header on the control lane, NCCL
+ * send/recv on the unit's comm lane, decode). */
 #include "nccl_internal.cuh"
 
 /* ------------------------------------------------------------ kernels */
@@ -234,9 +235,9 @@ static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
     *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.kept;
   } else {
     *dest = (uint8_t *)c->rbank.p + r->slot * (u & 1);
-    CU(cudaStreamWaitEvent(c->s_comm, c->ev_rfree[u & 1], 0));
+    CU(cudaStreamWaitEvent(lane_stream(c, u), c->ev_rfree[u & 1], 0));
   }
-  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, c->s_comm));
+  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, lane_stream(c, u)));
   return NCCLZ_OK;
 }
 
@@ -288,25 +289,27 @@ static ncclzStatus issue(grun *r, size_t u) {
     CU(cudaEventRecord(c->ev_done[u], c->s_dec));
     return NCCLZ_OK;
   }
+  cudaStream_t ls = lane_stream(c, u);
+  ncclComm_t lc = c->lane_comm[u % (size_t)c->lanes];
   if (snd) {
     const ncclzOp *o = &r->s.ops[un.send];
     if (o->action & NCCLZ_ACT_ENCODE)
-      CU(cudaStreamWaitEvent(c->s_comm, c->ev_enc[u & 1], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_enc[u & 1], 0));
     else
-      CU(cudaStreamWaitEvent(c->s_comm, c->ev_done[r->unit_of_op[o->dep]], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_done[r->unit_of_op[o->dep]], 0));
   }
-  trace_rec(r, u, TE_COM0, c->s_comm);
+  trace_rec(r, u, TE_COM0, ls);
   NC(ncclGroupStart());
-  if (snd && plen) NC(ncclSend(payload, plen, ncclUint8, r->s.ops[un.send].peer, c->nccl, c->s_comm));
-  if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, c->nccl, c->s_comm));
+  if (snd && plen) NC(ncclSend(payload, plen, ncclUint8, r->s.ops[un.send].peer, lc, ls));
+  if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, lc, ls));
   NC(ncclGroupEnd());
-  trace_rec(r, u, TE_COM1, c->s_comm);
-  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], c->s_comm));
+  trace_rec(r, u, TE_COM1, ls);
+  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], ls));
   if (!rcv) {
-    CU(cudaEventRecord(c->ev_done[u], c->s_comm));
+    CU(cudaEventRecord(c->ev_done[u], ls));
     return NCCLZ_OK;
   }
-  CU(cudaEventRecord(c->ev_recvd[u & 1], c->s_comm));
+  CU(cudaEventRecord(c->ev_recvd[u & 1], ls));
   return decode_unit(r, u, dest, rlen);
 }
 
@@ -327,7 +330,7 @@ ncclzStatus run_copies(grun *r) {
 ncclzStatus run_units(grun *r) {
   ncclzComm *c = r->c;
   CU(cudaEventRecord(c->ev_fork, r->stream));
-  cudaStream_t ss[3] = {c->s_enc, c->s_comm, c->s_dec};
+  cudaStream_t ss[4] = {c->s_enc, c->s_lane[0], c->s_lane[1], c->s_dec};
   for (cudaStream_t s : ss) CU(cudaStreamWaitEvent(s, c->ev_fork, 0));
   for (int b = 0; b < 2; b++) { /* every bank starts free */
     CU(cudaEventRecord(c->ev_sent[b], r->stream));
@@ -338,7 +341,7 @@ ncclzStatus run_units(grun *r) {
     TRY(issue(r, u));
     TRY(prepare_send(r, u + 1)); /* overlaps unit u's transfer */
   }
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     CU(cudaEventRecord(c->ev_join[i], ss[i]));
     CU(cudaStreamWaitEvent(r->stream, c->ev_join[i], 0));
   }
