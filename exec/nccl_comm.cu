@@ -31,7 +31,7 @@ ncclzStatus ensure_host(hbuf *b, size_t bytes) {
 static ncclzStatus make_streams(ncclzComm *c) {
   CU(cudaStreamCreateWithFlags(&c->s_enc, cudaStreamNonBlocking));
   for (int l = 0; l < 2; l++) CU(cudaStreamCreateWithFlags(&c->s_lane[l], cudaStreamNonBlocking));
-  CU(cudaStreamCreateWithFlags(&c->s_dec, cudaStreamNonBlocking));
+  for (int l = 0; l < 2; l++) CU(cudaStreamCreateWithFlags(&c->s_dec[l], cudaStreamNonBlocking));
   for (int i = 0; i < 2; i++) {
     CU(cudaEventCreateWithFlags(&c->ev_enc[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_sent[i], cudaEventDisableTiming));
@@ -39,7 +39,7 @@ static ncclzStatus make_streams(ncclzComm *c) {
     CU(cudaEventCreateWithFlags(&c->ev_rfree[i], cudaEventDisableTiming));
   }
   CU(cudaEventCreateWithFlags(&c->ev_fork, cudaEventDisableTiming));
-  for (int i = 0; i < 4; i++) CU(cudaEventCreateWithFlags(&c->ev_join[i], cudaEventDisableTiming));
+  for (int i = 0; i < 5; i++) CU(cudaEventCreateWithFlags(&c->ev_join[i], cudaEventDisableTiming));
   return NCCLZ_OK;
 }
 
@@ -128,7 +128,7 @@ void ncclzCommDestroy(ncclzComm_t c) {
   if (!c) return;
   cudaSetDevice(c->dev);
   dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,   &c->scales, &c->agree,  &c->scan,
-                  &c->sbank[0], &c->sbank[1],  &c->rbank, &c->rsym, &c->esym,   &c->ews,    &c->dws,
+                  &c->sbank[0], &c->sbank[1],  &c->rbank, &c->rsym[0], &c->rsym[1], &c->esym, &c->ews, &c->dws[0], &c->dws[1],
                   &c->arena,    &c->status,    &c->fbytes, &c->qstats, &c->qws};
   for (dbuf *b : bufs) free_dbuf(b);
   hbuf *hb[] = {&c->hdr_out, &c->hdr_in, &c->host_small, &c->host_status, &c->sample};
@@ -141,7 +141,7 @@ void ncclzCommDestroy(ncclzComm_t c) {
     cudaEventDestroy(c->ev_rfree[i]);
   }
   cudaEventDestroy(c->ev_fork);
-  for (int i = 0; i < 4; i++) cudaEventDestroy(c->ev_join[i]);
+  for (int i = 0; i < 5; i++) cudaEventDestroy(c->ev_join[i]);
   for (cudaEvent_t e : c->ev_done) cudaEventDestroy(e);
   for (cudaEvent_t e : c->ev_trace) cudaEventDestroy(e);
   cudaStreamDestroy(c->s_enc);
@@ -152,7 +152,7 @@ void ncclzCommDestroy(ncclzComm_t c) {
     else
       ncclCommDestroy(c->lane_comm[1]);
   }
-  cudaStreamDestroy(c->s_dec);
+  for (int l = 0; l < 2; l++) cudaStreamDestroy(c->s_dec[l]);
   if (c->owned) {
     if (c->broken)
       ncclCommAbort(c->nccl);
