@@ -28,8 +28,9 @@ static void print_help(void) {
          "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1|2]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
-         "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data tiles a float32\n"
-         "file into the send buffers at a different offset per rank. auto uses --profile (else $NCCLZ_PROFILE, else the built-in H200 profile).\n"
+         "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data FILE tiles a float32\n"
+         "file into the send buffers at a different offset per rank; --data F0,F1,... gives rank r file r mod N\n"
+         "(the ranks' own gradients, say). auto uses --profile (else $NCCLZ_PROFILE, else the built-in H200 profile).\n"
          "The backend defaults to nccl when built with CUDA, else cpu (threads, one per rank). nccl: -g N runs\n"
          "one process with a thread per GPU; `mpirun -np N ncclz perf -g 1` one rank per GPU (NCCL id over MPI).\n"
          "--hint is the path REA plans for (default: net when NCCL_P2P_DISABLE=1, else nvlink; cpu: net).\n"
@@ -153,9 +154,11 @@ size_t perf_out_elems(const perf_opts *o, size_t count) {
  * exactly checkable) or a smooth field (quantized modes). Rounded to the dtype. */
 float perf_input_value(const perf_opts *o, int r, size_t i) {
   float v;
-  if (o->file) {
-    size_t off = (size_t)r * (o->file_n / (size_t)o->nranks + 7919);
-    v = o->file[(off + i) % o->file_n];
+  if (o->nfiles) {
+    /* rank r reads file r mod N; ranks that share a file start at different offsets */
+    int f = r % o->nfiles, sharers = (o->nranks + o->nfiles - 1 - f) / o->nfiles;
+    size_t n = o->file_n[f], off = (size_t)(r / o->nfiles) * (n / (size_t)sharers + 7919);
+    v = o->file[f][(off + i) % n];
   } else if (o->cfg.quant.kind == NCCLZ_QUANT_NONE) {
     v = (float)((long)((r * 7 + (long)(i % 1000003) * 13) % 61) - 30);
   } else {
@@ -247,7 +250,7 @@ void perf_check_output(const perf_opts *o, size_t count, int rank, const void *o
         ncclzFromFloat(&ef, 1, o->dtype, &h);
         ncclzToFloat(&h, o->dtype, 1, &ef);
       }
-      p->wrong += memcmp(&ef, &y[i], 4) != 0 && !o->file; /* file data: float sums depend on order */
+      p->wrong += memcmp(&ef, &y[i], 4) != 0 && !o->nfiles; /* file data: float sums depend on order */
     } else if (bound < 0) { /* plain NCCL ran (auto kept everything RAW): float rounding only */
       double eps = o->dtype == NCCLZ_DTYPE_BF16 ? 0x1p-8 : o->dtype == NCCLZ_DTYPE_F16 ? 0x1p-11 : 0x1p-23;
       p->wrong += !(err <= o->nranks * eps * fabs(e) + 1e-30);
@@ -378,12 +381,29 @@ static int load_inputs(perf_opts *o) {
     if (cli_load_profile(VERB, o->profile, &o->prof, &o->profile)) return CLI_USAGE;
     o->cfg.profile = &o->prof;
   }
-  if (o->data) {
-    size_t len;
-    o->file = cli_read_file(VERB, o->data, &len);
-    if (!o->file) return CLI_USAGE;
-    o->file_n = len / 4;
-    if (!o->file_n) return cli_usage_error(VERB, "--data %s: empty", o->data);
+  if (o->data) { /* FILE or FILE,FILE,... */
+    char *list = strdup(o->data), *save = NULL;
+    if (!list) return cli_runtime_error(VERB, "out of memory");
+    for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+      size_t len;
+      if (o->nfiles == PERF_MAX_FILES) {
+        free(list);
+        return cli_usage_error(VERB, "--data: at most %d files", PERF_MAX_FILES);
+      }
+      float *x = cli_read_file(VERB, name, &len);
+      if (!x) {
+        free(list);
+        return CLI_USAGE;
+      }
+      o->file[o->nfiles] = x;
+      o->file_n[o->nfiles++] = len / 4;
+      if (len / 4 == 0) {
+        free(list);
+        return cli_usage_error(VERB, "--data %s: empty", name);
+      }
+    }
+    free(list);
+    if (!o->nfiles) return cli_usage_error(VERB, "--data: expected FILE or FILE,FILE,...");
   }
   return CLI_OK;
 }
@@ -535,7 +555,7 @@ int cli_perf(int argc, char **argv) {
     rc = write_json(&o, points);
   else
     cJSON_Delete(points);
-  free(o.file);
+  for (int f = 0; f < o.nfiles; f++) free(o.file[f]);
 #ifdef NCCLZ_HAVE_NCCL
   if (o.mpi) ncclzMpiFinalize();
 #endif

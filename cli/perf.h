@@ -13,6 +13,8 @@
 #define PERF_VERB "perf"
 
 /* The parsed command line and the loaded --data file. */
+#define PERF_MAX_FILES 64 /* --data FILE,FILE,...: at most this many */
+
 typedef struct {
   ncclzCollective coll;
   size_t min_bytes, max_bytes;
@@ -28,8 +30,9 @@ typedef struct {
   ncclzConfig cfg;
   const char *quant_text, *data, *json, *profile, *backend, *trace;
   ncclzProfile prof;
-  float *file;
-  size_t file_n;
+  float *file[PERF_MAX_FILES]; /* --data: one file, or one per rank (rank r reads r mod nfiles) */
+  size_t file_n[PERF_MAX_FILES];
+  int nfiles;
 } perf_opts;
 
 /* One size of the table: what every rank measured, summed or maxed over the ranks. */

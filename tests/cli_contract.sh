@@ -68,6 +68,12 @@ expect 2 "perf --vs-plain needs nccl" -- "$NCCLZ" perf --backend cpu --vs-plain
 expect 2 "perf --warm-s needs nccl" -- "$NCCLZ" perf --backend cpu --warm-s 1
 expect 2 "perf --stress negative" -- "$NCCLZ" perf --backend cpu --stress -1
 expect 0 "perf 1.5K..3KiB" -- "$NCCLZ" perf --backend cpu -g 2 -b 1.5K -e 3KiB -f 2 -n 1 -w 0
+# --data: one file at per-rank offsets, or a file per rank (rank r reads file r mod N)
+G0="$DATA/resnet18_rank0_64k.f32" G1="$DATA/resnet18_rank1_64k.f32"
+expect 0 "perf --data one file per rank" -- "$NCCLZ" perf --backend cpu -g 2 -b 64K -e 64K -n 1 -w 0 \
+  --compress huffman --quant qsgd:bits=8,bucket=512 --data "$G0,$G1"
+expect 2 "perf --data a missing second file" -- "$NCCLZ" perf --backend cpu -g 2 -b 64K -e 64K --data "$G0,$G1.missing"
+expect 2 "perf --data an empty list" -- "$NCCLZ" perf --backend cpu -g 2 -b 64K -e 64K --data ,
 
 echo "cli_contract: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
