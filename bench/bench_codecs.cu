@@ -42,6 +42,7 @@ struct Row {
 int main(int argc, char **argv) {
   const char *sci = NULL, *grad = NULL, *json = NULL, *commit = "unknown", *date = "unknown";
   size_t mib = 256, frame_mib = 4;
+  unsigned segment = 0; /* HUFFMAN symbols per segment; 0: the coder's default (1,024) */
   int runs = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--sci")) sci = argv[i + 1];
@@ -52,9 +53,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     else if (!strcmp(argv[i], "--commit")) commit = argv[i + 1];
     else if (!strcmp(argv[i], "--date")) date = argv[i + 1];
+    else if (!strcmp(argv[i], "--segment")) segment = (unsigned)strtoul(argv[i + 1], NULL, 10);
+  }
+  if (segment > 4096) {
+    fprintf(stderr, "bench_codecs: --segment: 1..4096 symbols\n");
+    return 2;
   }
   if (!sci || !grad) {
-    fprintf(stderr, "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--json OUT]\n");
+    fprintf(stderr, "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--segment N] [--json OUT]\n");
     return 2;
   }
   const size_t n = (mib << 20) / 4 / 8192 * 8192; /* whole 64x128 planes for 3D Lorenzo */
@@ -81,6 +87,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
       ncclzCoderParams cp;
       ncclzCoderParamsDefault(&cp);
+      if (segment) cp.huffman_segment = segment;
       Row row;
       row.data = qq.data;
       row.quant = qq.spec;
@@ -102,7 +109,10 @@ int main(int argc, char **argv) {
   if (jf) {
     fprintf(jf, "{\n \"device\": \"%s\", \"cuda_runtime\": %d, \"nccl\": \"%d.%d.%d\", \"commit\": \"%s\", \"date\": \"%s\",\n",
             prop.name, rtv, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, commit, date);
-    fprintf(jf, " \"input_bytes\": %zu, \"frame_bytes\": %zu, \"runs\": %d,\n \"rows\": [\n", 4 * n, 4 * (size_t)fs, runs);
+    ncclzCoderParams dp;
+    ncclzCoderParamsDefault(&dp);
+    fprintf(jf, " \"input_bytes\": %zu, \"frame_bytes\": %zu, \"huffman_segment\": %u, \"runs\": %d,\n \"rows\": [\n",
+            4 * n, 4 * (size_t)fs, segment ? segment : dp.huffman_segment, runs);
   }
   printf("%-5s %-26s %-9s %7s %9s %9s %9s %9s %9s %8s %5s\n", "data", "quant", "coder", "CR", "enc GB/s", "dec GB/s",
          "cenc", "cdec", "roof", "copy", "ok");

@@ -3,6 +3,8 @@
 # (memcheck, racecheck), then the benchmark of every coder x quantizer on 256 MiB of real data
 # (tiled) in 4 MiB frames, with the copy roofline measured in the same run.
 # Writes bench/results/codecs-<date>.json (and logs) under $OUT (or bench/results/), table last.
+# Env: MIB (input size, default 256), SEGMENT (HUFFMAN symbols per segment; default the coder's 1,024,
+# the executor's frames use 256), SKIP_TESTS=1.
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev) and .devdata/{trefht_member57,
 # resnet18_digits_step100_rank0}.f32 copied from ../shared/data (both git-ignored; carry them).
 set -uo pipefail
@@ -47,7 +49,7 @@ fi
 echo "== benchmark"
 JSON="$OUTDIR/codecs-${DATE%%T*}.json"
 timeout 400 "$B/bench_codecs" --sci .devdata/trefht_member57.f32 --grad .devdata/resnet18_digits_step100_rank0.f32 \
-  --mib "${MIB:-256}" --frame-mib 4 --runs 20 --json "$JSON" --commit "$COMMIT" --date "$DATE" >"$OUTDIR/bench.txt" 2>"$OUTDIR/bench.err"
+  --mib "${MIB:-256}" --frame-mib 4 ${SEGMENT:+--segment $SEGMENT} --runs 20 --json "$JSON" --commit "$COMMIT" --date "$DATE" >"$OUTDIR/bench.txt" 2>"$OUTDIR/bench.err"
 BENCH_RC=$?
 tail -5 "$OUTDIR/bench.err"
 echo "tests=$TEST_RC memcheck=$MEM_RC racecheck=$RACE_RC bench=$BENCH_RC commit=$COMMIT date=$DATE"
