@@ -535,7 +535,10 @@ int cli_perf(int argc, char **argv) {
 #endif
   if (o.root < 0 || o.root >= o.nranks) return cli_usage_error(VERB, "--root %d: need 0..%d", o.root, o.nranks - 1);
   if (o.hint) o.cfg.hint = (ncclzTransportHint)ncclzHintFromName(o.hint);
-  if ((rc = load_inputs(&o)) != CLI_OK) return rc;
+  if ((rc = load_inputs(&o)) != CLI_OK) {
+    for (int f = 0; f < o.nfiles; f++) free(o.file[f]); /* the files read before the bad one */
+    return rc;
+  }
   cJSON *points = cJSON_CreateArray();
   uint64_t wrong = 0;
 #ifdef NCCLZ_HAVE_NCCL
