@@ -446,8 +446,10 @@ static int same_call(const va_point *a, const va_point *b) {
   return !strcmp(a->path, b->path) && !strcmp(a->coll, b->coll) && a->nranks == b->nranks && a->bytes == b->bytes;
 }
 
-/* Best-coder agreement: for every (path, collective, ranks, size) measured with two coders or
- * more, whether the coder fastest in the measurement is also fastest in the replay. */
+/* Best-coder agreement: for every run (measurement file) and (path, collective, ranks, size) it
+ * measured with two coders or more, whether the coder fastest in the measurement is also fastest
+ * in the replay. Within one run: across runs the socket paths drift by tens of percent (the
+ * measurements' own spread below), enough to rank coders by the hour they ran at. */
 static size_t best_coder_agreement(const va_points *v, size_t *groups) {
   size_t agree = 0;
   *groups = 0;
@@ -458,7 +460,7 @@ static size_t best_coder_agreement(const va_points *v, size_t *groups) {
     const va_point *best_meas = a, *best_sim = a;
     for (size_t k = 0; k < v->n; k++) {
       const va_point *b = &v->pt[k];
-      if (!b->has_meas || point_coder(b) < 0 || !same_call(a, b)) continue;
+      if (!b->has_meas || point_coder(b) < 0 || !same_call(a, b) || strcmp(a->file, b->file)) continue;
       if (k < i) first = 0; /* the group is counted at its first point */
       coders |= 1 << point_coder(b);
       if (b->meas_us < best_meas->meas_us) best_meas = b;
