@@ -215,8 +215,10 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
  * and when REA plans RAW there, or the call-level check finds the gain smaller than the call's
  * interface and host time (ncclzReaCallWorthIt), it runs the plain NCCL collective
  * (exec/nccl_iface.cu, decide); otherwise it encodes every frame of the call with the planned
- * coder (j->call_coder), partial sums included. */
-static int auto_plans_raw(sim_job *j) {
+ * coder, partial sums included. plan_call replays that decision: 1 when the call runs as plain
+ * NCCL, else 0 with the coder in j->call_coder (-1 where REA plans each frame: not auto, or
+ * per-hop links). */
+static int plan_call(sim_job *j) {
   j->call_coder = -1;
   if (j->opt->compress != NCCLZ_SIM_AUTO || j->per_hop) return 0;
   size_t off, len;
@@ -268,7 +270,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
   set_hint(&j, p, &o);
-  if (auto_plans_raw(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
+  if (plan_call(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
   }

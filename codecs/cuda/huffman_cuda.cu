@@ -1,10 +1,11 @@
 /* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
- * (one CTA per frame: CUB radix sorts for the two orderings, the reference's own two-queue
- * merge and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths by the
- * whole block from huff_block.cuh, a packed 16-way block scan for canonical codes)
- * -> one pass that codes a segment per warp into shared memory and places it by decoupled
- * look-back. Decode: a table kernel per frame, then one thread per segment with the first-level
- * table in shared memory, staging 32 symbols per lane so that the stores are coalesced. */
+ * (one CTA per frame: a CUB radix sort of the used symbols, the reference's own two-queue merge
+ * and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in
+ * the sort's order, by the whole block from huff_block.cuh, a packed 16-way block scan for
+ * canonical codes) -> one pass that codes a segment per warp into shared memory and places it by
+ * decoupled look-back. Decode: a table kernel per frame, then one thread per segment with the
+ * first-level table in shared memory (and its coded words too when the warp's fit), staging 32
+ * symbols per lane so that the stores are coalesced. */
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
