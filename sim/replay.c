@@ -9,6 +9,8 @@
  *         take the header first, as the executor's host does, then post the payload's).
  *   completing a receive: the frame's decode goes on the decode stream; the actor waits for it
  *         only when a send needs the sum (REDUCE feeding the next step).
+ * comm_lanes k (options): a unit's transfers are posted once those of the unit k units earlier
+ *   are done, as the executor's NCCL groups queue on one stream per lane (lane_gate).
  * Encode and decode streams are two serial resources per rank, as the executor's s_enc and s_dec
  * CUDA streams (exec/nccl_pipeline.cu): frames queue up on each, and an encode can run while another
  * frame decodes. Each is tracked as the time it becomes idle: decodes that nothing waits for
@@ -48,6 +50,11 @@ typedef struct {
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
   double enc_free, dec_free; /* simulated time (s) when the encode / decode stream is idle */
+  struct {
+    long send, recv;         /* the unit's ops (-1: none) */
+  } units[5];                /* units posted and not yet drained, a ring (comm_lanes <= 4) */
+  unsigned u_head, u_tail;
+  int gate;                  /* the current unit has not passed lane_gate yet */
 } rank_ctx;
 
 /* Any non-NULL payload will do for SimGrid (NULL aborts); ours carries the frame's coder. */
@@ -143,6 +150,22 @@ static void host_turn(const rank_ctx *c) {
   if (c->job->unit_us > 0.0) sg_actor_sleep_for(c->job->unit_us * 1e-6);
 }
 
+/* comm_lanes: a unit's transfers are posted once those of the unit comm_lanes units earlier have
+ * finished (the executor's NCCL groups queue on one stream per lane), its receive completed and
+ * its decode queued. Called right before the unit's first transfer is posted, after its encode:
+ * the executor encodes unit u+1 while unit u's group waits for the one before it. */
+static void lane_gate(rank_ctx *c) {
+  const unsigned lanes = c->job->opt->comm_lanes;
+  if (!c->gate) return;
+  c->gate = 0;
+  while (lanes && c->u_tail - 1 - c->u_head >= lanes) { /* units before the current one */
+    const long snd = c->units[c->u_head % 5].send, rcv = c->units[c->u_head % 5].recv;
+    c->u_head++;
+    while (snd >= 0 && c->sq_head < c->sq_tail && (long)c->sendq[c->sq_head] <= snd) wait_oldest_send(c);
+    if (rcv >= 0) complete_through(c, (size_t)rcv, 0);
+  }
+}
+
 static void do_send(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   const sim_job *j = c->job;
@@ -162,6 +185,7 @@ static void do_send(rank_ctx *c, size_t i) {
     if (us > 0.0) sg_actor_sleep_until(codec_queue(&c->enc_free, us));
   }
   double bytes = sim_frame_bytes(j, cd, k, raw);
+  lane_gate(c);
   if (j->opt->compress != NCCLZ_SIM_OFF) /* plain NCCL sends no frames */
     c->st->frames[cd]++;
   c->st->wire_bytes += bytes;
@@ -192,14 +216,31 @@ static void do_recv(rank_ctx *c, size_t i) {
     sg_comm_t hdr = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
     wait_comm(&hdr);
   }
+  lane_gate(c);
   c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+}
+
+/* Op i starts a unit: a SEND, or a RECV that is not its (step, chunk)'s SEND's partner. */
+static int starts_unit(const rank_ctx *c, size_t i) {
+  const ncclzOp *o = &c->s.ops[i], *prev = i ? &c->s.ops[i - 1] : NULL;
+  if (o->kind == NCCLZ_OP_SEND) return 1;
+  return !prev || prev->kind != NCCLZ_OP_SEND || prev->step != o->step || prev->chunk != o->chunk;
 }
 
 static void rank_actor(int argc, char **argv) {
   rank_ctx *c = sg_actor_self_get_data();
   for (size_t i = 0; i < c->s.nops; i++) {
-    if (c->s.ops[i].kind == NCCLZ_OP_SEND) do_send(c, i);
-    else if (c->s.ops[i].kind == NCCLZ_OP_RECV) do_recv(c, i);
+    const ncclzOp *o = &c->s.ops[i];
+    if (o->kind != NCCLZ_OP_SEND && o->kind != NCCLZ_OP_RECV) continue;
+    if (starts_unit(c, i)) { /* a new unit: its transfers pass lane_gate first */
+      c->units[c->u_tail % 5].send = c->units[c->u_tail % 5].recv = -1;
+      c->u_tail++;
+      c->gate = 1;
+    }
+    if (o->kind == NCCLZ_OP_SEND) do_send(c, i);
+    else do_recv(c, i);
+    if (o->kind == NCCLZ_OP_SEND) c->units[(c->u_tail - 1) % 5].send = (long)i;
+    else c->units[(c->u_tail - 1) % 5].recv = (long)i;
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);

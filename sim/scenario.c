@@ -94,10 +94,11 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   if (!o) return 0;
   if (!cJSON_IsObject(o)) return ERR("options: must be an object"), -1;
   int link = opt->rea_link_profile, fid = opt->fidelity, proto = opt->size_protocol, hint = opt->hint, minc = (int)opt->min_chunks, maxc = (int)opt->max_chunks,
-      banks = (int)opt->banks;
+      banks = (int)opt->banks, lanes = (int)opt->comm_lanes;
   double chunk = (double)opt->chunk_bytes;
   if (num_field(o, "options", "chunk_bytes", 0, 1e15, &chunk) || int_field(o, "options", "min_chunks", 0, 1 << 16, &minc) ||
       int_field(o, "options", "max_chunks", 0, 1 << 16, &maxc) || int_field(o, "options", "banks", 0, 64, &banks) ||
+      int_field(o, "options", "comm_lanes", 0, 4, &lanes) ||
       int_field(o, "options", "root", 0, 1 << 20, &opt->root) ||
       int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
       int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||
@@ -114,6 +115,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   opt->min_chunks = (uint32_t)minc;
   opt->max_chunks = (uint32_t)maxc;
   opt->banks = (uint32_t)banks;
+  opt->comm_lanes = (uint32_t)lanes;
   return 0;
 }
 

@@ -423,6 +423,31 @@ static void test_extrapolation(void) {
       }
 }
 
+/* comm_lanes: one lane posts a unit's transfers only once the previous unit's are done (the
+ * executor's one NCCL stream). Serializing cannot beat the unlimited replay, two lanes lie
+ * between, and on a link with a large per-message latency one lane pays that latency per unit:
+ * at least units x (latency + frame time), which the unlimited replay overlaps. */
+static void test_comm_lanes(void) {
+  ncclzSimPlatform p;
+  nic_pair(&p, 25.0);
+  p.nic_latency_us = 400.0;
+  ncclzSimOptions o;
+  allreduce_opts(&o, 256u << 20, NCCLZ_SIM_FIXEDLEN);
+  o.min_chunks = 1;
+  o.size_protocol = NCCLZ_SIZE_HEADER;
+  ncclzSimResult r;
+  double t_any = run_us(&p, &o, &r);
+  o.comm_lanes = 2;
+  double t_two = run_us(&p, &o, &r);
+  o.comm_lanes = 1;
+  double t_one = run_us(&p, &o, &r);
+  double frame_us = (128.0 * (1 << 20) / r.nchunks / 6.0) / (25.0 * 1e3);
+  double serial = 2.0 * r.nchunks * (400.0 + frame_us);
+  CHECK(t_one >= t_two && t_two >= t_any && t_one >= serial && t_any < 0.75 * t_one,
+        "lanes: unlimited %.1f us <= two %.1f <= one %.1f (>= %.1f, units x (latency + frame))", t_any, t_two, t_one,
+        serial);
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -435,6 +460,7 @@ int main(void) {
   test_alltoall_broadcast();
   test_rea_and_options();
   test_header_protocol_many_chunks();
+  test_comm_lanes();
   test_rea_link();
   test_auto_counts_interface();
   test_scenario();

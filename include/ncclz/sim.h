@@ -136,6 +136,10 @@ typedef struct {
   uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
   uint32_t max_chunks;        /* at most (0: 64); larger chunks then (a chunk is one frame) */
   uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
+  uint32_t comm_lanes;        /* a rank's units (one (step, chunk): its send and its receive) whose
+                                 transfers may run at once: 1 is the executor's one NCCL stream
+                                 (unit u's transfers start once unit u-1's are done); 0: no limit
+                                 beyond the banks */
   ncclzSimSizeProtocol size_protocol;
   ncclzSimHintPolicy hint;
   int full_max_ranks;         /* AUTO refuses a full replay above this (0: 4096) */
