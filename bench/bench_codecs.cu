@@ -59,6 +59,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_codecs: --segment: 1..4096 symbols\n");
     return 2;
   }
+  if (!segment) { /* the coder's default */
+    ncclzCoderParams dp;
+    ncclzCoderParamsDefault(&dp);
+    segment = dp.huffman_segment;
+  }
   if (!sci || !grad) {
     fprintf(stderr, "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--segment N] [--json OUT]\n");
     return 2;
@@ -87,7 +92,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
       ncclzCoderParams cp;
       ncclzCoderParamsDefault(&cp);
-      if (segment) cp.huffman_segment = segment;
+      cp.huffman_segment = segment;
       Row row;
       row.data = qq.data;
       row.quant = qq.spec;
@@ -109,10 +114,8 @@ int main(int argc, char **argv) {
   if (jf) {
     fprintf(jf, "{\n \"device\": \"%s\", \"cuda_runtime\": %d, \"nccl\": \"%d.%d.%d\", \"commit\": \"%s\", \"date\": \"%s\",\n",
             prop.name, rtv, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, commit, date);
-    ncclzCoderParams dp;
-    ncclzCoderParamsDefault(&dp);
     fprintf(jf, " \"input_bytes\": %zu, \"frame_bytes\": %zu, \"huffman_segment\": %u, \"runs\": %d,\n \"rows\": [\n",
-            4 * n, 4 * (size_t)fs, segment ? segment : dp.huffman_segment, runs);
+            4 * n, 4 * (size_t)fs, segment, runs);
   }
   printf("%-5s %-26s %-9s %7s %9s %9s %9s %9s %9s %8s %5s\n", "data", "quant", "coder", "CR", "enc GB/s", "dec GB/s",
          "cenc", "cdec", "roof", "copy", "ok");

@@ -381,31 +381,31 @@ static int load_inputs(perf_opts *o) {
     if (cli_load_profile(VERB, o->profile, &o->prof, &o->profile)) return CLI_USAGE;
     o->cfg.profile = &o->prof;
   }
-  if (o->data) { /* FILE or FILE,FILE,... */
-    char *list = strdup(o->data), *save = NULL;
-    if (!list) return cli_runtime_error(VERB, "out of memory");
-    for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-      size_t len;
-      if (o->nfiles == PERF_MAX_FILES) {
-        free(list);
-        return cli_usage_error(VERB, "--data: at most %d files", PERF_MAX_FILES);
-      }
-      float *x = cli_read_file(VERB, name, &len);
-      if (!x) {
-        free(list);
-        return CLI_USAGE;
-      }
-      o->file[o->nfiles] = x;
-      o->file_n[o->nfiles++] = len / 4;
-      if (len / 4 == 0) {
-        free(list);
-        return cli_usage_error(VERB, "--data %s: empty", name);
-      }
+  if (!o->data) return CLI_OK;
+  char *list = strdup(o->data), *save = NULL; /* FILE or FILE,FILE,... */
+  if (!list) return cli_runtime_error(VERB, "out of memory");
+  int rc = CLI_OK;
+  for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+    if (o->nfiles == PERF_MAX_FILES) {
+      rc = cli_usage_error(VERB, "--data: at most %d files", PERF_MAX_FILES);
+      break;
     }
-    free(list);
-    if (!o->nfiles) return cli_usage_error(VERB, "--data: expected FILE or FILE,FILE,...");
+    size_t len;
+    float *x = cli_read_file(VERB, name, &len);
+    if (!x) {
+      rc = CLI_USAGE;
+      break;
+    }
+    o->file[o->nfiles] = x;
+    o->file_n[o->nfiles++] = len / 4;
+    if (len / 4 == 0) {
+      rc = cli_usage_error(VERB, "--data %s: empty", name);
+      break;
+    }
   }
-  return CLI_OK;
+  free(list);
+  if (rc == CLI_OK && !o->nfiles) rc = cli_usage_error(VERB, "--data: expected FILE or FILE,FILE,...");
+  return rc;
 }
 
 /* Sizes MIN, MIN*FACTOR, ... <= MAX, as element counts per rank's block (nccl-tests' rule). */

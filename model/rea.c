@@ -68,12 +68,12 @@ uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n) {
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
                         ncclzCoder coder, const ncclzReaCall *call) {
   if (coder == NCCLZ_CODER_RAW || (unsigned)coder >= NCCLZ_CODER_COUNT || (unsigned)hint >= NCCLZ_HINT_COUNT) return 0;
-  const ncclzCodecProfile *cp = &prof->codec[coder];
-  const ncclzCodecCurves *cv = ncclz_rea_curves(prof, coder, call->data_class);
-  double fill = call->pipeline_frames >= 1.0 /* then each frame's time holds its share of the fill */
+  /* the fill: what a lone frame exposes beyond the steady state; a decision made for pipelines of
+   * k >= 1 frames already holds its share in each frame's time */
+  double fill = call->pipeline_frames >= 1.0
                     ? 0.0
-                    : (1.0 - cp->lambda_enc[hint]) * ncclz_rea_curve_us(&cv->encode, call->frame_raw_bytes) +
-                          (1.0 - cp->lambda_dec[hint]) * ncclz_rea_curve_us(&cv->decode, call->frame_raw_bytes);
+                    : ncclz_rea_exposed_codec_us(prof, hint, coder, call->data_class, call->frame_raw_bytes, 1.0) -
+                          ncclz_rea_exposed_codec_us(prof, hint, coder, call->data_class, call->frame_raw_bytes, 0.0);
   double per_unit = d->time_us[NCCLZ_CODER_RAW] - d->time_us[coder] - ncclzProfileUnitUs(prof, hint);
   return call->units * per_unit > ncclzProfileInterfaceUs(prof, hint, call->call_bytes) + fill;
 }

@@ -71,6 +71,16 @@ NCCLZ_REA_FN double ncclz_rea_exposure(double lambda, double pipeline_frames) {
   return pipeline_frames >= 1.0 ? lambda + (1.0 - lambda) / pipeline_frames : lambda;
 }
 
+/* The codec time one frame of `coder` (not RAW) leaves exposed on the hint's link, in a pipeline
+ * of pipeline_frames frames: x_enc*E_c + x_dec*D_c, x = ncclz_rea_exposure(lambda, pipeline_frames). */
+NCCLZ_REA_FN double ncclz_rea_exposed_codec_us(const ncclzProfile *p, int hint, int coder, int cls,
+                                               double frame_raw_bytes, double pipeline_frames) {
+  const ncclzCodecProfile *cp = &p->codec[coder];
+  const ncclzCodecCurves *cv = ncclz_rea_curves(p, coder, cls);
+  return ncclz_rea_exposure(cp->lambda_enc[hint], pipeline_frames) * ncclz_rea_curve_us(&cv->encode, frame_raw_bytes) +
+         ncclz_rea_exposure(cp->lambda_dec[hint], pipeline_frames) * ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
+}
+
 /* T_c for a message of `nframes` equal frames of frame_raw_bytes, each predicted at
  * frame_bytes on the wire:
  *   T_c = alpha(link) + nframes * (alpha_c + P_c/beta + x_enc*E_c + x_dec*D_c),
@@ -80,15 +90,9 @@ NCCLZ_REA_FN double ncclz_rea_cost_us(const ncclzProfile *p, ncclzReaLink link, 
                                       double frame_raw_bytes, double frame_bytes, double nframes,
                                       double pipeline_frames) {
   double per_frame = ncclz_rea_wire_us(frame_bytes, link.beta_gbps);
-  if (coder != NCCLZ_CODER_RAW) {
-    const ncclzCodecProfile *cp = &p->codec[coder];
-    const ncclzCodecCurves *cv = ncclz_rea_curves(p, coder, cls);
-    per_frame += cp->alpha_us;
-    per_frame += ncclz_rea_exposure(cp->lambda_enc[link.hint], pipeline_frames) *
-                 ncclz_rea_curve_us(&cv->encode, frame_raw_bytes);
-    per_frame += ncclz_rea_exposure(cp->lambda_dec[link.hint], pipeline_frames) *
-                 ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
-  }
+  if (coder != NCCLZ_CODER_RAW)
+    per_frame += p->codec[coder].alpha_us +
+                 ncclz_rea_exposed_codec_us(p, link.hint, coder, cls, frame_raw_bytes, pipeline_frames);
   return link.alpha_us + nframes * per_frame;
 }
 

@@ -538,7 +538,7 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
   }
   size_t groups, agree = best_coder_agreement(v, &groups);
   if (groups) {
-    ncclzReportText(r, "Best coder: in %zu of %zu measured (path, collective, size) groups with two coders or more, "
+    ncclzReportText(r, "Best coder: in %zu of %zu measured (run, path, collective, size) groups with two coders or more, "
                        "the coder fastest in the measurement is also fastest in the replay (%.0f%%; target: "
                        "90%%).", agree, groups, 100.0 * (double)agree / (double)groups);
     cJSON_AddNumberToObject(j, "best_coder_groups", (double)groups);

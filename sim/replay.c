@@ -170,7 +170,6 @@ static void do_send(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   const sim_job *j = c->job;
   int p = peer_actor(c, o->peer);
-  host_turn(c);
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
   while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
@@ -203,9 +202,6 @@ static void do_send(rank_ctx *c, size_t i) {
 static void do_recv(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   int p = peer_actor(c, o->peer);
-  const ncclzOp *prev = i ? &c->s.ops[i - 1] : NULL;
-  if (!prev || prev->kind != NCCLZ_OP_SEND || prev->step != o->step || prev->chunk != o->chunk)
-    host_turn(c); /* a unit with no send of its own */
   while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
   c->recvq[c->rq_tail++] = i;
@@ -232,15 +228,19 @@ static void rank_actor(int argc, char **argv) {
   for (size_t i = 0; i < c->s.nops; i++) {
     const ncclzOp *o = &c->s.ops[i];
     if (o->kind != NCCLZ_OP_SEND && o->kind != NCCLZ_OP_RECV) continue;
-    if (starts_unit(c, i)) { /* a new unit: its transfers pass lane_gate first */
+    if (starts_unit(c, i)) { /* a new unit: the host's turn, and its transfers pass lane_gate first */
       c->units[c->u_tail % 5].send = c->units[c->u_tail % 5].recv = -1;
       c->u_tail++;
       c->gate = 1;
+      host_turn(c);
     }
-    if (o->kind == NCCLZ_OP_SEND) do_send(c, i);
-    else do_recv(c, i);
-    if (o->kind == NCCLZ_OP_SEND) c->units[(c->u_tail - 1) % 5].send = (long)i;
-    else c->units[(c->u_tail - 1) % 5].recv = (long)i;
+    if (o->kind == NCCLZ_OP_SEND) {
+      do_send(c, i);
+      c->units[(c->u_tail - 1) % 5].send = (long)i;
+    } else {
+      do_recv(c, i);
+      c->units[(c->u_tail - 1) % 5].recv = (long)i;
+    }
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);

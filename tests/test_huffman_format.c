@@ -287,30 +287,34 @@ static void test_corrupt_escape(void) {
 
 /* ------------------------------------------------------------ the tree builder */
 
-/* The textbook two-queue merge with both heads read from memory at every pick: the definition
- * that ncclz_huff_tree_parents must reproduce node for node, whatever it does to be faster (three
- * variants with the heads in registers passed here and failed test_gpu_huffbook on the device:
- * run both after touching it). */
-static void plain_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
-  uint32_t leaf = 0, inner = 0;
-  for (uint32_t t = 0; t + 1 < m; t++) {
-    uint64_t w = 0;
-    for (int k = 0; k < 2; k++) {
-      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
-        w += key[leaf] >> 32;
-        node[leaf++] = m + t;
-      } else {
-        w += weight[inner];
-        node[m + inner++] = m + t;
-      }
-    }
-    weight[t] = w;
+/* The tree by another route: one list of the nodes not yet merged, ordered by weight with a new
+ * node after every node no heavier than it (leaves win ties, as in the two-queue merge); each
+ * step merges the list's first two. The definition ncclz_huff_tree_parents must reproduce node
+ * for node, whatever it does to be faster (three variants with the queue heads in registers
+ * passed such a check and failed test_gpu_huffbook on the device: run both after touching it). */
+static void list_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
+  uint32_t *id = malloc(sizeof *id * 2 * m);
+  uint64_t *w = malloc(sizeof *w * 2 * m);
+  if (!id || !w) goto done;
+  for (uint32_t i = 0; i < m; i++) id[i] = i, w[i] = key[i] >> 32;
+  for (uint32_t t = 0, len = m; t + 1 < m; t++, len++) {
+    const uint64_t sum = w[2 * t] + w[2 * t + 1];
+    node[id[2 * t]] = node[id[2 * t + 1]] = m + t;
+    weight[t] = sum;
+    uint32_t at = len; /* after every unmerged node no heavier than the new one */
+    while (at > 2 * t + 2 && w[at - 1] > sum) at--;
+    memmove(id + at + 1, id + at, sizeof *id * (len - at));
+    memmove(w + at + 1, w + at, sizeof *w * (len - at));
+    id[at] = m + t, w[at] = sum;
   }
   node[2 * m - 2] = 2 * m - 2;
+done:
+  free(id);
+  free(w);
 }
 
 /* Sorted leaves with many ties (weights from a few values), skewed and flat weights, from 2 to
- * the largest alphabet: the same parents and internal weights as the plain merge. */
+ * the largest alphabet: the same parents and internal weights as the merged-list construction. */
 static void test_tree_matches_plain_merge(void) {
   enum { M = NCCLZ_HUFF_MAX_SYMS };
   uint64_t *key = malloc(sizeof(uint64_t) * M), *tmp = malloc(sizeof(uint64_t) * M);
@@ -332,13 +336,13 @@ static void test_tree_matches_plain_merge(void) {
     ncclz_huff_sort(key, tmp, m);
     for (uint32_t i = 0; i < 2 * m; i++) n0[i] = n1[i] = 0xDEADBEEFu;
     for (uint32_t i = 0; i < m; i++) w0[i] = w1[i] = 0xABCDull * (i + 7); /* garbage, the same in both */
-    plain_tree_parents(key, m, w0, n0);
+    list_tree_parents(key, m, w0, n0);
     ncclz_huff_tree_parents(key, m, w1, n1);
     int same = memcmp(n0, n1, sizeof(uint32_t) * (2 * m - 1)) == 0 && memcmp(w0, w1, sizeof(uint64_t) * (m - 1)) == 0;
     differ += !same;
     trees++;
   }
-  CHECK(differ == 0, "tree builder: %d of %d trees differ from the plain two-queue merge", differ, trees);
+  CHECK(differ == 0, "tree builder: %d of %d trees differ from the merged-list construction", differ, trees);
   free(key), free(tmp), free(w0), free(w1), free(n0), free(n1);
 }
 

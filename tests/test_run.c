@@ -203,6 +203,21 @@ static void validate_calibrated_run(void) {
 #endif
 }
 
+#ifdef NCCLZ_HAVE_SIM
+/* A validate scenario named `name`: the synthetic profile, CR 4 / 6, one 3 GB/s NIC path "net",
+ * against `measured` (a JSON list of {"file", "path": "net"}); its results.json. */
+static cJSON *validate_net(const char *name, const char *measured) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
+           "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
+           "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
+           "\"measured\": %s}", measured);
+  OK(run(scenario(name, text), name) == NCCLZ_OK);
+  return load_json(name);
+}
+#endif
+
 /* The measurements' own spread: a point measured twice (100 and 150 us, in one bench file's two
  * runs) has max / min - 1 = 0.5; a point measured once does not count. */
 static void validate_spread_run(void) {
@@ -217,14 +232,9 @@ static void validate_spread_run(void) {
         " {\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
         "{\"size\": 1048576, \"time_us\": 150}]}]}", f);
   fclose(f);
-  char text[1024];
-  snprintf(text, sizeof text,
-           "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
-           "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
-           "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
-           "\"measured\": [{\"file\": \"%s\", \"path\": \"net\"}]}", meas);
-  OK(run(scenario("vs", text), "vs") == NCCLZ_OK);
-  cJSON *j = load_json("vs");
+  char measured[256];
+  snprintf(measured, sizeof measured, "[{\"file\": \"%s\", \"path\": \"net\"}]", meas);
+  cJSON *j = validate_net("vs", measured);
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "measured_spread_points");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "measured_spread_median");
   CHECK(cJSON_IsNumber(n) && n->valuedouble == 1 && cJSON_IsNumber(m) && fabs(m->valuedouble - 0.5) < 1e-12,
@@ -256,15 +266,10 @@ static void validate_best_coder_run(void) {
             k ? 30000 : 45000, k ? 9000 : 7000);
     fclose(f);
   }
-  char text[1024];
-  snprintf(text, sizeof text,
-           "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
-           "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
-           "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
-           "\"measured\": [{\"file\": \"%s\", \"path\": \"net\"}, {\"file\": \"%s\", \"path\": \"net\"}]}",
+  char measured[512];
+  snprintf(measured, sizeof measured, "[{\"file\": \"%s\", \"path\": \"net\"}, {\"file\": \"%s\", \"path\": \"net\"}]",
            meas[0], meas[1]);
-  OK(run(scenario("vb", text), "vb") == NCCLZ_OK);
-  cJSON *j = load_json("vb");
+  cJSON *j = validate_net("vb", measured);
   const cJSON *g = cJSON_GetObjectItemCaseSensitive(j, "best_coder_groups");
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "best_coder_agreement");
   CHECK(cJSON_IsNumber(g) && g->valuedouble == 2 && cJSON_IsNumber(a) && a->valuedouble == 1.0,

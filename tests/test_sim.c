@@ -50,6 +50,15 @@ static void allreduce_opts(ncclzSimOptions *o, uint64_t bytes, ncclzSimCompress 
   o->compress = compress;
 }
 
+/* A 256 MiB FIXEDLEN AllReduce between two NIC-connected ranks, one frame a chunk (min_chunks 1):
+ * more chunks a block than staging banks. */
+static void many_chunks(ncclzSimPlatform *p, ncclzSimOptions *o, double nic_gbps, double nic_latency_us) {
+  nic_pair(p, nic_gbps);
+  p->nic_latency_us = nic_latency_us;
+  allreduce_opts(o, 256u << 20, NCCLZ_SIM_FIXEDLEN);
+  o->min_chunks = 1;
+}
+
 /* Frames a replay coded (FIXEDLEN or HUFFMAN). */
 static uint64_t coded_frames(const ncclzSimResult *r) {
   return r->frames[NCCLZ_CODER_FIXEDLEN] + r->frames[NCCLZ_CODER_HUFFMAN];
@@ -223,11 +232,8 @@ static void test_alltoall_broadcast(void) {
  * The header costs a small message per chunk: slower than piggy-backed sizes, by little. */
 static void test_header_protocol_many_chunks(void) {
   ncclzSimPlatform p;
-  nic_pair(&p, 2.5);
-  p.nic_latency_us = 28.0;
   ncclzSimOptions o;
-  allreduce_opts(&o, 256u << 20, NCCLZ_SIM_FIXEDLEN);
-  o.min_chunks = 1;
+  many_chunks(&p, &o, 2.5, 28.0);
   ncclzSimResult r;
   double t_pig = run_us(&p, &o, &r);
   o.size_protocol = NCCLZ_SIZE_HEADER;
@@ -429,11 +435,8 @@ static void test_extrapolation(void) {
  * at least units x (latency + frame time), which the unlimited replay overlaps. */
 static void test_comm_lanes(void) {
   ncclzSimPlatform p;
-  nic_pair(&p, 25.0);
-  p.nic_latency_us = 400.0;
   ncclzSimOptions o;
-  allreduce_opts(&o, 256u << 20, NCCLZ_SIM_FIXEDLEN);
-  o.min_chunks = 1;
+  many_chunks(&p, &o, 25.0, 400.0);
   o.size_protocol = NCCLZ_SIZE_HEADER;
   ncclzSimResult r;
   double t_any = run_us(&p, &o, &r);
