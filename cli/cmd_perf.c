@@ -25,7 +25,7 @@ static void print_help(void) {
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
-         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain]\n\n"
+         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1|2]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data FILE tiles a float32\n"
@@ -38,6 +38,8 @@ static void print_help(void) {
          "and FILE.rN (rank N) as Chrome trace JSON; the exposed codec time is printed per size.\n"
          "--warm-s S (nccl): before the first size, S seconds of untimed calls at min(MAX, 64M) (the socket\n"
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
+         "--comm-lanes N (nccl): units' frames alternate over N communicators and streams (default 2), so that\n"
+         "one unit's transfer starts while the previous one's runs.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
@@ -71,6 +73,10 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'W': o->warm_s = atof(arg); break;
   case 'S': o->stress = atoi(arg); break;
   case 'V': o->vs_plain = 1; break;
+  case 'L':
+    if (strcmp(arg, "1") && strcmp(arg, "2")) return cli_usage_error(VERB, "--comm-lanes: expected 1 or 2, got '%s'", arg);
+    o->cfg.comm_lanes = (uint32_t)atoi(arg);
+    break;
   case 't':
     if (cli_parse_float_dtype(VERB, arg, &o->dtype)) return CLI_USAGE;
     break;
@@ -89,7 +95,7 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
       {"hint", required_argument, 0, 'H'},     {"warm-s", required_argument, 0, 'W'},
       {"stress", required_argument, 0, 'S'},   {"vs-plain", no_argument, 0, 'V'},
-      {0, 0, 0, 0}};
+      {"comm-lanes", required_argument, 0, 'L'}, {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
   o->min_bytes = o->max_bytes = 32 << 20;

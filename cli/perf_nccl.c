@@ -49,9 +49,9 @@ static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   const ncclzTraceEvent *ev;
   size_t n;
   ncclzCommTrace(c, &ev, &n, NULL);
-  static const char *lanes[4] = {"interface", "encode", "nccl", "decode"};
+  static const char *lanes[5] = {"interface", "encode", "nccl", "decode", "nccl (lane 1)"};
   cJSON *arr = cJSON_CreateArray();
-  for (int l = 0; l < 4; l++) {
+  for (int l = 0; l < 5; l++) {
     cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", "thread_name");
     cJSON_AddStringToObject(m, "ph", "M");

@@ -20,6 +20,7 @@ void ncclzConfigDefault(ncclzConfig *c) {
   c->chunk_bytes = 4u << 20;
   c->max_chunks = 64;
   c->hint = NCCLZ_HINT_NET;
+  c->comm_lanes = 2;
   ncclzFrameCoderParams(&c->coder_params); /* HUFFMAN segments for one frame at a time (model.h) */
 }
 
@@ -73,6 +74,7 @@ uint64_t ncclzConfigFingerprint(const ncclzConfig *c) {
   MIX(&f, c->coder_params.fixedlen_tile_blocks);
   MIX(&f, c->coder_params.huffman_segment);
   MIX(&f, c->ndims);
+  MIX(&f, c->comm_lanes);
   for (int i = 0; i < 3; i++) MIX(&f, c->dims[i]);
   mix_profile(&f, c->profile);
   return f.h;

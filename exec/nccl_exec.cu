@@ -6,10 +6,12 @@
  *     or NaN fails on every rank, nobody hangs), then ncclAllReduce(max) of the QSGD scales;
  *  2. quantization once, on the user stream, into int32 code cells (quant none: float cells);
  *  3. the op list, unit by unit (a unit = the ops of one (step, chunk): at most one send and one
- *     recv), pipelined over three internal streams:
+ *     recv), pipelined over internal streams:
  *       s_enc : encode unit u+1 into send bank (u+1)%2        (waits: that bank's last send, the dep)
- *       s_comm: ncclGroupStart; ncclSend; ncclRecv; ncclGroupEnd of unit u
- *       s_dec : decode unit u from recv bank u%2, add the codes (reduce) or store them
+ *       s_lane[u % lanes]: ncclGroupStart; ncclSend; ncclRecv; ncclGroupEnd of unit u, on the
+ *               lane's communicator (two lanes by default: the second is split from the first,
+ *               so unit u+1's transfer starts while unit u's runs; exec/nccl_comm.cu, make_lanes)
+ *       s_dec[u % lanes]: decode unit u from recv bank u%2, add the codes (reduce) or store them
  *     so chunk k+1 is encoded while chunk k is on the wire and chunk k is decoded while k+1
  *     arrives (ping-pong banks: a bank is reused only after the event of its last user);
  *  4. dequantization once, on the user stream; then one synchronisation and the check of the
@@ -23,7 +25,7 @@
  * ncclRecv(payload_bytes). Wire bytes = the frame bytes exactly (1.00x: header on the lane, payload
  * on NCCL). The lane never waits for NCCL and NCCL never waits for the lane's round trip: the
  * header of unit u+1 leaves as soon as its encode is done, while unit u's payload is in flight,
- * so the receive of u+1 is queued on s_comm before u finishes. The cost that remains (the
+ * so the receive of u+1 is queued on its lane before u finishes. The cost that remains (the
  * "bubble") is the host's wait for the encode of the first chunk and for headers whose encode
  * lags the wire; the trace shows it as gaps between NCCL intervals.
  *

@@ -72,11 +72,19 @@ struct ncclzComm {
   ncclzConfig cfg;
   ncclzProfile profile;
   ncclzReaConfig rea;
-  cudaStream_t s_enc = nullptr, s_comm = nullptr, s_dec = nullptr;
-  cudaEvent_t ev_enc[2], ev_sent[2], ev_recvd[2], ev_rfree[2], ev_fork, ev_join[3];
+  cudaStream_t s_enc = nullptr;
+  /* decode streams, one per comm lane: a single frame's HUFFMAN decode is latency-bound (one
+   * thread per segment), so the two lanes' frames decode side by side */
+  cudaStream_t s_dec[2] = {nullptr, nullptr};
+  /* comm lanes: unit u's NCCL group goes to lane u % lanes, its communicator and stream (lane 0:
+   * nccl itself); with two, a unit's transfer starts while the previous one's still runs */
+  int lanes = 1;
+  ncclComm_t lane_comm[2] = {nullptr, nullptr};
+  cudaStream_t s_lane[2] = {nullptr, nullptr};
+  cudaEvent_t ev_enc[2], ev_sent[2], ev_recvd[2], ev_rfree[2], ev_fork, ev_join[5];
   std::vector<cudaEvent_t> ev_done;  /* per unit: its decode/reduce/keep finished */
   std::vector<cudaEvent_t> ev_trace; /* per unit TE_COUNT, + 4 for the interface */
-  dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[2], rbank, rsym, esym, ews, dws, arena, status,
+  dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[2], rbank, rsym[2], esym, ews, dws[2], arena, status,
       fbytes, qstats, qws;
   hbuf hdr_out, hdr_in, host_small, host_status, sample;
   std::vector<decision> decisions;
@@ -85,6 +93,11 @@ struct ncclzComm {
   std::vector<ncclzTraceEvent> events;
   ncclzTraceSummary summary;
 };
+
+/* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
+static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[u % (size_t)c->lanes]; }
+/* Unit u's lane: its comm stream and communicator, its decode stream and workspaces. */
+static inline int lane_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->lanes); }
 
 /* One call in progress. */
 struct unit_t {

@@ -1,5 +1,6 @@
 /* The NCCL backend's per-call pipeline: the op list grouped into units, the call's buffers, and the
- * units run over s_enc / s_comm / s_dec (encode, header on the lane, NCCL send/recv, decode). */
+ * units run over s_enc / s_lane[u % lanes] / s_dec[u % lanes] (encode, header on the control
+ * lane, NCCL send/recv on the unit's comm lane, decode on the lane's decode stream). */
 #include "nccl_internal.cuh"
 
 /* ------------------------------------------------------------ kernels */
@@ -106,10 +107,10 @@ ncclzStatus alloc_call(grun *r) {
   TRY(ensure(&c->sbank[0], r->slot));
   TRY(ensure(&c->sbank[1], r->slot));
   TRY(ensure(&c->rbank, 2 * r->slot));
-  TRY(ensure(&c->rsym, mc * 4));
+  for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->rsym[l], mc * 4));
   TRY(ensure(&c->esym, mc * 4));
   TRY(ensure(&c->ews, ews + 16));
-  TRY(ensure(&c->dws, dws + 16));
+  for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->dws[l], dws + 16));
   TRY(ensure(&c->arena, nk * r->slot + 16));
   TRY(ensure(&c->status, nu * 4));
   TRY(ensure(&c->fbytes, 64));
@@ -234,43 +235,45 @@ static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
     *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.kept;
   } else {
     *dest = (uint8_t *)c->rbank.p + r->slot * (u & 1);
-    CU(cudaStreamWaitEvent(c->s_comm, c->ev_rfree[u & 1], 0));
+    CU(cudaStreamWaitEvent(lane_stream(c, u), c->ev_rfree[u & 1], 0));
   }
-  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, c->s_comm));
+  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, lane_stream(c, u)));
   return NCCLZ_OK;
 }
 
-/* Decode (+ reduce / store) of unit u on s_dec, once its payload has arrived. */
+/* Decode (+ reduce / store) of unit u on its lane's decode stream, once its payload has arrived. */
 static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t plen) {
   const unit_t &un = r->units[u];
   const ncclzOp *o = &r->s.ops[un.recv];
   ncclzComm *c = r->c;
-  CU(cudaStreamWaitEvent(c->s_dec, c->ev_recvd[u & 1], 0));
-  trace_rec(r, u, TE_DEC0, c->s_dec);
+  const int l = lane_of(c, u);
+  cudaStream_t sd = c->s_dec[l];
+  CU(cudaStreamWaitEvent(sd, c->ev_recvd[u & 1], 0));
+  trace_rec(r, u, TE_DEC0, sd);
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
     bool direct = !(o->action & NCCLZ_ACT_REDUCE) && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
-    int32_t *dst = direct ? (int32_t *)cell(r->out, out_offset(r, un.roff)) : (int32_t *)c->rsym.p;
+    int32_t *dst = direct ? (int32_t *)cell(r->out, out_offset(r, un.roff)) : (int32_t *)c->rsym[l].p;
     ncclzCudaBatch b = make_batch(r, NCCLZ_CODER_HUFFMAN, un.rlen);
     TRY(ncclzCudaDecodeBatch(&b, 7u, frame, nullptr, 64 + plen, 64 + plen, dst, nullptr, (uint32_t *)c->status.p + u,
-                             c->dws.p, c->dws.cap, c->s_dec));
-    trace_rec(r, u, TE_RED1, c->s_dec); /* end of decode; reduce follows */
+                             c->dws[l].p, c->dws[l].cap, sd));
+    trace_rec(r, u, TE_RED1, sd); /* end of decode; reduce follows */
     if (o->action & NCCLZ_ACT_REDUCE) {
       int32_t *w = (int32_t *)cell(r->work, un.roff);
-      k_reduce<<<grid_for(un.rlen), 256, 0, c->s_dec>>>(w, dst, un.rlen, r->quantized, r->dt);
+      k_reduce<<<grid_for(un.rlen), 256, 0, sd>>>(w, dst, un.rlen, r->quantized, r->dt);
       void *out = cell(r->out, out_offset(r, un.roff));
       if ((o->action & NCCLZ_ACT_STORE) && out != (void *)w)
-        CU(cudaMemcpyAsync(out, w, un.rlen * 4, cudaMemcpyDeviceToDevice, c->s_dec));
+        CU(cudaMemcpyAsync(out, w, un.rlen * 4, cudaMemcpyDeviceToDevice, sd));
     } else if (!direct) {
-      k_sym_to_cells<<<grid_for(un.rlen), 256, 0, c->s_dec>>>(dst, un.rlen, r->dt,
+      k_sym_to_cells<<<grid_for(un.rlen), 256, 0, sd>>>(dst, un.rlen, r->dt,
                                                               (float *)cell(r->out, out_offset(r, un.roff)));
     }
     CU(cudaGetLastError());
   } else {
-    trace_rec(r, u, TE_RED1, c->s_dec);
+    trace_rec(r, u, TE_RED1, sd);
   }
-  trace_rec(r, u, TE_DEC1, c->s_dec);
-  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[u & 1], c->s_dec));
-  CU(cudaEventRecord(c->ev_done[u], c->s_dec));
+  trace_rec(r, u, TE_DEC1, sd);
+  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[u & 1], sd));
+  CU(cudaEventRecord(c->ev_done[u], sd));
   return NCCLZ_OK;
 }
 
@@ -285,28 +288,30 @@ static ncclzStatus issue(grun *r, size_t u) {
   if (snd) TRY(host_send(r, u, &payload, &plen));
   if (rcv) TRY(host_recv(r, u, &dest, &rlen));
   if (!snd && !rcv) {
-    CU(cudaEventRecord(c->ev_done[u], c->s_dec));
+    CU(cudaEventRecord(c->ev_done[u], c->s_dec[lane_of(c, u)]));
     return NCCLZ_OK;
   }
+  cudaStream_t ls = lane_stream(c, u);
+  ncclComm_t lc = c->lane_comm[u % (size_t)c->lanes];
   if (snd) {
     const ncclzOp *o = &r->s.ops[un.send];
     if (o->action & NCCLZ_ACT_ENCODE)
-      CU(cudaStreamWaitEvent(c->s_comm, c->ev_enc[u & 1], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_enc[u & 1], 0));
     else
-      CU(cudaStreamWaitEvent(c->s_comm, c->ev_done[r->unit_of_op[o->dep]], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_done[r->unit_of_op[o->dep]], 0));
   }
-  trace_rec(r, u, TE_COM0, c->s_comm);
+  trace_rec(r, u, TE_COM0, ls);
   NC(ncclGroupStart());
-  if (snd && plen) NC(ncclSend(payload, plen, ncclUint8, r->s.ops[un.send].peer, c->nccl, c->s_comm));
-  if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, c->nccl, c->s_comm));
+  if (snd && plen) NC(ncclSend(payload, plen, ncclUint8, r->s.ops[un.send].peer, lc, ls));
+  if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, lc, ls));
   NC(ncclGroupEnd());
-  trace_rec(r, u, TE_COM1, c->s_comm);
-  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], c->s_comm));
+  trace_rec(r, u, TE_COM1, ls);
+  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], ls));
   if (!rcv) {
-    CU(cudaEventRecord(c->ev_done[u], c->s_comm));
+    CU(cudaEventRecord(c->ev_done[u], ls));
     return NCCLZ_OK;
   }
-  CU(cudaEventRecord(c->ev_recvd[u & 1], c->s_comm));
+  CU(cudaEventRecord(c->ev_recvd[u & 1], ls));
   return decode_unit(r, u, dest, rlen);
 }
 
@@ -327,7 +332,7 @@ ncclzStatus run_copies(grun *r) {
 ncclzStatus run_units(grun *r) {
   ncclzComm *c = r->c;
   CU(cudaEventRecord(c->ev_fork, r->stream));
-  cudaStream_t ss[3] = {c->s_enc, c->s_comm, c->s_dec};
+  cudaStream_t ss[5] = {c->s_enc, c->s_lane[0], c->s_lane[1], c->s_dec[0], c->s_dec[1]};
   for (cudaStream_t s : ss) CU(cudaStreamWaitEvent(s, c->ev_fork, 0));
   for (int b = 0; b < 2; b++) { /* every bank starts free */
     CU(cudaEventRecord(c->ev_sent[b], r->stream));
@@ -338,7 +343,7 @@ ncclzStatus run_units(grun *r) {
     TRY(issue(r, u));
     TRY(prepare_send(r, u + 1)); /* overlaps unit u's transfer */
   }
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 5; i++) {
     CU(cudaEventRecord(c->ev_join[i], ss[i]));
     CU(cudaStreamWaitEvent(r->stream, c->ev_join[i], 0));
   }

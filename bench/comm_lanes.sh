@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Does a second comm lane (ncclzConfig.comm_lanes = 2: units' NCCL groups alternate over two
+# communicators and streams) lift the socket path's point-to-point rate? With one lane the 1 GiB
+# AllReduce's frames moved at 2.2-2.6 GB/s where plain NCCL's ring moves 3.7-3.9 GB/s (2026-11-30).
+# Runs --comm-lanes 1 and 2 alternated, twice, each against plain NCCL in the same process
+# (--vs-plain), ResNet-18 gradients, AllReduce and AlltoAll 64 MiB..1 GiB, on the default, 1x1
+# and 4x4 socket settings, traced (NCCL busy and exposed codec time per size).
+# Usage (GPU machine, carry .deps and .devdata): bash bench/comm_lanes.sh; writes $OUT/lanes.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/device_env.sh
+OUTDIR=${OUT:-/tmp}
+B=${BUILD:-/tmp/ncclz-device-build}
+[ -x "$B/ncclz" ] || { ncclz_device_build "$B" "$OUTDIR/build.log" ncclz || exit 1; rm -f "$OUTDIR/build.log"; }
+Q=qsgd:bits=8,bucket=512
+for path in ${PATHS:-socket socket1x1 socket4x4}; do
+  for k in 1 2; do
+    for lanes in 1 2; do
+      for coll in allreduce alltoall; do
+        echo "== $path $coll --comm-lanes $lanes (round $k)"
+        timeout 90 env $(ncclz_path_env $path) "$B/ncclz" perf -g 2 -c $coll -b 64M -e 1G -f 16 -n 3 -w 2 --warm-s 1 \
+          --vs-plain --compress auto --quant $Q --comm-lanes $lanes --data .devdata/resnet18_digits_step100_rank0.f32 \
+          --trace "$OUTDIR/trace.json" 2>&1 | grep -vE "^#  "
+      done
+    done
+  done
+done 2>&1 | tee "$OUTDIR/lanes.txt"
+rm -f "$OUTDIR"/trace.json*
