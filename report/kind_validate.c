@@ -68,7 +68,11 @@ static void ramp_factor(const ncclzProfile *prof, const char *path, double p2p, 
 /* "calibrated": "PATH" takes the link from the profile's measurement of that path, as the
  * executor sees it: the executor's frames travel by NCCL send/recv, so the link is the send/recv
  * curve's (bandwidth of large messages, LogGP latency at 1 KiB), and the frames (a few MiB and
- * less) follow send/recv's ramp with message size (ramp_factor). Plain NCCL runs its collectives
+ * less) follow send/recv's ramp with message size (ramp_factor). On a NIC path whose AllReduce
+ * moves more than one send/recv does (the socket transport: 3.8 against 2.5 GB/s on 2x H200), the
+ * send/recv rate caps each transfer (nic_flow_gbps) and the AllReduce's is the NIC's: the
+ * executor's two comm lanes put two units' frames on the wire at once, and they move faster
+ * together than one (the 1 GiB FIXEDLEN AllReduce's frames at 4.1 GB/s). Plain NCCL runs its collectives
  * on more channels: plain points scale the bandwidth by the AllReduce's over send/recv's (a 2-rank
  * ring AllReduce moves its whole buffer each way) here, and by each collective's own factors
  * (plain_factors, plain_point_factor) once the path's platform is parsed. Writes the link fields
@@ -88,7 +92,12 @@ static int calibrated_link(run_ctx *c, cJSON *plat, const char *name, va_path *p
   const char *bw = intra ? "nvlink_gbps" : "nic_gbps", *lat = intra ? "nvlink_latency_us" : "nic_latency_us";
   if (cJSON_GetObjectItemCaseSensitive(plat, bw) || cJSON_GetObjectItemCaseSensitive(plat, lat))
     return SCN_ERR("paths.%s: give either \"calibrated\" or %s and %s", name, bw, lat), -1;
-  cJSON_AddNumberToObject(plat, bw, p2p);
+  if (!intra && coll > p2p) { /* one transfer at send/recv's rate, several up to the AllReduce's */
+    cJSON_AddNumberToObject(plat, bw, coll);
+    cJSON_AddNumberToObject(plat, "nic_flow_gbps", p2p);
+  } else {
+    cJSON_AddNumberToObject(plat, bw, p2p);
+  }
   cJSON_AddNumberToObject(plat, lat, alpha > 0 ? alpha : 0);
   cJSON_DeleteItemFromObjectCaseSensitive(plat, "calibrated");
   p->plain_factor = coll / p2p;

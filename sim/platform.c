@@ -5,7 +5,12 @@
  *   - a top zone with Full routing whose children are one zone per node;
  *   - in a node zone, one host per GPU, an NVLink link per GPU and one link per NIC rail, every
  *     link SPLITDUPLEX (the up and down directions are separate constraints), and a router as the
- *     node's gateway: GPU -> GPU goes NVLink(src) UP, NVLink(dst) DOWN; GPU -> gateway goes
+ *     node's gateway;
+ *   - with nic_flow_gbps, a FATPIPE link per rail on the way out (each transfer through it moves at
+ *     most that rate, transfers do not share it), so one transfer runs at min(flow, NIC) and several
+ *     at once share the NIC: the NCCL socket transport over loopback, where one communicator's
+ *     send/recv is capped below what the path carries;
+ *   - routes: GPU -> GPU goes NVLink(src) UP, NVLink(dst) DOWN; GPU -> gateway goes
  *     through the GPU's NIC UP, gateway -> GPU through its NIC DOWN (GPUDirect RDMA: inter-node
  *     traffic does not touch NVLink);
  *   - node to node: for a non-blocking fabric, the source node's switch port, a link so wide
@@ -52,6 +57,7 @@ ncclzStatus ncclzSimPlatformValidate(const ncclzSimPlatform *p) {
   if (p->rails < 1 || p->rails > p->gpus_per_node) return BAD("rails", "must be in 1..gpus_per_node");
   if (!(p->nic_gbps > 0.0)) return BAD("nic_gbps", "must be > 0");
   if (!(p->nic_latency_us >= 0.0)) return BAD("nic_latency_us", "must be >= 0");
+  if (!(p->nic_flow_gbps >= 0.0)) return BAD("nic_flow_gbps", "must be >= 0 (0: no cap per transfer)");
   if (p->topology == NCCLZ_TOPO_FATTREE) {
     if (p->nodes_per_leaf < 1) return BAD("nodes_per_leaf", "must be >= 1");
     if (!(p->oversubscription >= 1.0)) return BAD("oversubscription", "must be >= 1");
@@ -120,7 +126,8 @@ sim_hop sim_hop_between(const ncclzSimPlatform *p, int node_a, int node_b) {
   }
   h.hint = NCCLZ_HINT_NET;
   h.alpha_us = p->nic_latency_us + (leaf_of(p, node_a) != leaf_of(p, node_b) ? p->uplink_latency_us : 0.0);
-  h.beta_gbps = p->nic_gbps * p->bandwidth_factor;
+  double one = p->nic_flow_gbps > 0.0 && p->nic_flow_gbps < p->nic_gbps ? p->nic_flow_gbps : p->nic_gbps;
+  h.beta_gbps = one * p->bandwidth_factor; /* what one transfer gets */
   return h;
 }
 
@@ -135,18 +142,25 @@ static void write_link(FILE *f, const char *id, double bw_bps, double lat_s) {
           bw_bps, lat_s);
 }
 
-static void write_route(FILE *f, const char *src, const char *dst, const char *l1, const char *d1, const char *l2,
-                        const char *d2) {
+typedef struct {
+  const char *id, *dir; /* dir NULL: a FATPIPE link, which has no directions */
+} link_use;
+
+static void write_route(FILE *f, const char *src, const char *dst, const link_use *l, int n) {
   fprintf(f, "  <route src=\"%s\" dst=\"%s\" symmetrical=\"NO\">", src, dst);
-  if (l1) fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", l1, d1);
-  if (l2) fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", l2, d2);
+  for (int i = 0; i < n; i++)
+    if (l[i].dir)
+      fprintf(f, "<link_ctn id=\"%s\" direction=\"%s\"/>", l[i].id, l[i].dir);
+    else
+      fprintf(f, "<link_ctn id=\"%s\"/>", l[i].id);
   fprintf(f, "</route>\n");
 }
 
-/* One node: GPUs, their NVLink links, the NIC rails, the gateway and the routes among them. */
+/* One node: GPUs, their NVLink links, the NIC rails (and their per-transfer caps), the gateway
+ * and the routes among them. */
 static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
-  int g = p->gpus_per_node;
-  char a[48], b[48], la[48], lb[48], gw[48];
+  int g = p->gpus_per_node, capped = p->nic_flow_gbps > 0.0;
+  char a[48], b[48], la[48], lb[48], gw[48], fl[48], na[48], nb[48];
   snprintf(gw, sizeof gw, "n%dgw", node);
   fprintf(f, " <zone id=\"n%d\" routing=\"Full\">\n", node);
   for (int i = 0; i < g; i++) {
@@ -161,26 +175,31 @@ static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
   for (int r = 0; r < p->rails; r++) {
     snprintf(la, sizeof la, "n%dnic%d", node, r);
     write_link(f, la, bps(p, p->nic_gbps), p->nic_latency_us * 0.5e-6);
+    if (capped)
+      fprintf(f, "  <link id=\"n%dflow%d\" bandwidth=\"%.17gBps\" latency=\"0s\" sharing_policy=\"FATPIPE\"/>\n",
+              node, r, bps(p, p->nic_flow_gbps));
   }
   for (int i = 0; i < g; i++) {
     sim_host_name(a, sizeof a, node, i);
     snprintf(la, sizeof la, "n%dnv%d", node, i);
+    snprintf(na, sizeof na, "n%dnic%d", node, i % p->rails);
+    snprintf(fl, sizeof fl, "n%dflow%d", node, i % p->rails);
     for (int j = 0; j < g; j++) {
       if (i == j) continue;
       sim_host_name(b, sizeof b, node, j);
       snprintf(lb, sizeof lb, "n%dnv%d", node, j);
+      snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
       if (loop && i == g - 1 && j == 0) { /* out through the NICs and back in */
-        char na[48], nb[48];
-        snprintf(na, sizeof na, "n%dnic%d", node, i % p->rails);
-        snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
-        write_route(f, a, b, na, "UP", nb, "DOWN");
+        const link_use out[] = {{na, "UP"}, {nb, "DOWN"}, {fl, NULL}};
+        write_route(f, a, b, out, capped ? 3 : 2);
       } else {
-        write_route(f, a, b, la, "UP", lb, "DOWN");
+        const link_use nv[] = {{la, "UP"}, {lb, "DOWN"}};
+        write_route(f, a, b, nv, 2);
       }
     }
-    snprintf(la, sizeof la, "n%dnic%d", node, i % p->rails);
-    write_route(f, a, gw, la, "UP", NULL, NULL);
-    write_route(f, gw, a, la, "DOWN", NULL, NULL);
+    const link_use up[] = {{na, "UP"}, {fl, NULL}}, down[] = {{na, "DOWN"}};
+    write_route(f, a, gw, up, capped ? 2 : 1);
+    write_route(f, gw, a, down, 1);
   }
   fprintf(f, " </zone>\n");
 }

@@ -7,14 +7,15 @@
  *         frame (a RAW frame made for NVLink stays RAW on the NIC hop that forwards it).
  *   RECV: wait for a free bank (completing the oldest receive), then post the receive (HEADER:
  *         take the header first, as the executor's host does, then post the payload's).
- *   completing a receive: the frame's decode goes on the decode stream; the actor waits for it
- *         only when a send needs the sum (REDUCE feeding the next step).
+ *   completing a receive: the frame's decode goes on its lane's decode stream; the actor waits
+ *         for it only when a send needs the sum (REDUCE feeding the next step).
  * comm_lanes k (options): a unit's transfers are posted once those of the unit k units earlier
  *   are done, as the executor's NCCL groups queue on one stream per lane (lane_gate).
- * Encode and decode streams are two serial resources per rank, as the executor's s_enc and s_dec
- * CUDA streams (exec/nccl_pipeline.cu): frames queue up on each, and an encode can run while another
- * frame decodes. Each is tracked as the time it becomes idle: decodes that nothing waits for
- * overlap with transfers.
+ * Encode and decode streams are serial resources per rank, as the executor's s_enc and s_dec[lane]
+ * CUDA streams (exec/nccl_pipeline.cu): one encode stream, and a decode stream per comm lane (unit
+ * u decodes on lane u % comm_lanes; one stream without lanes). Frames queue up on each, and an
+ * encode can run while other frames decode. Each is tracked as the time it becomes idle: decodes
+ * that nothing waits for overlap with transfers.
  * HEADER protocol: a receive takes the frame's header when the actor reaches it and posts the
  *   payload's receive at once, as the executor's host does (host_recv). So a rank's send never
  *   waits for a payload receive that its peer has not posted yet; a replay that posted payload
@@ -45,11 +46,14 @@ typedef struct {
   sg_comm_t *comm;          /* per op: the outstanding transfer, NULL when done */
   void **payload;           /* per RECV op: what arrived (coder + 1) */
   uint8_t *done;            /* per RECV op: completed (and its decode queued) */
+  double *dec_done;         /* per RECV op: simulated time (s) its decode ends */
+  uint32_t *unit;           /* per op: the pipeline unit it belongs to */
   size_t *sendq, sq_head, sq_tail; /* outstanding sends, in issue order */
   size_t *recvq, rq_head, rq_tail; /* outstanding receives, in issue order */
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
-  double enc_free, dec_free; /* simulated time (s) when the encode / decode stream is idle */
+  double enc_free;           /* simulated time (s) when the encode stream is idle */
+  double dec_free[4];        /* the same, per lane's decode stream (comm_lanes <= 4) */
   struct {
     long send, recv;         /* the unit's ops (-1: none) */
   } units[5];                /* units posted and not yet drained, a ring (comm_lanes <= 4) */
@@ -103,6 +107,12 @@ static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
 
 /* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
  * (AllReduce's gather), one rank's data everywhere else. */
+/* The decode stream of op i's unit. */
+static double *dec_stream(rank_ctx *c, size_t i) {
+  const unsigned lanes = c->job->opt->comm_lanes;
+  return &c->dec_free[lanes ? c->unit[i] % lanes : 0];
+}
+
 static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
   if (o->phase == NCCLZ_PHASE_REDUCE) return o->step + 1;
   return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
@@ -124,11 +134,11 @@ static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
   c->in_inflight[p]--;
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
     ncclzCoder cd = payload_coder(c->payload[i]);
-    codec_queue(&c->dec_free, sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
+    c->dec_done[i] = codec_queue(dec_stream(c, i), sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
   }
 decoded:
-  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->dec_free > simgrid_get_clock())
-    sg_actor_sleep_until(c->dec_free);
+  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->dec_done[i] > simgrid_get_clock())
+    sg_actor_sleep_until(c->dec_done[i]);
 }
 
 /* Completes receives in issue order up to and including op i (the executor consumes frames in
@@ -234,6 +244,7 @@ static void rank_actor(int argc, char **argv) {
       c->gate = 1;
       host_turn(c);
     }
+    c->unit[i] = c->u_tail - 1;
     if (o->kind == NCCLZ_OP_SEND) {
       do_send(c, i);
       c->units[(c->u_tail - 1) % 5].send = (long)i;
@@ -244,7 +255,8 @@ static void rank_actor(int argc, char **argv) {
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);
-  double idle = c->enc_free > c->dec_free ? c->enc_free : c->dec_free;
+  double idle = c->enc_free;
+  for (int l = 0; l < 4; l++) idle = fmax(idle, c->dec_free[l]);
   if (idle > simgrid_get_clock()) sg_actor_sleep_until(idle);
   c->st->end_s = simgrid_get_clock();
   c->st->finished = 1;
@@ -261,6 +273,8 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);
   c->done = calloc(n, 1);
+  c->dec_done = calloc(n, sizeof *c->dec_done);
+  c->unit = calloc(n, sizeof *c->unit);
   c->sendq = calloc(n, sizeof *c->sendq);
   c->recvq = calloc(n, sizeof *c->recvq);
   c->out_inflight = calloc(m, sizeof *c->out_inflight);
@@ -269,7 +283,7 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
   c->mb_in = calloc(m, sizeof *c->mb_in);
   c->hb_out = calloc(m, sizeof *c->hb_out);
   c->hb_in = calloc(m, sizeof *c->hb_in);
-  if (!c->comm || !c->payload || !c->done || !c->sendq || !c->recvq || !c->out_inflight ||
+  if (!c->comm || !c->payload || !c->done || !c->dec_done || !c->unit || !c->sendq || !c->recvq || !c->out_inflight ||
       !c->in_inflight || !c->mb_out || !c->mb_in || !c->hb_out || !c->hb_in)
     return -1;
   return 0;
@@ -280,6 +294,8 @@ static void ctx_free(rank_ctx *c) {
   free(c->comm);
   free(c->payload);
   free(c->done);
+  free(c->dec_done);
+  free(c->unit);
   free(c->sendq);
   free(c->recvq);
   free(c->out_inflight);

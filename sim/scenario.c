@@ -75,6 +75,7 @@ static int parse_platform(const cJSON *o, ncclzSimPlatform *p) {
       int_field(o, "platform", "rails", 1, 1024, &p->rails) ||
       num_field(o, "platform", "nic_gbps", 1e-6, 1e9, &p->nic_gbps) ||
       num_field(o, "platform", "nic_latency_us", 0, 1e9, &p->nic_latency_us) ||
+      num_field(o, "platform", "nic_flow_gbps", 0, 1e9, &p->nic_flow_gbps) ||
       name_field(o, "platform", "topology", topo_from, "nonblocking or fattree", &t) ||
       int_field(o, "platform", "nodes_per_leaf", 1, 1 << 20, &p->nodes_per_leaf) ||
       num_field(o, "platform", "oversubscription", 1, 1e6, &p->oversubscription) ||

@@ -153,9 +153,10 @@ static void tune_run(void) {
 }
 
 /* A "calibrated" validate path is the link the profile measured: for the executor's frames the
- * same replay as a path that types in the send/recv latency and the send/recv bandwidth at the
- * frames' size (64 MiB in 4 MiB chunks at CR 4: 1 MiB frames, a point of the curve); for plain
- * NCCL on the profile's rank count, the profile's measured time of that collective and size. */
+ * same replay as a path that types in the send/recv latency, the send/recv bandwidth at the
+ * frames' size as the cap of one transfer (64 MiB in 4 MiB chunks at CR 4: 1 MiB frames, a point
+ * of the curve) and the AllReduce's bandwidth, at the same ramp, as the NIC's; for plain NCCL on
+ * the profile's rank count, the profile's measured time of that collective and size. */
 #ifdef NCCLZ_HAVE_SIM
 static double predicted_us(const cJSON *j, const char *path, const char *compress) {
   const cJSON *p;
@@ -184,11 +185,11 @@ static void validate_calibrated_run(void) {
   snprintf(text, sizeof text,
            "{\"kind\": \"validate\", \"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
            "\"paths\": {\"cal\": {\"gpus_per_node\": 1, \"calibrated\": \"socket\"},"
-           "\"p2p\": {\"gpus_per_node\": 1, \"nic_gbps\": %.17g, \"nic_latency_us\": %.17g},"
+           "\"p2p\": {\"gpus_per_node\": 1, \"nic_gbps\": %.17g, \"nic_flow_gbps\": %.17g, \"nic_latency_us\": %.17g},"
            "\"coll\": {\"gpus_per_node\": 1, \"nic_gbps\": %.17g, \"nic_latency_us\": %.17g}},"
            "\"predict\": {\"collective\": [\"allreduce\"], \"compress\": [\"off\", \"fixedlen\"], \"bytes\": [\"64M\"],"
            "\"nranks\": 2}}",
-           at_frame, alpha > 0 ? alpha : 0, coll, alpha > 0 ? alpha : 0);
+           coll * at_frame / p2p, at_frame, alpha > 0 ? alpha : 0, coll, alpha > 0 ? alpha : 0);
   OK(run(scenario("va", text), "va") == NCCLZ_OK);
   cJSON *j = load_json("va");
   double cal_f = predicted_us(j, "cal", "fixedlen"), p2p_f = predicted_us(j, "p2p", "fixedlen");

@@ -225,6 +225,33 @@ static void test_alltoall_broadcast(void) {
   CHECK(rel(tb, cb) < 0.01, "broadcast: sim %.2f, pipeline closed form %.2f (%u chunks)", tb, cb, r.nchunks);
 }
 
+/* nic_flow_gbps caps each transfer through a NIC and concurrent transfers share the NIC: the
+ * pairwise Alltoall's 7 sends a node get min(cap, NIC / 7) each, and a 2-rank ring (one transfer
+ * a direction at a time) runs at the cap. */
+static void test_flow_cap(void) {
+  ncclzSimPlatform p;
+  platform(&p, 8, 1);
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.coll = NCCLZ_ALLTOALL;
+  o.bytes = 64u << 20;
+  o.chunk_bytes = 1ull << 40;
+  o.banks = 8;
+  ncclzSimResult r;
+  double block = (double)o.bytes / 8;
+  for (int k = 0; k < 2; k++) {
+    p.nic_flow_gbps = k ? p.nic_gbps / 10 : p.nic_gbps / 4;
+    double each = fmin(p.nic_flow_gbps, p.nic_gbps / 7), t = run_us(&p, &o, &r);
+    double cf = p.nic_latency_us + block / (each * 1e3);
+    CHECK(rel(t, cf) < 0.01, "alltoall, cap %.1f GB/s: sim %.2f, closed form %.2f", p.nic_flow_gbps, t, cf);
+  }
+  nic_pair(&p, 50.0);
+  p.nic_flow_gbps = 20.0;
+  o.coll = NCCLZ_ALLREDUCE;
+  double t = run_us(&p, &o, &r), cf = 2 * (p.nic_latency_us + o.bytes / 2.0 / (20.0 * 1e3));
+  CHECK(rel(t, cf) < 1e-3, "2-rank ring, cap 20 of 50 GB/s: sim %.2f, closed form %.2f", t, cf);
+}
+
 /* The HEADER protocol with more chunks than staging banks (the executor's control lane): both
  * ranks fill their banks, and each one's oldest send completes only once the other has posted
  * that payload's receive, on its header. The replay once deadlocked there and returned the time
@@ -461,6 +488,7 @@ int main(void) {
   test_fidelities_agree();
   test_fattree_contention();
   test_alltoall_broadcast();
+  test_flow_cap();
   test_rea_and_options();
   test_header_protocol_many_chunks();
   test_comm_lanes();

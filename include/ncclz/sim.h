@@ -44,6 +44,11 @@ typedef struct {
   int rails;                 /* NICs per node; GPU g uses NIC g % rails */
   double nic_gbps;           /* per NIC and direction */
   double nic_latency_us;     /* one inter-node hop (NIC to NIC, through the first switch level) */
+  double nic_flow_gbps;      /* optional (0: none): the most one transfer moves through a NIC, for a
+                                transport whose one connection cannot fill the NIC (NCCL's socket
+                                transport over loopback: one communicator's send/recv at 2.5 GB/s
+                                where its many-channel AllReduce moves 3.8); concurrent transfers
+                                share nic_gbps */
   ncclzSimTopology topology;
   int nodes_per_leaf;        /* fat-tree: nodes under one leaf switch */
   double oversubscription;   /* fat-tree: leaf down/up capacity ratio (2 = 2:1), >= 1 */
