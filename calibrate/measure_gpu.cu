@@ -493,8 +493,10 @@ static void *rank_main(void *arg) {
       size_t b = sizes[i] > max_bytes ? max_bytes : sizes[i];
       ncclzCommSetTrace(cz, 0);
       ncclzStatus st = ncclzAllReduce(sb, rb, b / 4, ncclFloat32, ncclSum, cz, s); /* warm-up */
-      /* The host's own time per pipeline unit, from this untraced call (tracing records events
-       * per unit): the issue loop without its waits for encodes and for the peer's headers. */
+      /* The host's own time per pipeline unit, from a second untraced call (tracing records events
+       * per unit; the first call on a communicator connects its peers inside the issue loop, at
+       * thousands of us a unit): the issue loop without its waits for encodes and peers' headers. */
+      if (!st) st = ncclzAllReduce(sb, rb, b / 4, ncclFloat32, ncclSum, cz, s);
       ncclzExecStats es;
       ncclzCommLastStats(cz, &es);
       double unit_host_us = 1e6 * es.t_unit_host;
