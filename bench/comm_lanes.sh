@@ -9,9 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-OUTDIR=${OUT:-/tmp}
-B=${BUILD:-/tmp/ncclz-device-build}
-[ -x "$B/ncclz" ] || { ncclz_device_build "$B" "$OUTDIR/build.log" ncclz || exit 1; rm -f "$OUTDIR/build.log"; }
+ncclz_bench_binary || exit 1
 Q=qsgd:bits=8,bucket=512
 for path in ${PATHS:-socket socket1x1 socket4x4}; do
   for k in 1 2; do

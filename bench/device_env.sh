@@ -31,3 +31,11 @@ ncclz_device_build() {
   { cmake -S . -B "$dir" -DNCCLZ_SIM=OFF -DNCCLZ_MPI=OFF $DEPS && cmake --build "$dir" -j"$(nproc)" --target "$@"; } \
     >>"$log" 2>&1 || { tail -30 "$log"; return 1; }
 }
+
+# ncclz_bench_binary: for a one-off device benchmark, sets OUTDIR ($OUT, else /tmp) and B ($BUILD,
+# else /tmp/ncclz-device-build) and builds ncclz there when it is missing; returns 1 if that fails.
+ncclz_bench_binary() {
+  OUTDIR=${OUT:-/tmp}
+  B=${BUILD:-/tmp/ncclz-device-build}
+  [ -x "$B/ncclz" ] || { ncclz_device_build "$B" "$OUTDIR/build.log" ncclz || return 1; rm -f "$OUTDIR/build.log"; }
+}

@@ -10,9 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/device_env.sh
-OUTDIR=${OUT:-/tmp}
-B=${BUILD:-/tmp/ncclz-device-build}
-[ -x "$B/ncclz" ] || { ncclz_device_build "$B" "$OUTDIR/build.log" ncclz || exit 1; rm -f "$OUTDIR/build.log"; }
+ncclz_bench_binary || exit 1
 Q=qsgd:bits=8,bucket=512
 for knob in "" NCCL_NCHANNELS_PER_NET_PEER=4 NCCL_NCHANNELS_PER_NET_PEER=8 NCCL_P2P_NET_CHUNKSIZE=524288 \
   "NCCL_NCHANNELS_PER_NET_PEER=8 NCCL_P2P_NET_CHUNKSIZE=524288"; do

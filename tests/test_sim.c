@@ -196,17 +196,23 @@ static void test_fattree_contention(void) {
 
 /* ------------------------------------------------------ alltoall, broadcast */
 
+/* A 64 MiB plain Alltoall over 8 one-GPU nodes, one chunk per block and a bank per peer, so
+ * that every send is posted at once. */
+static void alltoall_8x1(ncclzSimPlatform *p, ncclzSimOptions *o) {
+  platform(p, 8, 1);
+  ncclzSimOptionsDefault(o);
+  o->coll = NCCLZ_ALLTOALL;
+  o->bytes = 64u << 20;
+  o->chunk_bytes = 1ull << 40;
+  o->banks = 8;
+}
+
 /* Pairwise Alltoall with one GPU per node: every send is posted at once, so each NIC carries
  * (N-1) blocks back to back: alpha + (N-1) block / beta. */
 static void test_alltoall_broadcast(void) {
   ncclzSimPlatform p;
-  platform(&p, 8, 1);
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.coll = NCCLZ_ALLTOALL;
-  o.bytes = 64u << 20;
-  o.chunk_bytes = 1ull << 40;
-  o.banks = 8;
+  alltoall_8x1(&p, &o);
   ncclzSimResult r;
   double t = run_us(&p, &o, &r), block = (double)o.bytes / 8;
   double cf = p.nic_latency_us + 7 * block / (p.nic_gbps * 1e3);
@@ -230,13 +236,8 @@ static void test_alltoall_broadcast(void) {
  * a direction at a time) runs at the cap. */
 static void test_flow_cap(void) {
   ncclzSimPlatform p;
-  platform(&p, 8, 1);
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.coll = NCCLZ_ALLTOALL;
-  o.bytes = 64u << 20;
-  o.chunk_bytes = 1ull << 40;
-  o.banks = 8;
+  alltoall_8x1(&p, &o);
   ncclzSimResult r;
   double block = (double)o.bytes / 8;
   for (int k = 0; k < 2; k++) {
