@@ -180,8 +180,10 @@ static ncclzStatus parse_transports(const cJSON *root, ncclzTransportProfile *t)
   return NCCLZ_OK;
 }
 
-/* interface (optional): {"<hint>": {"alpha_us": >= 0, "gbps": > 0[, "unit_us": >= 0]}} for some
- * of the hints. */
+static ncclzStatus parse_curve(const cJSON *parent, const Path *pp, const char *key, ncclzCurve *c);
+
+/* interface (optional): {"<hint>": {"alpha_us": >= 0, "gbps": > 0[, "unit_us": >= 0][, "curve":
+ * [{"bytes", "us"}...]]}} for some of the hints. */
 static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) {
   Path top = {""}, p, ph;
   const cJSON *o, *h, *it;
@@ -197,6 +199,7 @@ static ncclzStatus parse_interface(const cJSON *root, ncclzInterfaceProfile *f) 
     TRY(get_nonnegative(h, &ph, "alpha_us", &f[i].alpha_us));
     TRY(get_positive(h, &ph, "gbps", &f[i].gbps));
     if (cJSON_GetObjectItemCaseSensitive(h, "unit_us")) TRY(get_nonnegative(h, &ph, "unit_us", &f[i].unit_us));
+    if (cJSON_GetObjectItemCaseSensitive(h, "curve")) TRY(parse_curve(h, &ph, "curve", &f[i].curve));
     f[i].present = 1;
   }
   return NCCLZ_OK;
@@ -214,7 +217,9 @@ double ncclzProfileUnitUs(const ncclzProfile *p, ncclzTransportHint hint) {
 
 double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes) {
   const ncclzInterfaceProfile *f = iface_of(p, hint);
-  return f ? f->alpha_us + bytes / (f->gbps * 1e3) : 0.0;
+  if (!f) return 0.0;
+  if (f->curve.n_points >= 2) return ncclz_rea_curve_us(&f->curve, bytes); /* the one curve evaluator */
+  return f->alpha_us + bytes / (f->gbps * 1e3);
 }
 
 /* A curve: a non-empty array of {"bytes": >0 increasing, "us": >=0}. */

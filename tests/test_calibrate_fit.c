@@ -163,18 +163,19 @@ static char *points_doc(void) {
   cJSON *ov = cJSON_AddArrayToObject(root, "overlap");
   /* host time per unit: medians 11 and 55 once the first call of each path, which paid for NCCL's
    * connections (thousands of us a unit), is left out; with it the plain medians are 11.5 and 62.5 */
-  static const double unit_us[2][4] = {{5000, 12, 10, 11}, {9000, 70, 40, 55}};
+  static const double unit_us[2][5] = {{5000, 12, 10, 11, 11}, {9000, 70, 40, 55, 55}};
   for (int p = 0; p < 2; p++)
-    for (int k = 0; k < 4; k++) { /* the interface on a line: 20 us + 2 TB/s, 300 us + 500 GB/s */
-      double b = (double)(16u << 20) * (1 << (2 * k));
+    for (int k = 0; k < 5; k++) { /* the interface on a line: 20 us + 2 TB/s, 300 us + 500 GB/s */
+      int small = k == 4; /* a 4 MiB call, codec all exposed (the pipeline's fill): no lambda */
+      double b = small ? 4.0 * 1048576 : (double)(16u << 20) * (1 << (2 * k));
       cJSON *e = cJSON_CreateObject();
       cJSON_AddStringToObject(e, "path", paths[p]);
       cJSON_AddStringToObject(e, "coder", "fixedlen");
       cJSON_AddNumberToObject(e, "bytes", b);
       cJSON_AddNumberToObject(e, "encode_us", 1000);
-      cJSON_AddNumberToObject(e, "encode_exposed_us", p ? 150 : 900);
+      cJSON_AddNumberToObject(e, "encode_exposed_us", small ? 1000 : p ? 150 : 900);
       cJSON_AddNumberToObject(e, "decode_us", 1000);
-      cJSON_AddNumberToObject(e, "decode_exposed_us", p ? 250 : 1000);
+      cJSON_AddNumberToObject(e, "decode_exposed_us", small ? 1000 : p ? 250 : 1000);
       cJSON_AddNumberToObject(e, "interface_us", p ? line(300, 500, b) : line(20, 2000, b));
       cJSON_AddNumberToObject(e, "unit_host_us", unit_us[p][k]);
       cJSON_AddItemToArray(ov, e);
@@ -282,6 +283,11 @@ static void test_profile(const char *dir) {
     CHECK(rel(ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30), line(300, 500, 1 << 30)) < 1e-5 &&
               ncclzProfileInterfaceUs(p, NCCLZ_HINT_SHM, 1 << 30) == 0,
           "interface in the profile: %g us", ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 30));
+    /* the curve of the measured sizes, not the line: flat below its first point (4 MiB) */
+    CHECK(p->iface[NCCLZ_HINT_NET].curve.n_points == 5 &&
+              rel(ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 20), line(300, 500, 4 << 20)) < 1e-5,
+          "interface curve: %u points, %g us at 1 MiB", p->iface[NCCLZ_HINT_NET].curve.n_points,
+          ncclzProfileInterfaceUs(p, NCCLZ_HINT_NET, 1 << 20));
     CHECK(ncclzProfileUnitUs(p, NCCLZ_HINT_NET) == 55 && ncclzProfileUnitUs(p, NCCLZ_HINT_NVLINK) == 11,
           "unit_us in the profile: net %g, nvlink %g", ncclzProfileUnitUs(p, NCCLZ_HINT_NET),
           ncclzProfileUnitUs(p, NCCLZ_HINT_NVLINK));
@@ -295,6 +301,26 @@ static void test_profile(const char *dir) {
     free(p);
     free(text);
   }
+  /* The interface curve takes the quickest call of a size: a second 16 MiB call, 500 us slower
+   * (the wait for the peer in the agreement), no codec time, leaves it on the line. */
+  cJSON *slow = cJSON_Parse(doc), *extra = cJSON_CreateObject();
+  cJSON_AddStringToObject(extra, "path", "socket");
+  cJSON_AddStringToObject(extra, "coder", "fixedlen");
+  cJSON_AddNumberToObject(extra, "bytes", 16 << 20);
+  cJSON_AddNumberToObject(extra, "encode_us", 0);
+  cJSON_AddNumberToObject(extra, "encode_exposed_us", 0);
+  cJSON_AddNumberToObject(extra, "decode_us", 0);
+  cJSON_AddNumberToObject(extra, "decode_exposed_us", 0);
+  cJSON_AddNumberToObject(extra, "interface_us", line(300, 500, 16 << 20) + 500);
+  cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(slow, "overlap"), extra);
+  char *slow_doc = cJSON_Print(slow);
+  cJSON_Delete(slow);
+  CHECK(ncclzCalFitPoints(slow_doc, strlen(slow_doc), r) == NCCLZ_OK, "%s", ncclzLastError());
+  const ncclzCurve *ic = &r->iface_curve[NCCLZ_HINT_NET];
+  CHECK(ic->n_points == 5 && ic->bytes[1] == 16 << 20 && rel(ic->us[1], line(300, 500, 16 << 20)) < 1e-9,
+        "interface curve at 16 MiB: %g us (want the quicker call's %g)", ic->n_points > 1 ? ic->us[1] : -1.0,
+        line(300, 500, 16 << 20));
+  free(slow_doc);
   /* Merge: two halves give the same fits as the whole. */
   cJSON *whole = cJSON_Parse(doc), *half = cJSON_Duplicate(whole, 1);
   cJSON_DeleteItemFromObjectCaseSensitive(half, "sendrecv");

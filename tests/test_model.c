@@ -205,6 +205,9 @@ static void test_profile_errors(void) {
       {"{\"net\": {\"alpha_us\": -1, \"gbps\": 2}}", "interface.net.alpha_us: must be >= 0"},
       {"{\"net\": {\"gbps\": 2}}", "interface.net.alpha_us: missing"},
       {"{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"unit_us\": -3}}", "interface.net.unit_us: must be >= 0"},
+      {"{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"curve\": 3}}", "interface.net.curve: must be an array"},
+      {"{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"curve\": [{\"bytes\": 8, \"us\": 1}, {\"bytes\": 4, \"us\": 2}]}}",
+       "interface.net.curve"},
       {"{\"net\": {\"alpha_us\": 100, \"gbps\": 400}}", NULL},
   };
   for (size_t i = 0; base && i < sizeof iface / sizeof iface[0]; i++) {
@@ -218,6 +221,14 @@ static void test_profile_errors(void) {
             "interface: %s, net %g us for 400 MB (want 1100), nvlink %g (want 0)", ncclzLastError(),
             ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 4e8), ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NVLINK, 4e8));
   }
+  /* curve: its measured points override the line (linear between them, flat below the first) */
+  CHECK(base && parse_with_section(base, len, "interface",
+                                   "{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"curve\": [{\"bytes\": 4e6, \"us\": 200},"
+                                   " {\"bytes\": 6.4e7, \"us\": 600}]}}", &p) == NCCLZ_OK &&
+            ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 1.6e7) == 280.0 &&
+            ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 1e6) == 200.0,
+        "interface curve: %s, net %g us at 16 MB (want 280), %g at 1 MB (200)", ncclzLastError(),
+        ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 1.6e7), ncclzProfileInterfaceUs(&p, NCCLZ_HINT_NET, 1e6));
   /* unit_us: optional, 0 when absent */
   CHECK(base && ncclzProfileUnitUs(&p, NCCLZ_HINT_NET) == 0.0, "unit_us absent: %g", ncclzProfileUnitUs(&p, NCCLZ_HINT_NET));
   CHECK(base && parse_with_section(base, len, "interface", "{\"net\": {\"alpha_us\": 1, \"gbps\": 2, \"unit_us\": 42.5}}", &p) == NCCLZ_OK &&
@@ -621,7 +632,7 @@ static void test_call_worth_it(void) {
   memset(p.iface, 0, sizeof p.iface);
   CHECK(call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1) && !call_worth_it(&p, net, &d, NCCLZ_CODER_RAW, 100),
         "no interface: any saving is worth it, RAW never");
-  p.iface[net] = (ncclzInterfaceProfile){1, 280.0, 1e9, 0.0}; /* 280 us + ~0 per byte */
+  p.iface[net] = (ncclzInterfaceProfile){.present = 1, .alpha_us = 280.0, .gbps = 1e9}; /* 280 us + ~0 per byte */
   CHECK(!call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 1), "1 unit: 150 us < 280 us");
   CHECK(call_worth_it(&p, net, &d, NCCLZ_CODER_FIXEDLEN, 2), "2 units: 300 us > 280 us");
   p.iface[net].unit_us = 20.0; /* 2 x (150 - 20) = 260 < 280 */

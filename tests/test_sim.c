@@ -274,7 +274,7 @@ static void test_header_protocol_many_chunks(void) {
   /* The profile's host time per unit: each rank issues its 2 x chunks units one by one, so the
    * call takes at least that many turns, and at most the turns added to the call without them. */
   ncclzProfile with = prof;
-  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 0.0, 1e9, 500.0};
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){.present = 1, .gbps = 1e9, .unit_us = 500.0};
   ncclzSimResult r2;
   double t_unit = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
   double turns = 2.0 * r.nchunks * 500.0, t_iface = t_hdr + ncclzProfileInterfaceUs(&with, NCCLZ_HINT_NET, (double)o.bytes);
@@ -316,7 +316,7 @@ static void test_auto_counts_interface(void) {
   run_us(&p, &o, &r);
   CHECK(coded_frames(&r) > 0, "1 MiB at 2.5 GB/s: REA compresses");
   ncclzProfile with = prof;
-  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 1e5, 1e9, 0.0}; /* 100 ms a call */
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){.present = 1, .alpha_us = 1e5, .gbps = 1e9}; /* 100 ms a call */
   double t_auto = ncclzSimRun(&with, &data, &p, &o, &r) == NCCLZ_OK ? r.time_us : -1;
   uint64_t coded = coded_frames(&r);
   o.compress = NCCLZ_SIM_OFF;
@@ -354,7 +354,7 @@ static void test_rea_and_options(void) {
    * compressed call, on the communicator's hint (NET here), and nothing to a plain one. */
   o.size_protocol = NCCLZ_SIZE_PIGGYBACK;
   ncclzProfile with = prof;
-  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){1, 250.0, 500.0, 0.0};
+  with.iface[NCCLZ_HINT_NET] = (ncclzInterfaceProfile){.present = 1, .alpha_us = 250.0, .gbps = 500.0};
   ncclzSimResult r2;
   double t_if = ncclzSimRun(&with, &data, &p, &o, &r2) == NCCLZ_OK ? r2.time_us : -1;
   double want = 250.0 + (double)o.bytes / (500.0 * 1e3);

@@ -147,6 +147,7 @@ typedef struct {
    * the traced points, alpha_us + bytes / (gbps * 1e3); present 0 when not measured. */
   double iface_alpha_us[NCCLZ_CAL_HINTS], iface_gbps[NCCLZ_CAL_HINTS];
   double iface_unit_us[NCCLZ_CAL_HINTS]; /* median host time per pipeline unit (0: not measured) */
+  ncclzCurve iface_curve[NCCLZ_CAL_HINTS]; /* the quickest traced call at each size (2+ sizes) */
   int iface_present[NCCLZ_CAL_HINTS];
   double worst_resid_1m;       /* over every fit, sizes >= 1 MiB */
   char worst_what[96];         /* which fit and size it was */

@@ -85,7 +85,10 @@ typedef struct {
 
 /* The executor's interface cost of one compressed call, outside the pipeline: quantize, agree on
  * the step (a small NCCL allreduce and the lane), dequantize. alpha_us + bytes / (gbps * 1e3)
- * microseconds for a call of `bytes` (nccl-tests' size). Optional ("interface"): absent, 0.
+ * microseconds for a call of `bytes` (nccl-tests' size), or, when the profile gives its measured
+ * points (curve, two or more), the curve through them: on the 2x H200 socket path the cost is
+ * 200 us at 4 MiB, 370 at 16 and 590 at 64 (traces of 11df09f), which no line follows.
+ * Optional ("interface"): absent, 0.
  * unit_us (optional, 0 when absent): the host's own time per pipeline unit (one chunk's send and
  * receive): enqueueing its encode, decode and NCCL calls and passing its header on the lane,
  * without the waits for the GPU or the peer. The executor's host issues units one by one, so
@@ -95,6 +98,7 @@ typedef struct {
   double alpha_us;
   double gbps;
   double unit_us;
+  ncclzCurve curve; /* optional: n_points 0 when absent */
 } ncclzInterfaceProfile;
 
 /* Arbitration thresholds that a profile recommends (ncclzReaConfigFromProfile copies them). */
