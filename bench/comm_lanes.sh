@@ -2,7 +2,7 @@
 # Does a second comm lane (ncclzConfig.comm_lanes = 2: units' NCCL groups alternate over two
 # communicators and streams) lift the socket path's point-to-point rate? With one lane the 1 GiB
 # AllReduce's frames moved at 2.2-2.6 GB/s where plain NCCL's ring moves 3.7-3.9 GB/s (2026-11-30).
-# Runs --comm-lanes 1 and 2 alternated, twice, each against plain NCCL in the same process
+# Runs --comm-lanes $LANES (default 1 2 4) alternated, twice, each against plain NCCL in the same process
 # (--vs-plain), ResNet-18 gradients, AllReduce and AlltoAll 64 MiB..1 GiB, on the default, 1x1
 # and 4x4 socket settings, traced (NCCL busy and exposed codec time per size).
 # Usage (GPU machine, carry .deps and .devdata): bash bench/comm_lanes.sh; writes $OUT/lanes.txt.
@@ -13,7 +13,7 @@ ncclz_bench_binary || exit 1
 Q=qsgd:bits=8,bucket=512
 for path in ${PATHS:-socket socket1x1 socket4x4}; do
   for k in 1 2; do
-    for lanes in 1 2; do
+    for lanes in ${LANES:-1 2 4}; do
       for coll in allreduce alltoall; do
         echo "== $path $coll --comm-lanes $lanes (round $k)"
         timeout 90 env $(ncclz_path_env $path) "$B/ncclz" perf -g 2 -c $coll -b 64M -e 1G -f 16 -n 3 -w 2 --warm-s 1 \

@@ -25,7 +25,7 @@ static void print_help(void) {
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
-         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1|2]\n\n"
+         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1-4]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data FILE tiles a float32\n"
@@ -38,8 +38,8 @@ static void print_help(void) {
          "and FILE.rN (rank N) as Chrome trace JSON; the exposed codec time is printed per size.\n"
          "--warm-s S (nccl): before the first size, S seconds of untimed calls at min(MAX, 64M) (the socket\n"
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
-         "--comm-lanes N (nccl): units' frames alternate over N communicators and streams (default 2), so that\n"
-         "one unit's transfer starts while the previous one's runs.\n"
+         "--comm-lanes N (nccl, 1 to 4): units' frames alternate over N communicators and streams, with N\n"
+         "staging banks (default 2), so that one unit's transfer starts while the previous ones' run.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
@@ -74,7 +74,8 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'S': o->stress = atoi(arg); break;
   case 'V': o->vs_plain = 1; break;
   case 'L':
-    if (strcmp(arg, "1") && strcmp(arg, "2")) return cli_usage_error(VERB, "--comm-lanes: expected 1 or 2, got '%s'", arg);
+    if (strlen(arg) != 1 || arg[0] < '1' || arg[0] > '4')
+      return cli_usage_error(VERB, "--comm-lanes: expected 1, 2, 3 or 4, got '%s'", arg);
     o->cfg.comm_lanes = (uint32_t)atoi(arg);
     break;
   case 't':

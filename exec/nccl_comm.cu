@@ -30,31 +30,35 @@ ncclzStatus ensure_host(hbuf *b, size_t bytes) {
 
 static ncclzStatus make_streams(ncclzComm *c) {
   CU(cudaStreamCreateWithFlags(&c->s_enc, cudaStreamNonBlocking));
-  for (int l = 0; l < 2; l++) CU(cudaStreamCreateWithFlags(&c->s_lane[l], cudaStreamNonBlocking));
-  for (int l = 0; l < 2; l++) CU(cudaStreamCreateWithFlags(&c->s_dec[l], cudaStreamNonBlocking));
-  for (int i = 0; i < 2; i++) {
+  for (int l = 0; l < NZ_MAX_LANES; l++) CU(cudaStreamCreateWithFlags(&c->s_lane[l], cudaStreamNonBlocking));
+  for (int l = 0; l < NZ_MAX_LANES; l++) CU(cudaStreamCreateWithFlags(&c->s_dec[l], cudaStreamNonBlocking));
+  for (int i = 0; i < NZ_MAX_LANES; i++) {
     CU(cudaEventCreateWithFlags(&c->ev_enc[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_sent[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_recvd[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_rfree[i], cudaEventDisableTiming));
   }
   CU(cudaEventCreateWithFlags(&c->ev_fork, cudaEventDisableTiming));
-  for (int i = 0; i < 5; i++) CU(cudaEventCreateWithFlags(&c->ev_join[i], cudaEventDisableTiming));
+  for (int i = 0; i < NZ_STREAMS; i++) CU(cudaEventCreateWithFlags(&c->ev_join[i], cudaEventDisableTiming));
   return NCCLZ_OK;
 }
 
-/* Lane 0 is the caller's communicator; a second lane is split from it (collective: every rank
- * calls ncclzCommInit). Why two: over the NET socket path one frame's ncclSend/ncclRecv at a
- * time moved the 1 GiB AllReduce's frames at 2.2-2.6 GB/s where the plain ring moves 3.7-3.9 GB/s
+/* Lane 0 is the caller's communicator; the others are split from it (collective: every rank
+ * calls ncclzCommInit). Why: over the NET socket path one frame's ncclSend/ncclRecv at a time
+ * moved the 1 GiB AllReduce's frames at 2.2-2.6 GB/s where the plain ring moves 3.7-3.9 GB/s
  * (2026-11-30, NCCL busy 53-62 ms of a 63-68 ms call); each group waits for the one before it on
- * its stream, so a second communicator and stream let unit u+1's transfer start while unit u's
- * still runs. */
+ * its stream, so more communicators and streams let unit u+1's transfer start while unit u's
+ * still runs (two lanes: 4.36-4.40x -> 4.73-5.17x, 2026-12-01). */
 static ncclzStatus make_lanes(ncclzComm *c, uint32_t lanes) {
   c->lane_comm[0] = c->nccl;
   c->lanes = 1;
+  c->banks = 2;
   if (lanes < 2 || c->nranks < 2) return NCCLZ_OK;
-  NC(ncclCommSplit(c->nccl, 0, c->rank, &c->lane_comm[1], nullptr));
-  c->lanes = 2;
+  for (uint32_t l = 1; l < lanes && l < NZ_MAX_LANES; l++) {
+    NC(ncclCommSplit(c->nccl, 0, c->rank, &c->lane_comm[l], nullptr));
+    c->lanes = (int)l + 1; /* destroyed with the comm, even if a later split fails */
+  }
+  c->banks = c->lanes;
   return NCCLZ_OK;
 }
 
@@ -127,32 +131,37 @@ static void free_dbuf(dbuf *b) {
 void ncclzCommDestroy(ncclzComm_t c) {
   if (!c) return;
   cudaSetDevice(c->dev);
-  dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,   &c->scales, &c->agree,  &c->scan,
-                  &c->sbank[0], &c->sbank[1],  &c->rbank, &c->rsym[0], &c->rsym[1], &c->esym, &c->ews, &c->dws[0], &c->dws[1],
-                  &c->arena,    &c->status,    &c->fbytes, &c->qstats, &c->qws};
+  dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,     &c->scales, &c->agree, &c->scan,
+                  &c->rbank,    &c->esym,      &c->ews,   &c->arena,  &c->status, &c->fbytes, &c->qstats, &c->qws};
   for (dbuf *b : bufs) free_dbuf(b);
+  for (int l = 0; l < NZ_MAX_LANES; l++) {
+    free_dbuf(&c->sbank[l]);
+    free_dbuf(&c->rsym[l]);
+    free_dbuf(&c->dws[l]);
+  }
   hbuf *hb[] = {&c->hdr_out, &c->hdr_in, &c->host_small, &c->host_status, &c->sample};
   for (hbuf *b : hb)
     if (b->p) cudaFreeHost(b->p);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < NZ_MAX_LANES; i++) {
     cudaEventDestroy(c->ev_enc[i]);
     cudaEventDestroy(c->ev_sent[i]);
     cudaEventDestroy(c->ev_recvd[i]);
     cudaEventDestroy(c->ev_rfree[i]);
   }
   cudaEventDestroy(c->ev_fork);
-  for (int i = 0; i < 5; i++) cudaEventDestroy(c->ev_join[i]);
+  for (int i = 0; i < NZ_STREAMS; i++) cudaEventDestroy(c->ev_join[i]);
   for (cudaEvent_t e : c->ev_done) cudaEventDestroy(e);
   for (cudaEvent_t e : c->ev_trace) cudaEventDestroy(e);
   cudaStreamDestroy(c->s_enc);
-  for (int l = 0; l < 2; l++) cudaStreamDestroy(c->s_lane[l]);
-  if (c->lane_comm[1]) { /* ours, split from the caller's */
+  for (int l = 0; l < NZ_MAX_LANES; l++) cudaStreamDestroy(c->s_lane[l]);
+  for (int l = 1; l < NZ_MAX_LANES; l++) { /* ours, split from the caller's */
+    if (!c->lane_comm[l]) continue;
     if (c->broken)
-      ncclCommAbort(c->lane_comm[1]);
+      ncclCommAbort(c->lane_comm[l]);
     else
-      ncclCommDestroy(c->lane_comm[1]);
+      ncclCommDestroy(c->lane_comm[l]);
   }
-  for (int l = 0; l < 2; l++) cudaStreamDestroy(c->s_dec[l]);
+  for (int l = 0; l < NZ_MAX_LANES; l++) cudaStreamDestroy(c->s_dec[l]);
   if (c->owned) {
     if (c->broken)
       ncclCommAbort(c->nccl);

@@ -65,6 +65,12 @@ struct decision {
 /* Per-unit timing events (tracing only). */
 enum { TE_ENC0, TE_ENC1, TE_COM0, TE_COM1, TE_DEC0, TE_DEC1, TE_RED1, TE_COUNT };
 
+/* Comm lanes (ncclzConfig.comm_lanes) and staging banks: unit u sends from and receives into bank
+ * u % banks and travels on lane u % lanes; banks = max(2, lanes), so as many units as lanes can
+ * be in flight at once. */
+#define NZ_MAX_LANES 4
+#define NZ_STREAMS (1 + 2 * NZ_MAX_LANES) /* s_enc, s_lane[], s_dec[] */
+
 struct ncclzComm {
   ncclComm_t nccl = nullptr;
   int owned = 0, dev = 0, rank = 0, nranks = 1, broken = 0;
@@ -74,18 +80,19 @@ struct ncclzComm {
   ncclzReaConfig rea;
   cudaStream_t s_enc = nullptr;
   /* decode streams, one per comm lane: a single frame's HUFFMAN decode is latency-bound (one
-   * thread per segment), so the two lanes' frames decode side by side */
-  cudaStream_t s_dec[2] = {nullptr, nullptr};
+   * thread per segment), so the lanes' frames decode side by side */
+  cudaStream_t s_dec[NZ_MAX_LANES] = {};
   /* comm lanes: unit u's NCCL group goes to lane u % lanes, its communicator and stream (lane 0:
-   * nccl itself); with two, a unit's transfer starts while the previous one's still runs */
-  int lanes = 1;
-  ncclComm_t lane_comm[2] = {nullptr, nullptr};
-  cudaStream_t s_lane[2] = {nullptr, nullptr};
-  cudaEvent_t ev_enc[2], ev_sent[2], ev_recvd[2], ev_rfree[2], ev_fork, ev_join[5];
+   * nccl itself); with more than one, a unit's transfer starts while the previous ones' still run */
+  int lanes = 1, banks = 2;
+  ncclComm_t lane_comm[NZ_MAX_LANES] = {};
+  cudaStream_t s_lane[NZ_MAX_LANES] = {};
+  cudaEvent_t ev_enc[NZ_MAX_LANES], ev_sent[NZ_MAX_LANES], ev_recvd[NZ_MAX_LANES], ev_rfree[NZ_MAX_LANES], ev_fork,
+      ev_join[NZ_STREAMS];
   std::vector<cudaEvent_t> ev_done;  /* per unit: its decode/reduce/keep finished */
   std::vector<cudaEvent_t> ev_trace; /* per unit TE_COUNT, + 4 for the interface */
-  dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[2], rbank, rsym[2], esym, ews, dws[2], arena, status,
-      fbytes, qstats, qws;
+  dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[NZ_MAX_LANES], rbank, rsym[NZ_MAX_LANES], esym, ews,
+      dws[NZ_MAX_LANES], arena, status, fbytes, qstats, qws;
   hbuf hdr_out, hdr_in, host_small, host_status, sample;
   std::vector<decision> decisions;
   ncclzExecStats last;
@@ -98,6 +105,8 @@ struct ncclzComm {
 static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[u % (size_t)c->lanes]; }
 /* Unit u's lane: its comm stream and communicator, its decode stream and workspaces. */
 static inline int lane_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->lanes); }
+/* Unit u's staging bank: its send bank, receive slot and their events. */
+static inline int bank_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->banks); }
 
 /* One call in progress. */
 struct unit_t {

@@ -104,9 +104,8 @@ ncclzStatus alloc_call(grun *r) {
   for (const unit_t &u : r->units) nk += u.kept >= 0;
   TRY(ensure(&c->cells_in, (r->n_in + 1) * 4));
   if (r->coll != NCCLZ_ALLREDUCE) TRY(ensure(&c->cells_out, (r->n_out + 1) * 4));
-  TRY(ensure(&c->sbank[0], r->slot));
-  TRY(ensure(&c->sbank[1], r->slot));
-  TRY(ensure(&c->rbank, 2 * r->slot));
+  for (int b = 0; b < c->banks; b++) TRY(ensure(&c->sbank[b], r->slot));
+  TRY(ensure(&c->rbank, (size_t)c->banks * r->slot));
   for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->rsym[l], mc * 4));
   TRY(ensure(&c->esym, mc * 4));
   TRY(ensure(&c->ews, ews + 16));
@@ -152,7 +151,7 @@ static int32_t *send_source(grun *r, size_t off) {
   return (int32_t *)cell(r->in, in_offset(r, off));
 }
 
-/* Enqueues the encode of unit u's send (s_enc) into send bank u%2 and the copy of its header. */
+/* Enqueues the encode of unit u's send (s_enc) into its send bank and the copy of its header. */
 static ncclzStatus prepare_send(grun *r, size_t u) {
   if (u >= r->units.size()) return NCCLZ_OK;
   const unit_t &un = r->units[u];
@@ -160,7 +159,7 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
   const ncclzOp *o = &r->s.ops[un.send];
   if (!(o->action & NCCLZ_ACT_ENCODE)) return NCCLZ_OK;
   ncclzComm *c = r->c;
-  int bank = (int)(u & 1);
+  const int bank = bank_of(c, u);
   CU(cudaStreamWaitEvent(c->s_enc, c->ev_sent[bank], 0));
   if (o->dep >= 0) CU(cudaStreamWaitEvent(c->s_enc, c->ev_done[r->unit_of_op[o->dep]], 0));
   trace_rec(r, u, TE_ENC0, c->s_enc);
@@ -195,9 +194,9 @@ static ncclzStatus host_send(grun *r, size_t u, const uint8_t **payload, size_t 
   const uint8_t *hdr;
   double t0 = now_s();
   if (o->action & NCCLZ_ACT_ENCODE) {
-    CU(cudaEventSynchronize(c->ev_enc[u & 1]));
+    CU(cudaEventSynchronize(c->ev_enc[bank_of(c, u)]));
     hdr = hdr_out(r, u);
-    *payload = (const uint8_t *)c->sbank[u & 1].p + 64;
+    *payload = (const uint8_t *)c->sbank[bank_of(c, u)].p + 64;
   } else { /* FORWARD: the frame kept by op dep, unchanged */
     size_t du = (size_t)r->unit_of_op[o->dep];
     if (r->units[du].kept < 0) return ncclzSetError(NCCLZ_ERR_ARG, "schedule: forward without a kept frame");
@@ -234,8 +233,8 @@ static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
   if (un.kept >= 0) {
     *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.kept;
   } else {
-    *dest = (uint8_t *)c->rbank.p + r->slot * (u & 1);
-    CU(cudaStreamWaitEvent(lane_stream(c, u), c->ev_rfree[u & 1], 0));
+    *dest = (uint8_t *)c->rbank.p + r->slot * (size_t)bank_of(c, u);
+    CU(cudaStreamWaitEvent(lane_stream(c, u), c->ev_rfree[bank_of(c, u)], 0));
   }
   CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, lane_stream(c, u)));
   return NCCLZ_OK;
@@ -248,7 +247,7 @@ static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t p
   ncclzComm *c = r->c;
   const int l = lane_of(c, u);
   cudaStream_t sd = c->s_dec[l];
-  CU(cudaStreamWaitEvent(sd, c->ev_recvd[u & 1], 0));
+  CU(cudaStreamWaitEvent(sd, c->ev_recvd[bank_of(c, u)], 0));
   trace_rec(r, u, TE_DEC0, sd);
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
     bool direct = !(o->action & NCCLZ_ACT_REDUCE) && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
@@ -272,7 +271,7 @@ static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t p
     trace_rec(r, u, TE_RED1, sd);
   }
   trace_rec(r, u, TE_DEC1, sd);
-  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[u & 1], sd));
+  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[bank_of(c, u)], sd));
   CU(cudaEventRecord(c->ev_done[u], sd));
   return NCCLZ_OK;
 }
@@ -296,7 +295,7 @@ static ncclzStatus issue(grun *r, size_t u) {
   if (snd) {
     const ncclzOp *o = &r->s.ops[un.send];
     if (o->action & NCCLZ_ACT_ENCODE)
-      CU(cudaStreamWaitEvent(ls, c->ev_enc[u & 1], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_enc[bank_of(c, u)], 0));
     else
       CU(cudaStreamWaitEvent(ls, c->ev_done[r->unit_of_op[o->dep]], 0));
   }
@@ -306,12 +305,12 @@ static ncclzStatus issue(grun *r, size_t u) {
   if (rcv && rlen) NC(ncclRecv(dest + 64, rlen, ncclUint8, r->s.ops[un.recv].peer, lc, ls));
   NC(ncclGroupEnd());
   trace_rec(r, u, TE_COM1, ls);
-  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[u & 1], ls));
+  if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) CU(cudaEventRecord(c->ev_sent[bank_of(c, u)], ls));
   if (!rcv) {
     CU(cudaEventRecord(c->ev_done[u], ls));
     return NCCLZ_OK;
   }
-  CU(cudaEventRecord(c->ev_recvd[u & 1], ls));
+  CU(cudaEventRecord(c->ev_recvd[bank_of(c, u)], ls));
   return decode_unit(r, u, dest, rlen);
 }
 
@@ -332,9 +331,12 @@ ncclzStatus run_copies(grun *r) {
 ncclzStatus run_units(grun *r) {
   ncclzComm *c = r->c;
   CU(cudaEventRecord(c->ev_fork, r->stream));
-  cudaStream_t ss[5] = {c->s_enc, c->s_lane[0], c->s_lane[1], c->s_dec[0], c->s_dec[1]};
-  for (cudaStream_t s : ss) CU(cudaStreamWaitEvent(s, c->ev_fork, 0));
-  for (int b = 0; b < 2; b++) { /* every bank starts free */
+  cudaStream_t ss[NZ_STREAMS];
+  int ns = 0;
+  ss[ns++] = c->s_enc;
+  for (int l = 0; l < c->lanes; l++) ss[ns++] = c->s_lane[l], ss[ns++] = c->s_dec[l];
+  for (int i = 0; i < ns; i++) CU(cudaStreamWaitEvent(ss[i], c->ev_fork, 0));
+  for (int b = 0; b < c->banks; b++) { /* every bank starts free */
     CU(cudaEventRecord(c->ev_sent[b], r->stream));
     CU(cudaEventRecord(c->ev_rfree[b], r->stream));
   }
@@ -343,7 +345,7 @@ ncclzStatus run_units(grun *r) {
     TRY(issue(r, u));
     TRY(prepare_send(r, u + 1)); /* overlaps unit u's transfer */
   }
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < ns; i++) {
     CU(cudaEventRecord(c->ev_join[i], ss[i]));
     CU(cudaStreamWaitEvent(r->stream, c->ev_join[i], 0));
   }

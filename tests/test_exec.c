@@ -135,6 +135,18 @@ static void test_mismatch(const ncclzProfile *prof) {
   jobs[3].cfg.profile = NULL;
   run_jobs(jobs, 4);
   for (int r = 0; r < 4; r++) CHECK(jobs[r].init_st == NCCLZ_ERR_ARG, "invalid config on rank 3: rank %d", r);
+  /* comm_lanes: 1 to 4 (the NCCL backend's lanes and banks); 0 and 5 are errors everywhere */
+  static const uint32_t lanes[] = {0, 5, 4};
+  for (size_t k = 0; k < 3; k++) {
+    for (int r = 0; r < 4; r++) {
+      xc_config(&jobs[r].cfg, &xc_modes[2], prof);
+      jobs[r].cfg.comm_lanes = lanes[k];
+    }
+    run_jobs(jobs, 4);
+    for (int r = 0; r < 4; r++)
+      CHECK(jobs[r].init_st == (lanes[k] == 4 ? NCCLZ_OK : NCCLZ_ERR_ARG), "comm_lanes %u: rank %d got %d (%s)",
+            lanes[k], r, jobs[r].init_st, jobs[r].err);
+  }
 }
 
 /* Same config, different calls (count) and NaN under quantization: errors on every rank. */

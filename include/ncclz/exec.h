@@ -61,9 +61,10 @@ typedef struct {
   ncclzCoderParams coder_params; /* default: ncclzFrameCoderParams (model.h) */
   uint32_t dims[3];            /* Lorenzo shape (C order, dims[2] fastest); ndims 0: 1D */
   int ndims;
-  uint32_t comm_lanes;         /* NCCL backend: 1 or 2 communicators (streams) the units' frames
+  uint32_t comm_lanes;         /* NCCL backend: 1 to 4 communicators (streams) the units' frames
                                   alternate over, so that one unit's transfer starts while the
-                                  other's runs (default 2; the second is split from the first) */
+                                  others' run (default 2; the others are split from the first),
+                                  with as many staging banks (at least 2) */
 } ncclzConfig;
 
 void ncclzConfigDefault(ncclzConfig *c);
