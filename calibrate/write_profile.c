@@ -269,7 +269,8 @@ static void fit_interface(ncclzCalPoint (*pts)[NCCLZ_CAL_MAX_POINTS], const size
  * send/recv group, so the first call on a new communicator (one per coder: ncclzCommInit splits
  * a lane communicator) spends milliseconds a unit there: 5,000-8,200 us against 53-119 us on
  * 2x H200 (calibrate/profiles/h200-x2-points.json of 11df09f), two of six calls, which pulled the
- * plain median up by 15-25%. A host turn never takes 4x the quickest one otherwise. Sorts v. */
+ * plain median up by 15-25%; the other calls were within 2.3x of the quickest, so 4x separates
+ * them. Sorts v. */
 static double host_unit_us(double *v, size_t n) {
   if (!n) return 0.0;
   ncclzMedian(v, n); /* sorts v */

@@ -184,11 +184,11 @@ static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
     snprintf(la, sizeof la, "n%dnv%d", node, i);
     snprintf(na, sizeof na, "n%dnic%d", node, i % p->rails);
     snprintf(fl, sizeof fl, "n%dflow%d", node, i % p->rails);
+    snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
     for (int j = 0; j < g; j++) {
       if (i == j) continue;
       sim_host_name(b, sizeof b, node, j);
       snprintf(lb, sizeof lb, "n%dnv%d", node, j);
-      snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
       if (loop && i == g - 1 && j == 0) { /* out through the NICs and back in */
         const link_use out[] = {{na, "UP"}, {nb, "DOWN"}, {fl, NULL}};
         write_route(f, a, b, out, capped ? 3 : 2);

@@ -105,14 +105,14 @@ static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
   return (double)len * (double)c->job->elem_bytes;
 }
 
-/* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
- * (AllReduce's gather), one rank's data everywhere else. */
 /* The decode stream of op i's unit. */
 static double *dec_stream(rank_ctx *c, size_t i) {
   const unsigned lanes = c->job->opt->comm_lanes;
   return &c->dec_free[lanes ? c->unit[i] % lanes : 0];
 }
 
+/* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
+ * (AllReduce's gather), one rank's data everywhere else. */
 static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
   if (o->phase == NCCLZ_PHASE_REDUCE) return o->step + 1;
   return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
