@@ -144,22 +144,22 @@ static inline void bw_align(BitWriter *bw) {
   }
 }
 
-/* An escaped symbol's offset from the centre (FORMAT.md "Escapes"): the bit count b - 1 of
- * z = zigzag(s - c), then the bits below z's leading one. Two puts: together up to 36 bits. */
-static inline void put_escape(BitWriter *bw, int32_t s, int32_t centre) {
-  uint32_t z = ncclz_huff_escape_z(s, centre), b1 = ncclz_bitlen(z) - 1;
-  bw_put(bw, b1, NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-  bw_put(bw, z & ((1u << b1) - 1u), b1);
+/* A symbol's field (ncclz_huff_symbol_field: up to 51 bits) in at most two puts of <= 32. */
+static inline void bw_put_field(BitWriter *bw, uint64_t field, uint32_t len) {
+  if (len > 32) {
+    bw_put(bw, (uint32_t)field, 32);
+    field >>= 32;
+    len -= 32;
+  }
+  bw_put(bw, (uint32_t)field, len);
 }
 
 static void encode_segment(BitWriter *bw, const int32_t *sym, size_t count, const uint32_t *entry,
                            ncclzHuffAlphabet a) {
-  uint32_t escape = ncclz_huff_escape_index(a.radius);
   for (size_t i = 0; i < count; i++) {
-    uint32_t idx = ncclz_huff_index(sym[i], a);
-    uint32_t e = entry[idx];
-    bw_put(bw, e & 0xFFFFu, e >> 16);
-    if (idx == escape) put_escape(bw, sym[i], a.centre);
+    uint32_t idx = ncclz_huff_index(sym[i], a), len;
+    uint64_t field = ncclz_huff_symbol_field(sym[i], a, idx, entry[idx], &len);
+    bw_put_field(bw, field, len);
   }
   bw_align(bw);
 }

@@ -73,6 +73,41 @@ NCCLZ_INLINE int32_t ncclz_huff_unescape(uint32_t z, int32_t centre) {
 /* Bits after the escape code for this z (z != 0). */
 NCCLZ_INLINE uint32_t ncclz_huff_escape_bits(uint32_t z) { return NCCLZ_HUFF_ESCAPE_COUNT_BITS + ncclz_bitlen(z) - 1u; }
 
+/* Symbol s (alphabet index idx, code table entry = code | length << 16) as the one LSB-first bit
+ * field it takes in a segment: its code and, after the escape code, the count b - 1 and the b - 1
+ * bits of z below its leading one. *len gets the field's width (<= NCCLZ_HUFF_MAX_SYMBOL_BITS).
+ * Both encoders put these fields end to end; on the GPU a warp places 32 at once, each at the
+ * scan of the widths before it. */
+NCCLZ_INLINE uint64_t ncclz_huff_symbol_field(int32_t s, ncclzHuffAlphabet a, uint32_t idx, uint32_t entry,
+                                              uint32_t *len) {
+  uint32_t width = entry >> 16;
+  uint64_t field = entry & 0xFFFFu;
+  if (idx == ncclz_huff_escape_index(a.radius)) {
+    uint32_t z = ncclz_huff_escape_z(s, a.centre), b1 = ncclz_bitlen(z) - 1u;
+    field |= (uint64_t)b1 << width;
+    field |= (uint64_t)(z & ((1u << b1) - 1u)) << (width + NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+    width += NCCLZ_HUFF_ESCAPE_COUNT_BITS + b1;
+  }
+  *len = width;
+  return field;
+}
+
+/* ORs a field of len <= 51 bits into a zeroed word array at bit p, LSB-first: up to three words,
+ * which on the GPU neighbouring lanes' fields share, hence the atomics there. */
+NCCLZ_INLINE void ncclz_huff_or_field(uint32_t *words, uint64_t p, uint64_t field, uint32_t len) {
+  const uint64_t w = p >> 5;
+  const uint32_t sh = (uint32_t)(p & 31u);
+  const uint64_t lo = field << sh; /* bits 64.. of the placed field come from field >> (64 - sh) */
+  const uint32_t part[3] = {(uint32_t)lo, (uint32_t)(lo >> 32), sh ? (uint32_t)(field >> (64u - sh)) : 0u};
+  for (uint32_t k = 0; k < 3 && 32u * k < sh + len; k++) {
+#ifdef __CUDA_ARCH__
+    atomicOr(&words[w + k], part[k]);
+#else
+    words[w + k] |= part[k];
+#endif
+  }
+}
+
 /* ------------------------------------------------ code length table (FORMAT.md "Code lengths")
  * The lengths of indices lo .. lo+m-1, u of them nonzero, in one of two layouts: dense (m
  * nibbles) or sparse (an m-bit presence bitmap, then the u nonzero nibbles). The smaller is used,

@@ -97,6 +97,30 @@ static void test_escape_golden(void) {
   free(pl.bytes);
 }
 
+/* ------------------------------------------------------------ field placement */
+
+/* The GPU encoder places a warp's fields at once (ncclz_huff_or_field at the scan of the widths);
+ * that must give the bits of one writer putting the fields end to end, here a bit at a time, in
+ * any order of placement (the lanes race): 3,000 fields of 1..51 bits, placed back to front. */
+static void test_field_placement(void) {
+  enum { N = 3000 };
+  static uint64_t field[N], pos[N];
+  static uint32_t len[N], placed[N * 51 / 32 + 3], serial[N * 51 / 32 + 3];
+  uint64_t s = 12345, bit = 0;
+  memset(placed, 0, sizeof placed);
+  memset(serial, 0, sizeof serial);
+  for (int i = 0; i < N; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    len[i] = 1 + (uint32_t)(s >> 58) % 51;
+    field[i] = (s ^ (s << 17)) & ((1ull << len[i]) - 1);
+    pos[i] = bit;
+    for (uint32_t b = 0; b < len[i]; b++, bit++)
+      if (field[i] >> b & 1) serial[bit >> 5] |= 1u << (bit & 31);
+  }
+  for (int i = N - 1; i >= 0; i--) ncclz_huff_or_field(placed, pos[i], field[i], len[i]);
+  CHECK(memcmp(placed, serial, sizeof placed) == 0, "fields placed at their scan positions differ from one writer");
+}
+
 /* ------------------------------------------------------------ escapes at the extremes */
 
 /* The escape field's size for a few offsets, including the 32-bit wrap: INT32_MIN + 1 seen from
@@ -347,6 +371,7 @@ static void test_tree_matches_plain_merge(void) {
 }
 
 int main(void) {
+  test_field_placement();
   test_sparse_golden();
   test_escape_golden();
   test_escape_sizes();

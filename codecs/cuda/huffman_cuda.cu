@@ -314,23 +314,6 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
 
 /* ------------------------------------------------------------ segment encoder */
 
-struct BitSink {
-  uint32_t *st;
-  uint32_t wpos, nacc;
-  unsigned long long acc;
-  __device__ void put(uint32_t bits, uint32_t len) {
-    acc |= (unsigned long long)bits << nacc;
-    nacc += len;
-    while (nacc >= 32) {
-      atomicOr(&st[wpos++], (uint32_t)acc);
-      acc >>= 32;
-      nacc -= 32;
-    }
-  }
-  __device__ void flush() {
-    if (nacc) atomicOr(&st[wpos], (uint32_t)acc);
-  }
-};
 
 uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, sh.p0), ENC_WARPS); }
 
@@ -348,40 +331,37 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)ncclz_ceil_div(n, S), k = lc * ENC_WARPS + warp;
   const ncclzHuffAlphabet a = {fr[f].centre, fr[f].radius};
-  const uint32_t esc = ncclz_huff_escape_index(a.radius);
   const uint32_t *enc = table + (size_t)f * HF_K;
   const uint32_t count = k < nseg ? (n - k * S < S ? n - k * S : S) : 0;
-  const uint32_t per = (S + 31) / 32, b0 = lane * per < count ? lane * per : count;
-  const uint32_t b1 = b0 + per < count ? b0 + per : count;
   const int32_t *src = sym + (size_t)f * sh.frame_symbols + (size_t)k * S;
-  uint32_t bits = 0;
-  for (uint32_t i = b0; i < b1; i++) {
-    const int32_t v = __ldg(src + i);
-    const uint32_t idx = ncclz_huff_index(v, a);
-    bits += (__ldg(enc + idx) >> 16) + (idx == esc ? ncclz_huff_escape_bits(ncclz_huff_escape_z(v, a.centre)) : 0u);
-  }
-  uint32_t pos = bits; /* inclusive warp scan -> exclusive */
-  for (int o = 1; o < 32; o <<= 1) {
-    uint32_t v = __shfl_up_sync(NZ_FULL, pos, o);
-    if (lane >= o) pos += v;
-  }
-  const uint32_t seg_bits = __shfl_sync(NZ_FULL, pos, 31), seg_words = (seg_bits + 31) / 32;
-  pos -= bits;
+  /* A warp per segment, 32 symbols a step: lane l codes symbol step*32 + l (coalesced loads) and
+   * places its field at the segment's running bit count plus the scan of the widths before it.
+   * (Until 2026-12 each lane coded S/32 consecutive symbols in two passes, counting then putting:
+   * every load of a warp touched 32 lines, and the encode kernel was 84% of the batched HUFFMAN
+   * encode, 1.14 ms of 1.35 per 256 MiB at 1,024-symbol segments.) */
   uint32_t *st = stage + warp * seg_stage_words(S);
-  for (uint32_t i = lane; i < seg_words; i += 32) st[i] = 0;
+  for (uint32_t i = lane; i < seg_stage_words(S); i += 32) st[i] = 0;
   __syncwarp();
-  BitSink bw = {st, pos >> 5, pos & 31, 0};
-  for (uint32_t i = b0; i < b1; i++) {
-    int32_t v = __ldg(src + i);
-    uint32_t idx = ncclz_huff_index(v, a), e = __ldg(enc + idx);
-    bw.put(e & 0xFFFFu, e >> 16);
-    if (idx == esc) { /* as put_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
-      const uint32_t z = ncclz_huff_escape_z(v, a.centre), b1 = ncclz_bitlen(z) - 1u;
-      bw.put(b1, NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-      bw.put(z & ((1u << b1) - 1u), b1);
+  uint32_t seg_bits = 0;
+  for (uint32_t i0 = 0; i0 < count; i0 += 32) {
+    const uint32_t i = i0 + lane;
+    uint32_t len = 0;
+    uint64_t field = 0;
+    if (i < count) {
+      const int32_t v = __ldg(src + i);
+      const uint32_t idx = ncclz_huff_index(v, a);
+      field = ncclz_huff_symbol_field(v, a, idx, __ldg(enc + idx), &len);
     }
+    uint32_t end = len; /* inclusive warp scan of the widths */
+    for (int o = 1; o < 32; o <<= 1) {
+      uint32_t t = __shfl_up_sync(NZ_FULL, end, o);
+      if (lane >= o) end += t;
+    }
+    if (len) ncclz_huff_or_field(st, seg_bits + end - len, field, len);
+    seg_bits += __shfl_sync(NZ_FULL, end, 31);
   }
-  bw.flush();
+  __syncwarp();
+  const uint32_t seg_words = (seg_bits + 31) / 32;
   if (lane == 0) s_segw[warp] = seg_words;
   __syncthreads();
   if (tid == 0) {
