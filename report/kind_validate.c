@@ -36,6 +36,7 @@ typedef struct {
   int nranks;
   double bytes, meas_us, meas_cr, sim_us;
   int has_meas;
+  int by_ncclz; /* measured by ncclz perf (the executor or plain NCCL beside it), not nccl-tests */
 } va_point;
 
 typedef struct {
@@ -264,6 +265,7 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
   const cJSON *comp = cJSON_GetObjectItemCaseSensitive(root, "compress");
   const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
   const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
+  const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
   if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
     return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
                                         "nranks, points[]), or a bench file with runs[] of them", file), -1;
@@ -282,6 +284,7 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
     q->meas_us = t->valuedouble;
     q->meas_cr = cJSON_IsNumber(cr) ? cr->valuedouble : 0;
     q->has_meas = 1;
+    q->by_ncclz = !(cJSON_IsString(backend) && !strcmp(backend->valuestring, "nccl-tests"));
   }
   return 0;
 }
@@ -333,7 +336,7 @@ static int measured_files(run_ctx *c, char files[][512], char paths[][32], int *
 
 /* ------------------------------------------------------------------ report */
 
-enum { VA_ALL, VA_PLAIN, VA_COMPRESSED }; /* which points a median takes */
+enum { VA_ALL, VA_PLAIN, VA_COMPRESSED, VA_BY_NCCLZ }; /* which points a median takes */
 
 static double median_abs_error(const va_points *v, double min_bytes, int which, size_t *count) {
   double *e = malloc((v->n ? v->n : 1) * sizeof *e);
@@ -341,7 +344,8 @@ static double median_abs_error(const va_points *v, double min_bytes, int which, 
   for (size_t i = 0; e && i < v->n; i++) {
     /* plain NCCL ran: compress off, or auto calls that REA kept RAW (no frames: measured CR 1) */
     int plain = !strcmp(v->pt[i].compress, "off") || (!strcmp(v->pt[i].compress, "auto") && v->pt[i].meas_cr <= 1.0);
-    if (which == VA_PLAIN ? !plain : which == VA_COMPRESSED ? plain : 0) continue;
+    if (which == VA_PLAIN ? !plain : which == VA_COMPRESSED ? plain : which == VA_BY_NCCLZ ? !v->pt[i].by_ncclz : 0)
+      continue;
     if (v->pt[i].has_meas && v->pt[i].bytes >= min_bytes) e[n++] = fabs(v->pt[i].sim_us / v->pt[i].meas_us - 1.0);
   }
   double med = n ? ncclzMedian(e, n) : NAN;
@@ -509,9 +513,10 @@ static double measured_spread(const va_points *v, size_t *groups) {
 }
 
 static void summary(ncclzReport *r, const va_points *v, const char *looked, int nfiles) {
-  size_t n_all, n_big, n_plain, n_comp;
+  size_t n_all, n_big, n_plain, n_comp, n_own;
   double all = median_abs_error(v, 0, VA_ALL, &n_all), big = median_abs_error(v, 1048576, VA_ALL, &n_big);
   double plain = median_abs_error(v, 0, VA_PLAIN, &n_plain), comp = median_abs_error(v, 0, VA_COMPRESSED, &n_comp);
+  double own = median_abs_error(v, 0, VA_BY_NCCLZ, &n_own);
   cJSON *j = ncclzReportJson(r);
   cJSON_AddNumberToObject(j, "measured_files", nfiles);
   if (!nfiles) {
@@ -534,6 +539,14 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
                        "against the measurement). Compressed points: median %.1f%% over %zu (the replay of frames, "
                        "codecs and overlap).", 100.0 * plain, n_plain,
                     100.0 * comp, n_comp);
+  /* the executor's own runs (ncclz perf), without the nccl-tests numbers beside them */
+  if (n_own && n_own < n_all)
+    ncclzReportText(r, "Over the %zu points that ncclz perf measured (the executor's runs, nccl-tests' left out): "
+                       "median %.1f%%.", n_own, 100.0 * own);
+  if (n_own) {
+    cJSON_AddNumberToObject(j, "median_abs_error_ncclz", own);
+    cJSON_AddNumberToObject(j, "points_ncclz", (double)n_own);
+  }
   if (n_plain) cJSON_AddNumberToObject(j, "median_abs_error_plain", plain);
   if (n_comp) cJSON_AddNumberToObject(j, "median_abs_error_compressed", comp);
   size_t repeated;
