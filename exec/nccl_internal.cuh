@@ -94,10 +94,10 @@ struct ncclzComm {
   ncclzTraceSummary summary;
 };
 
-/* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
-static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[u % (size_t)c->lanes]; }
 /* Unit u's lane: its comm stream and communicator, its decode stream and workspaces. */
 static inline int lane_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->lanes); }
+/* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
+static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[lane_of(c, u)]; }
 
 /* One call in progress. */
 struct unit_t {

@@ -292,7 +292,7 @@ static ncclzStatus issue(grun *r, size_t u) {
     return NCCLZ_OK;
   }
   cudaStream_t ls = lane_stream(c, u);
-  ncclComm_t lc = c->lane_comm[u % (size_t)c->lanes];
+  ncclComm_t lc = c->lane_comm[lane_of(c, u)];
   if (snd) {
     const ncclzOp *o = &r->s.ops[un.send];
     if (o->action & NCCLZ_ACT_ENCODE)

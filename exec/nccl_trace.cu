@@ -48,7 +48,7 @@ void summarize_trace(grun *r) {
     }
     if (snd || rcv) {
       double a = ev_us(r, tev(r, u, TE_COM0)), b = ev_us(r, tev(r, u, TE_COM1));
-      int track = u % (size_t)c->lanes ? 4 : 2; /* comm lane 1 on a track of its own */
+      int track = lane_of(c, u) ? 4 : 2; /* comm lane 1 on a track of its own */
       add_event(r, snd && rcv ? "sendrecv" : snd ? "send" : "recv", track, a, b, o, 0);
       comm.push_back({a, b});
     }

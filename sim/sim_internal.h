@@ -67,10 +67,9 @@ int sim_replay_run(const sim_job *job, sim_actor_stats *stats);
  * and its coder under the options (REA for AUTO). */
 ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes);
 double sim_frame_bytes(const sim_job *job, ncclzCoder c, uint32_t k, double raw_bytes);
-/* REA on a chunk's frame (auto): the coder, and in *dec the arbitration's times (zero on the
- * fast path). */
-/* REA's choice for one frame of raw_bytes carrying k ranks' codes; pipeline_frames as in
- * ncclzReaCandidates (1: a frame on its own, every codec cost exposed; 0: the steady state). */
+/* REA's choice for one frame of raw_bytes carrying k ranks' codes, and in *dec the arbitration's
+ * times (zero on the fast path); pipeline_frames as in ncclzReaCandidates (1: a frame on its own,
+ * every codec cost exposed; 0: the steady state). */
 ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes, double pipeline_frames,
                           ncclzReaDecision *dec);
 double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_bytes);
