@@ -21,7 +21,8 @@
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
-# Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), LIMIT_S (default 570).
+# Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), CHECK_SWEEPS (the check's;
+# default SWEEPS: more sweeps steady the socket rows' medians), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
@@ -32,6 +33,7 @@ mkdir -p "$OUTDIR"
 B=${BUILD:-/tmp/ncclz-device-build}
 PATHS=${PATHS:-nvlink,shm,socket,socket1x1,socket4x4}
 SWEEPS=${SWEEPS:-3}
+CHECK_SWEEPS=${CHECK_SWEEPS:-$SWEEPS}
 LIMIT_S=${LIMIT_S:-570}
 STEPS=" ${STEPS:-tests calibrate check memcheck} "
 T0=$(date +%s)
@@ -135,7 +137,7 @@ if want check && [ -f "$OUTDIR/h200-x2.json" ] && [ "$(left)" -gt 100 ]; then
   echo "== calibrate --check ($(left) s left)"
   START=$(date +%s)
   timeout $(($(left) - 10)) "$B/ncclz" calibrate --check "$OUTDIR/h200-x2.json" -g 2 --paths "$PATHS" \
-    --sweeps "$SWEEPS" >"$OUTDIR/check.txt" 2>&1
+    --sweeps "$CHECK_SWEEPS" >"$OUTDIR/check.txt" 2>&1
   CHECK_RC=$?
   echo "check rc=$CHECK_RC in $(($(date +%s) - START)) s" | tee -a "$OUTDIR/check.txt"
 fi
