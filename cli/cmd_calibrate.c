@@ -265,13 +265,9 @@ int cli_calibrate(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":g:h", lo, NULL)) != -1) {
     switch (c) {
-    case 'g': {
-      char *end;
-      long v = strtol(optarg, &end, 10);
-      if (*end || v < 1 || v > 64) return cli_usage_error(VERB, "-g %s: need 1..64", optarg);
-      o.ngpus = (int)v;
+    case 'g':
+      if (cli_parse_int(VERB, "-g", optarg, 1, 64, &o.ngpus) != CLI_OK) return CLI_USAGE;
       break;
-    }
     case O_PATHS: o.paths = optarg; break;
     case O_QUICK: o.quick = 1; break;
     case O_OUT: o.out = optarg; break;
@@ -281,14 +277,9 @@ int cli_calibrate(int argc, char **argv) {
     case O_CHILD_CODECS: o.child_codecs = 1; break;
     case O_CHILD_PATH: o.child_path = optarg; break;
     case O_CHECK: o.check = optarg; break;
-    case O_SWEEPS: {
-      char *end;
-      long v = strtol(optarg, &end, 10);
-      if (*end || v < 1 || v > NCCLZ_CAL_CHECK_MAX_REPEAT)
-        return cli_usage_error(VERB, "--sweeps %s: need 1..%d", optarg, NCCLZ_CAL_CHECK_MAX_REPEAT);
-      o.sweeps = (int)v;
+    case O_SWEEPS:
+      if (cli_parse_int(VERB, "--sweeps", optarg, 1, NCCLZ_CAL_CHECK_MAX_REPEAT, &o.sweeps) != CLI_OK) return CLI_USAGE;
       break;
-    }
     case 'h': usage(stdout); return CLI_OK;
     case ':': return cli_usage_error(VERB, "%s needs a value (ncclz calibrate --help)", argv[optind - 1]);
     default: return cli_usage_error(VERB, "unknown option '%s' (ncclz calibrate --help)", argv[optind - 1]);

@@ -104,14 +104,14 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
     case 'x': o->decode = optarg; break;
     case 'O': o->output = optarg; break;
     case 'r':
-      if ((o->repeat = atoi(optarg)) < 1) return cli_usage_error(VERB, "--repeat: expected a count >= 1");
+      if (cli_parse_int(VERB, "--repeat", optarg, 1, 1000000, &o->repeat) != CLI_OK) return CLI_USAGE;
       break;
     case 'j': o->json = 1; break;
     case 'P': o->profile = optarg; break;
     case 'H': o->hint = optarg; break;
     case 's': {
-      long v = strtol(optarg, NULL, 10);
-      if (v < 1 || v > 4096) return cli_usage_error(VERB, "--segment: expected 1..4096 symbols, got '%s'", optarg);
+      int v;
+      if (cli_parse_int(VERB, "--segment", optarg, 1, 4096, &v) != CLI_OK) return CLI_USAGE;
       o->segment = (unsigned)v;
       break;
     }

@@ -64,19 +64,18 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'B': o->backend = arg; break;
   case 'T': o->trace = arg; break;
   case 'H': o->hint = arg; break;
-  case 'r': o->root = atoi(arg); break;
+  case 'r': return cli_parse_int(VERB, "--root", arg, 0, 63, &o->root);
   case 'k':
     if (!(o->cfg.chunk_bytes = (size_t)cli_parse_size(arg)))
       return cli_usage_error(VERB, "--chunk: expected a byte size like 4M, got '%s'", arg);
     break;
   case 'E': o->cfg.final_error_bound = atof(arg); break;
   case 'W': o->warm_s = atof(arg); break;
-  case 'S': o->stress = atoi(arg); break;
+  case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
   case 'L':
-    if (strlen(arg) != 1 || arg[0] < '1' || arg[0] > '4')
-      return cli_usage_error(VERB, "--comm-lanes: expected 1, 2, 3 or 4, got '%s'", arg);
-    o->cfg.comm_lanes = (uint32_t)atoi(arg);
+    if (cli_parse_int(VERB, "--comm-lanes", arg, 1, 4, &v) != CLI_OK) return CLI_USAGE;
+    o->cfg.comm_lanes = (uint32_t)v;
     break;
   case 't':
     if (cli_parse_float_dtype(VERB, arg, &o->dtype)) return CLI_USAGE;
@@ -121,18 +120,21 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
         return cli_usage_error(VERB, "-%c: expected a byte size like 1M, got '%s'", c, optarg);
       break;
     case 'f': o->factor = atof(optarg); break;
-    case 'g': o->ngpus = atoi(optarg); break;
-    case 'n': o->iters = atoi(optarg); break;
-    case 'w': o->warmup = atoi(optarg); break;
+    case 'g':
+    case 'n':
+    case 'w': {
+      const char *name = c == 'g' ? "-g" : c == 'n' ? "-n" : "-w";
+      int *dst = c == 'g' ? &o->ngpus : c == 'n' ? &o->iters : &o->warmup;
+      if ((rc = cli_parse_int(VERB, name, optarg, c == 'g' ? 1 : c == 'n', c == 'g' ? 64 : 1000000, dst)) != CLI_OK)
+        return rc;
+      break;
+    }
     default:
       if ((rc = parse_more(c, optarg, o)) != CLI_OK) return rc;
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (o->ngpus < 1 || o->ngpus > 64) return cli_usage_error(VERB, "-g %d: need 1..64", o->ngpus);
-  if (o->stress < 0) return cli_usage_error(VERB, "--stress: need N >= 0 calls");
   if (!(o->warm_s >= 0 && o->warm_s <= 600)) return cli_usage_error(VERB, "--warm-s: need 0..600 seconds");
-  if (o->iters < 1 || o->warmup < 0) return cli_usage_error(VERB, "-n must be >= 1 and -w >= 0");
   if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
   o->nranks = o->ngpus;
   if (o->hint && ncclzHintFromName(o->hint) < 0) return cli_usage_error(VERB, "--hint %s: nvlink|shm|net", o->hint);

@@ -48,7 +48,7 @@ static int parse_args(int argc, char **argv, pd_opts *o) {
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   parse_frames("64K,256K,1M,4M,16M", o);
-  int c;
+  int c, v;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
@@ -58,8 +58,8 @@ static int parse_args(int argc, char **argv, pd_opts *o) {
       break;
     case 'q': o->quant_text = optarg; break;
     case 'n':
-      o->ranks = (uint32_t)atoi(optarg);
-      if (o->ranks < 1 || o->ranks > NCCLZ_DP_MAX_RANKS) return cli_usage_error(VERB, "--ranks: expected 1..%d", NCCLZ_DP_MAX_RANKS);
+      if (cli_parse_int(VERB, "--ranks", optarg, 1, NCCLZ_DP_MAX_RANKS, &v) != CLI_OK) return CLI_USAGE;
+      o->ranks = (uint32_t)v;
       break;
     case 'd':
       if ((o->ndims = cli_parse_dims(optarg, o->dims)) < 0) return cli_usage_error(VERB, "--dims: expected AxBxC, got '%s'", optarg);

@@ -103,6 +103,16 @@ int cli_parse_dims(const char *s, unsigned dims[3]) {
   return -1;
 }
 
+int cli_parse_int(const char *verb, const char *opt, const char *arg, long lo, long hi, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  if (end == arg || *end || errno || v < lo || v > hi)
+    return cli_usage_error(verb, "%s %s: expected an integer in %ld..%ld", opt, arg, lo, hi);
+  *out = (int)v;
+  return CLI_OK;
+}
+
 unsigned long long cli_parse_size(const char *s) {
   uint64_t v;
   return ncclzParseBytes(s, &v) ? 0 : v;

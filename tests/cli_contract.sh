@@ -67,6 +67,14 @@ expect 2 "perf --chunk not a size" -- "$NCCLZ" perf --backend cpu --chunk 1.3K
 expect 2 "perf --vs-plain needs nccl" -- "$NCCLZ" perf --backend cpu --vs-plain
 expect 2 "perf --warm-s needs nccl" -- "$NCCLZ" perf --backend cpu --warm-s 1
 expect 2 "perf --stress negative" -- "$NCCLZ" perf --backend cpu --stress -1
+# integers are whole and in range: atoi would have run "-g 2x" on 2 GPUs and "--comm-lanes 4x" on 4 lanes
+expect 2 "perf -g 2x" -- "$NCCLZ" perf --backend cpu -g 2x
+expect 2 "perf -n 0" -- "$NCCLZ" perf --backend cpu -n 0
+expect 2 "perf --comm-lanes 4x" -- "$NCCLZ" perf --backend cpu --comm-lanes 4x
+expect 2 "codec --segment 12a" -- "$NCCLZ" codec --input "$F" --quant none --coder huffman --segment 12a
+expect 2 "codec --repeat abc" -- "$NCCLZ" codec --input "$F" --quant none --coder raw --repeat abc
+expect 2 "profile-data --ranks 2x" -- "$NCCLZ" profile-data --input "$F" --quant none --ranks 2x --out "$TMP/dp.json"
+expect 2 "calibrate --sweeps 0" -- "$NCCLZ" calibrate --sweeps 0
 expect 0 "perf 1.5K..3KiB" -- "$NCCLZ" perf --backend cpu -g 2 -b 1.5K -e 3KiB -f 2 -n 1 -w 0
 # --data: one file at per-rank offsets, or a file per rank (rank r reads file r mod N)
 G0="$DATA/resnet18_rank0_64k.f32" G1="$DATA/resnet18_rank1_64k.f32"
