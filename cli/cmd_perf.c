@@ -39,7 +39,7 @@ static void print_help(void) {
          "--warm-s S (nccl): before the first size, S seconds of untimed calls at min(MAX, 64M) (the socket\n"
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
          "--comm-lanes N (nccl, 1 to 4): units' frames alternate over N communicators and streams, with N\n"
-         "staging banks (default 2), so that one unit's transfer starts while the previous ones' run.\n"
+         "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"

@@ -49,15 +49,16 @@ static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   const ncclzTraceEvent *ev;
   size_t n;
   ncclzCommTrace(c, &ev, &n, NULL);
-  static const char *lanes[5] = {"interface", "encode", "nccl", "decode", "nccl (lane 1)"};
+  /* tracks 0-3, then comm lanes 1.. on 4.. (exec/nccl_trace.cu: track 3 + lane) */
+  static const char *tracks[7] = {"interface", "encode", "nccl", "decode", "nccl (lane 1)", "nccl (lane 2)", "nccl (lane 3)"};
   cJSON *arr = cJSON_CreateArray();
-  for (int l = 0; l < 5; l++) {
+  for (int l = 0; l < 7; l++) {
     cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", "thread_name");
     cJSON_AddStringToObject(m, "ph", "M");
     cJSON_AddNumberToObject(m, "pid", rank);
     cJSON_AddNumberToObject(m, "tid", l);
-    cJSON_AddStringToObject(a, "name", lanes[l]);
+    cJSON_AddStringToObject(a, "name", tracks[l]);
     cJSON_AddItemToObject(m, "args", a);
     cJSON_AddItemToArray(arr, m);
   }
