@@ -3,7 +3,7 @@
 # (memcheck, racecheck), then the benchmark of every coder x quantizer on 256 MiB of real data
 # (tiled) in 4 MiB frames, with the copy roofline measured in the same run.
 # Writes bench/results/codecs-<date>.json (and logs) under $OUT (or bench/results/), table last.
-# Env: MIB (input size, default 256), SEGMENT (HUFFMAN symbols per segment; default the coder's 1,024,
+# Env: MIB (input size, default 256), SEGMENT (HUFFMAN symbols per segment; default the coder's 512,
 # the executor's frames use 256), SKIP_TESTS=1.
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev) and .devdata/{trefht_member57,
 # resnet18_digits_step100_rank0}.f32 copied from ../shared/data (both git-ignored; carry them).

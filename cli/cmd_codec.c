@@ -50,7 +50,7 @@ static void print_help(void) {
       "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
       "  --dims     shape in C order (last fastest), needed for 2D/3D Lorenzo\n"
       "  --repeat   timed repetitions; the median is reported (default 3)\n"
-      "  --segment  HUFFMAN symbols per independently decoded segment, 1..4096 (default 1024;\n"
+      "  --segment  HUFFMAN symbols per independently decoded segment, 1..4096 (default 512;\n"
       "             the executor's frames use 256)\n"
       "  --profile  calibration profile for --coder auto, the REA's costs (default $NCCLZ_PROFILE,\n"
       "             else the built-in H200 profile)\n"

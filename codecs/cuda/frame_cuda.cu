@@ -38,13 +38,21 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame) {
   return s;
 }
 
+/* A batch's coder parameters, a zero one taken from ncclzCoderParamsDefault. */
+static ncclzCoderParams params_or_default(ncclzCoderParams p) {
+  ncclzCoderParams d;
+  ncclzCoderParamsDefault(&d);
+  if (p.fixedlen_tile_blocks == 0) p.fixedlen_tile_blocks = d.fixedlen_tile_blocks;
+  if (p.huffman_segment == 0) p.huffman_segment = d.huffman_segment;
+  return p;
+}
+
 /* Upper bound of look-back units of any coder for this batch. */
 static uint32_t lookback_units(const ncclzCudaBatch *b) {
   ncclzCudaBatch f = *b, h = *b;
   f.coder = NCCLZ_CODER_FIXEDLEN;
   h.coder = NCCLZ_CODER_HUFFMAN;
-  if (f.params.fixedlen_tile_blocks == 0) f.params.fixedlen_tile_blocks = 256;
-  if (h.params.huffman_segment == 0) h.params.huffman_segment = 1024;
+  f.params = h.params = params_or_default(b->params);
   uint32_t a = nz_fixedlen_units(nz_shape(&f, 0)), c = nz_huffman_units(nz_shape(&h, 0));
   return (a > c ? a : c) * ncclzCudaBatchFrames(b);
 }
@@ -354,8 +362,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
                                  const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
                                  float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   ncclzCudaBatch bb = *b;
-  if (bb.params.fixedlen_tile_blocks == 0) bb.params.fixedlen_tile_blocks = 256;
-  if (bb.params.huffman_segment == 0) bb.params.huffman_segment = 1024;
+  bb.params = params_or_default(bb.params);
   ncclzStatus st = check_batch(&bb);
   if (st != NCCLZ_OK) return st;
   uint32_t nf = ncclzCudaBatchFrames(&bb);

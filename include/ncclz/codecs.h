@@ -170,7 +170,7 @@ float ncclzPhiloxUniform(uint64_t seed, uint64_t index, uint32_t rank);
 /* Coder parameters that shape the bytes (stored in the frame header). */
 typedef struct {
   uint32_t fixedlen_tile_blocks;   /* FIXEDLEN: 32-symbol blocks per tile (default 256) */
-  uint32_t huffman_segment;        /* HUFFMAN: symbols per independently decodable segment (default 1024) */
+  uint32_t huffman_segment;        /* HUFFMAN: symbols per independently decodable segment (default 512; the executor's frames 256) */
 } ncclzCoderParams;
 
 void ncclzCoderParamsDefault(ncclzCoderParams *p);
