@@ -121,14 +121,14 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       break;
     case 'f': o->factor = atof(optarg); break;
     case 'g':
-    case 'n':
-    case 'w': {
-      const char *name = c == 'g' ? "-g" : c == 'n' ? "-n" : "-w";
-      int *dst = c == 'g' ? &o->ngpus : c == 'n' ? &o->iters : &o->warmup;
-      if ((rc = cli_parse_int(VERB, name, optarg, c == 'g' ? 1 : c == 'n', c == 'g' ? 64 : 1000000, dst)) != CLI_OK)
-        return rc;
+      if ((rc = cli_parse_int(VERB, "-g", optarg, 1, 64, &o->ngpus)) != CLI_OK) return rc;
       break;
-    }
+    case 'n':
+      if ((rc = cli_parse_int(VERB, "-n", optarg, 1, 1000000, &o->iters)) != CLI_OK) return rc;
+      break;
+    case 'w':
+      if ((rc = cli_parse_int(VERB, "-w", optarg, 0, 1000000, &o->warmup)) != CLI_OK) return rc;
+      break;
     default:
       if ((rc = parse_more(c, optarg, o)) != CLI_OK) return rc;
     }
