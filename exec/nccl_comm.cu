@@ -52,13 +52,11 @@ static ncclzStatus make_streams(ncclzComm *c) {
 static ncclzStatus make_lanes(ncclzComm *c, uint32_t lanes) {
   c->lane_comm[0] = c->nccl;
   c->lanes = 1;
-  c->banks = 2;
   if (lanes < 2 || c->nranks < 2) return NCCLZ_OK;
   for (uint32_t l = 1; l < lanes && l < NZ_MAX_LANES; l++) {
     NC(ncclCommSplit(c->nccl, 0, c->rank, &c->lane_comm[l], nullptr));
     c->lanes = (int)l + 1; /* destroyed with the comm, even if a later split fails */
   }
-  c->banks = c->lanes;
   return NCCLZ_OK;
 }
 

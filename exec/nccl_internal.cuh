@@ -84,7 +84,7 @@ struct ncclzComm {
   cudaStream_t s_dec[NZ_MAX_LANES] = {};
   /* comm lanes: unit u's NCCL group goes to lane u % lanes, its communicator and stream (lane 0:
    * nccl itself); with more than one, a unit's transfer starts while the previous ones' still run */
-  int lanes = 1, banks = 2;
+  int lanes = 1;
   ncclComm_t lane_comm[NZ_MAX_LANES] = {};
   cudaStream_t s_lane[NZ_MAX_LANES] = {};
   cudaEvent_t ev_enc[NZ_MAX_LANES], ev_sent[NZ_MAX_LANES], ev_recvd[NZ_MAX_LANES], ev_rfree[NZ_MAX_LANES], ev_fork,
@@ -105,8 +105,10 @@ struct ncclzComm {
 static inline int lane_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->lanes); }
 /* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
 static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[lane_of(c, u)]; }
+/* Staging banks: one per lane, at least two (one lane still encodes unit u+1 while u travels). */
+static inline int bank_count(const ncclzComm *c) { return c->lanes < 2 ? 2 : c->lanes; }
 /* Unit u's staging bank: its send bank, receive slot and their events. */
-static inline int bank_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->banks); }
+static inline int bank_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)bank_count(c)); }
 
 /* One call in progress. */
 struct unit_t {

@@ -104,8 +104,8 @@ ncclzStatus alloc_call(grun *r) {
   for (const unit_t &u : r->units) nk += u.kept >= 0;
   TRY(ensure(&c->cells_in, (r->n_in + 1) * 4));
   if (r->coll != NCCLZ_ALLREDUCE) TRY(ensure(&c->cells_out, (r->n_out + 1) * 4));
-  for (int b = 0; b < c->banks; b++) TRY(ensure(&c->sbank[b], r->slot));
-  TRY(ensure(&c->rbank, (size_t)c->banks * r->slot));
+  for (int b = 0; b < bank_count(c); b++) TRY(ensure(&c->sbank[b], r->slot));
+  TRY(ensure(&c->rbank, (size_t)bank_count(c) * r->slot));
   for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->rsym[l], mc * 4));
   TRY(ensure(&c->esym, mc * 4));
   TRY(ensure(&c->ews, ews + 16));
@@ -336,7 +336,7 @@ ncclzStatus run_units(grun *r) {
   ss[ns++] = c->s_enc;
   for (int l = 0; l < c->lanes; l++) ss[ns++] = c->s_lane[l], ss[ns++] = c->s_dec[l];
   for (int i = 0; i < ns; i++) CU(cudaStreamWaitEvent(ss[i], c->ev_fork, 0));
-  for (int b = 0; b < c->banks; b++) { /* every bank starts free */
+  for (int b = 0; b < bank_count(c); b++) { /* every bank starts free */
     CU(cudaEventRecord(c->ev_sent[b], r->stream));
     CU(cudaEventRecord(c->ev_rfree[b], r->stream));
   }

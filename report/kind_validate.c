@@ -72,7 +72,7 @@ static void ramp_factor(const ncclzProfile *prof, const char *path, double p2p, 
  * less) follow send/recv's ramp with message size (ramp_factor). On a NIC path whose AllReduce
  * moves more than one send/recv does (the socket transport: 3.8 against 2.5 GB/s on 2x H200), the
  * send/recv rate caps each transfer (nic_flow_gbps) and the AllReduce's is the NIC's: the
- * executor's two comm lanes put two units' frames on the wire at once, and they move faster
+ * executor's comm lanes put several units' frames on the wire at once, and they move faster
  * together than one (the 1 GiB FIXEDLEN AllReduce's frames at 4.1 GB/s). Plain NCCL runs its collectives
  * on more channels: plain points scale the bandwidth by the AllReduce's over send/recv's (a 2-rank
  * ring AllReduce moves its whole buffer each way) here, and by each collective's own factors

@@ -314,7 +314,6 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
 
 /* ------------------------------------------------------------ segment encoder */
 
-
 uint32_t nz_huffman_units(const NzShape &sh) { return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, sh.p0), ENC_WARPS); }
 
 /* A segment's staging area: S symbols of at most NCCLZ_HUFF_MAX_SYMBOL_BITS (51) bits. */

@@ -63,7 +63,7 @@ typedef struct {
   int ndims;
   uint32_t comm_lanes;         /* NCCL backend: 1 to 4 communicators (streams) the units' frames
                                   alternate over, so that one unit's transfer starts while the
-                                  others' run (default 2; the others are split from the first),
+                                  others' run (default 4; the others are split from the first),
                                   with as many staging banks (at least 2) */
 } ncclzConfig;
 
