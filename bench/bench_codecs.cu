@@ -42,7 +42,7 @@ struct Row {
 int main(int argc, char **argv) {
   const char *sci = NULL, *grad = NULL, *json = NULL, *commit = "unknown", *date = "unknown";
   size_t mib = 256, frame_mib = 4;
-  unsigned segment = 0; /* HUFFMAN symbols per segment; 0: the coder's default (1,024) */
+  unsigned segment = 0; /* HUFFMAN symbols per segment; 0: the coder's default (ncclzCoderParamsDefault) */
   int runs = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--sci")) sci = argv[i + 1];
