@@ -3,7 +3,14 @@
  * the bit planes into shared memory with a 32x32 bit transpose done by shuffles, learns its
  * output offset by decoupled look-back over the CTAs of its frame, and then streams the packed
  * words out coalesced. The decoder runs one CTA per tile, whose stored offset makes the tiles
- * independent, and checks every tile offset against the widths. */
+ * independent, and checks every tile offset against the widths.
+ *
+ * The transpose is most of the kernels' instructions (ncu: both SM-bound), and a block of width w
+ * only needs w of its 32 planes. So narrow blocks share one transpose: four neighbouring blocks
+ * of width <= 8 go in as the four bytes of each lane's word and come out as lanes 0-7, 8-15,
+ * 16-23 and 24-31 holding their planes; two blocks of width <= 16 go in as halves. Quantized
+ * gradients (QSGD 8 bit: widths 6-8) and Lorenzo deltas take one transpose per four blocks, REL
+ * codes of a smooth field (widths 15-16) one per two. */
 #include <cub/block/block_scan.cuh>
 
 #include "internal.cuh"
@@ -27,6 +34,35 @@ static __device__ __forceinline__ uint32_t warp_transpose(uint32_t x, int lane) 
 static __device__ __forceinline__ uint32_t stored_width(uint32_t any) {
   uint32_t w = any ? 32u - __clz(any) : 0u;
   return w == 31 ? 32 : w;
+}
+
+/* Bit k of .quad: blocks k..k+3 (k a multiple of 4) are all at most 8 wide; bit k of .pair:
+ * blocks k, k+1 (k even) at most 16. Lane k holds block k's width w. */
+struct FlGroups {
+  uint32_t quad, pair;
+};
+static __device__ __forceinline__ FlGroups group_masks(uint32_t w) {
+  uint32_t m2 = max(w, __shfl_xor_sync(NZ_FULL, w, 1)), m4 = max(m2, __shfl_xor_sync(NZ_FULL, m2, 2));
+  return {__ballot_sync(NZ_FULL, m4 <= 8), __ballot_sync(NZ_FULL, m2 <= 16)};
+}
+
+/* Encode: x holds blocks k.. in slots of 2^lg bits (lg 3, 4 or 5); after the transpose lane
+ * (g << lg) + j holds plane j of block k + g, stored at that block's offset when j < its width. */
+static __device__ __forceinline__ void put_planes(uint32_t x, int lg, int k, int lane, uint32_t w, uint32_t off,
+                                                  uint32_t *s_pack) {
+  uint32_t t = warp_transpose(x, lane);
+  int g = lane >> lg, j = lane & ((1 << lg) - 1);
+  uint32_t wg = __shfl_sync(NZ_FULL, w, k + g), og = __shfl_sync(NZ_FULL, off, k + g);
+  if ((uint32_t)j < wg) s_pack[og + j] = t;
+}
+
+/* Decode, the inverse: lane (g << lg) + j loads plane j of block k + g; after the transpose
+ * slot g of lane l's word is the z of symbol l of block k + g. */
+static __device__ __forceinline__ uint32_t get_planes(int lg, int k, int lane, uint32_t w, uint32_t off,
+                                                      const uint32_t *s_pack) {
+  int g = lane >> lg, j = lane & ((1 << lg) - 1);
+  uint32_t wg = __shfl_sync(NZ_FULL, w, k + g), og = __shfl_sync(NZ_FULL, off, k + g);
+  return warp_transpose((uint32_t)j < wg ? s_pack[og + j] : 0u, lane);
 }
 
 uint32_t nz_fixedlen_units(const NzShape &sh) {
@@ -69,11 +105,22 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int3
 
   uint32_t excl, agg;
   Scan(scan_ts).ExclusiveSum(myw, excl, agg);
+  const FlGroups grp = group_masks(myw);
 #pragma unroll
-  for (int k = 0; k < 32; k++) {
-    uint32_t wk = __shfl_sync(NZ_FULL, myw, k), ok = __shfl_sync(NZ_FULL, excl, k);
-    uint32_t plane = warp_transpose(z[k], lane);
-    if ((uint32_t)lane < wk) s_pack[ok + lane] = plane;
+  for (int k = 0; k < 32; k += 4) {
+    if (grp.quad >> k & 1) {
+      put_planes(z[k] | z[k + 1] << 8 | z[k + 2] << 16 | z[k + 3] << 24, 3, k, lane, myw, excl, s_pack);
+      continue;
+    }
+#pragma unroll
+    for (int p = k; p < k + 4; p += 2) {
+      if (grp.pair >> p & 1) {
+        put_planes(z[p] | z[p + 1] << 16, 4, p, lane, myw, excl, s_pack);
+      } else {
+        put_planes(z[p], 5, p, lane, myw, excl, s_pack);
+        put_planes(z[p + 1], 5, p + 1, lane, myw, excl, s_pack);
+      }
+    }
   }
   if (warp == 0) {
     uint32_t p = nz_lookback(lb, unit, f * upf, agg);
@@ -182,13 +229,29 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
     }
     __syncthreads();
     int32_t *dst = sym + (size_t)f * sh.frame_symbols;
-#pragma unroll 4
-    for (int k = 0; k < 32; k++) {
-      uint32_t wk = __shfl_sync(NZ_FULL, w, k), ok = __shfl_sync(NZ_FULL, excl, k);
-      uint32_t x = (uint32_t)lane < wk ? s_pack[ok + lane] : 0u;
-      x = warp_transpose(x, lane);
+    /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0 */
+    auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
-      if (g0 + warp * 32 + k < tcount && i < n) dst[i] = ncclz_unzigzag(x);
+      if (g0 + warp * 32 + k < tcount && i < n) dst[i] = ncclz_unzigzag(z);
+    };
+    const FlGroups grp = group_masks(w);
+#pragma unroll 2
+    for (int k = 0; k < 32; k += 4) {
+      if (grp.quad >> k & 1) {
+        uint32_t x = get_planes(3, k, lane, w, excl, s_pack);
+        for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
+        continue;
+      }
+      for (int p = k; p < k + 4; p += 2) {
+        if (grp.pair >> p & 1) {
+          uint32_t x = get_planes(4, p, lane, w, excl, s_pack);
+          put(p, x & 0xFFFFu);
+          put(p + 1, x >> 16);
+        } else {
+          put(p, get_planes(5, p, lane, w, excl, s_pack));
+          put(p + 1, get_planes(5, p + 1, lane, w, excl, s_pack));
+        }
+      }
     }
     running += agg;
     __syncthreads();
