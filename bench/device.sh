@@ -9,15 +9,17 @@
 #   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone,
 #                        and of a batch of 64 frames (256 MiB)
 #   kernels-decode.txt   ncu: the HUFFMAN decoder's stall reasons and hot spots on that frame
+#   kernels-detail.txt   ncu (step ncu): speed of light, occupancy and stall reasons of NCU_KERNEL
 #   calibrate.log        the calibration's progress and residual table
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
 #   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
-# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels"):
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
 #   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
+#   ncu        ncu's detail sections of the kernels matching NCU_KERNEL (kernels-detail.txt)
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
@@ -110,6 +112,23 @@ if want kernels && [ "$(left)" -gt 60 ]; then
   grep -E "stalled_[a-z_]*_per_issue_active.ratio +[0-9]" "$OUTDIR/kernels-decode.txt" | awk '$NF > 0.5' | sort -k3 -n -r | head -8
 fi
 
+# ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
+# matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over the 256 MiB batch of the
+# gradients coded with NCU_CODER (default fixedlen): where a kernel's time goes.
+NCU_RC=skipped
+if want ncu && [ "$(left)" -gt 60 ]; then
+  echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}; $(left) s left)"
+  for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+  timeout 150 ncu --clock-control none -k "regex:$NCU_KERNEL" -c 2 --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section WarpStateStats --section SourceCounters \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+    "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder "$NCU_CODER" --repeat 1 \
+    >"$OUTDIR/kernels-detail.txt" 2>&1
+  NCU_RC=$?
+  grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Theoretical Occ|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" \
+    "$OUTDIR/kernels-detail.txt" | awk '!/stalled/ || $NF > 0.3' | head -60
+fi
+
 EXEC_RC=skipped
 if want exec && [ "$(left)" -gt 300 ]; then
   echo "== executor benchmark ($(left) s left)"
@@ -159,7 +178,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
+echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -2
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
 exit 0

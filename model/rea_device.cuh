@@ -146,16 +146,12 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
     ncclz_rea_block_load(sym + at, len, v);
 #pragma unroll
     for (int i = 0; i < NCCLZ_REA_BLOCK; i++) {
-      /* Lanes holding the same bin add once, by the lowest of them: the codes crowd a few bins
-       * (gradients near 0), and 32 atomics on one shared word serialize. The same integer sums. */
-      const bool in = (uint64_t)i < len;
-      int64_t idx = 0;
-      const uint32_t bin = in ? ncclz_rea_hist_locate(v[i], s.alpha, s.first_index, &idx) : ~0u;
-      const unsigned peers = __match_any_sync(__activemask(), bin);
-      if (!in) continue;
+      if ((uint64_t)i >= len) continue;
+      int64_t idx;
+      uint32_t bin = ncclz_rea_hist_locate(v[i], s.alpha, s.first_index, &idx);
       lo = idx < lo ? idx : lo;
       hi = idx > hi ? idx : hi;
-      if ((threadIdx.x & 31) == (unsigned)(__ffs(peers) - 1)) atomicAdd(&s.h.freq[bin], (unsigned)__popc(peers));
+      atomicAdd(&s.h.freq[bin], 1u);
       if (bin == NCCLZ_REA_HIST_TAIL) atomicOr((unsigned long long *)&s.h.tail_seen[idx / 64], 1ull << (idx % 64));
       if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(v[i], s.alpha.centre);
     }

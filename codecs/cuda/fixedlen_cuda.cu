@@ -87,17 +87,23 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_encode(NzShape sh, const int3
   const uint32_t blk0 = lc * FL_BLOCKS + warp * 32;
 
   uint32_t z[32];
+  if ((blk0 + 32) * 32 <= n) { /* 32 independent loads in flight per lane; no bounds to check */
 #pragma unroll
-  for (int k = 0; k < 32; k++) { /* 32 independent loads in flight per lane */
-    uint32_t i = (blk0 + k) * 32 + lane;
-    z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
+    for (int k = 0; k < 32; k++) z[k] = ncclz_zigzag(__ldg(src + (blk0 + k) * 32 + lane));
+  } else {
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+      uint32_t i = (blk0 + k) * 32 + lane;
+      z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
+    }
   }
-  uint32_t myw = 0;
+  uint32_t any = 0; /* lane k: the OR of block k */
 #pragma unroll
   for (int k = 0; k < 32; k++) {
-    uint32_t w = stored_width(__reduce_or_sync(NZ_FULL, z[k]));
-    if (lane == k) myw = w;
+    uint32_t a = __reduce_or_sync(NZ_FULL, z[k]);
+    if (lane == k) any = a;
   }
+  const uint32_t myw = stored_width(any);
   /* 5-bit width codes: this warp's 32 blocks fill exactly 5 words */
   uint32_t code = myw == 32 ? 31 : myw, bit = 5 * lane;
   atomicOr(&s_codes[warp * 5 + bit / 32], code << (bit % 32));
