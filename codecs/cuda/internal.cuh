@@ -96,19 +96,24 @@ static __device__ inline void nz_add_check(uint32_t v, uint32_t *dst) {
   __syncthreads(); /* ts is reused by the next call */
 }
 
-/* Decoupled look-back (single-pass prefix over the CTAs of one frame). Called by the whole of
- * warp 0: publishes this unit's aggregate, then sums predecessors' values until it finds one
- * with an inclusive prefix; returns the exclusive prefix. Units are taken in order from an
- * atomic counter, so every predecessor is running or done and the spin terminates. */
-static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t unit, uint32_t first,
-                                              uint32_t agg) {
-  const unsigned long long AGG = 1ull << 32, INC = 2ull << 32;
+/* Decoupled look-back (single-pass prefix over the CTAs of one frame), in two halves so that a
+ * CTA can publish its aggregate as soon as it knows it and look back later: successors then wait
+ * less. nz_lookback_publish: one thread. nz_lookback_wait: the whole of warp 0; sums
+ * predecessors' values until it finds one with an inclusive prefix, then publishes its own
+ * inclusive prefix; returns the exclusive prefix. Units are taken in order from an atomic
+ * counter, so every predecessor is running or done and the spin terminates. */
+#define NZ_LB_AGG (1ull << 32)
+#define NZ_LB_INC (2ull << 32)
+static __device__ inline void nz_lb_store(unsigned long long *st, uint32_t unit, unsigned long long v) {
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(v, cuda::memory_order_release);
+}
+static __device__ inline void nz_lookback_publish(unsigned long long *st, uint32_t unit, uint32_t first, uint32_t agg) {
+  nz_lb_store(st, unit, (unit == first ? NZ_LB_INC : NZ_LB_AGG) | agg);
+}
+static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint32_t unit, uint32_t first,
+                                                   uint32_t agg) {
+  if (unit == first) return 0;
   int lane = threadIdx.x & 31;
-  if (unit == first) {
-    if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(INC | agg, cuda::memory_order_release);
-    return 0;
-  }
-  if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(AGG | agg, cuda::memory_order_release);
   uint32_t excl = 0;
   int64_t base = unit;
   for (;;) {
@@ -117,7 +122,7 @@ static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t u
     do {
       v = idx >= (int64_t)first
               ? cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire)
-              : INC; /* before the frame: an inclusive zero */
+              : NZ_LB_INC; /* before the frame: an inclusive zero */
     } while (__any_sync(NZ_FULL, (v >> 32) == 0));
     unsigned inc = __ballot_sync(NZ_FULL, (v >> 32) == 2);
     int stop = inc ? __ffs(inc) - 1 : 31;
@@ -127,8 +132,13 @@ static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t u
     if (inc) break;
     base -= 32;
   }
-  if (lane == 0) cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[unit]).store(INC | (excl + agg), cuda::memory_order_release);
+  if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
   return excl;
+}
+/* Both at once (warp 0). */
+static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t unit, uint32_t first, uint32_t agg) {
+  if ((threadIdx.x & 31) == 0) nz_lookback_publish(st, unit, first, agg);
+  return nz_lookback_wait(st, unit, first, agg);
 }
 
 /* Builds the header template on the host from the batch (reference packer). */
