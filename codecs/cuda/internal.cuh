@@ -149,8 +149,6 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 #define NZ_HF_FAST_BITS 12u /* HUFFMAN decode: first-level table of 2^12 entries per frame */
 #define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
 
-void nz_launch_init(NzFrame *fr, uint32_t nf, unsigned long long *lookback, size_t n_lookback, uint32_t *counter,
-                    cudaStream_t s);
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
