@@ -15,8 +15,15 @@
 
 #include "internal.cuh"
 
-#define FL_THREADS 256
-#define FL_BLOCKS 256 /* 32-symbol blocks per encode CTA */
+#define FL_THREADS 256 /* decode CTA */
+#define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
+/* Encode CTA: a warp per 32 blocks. Small CTAs (4 warps, 16 KiB of planes, 12 per SM) because a
+ * CTA's warps wait at its barriers for the slowest of them and for the look-back. */
+#ifndef FLE_WARPS
+#define FLE_WARPS 4
+#endif
+#define FLE_THREADS (32 * FLE_WARPS)
+#define FLE_BLOCKS (32 * FLE_WARPS)
 
 /* Lane l holds row l; afterwards lane j holds column j (bit l of lane j = old bit j of lane l).
  * Same result as the reference's transpose32 (an involution). */
@@ -66,13 +73,13 @@ static __device__ __forceinline__ uint32_t get_planes(int lg, int k, int lane, u
 }
 
 uint32_t nz_fixedlen_units(const NzShape &sh) {
-  return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FL_BLOCKS);
+  return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FLE_BLOCKS);
 }
 
 /* Widths, offsets and planes of half h of a warp's 32 blocks (blocks 16h..16h+15, lane k
  * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
  * the warp's planes; the planes land in wpack; *words grows by the half's words. Two halves of
- * 16 loads instead of one of 32 keep the registers at a level that lets 6 CTAs share an SM. */
+ * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. */
 template <int h>
 static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t n, uint32_t blk0, bool whole, int lane,
                                                    uint32_t *wpack, uint32_t &w, uint32_t &off, uint32_t &words) {
@@ -140,10 +147,10 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
 /* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
-__global__ void __launch_bounds__(FL_THREADS, 6) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
+__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb, uint32_t *counter) {
-  constexpr int WARPS = FL_THREADS / 32;
-  __shared__ uint32_t s_pack[FL_BLOCKS * 32];
+  constexpr int WARPS = FLE_WARPS;
+  __shared__ uint32_t s_pack[FLE_BLOCKS * 32];
   __shared__ uint32_t s_words[WARPS];
   __shared__ uint32_t s_unit, s_prefix;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -153,7 +160,7 @@ __global__ void __launch_bounds__(FL_THREADS, 6) k_fl_encode(NzShape sh, const i
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
-  const uint32_t blk0 = lc * FL_BLOCKS + warp * 32;
+  const uint32_t blk0 = lc * FLE_BLOCKS + warp * 32;
   const bool whole = (blk0 + 32) * 32 <= n;
   uint32_t *wpack = s_pack + warp * 32 * 32;
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
@@ -178,13 +185,13 @@ __global__ void __launch_bounds__(FL_THREADS, 6) k_fl_encode(NzShape sh, const i
   uint32_t *P = (uint32_t *)(out + f * stride + 64);
   uint32_t chk = 0;
   if (lane < 5) { /* this warp's five width-code words */
-    uint32_t j = lc * (FL_BLOCKS * 5 / 32) + warp * 5 + lane;
+    uint32_t j = lc * (FLE_BLOCKS * 5 / 32) + warp * 5 + lane;
     if (j < W) {
       P[sw + j] = code_word;
       chk += nz_chk(code_word, sw + j);
     }
   }
-  uint32_t b = lc * FL_BLOCKS + tid;
+  uint32_t b = lc * FLE_BLOCKS + tid;
   if (b < nb && b % T == 0) {
     uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
@@ -196,24 +203,26 @@ __global__ void __launch_bounds__(FL_THREADS, 6) k_fl_encode(NzShape sh, const i
     P[base + i] = v;
     chk += nz_chk(v, base + i);
   }
-  nz_add_check<FL_THREADS>(chk, &fr[f].check);
-  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FL_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
+  for (int o = 16; o; o >>= 1) chk += __shfl_xor_sync(NZ_FULL, chk, o); /* a warp's share: no CTA barrier */
+  if (lane == 0 && chk) atomicAdd(&fr[f].check, chk);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lb, uint32_t *counter, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
-  uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FL_BLOCKS);
+  uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
-  /* Ask for the shared-memory carveout that fits 6 CTAs (34 KiB each) on an SM: left alone, the
-   * driver picked 168 KiB, room for 4. Idempotent, so a race between threads is harmless. */
+  /* Ask for the largest shared-memory carveout, which fits 12 CTAs (17 KiB each) on an SM: left
+   * alone, the driver picked less (168 KiB for the 34 KiB CTAs of 8 warps: room for 4).
+   * Idempotent, so a race between threads is harmless. */
   static bool carveout_set = false;
   if (!carveout_set) {
     cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     carveout_set = true;
   }
-  if (grid) k_fl_encode<<<grid, FL_THREADS, 0, s>>>(sh, d_sym, d_out, stride, fr, lb, counter);
+  if (grid) k_fl_encode<<<grid, FLE_THREADS, 0, s>>>(sh, d_sym, d_out, stride, fr, lb, counter);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
