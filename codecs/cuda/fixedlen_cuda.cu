@@ -18,11 +18,11 @@
 #define FL_THREADS 256 /* decode CTA */
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
 /* Encode CTA: a warp per 32 blocks. Every CTA pays a fixed latency (its unit number, the slowest
- * warp's loads, the look-back) with all its warps idle at a barrier, so large CTAs amortize it:
- * 16 warps (64 KiB of planes, 3 CTAs per SM). ncu over 256 MiB of gradients: 4 warps 163 us,
- * 8 warps 150 us. */
+ * warp's loads, the look-back) with its warps idle at a barrier; larger CTAs amortize it, smaller
+ * ones let other CTAs fill the gap. ncu, 256 MiB of QSGD gradients on the H200 (2026-12-01):
+ * 4 warps 163 us, 8 warps 150 us, 16 warps 154-158 us. */
 #ifndef FLE_WARPS
-#define FLE_WARPS 16
+#define FLE_WARPS 8
 #endif
 #define FLE_THREADS (32 * FLE_WARPS)
 #define FLE_BLOCKS (32 * FLE_WARPS)
@@ -152,7 +152,7 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb, uint32_t *counter) {
   constexpr int WARPS = FLE_WARPS;
-  extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words: dynamic, over the 48 KiB static limit */
+  extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
   __shared__ uint32_t s_words[WARPS];
   __shared__ uint32_t s_unit, s_prefix;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -216,9 +216,9 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   sh.units_per_frame = nz_fixedlen_units(sh);
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
-  /* 64 KiB of dynamic shared memory needs the opt-in, and the largest carveout fits 3 CTAs on an
-   * SM (left alone, the driver gave the 34 KiB CTAs of 8 warps 168 KiB: room for 4). Attributes
-   * are per device, so they are set at every launch (a host call, nothing on the stream). */
+  /* Over 48 KiB of dynamic shared memory (FLE_WARPS > 11) needs the opt-in, and the largest
+   * carveout fits 6 CTAs of 8 warps on an SM (left alone, the driver gave them 168 KiB: room for
+   * 4). Attributes are per device, so they are set at every launch (host calls, not on the stream). */
   const int smem = FLE_BLOCKS * 32 * 4;
   cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
