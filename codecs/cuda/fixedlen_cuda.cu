@@ -154,11 +154,13 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
   constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
   __shared__ uint32_t s_words[WARPS];
-  __shared__ uint32_t s_unit, s_prefix;
+  __shared__ uint32_t s_prefix;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (tid == 0) s_unit = atomicAdd(counter, 1u); /* in launch order, for the look-back */
-  __syncthreads();
-  const uint32_t unit = s_unit, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  /* The unit is the block index, as in CUB's single-pass scans, which rely on blocks starting in
+   * index order (so every predecessor is running or done and the look-back ends). Taking units
+   * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
+  (void)counter;
+  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
