@@ -100,8 +100,9 @@ static __device__ inline void nz_add_check(uint32_t v, uint32_t *dst) {
  * CTA can publish its aggregate as soon as it knows it and look back later: successors then wait
  * less. nz_lookback_publish: one thread. nz_lookback_wait: the whole of warp 0; sums
  * predecessors' values until it finds one with an inclusive prefix, then publishes its own
- * inclusive prefix; returns the exclusive prefix. Units are taken in order from an atomic
- * counter, so every predecessor is running or done and the spin terminates. */
+ * inclusive prefix; returns the exclusive prefix. Units are numbered in the order CTAs start (an
+ * atomic counter, or the block index as in CUB), so every predecessor is running or done and the
+ * spin terminates. */
 #define NZ_LB_AGG (1ull << 32)
 #define NZ_LB_INC (2ull << 32)
 static __device__ inline void nz_lb_store(unsigned long long *st, uint32_t unit, unsigned long long v) {
