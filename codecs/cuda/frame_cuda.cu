@@ -181,10 +181,32 @@ __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
 }
 
-/* Writes each frame's header (a thread per frame). */
-__global__ void k_finalize_encode(NzShape sh, NzFinalize z, uint8_t *out, size_t stride, NzFrame *fr) {
+/* Writes each frame's header: the template plus the per-frame fields and both checks. */
+__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplate t, const double *d_abs_eb, uint32_t dtype_size,
+                                  uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
-  if (f < sh.n_frames) nz_finalize_frame(sh, z, out, stride, fr, f);
+  if (f >= sh.n_frames) return;
+  uint8_t *h = out + f * stride;
+  uint8_t b[64];
+  for (int i = 0; i < 64; i++) b[i] = t.b[i];
+  uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
+  ncclz_store_u32(b + 12, n);
+  ncclz_store_u32(b + 16, payload);
+  ncclz_store_u32(b + 20, side);
+  if (b[5] == NCCLZ_CODER_HUFFMAN) {
+    ncclz_store_u32(b + 32, (uint32_t)fr[f].centre);
+    ncclz_store_u32(b + 36, fr[f].radius);
+  }
+  if (d_abs_eb) {
+    unsigned long long v = __double_as_longlong(*d_abs_eb);
+    ncclz_store_u32(b + 40, (uint32_t)v);
+    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
+  }
+  ncclz_store_u32(b + 52, fr[f].check ^ payload);
+  ncclz_store_u32(b + 56, n * dtype_size);
+  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
+  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
+  frame_bytes[f] = 64 + payload;
 }
 
 /* ------------------------------------------------------------ decode kernels */
@@ -320,21 +342,22 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   NzShape sh = nz_shape(b, 0);
   launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, counter, s);
   NZ_LAUNCHED();
-  const NzFinalize fin = {nz_header_template(b, b->coder), b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_frame_bytes};
   switch (b->coder) {
   case NCCLZ_CODER_RAW:
     k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr);
     NZ_LAUNCHED();
     break;
   case NCCLZ_CODER_FIXEDLEN:
-    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, fin, s);
-    return st; /* its kernel writes the headers */
+    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, s);
+    break;
   default:
     st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, ws_at<uint32_t>(d_ws, L.hist),
                            ws_at<uint32_t>(d_ws, L.table), s);
   }
   if (st != NCCLZ_OK) return st;
-  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, fin, d_out, out_stride, fr);
+  NzHeaderTemplate t = nz_header_template(b, b->coder);
+  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+                                                    out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -47,8 +47,7 @@ struct NzFrame {
   uint32_t coder, p0;    /* decode: from the header */
   uint32_t fast_bits;    /* HUFFMAN decode */
   uint64_t src;          /* decode: byte offset of the frame in the input */
-  uint32_t units_done;   /* encode: CTAs of the frame that finished (the last one writes the header) */
-  uint32_t pad_;
+  uint64_t pad_;
 };
 
 /* Everything a kernel needs to know about the batch, passed by value. */
@@ -75,57 +74,6 @@ struct NzShape {
 struct NzHeaderTemplate {
   uint8_t b[64];
 };
-
-/* What writing a frame's header needs besides the frame's accumulators. */
-struct NzFinalize {
-  NzHeaderTemplate t;
-  const double *d_abs_eb; /* REL error bound resolved on the device, or NULL */
-  uint32_t dtype_size;
-  uint32_t *frame_bytes;  /* per frame: 64 + payload bytes */
-};
-
-/* Frame f's header: the template plus the per-frame fields and both checks (one thread). */
-static __device__ inline void nz_finalize_frame(const NzShape &sh, const NzFinalize &z, uint8_t *out, size_t stride,
-                                                const NzFrame *fr, uint32_t f) {
-  uint8_t *h = out + f * stride;
-  uint8_t b[64];
-  for (int i = 0; i < 64; i++) b[i] = z.t.b[i];
-  /* __ldcg: other CTAs of this launch wrote these (nz_finalize_if_last); read them from L2 */
-  uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + __ldcg(&fr[f].coded_bytes);
-  ncclz_store_u32(b + 12, n);
-  ncclz_store_u32(b + 16, payload);
-  ncclz_store_u32(b + 20, side);
-  if (b[5] == NCCLZ_CODER_HUFFMAN) {
-    ncclz_store_u32(b + 32, (uint32_t)__ldcg(&fr[f].centre));
-    ncclz_store_u32(b + 36, __ldcg(&fr[f].radius));
-  }
-  if (z.d_abs_eb) {
-    unsigned long long v = __double_as_longlong(*z.d_abs_eb);
-    ncclz_store_u32(b + 40, (uint32_t)v);
-    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
-  }
-  ncclz_store_u32(b + 52, __ldcg(&fr[f].check) ^ payload);
-  ncclz_store_u32(b + 56, n * z.dtype_size);
-  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
-  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
-  z.frame_bytes[f] = 64 + payload;
-}
-
-/* Called by every thread of a CTA after its writes to frame f: the frame's last CTA to finish
- * (of units CTAs) writes its header, which saves a launch after the coder's kernel. */
-static __device__ inline void nz_finalize_if_last(const NzShape &sh, const NzFinalize &z, uint8_t *out, size_t stride,
-                                                  NzFrame *fr, uint32_t f, uint32_t units) {
-  __shared__ bool s_last;
-  __threadfence(); /* this thread's payload words and check additions, before the count */
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    s_last = atomicAdd(&fr[f].units_done, 1u) == units - 1;
-    if (s_last) {
-      __threadfence(); /* the other CTAs' writes, counted before ours, are visible now */
-      nz_finalize_frame(sh, z, out, stride, (const NzFrame *)fr, f);
-    }
-  }
-}
 
 /* Workspace layout: all offsets 256-byte aligned. */
 struct NzLayout {
@@ -205,7 +153,7 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lookback, const NzFinalize &fin, cudaStream_t s);
+                               unsigned long long *lookback, uint32_t *counter, cudaStream_t s);
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
