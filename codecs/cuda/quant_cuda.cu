@@ -7,9 +7,45 @@
 
 #include "../philox.h"
 #include "internal.cuh"
-#include "quant_eb.cuh"
 
 /* ------------------------------------------------------------ EB */
+
+struct EbParams {
+  double abs_eb, bound; /* half-step, and the bound every element meets (as quant_eb.c) */
+  int lorenzo, has_fill;
+  float fill;
+  uint32_t d0, d1, d2;
+};
+
+/* The code of one element (as eb_code in quant_eb.c); 0 with *bad set for a failure. */
+static __device__ __forceinline__ int32_t eb_code(float xf, double abs_eb, double bound, int *bad) {
+  if (!isfinite(xf)) {
+    *bad = 1;
+    return 0;
+  }
+  double step = 2.0 * abs_eb, x = (double)xf;
+  double t = floor(x / step + 0.5);
+  if (!(fabs(t) < (double)NCCLZ_CODE_LIMIT)) {
+    *bad = 2;
+    return 0;
+  }
+  int32_t c = (int32_t)t;
+#define EB_WITHIN(cc) (fabs(x - (double)(float)((double)(cc) * step)) <= bound)
+  if (!EB_WITHIN(c)) {
+    if (EB_WITHIN(c - 1)) c -= 1;
+    else if (EB_WITHIN(c + 1)) c += 1;
+    else {
+      *bad = 3;
+      return 0;
+    }
+  }
+#undef EB_WITHIN
+  if (c <= -NCCLZ_CODE_LIMIT || c >= NCCLZ_CODE_LIMIT) {
+    *bad = 2;
+    return 0;
+  }
+  return c;
+}
 
 /* A neighbour's term in the predictor: fill counts as 0, as do failures (reported at their own
  * index). */
@@ -56,6 +92,19 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
       atomicMin(&st->first_bad, (unsigned long long)i);
     }
   }
+}
+
+/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0). */
+static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, double abs_eb, double bound, int has_fill,
+                                                   float fill, ncclzCudaQuantStats *st) {
+  if (has_fill && v == fill) return NCCLZ_FILL_CODE;
+  int bad = 0;
+  int32_t c = eb_code(v, abs_eb, bound, &bad);
+  if (bad) {
+    atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
+    atomicMin(&st->first_bad, (unsigned long long)i);
+  }
+  return c;
 }
 
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
@@ -262,8 +311,11 @@ static unsigned grid_for(size_t n) {
   return (unsigned)(b < 132 * 16 ? b : 132 * 16);
 }
 
-ncclzStatus nz_eb_prepare(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
-                          ncclzCudaQuantStats *d_stats, EbParams *out, cudaStream_t s) {
+ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
+                                int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
+                                cudaStream_t s) {
+  (void)d_ws; /* reserved: the quantizer needs no scratch today */
+  (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
   EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2]};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
@@ -280,18 +332,6 @@ ncclzStatus nz_eb_prepare(const ncclzQuantParams *p, int eb_is_rel, double rel_e
     k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
     NZ_LAUNCHED();
   }
-  *out = e;
-  return NCCLZ_OK;
-}
-
-ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
-                                int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
-                                cudaStream_t s) {
-  (void)d_ws; /* reserved: the quantizer needs no scratch today */
-  (void)ws_bytes;
-  EbParams e;
-  ncclzStatus st = nz_eb_prepare(p, eb_is_rel, rel_eb, d_x, n, d_stats, &e, s);
-  if (st != NCCLZ_OK) return st;
   const uint32_t P = e.d1 * e.d2;
   if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
     k_eb_quant_vec<<<grid_for(n / 4), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
