@@ -1,7 +1,8 @@
 /* bench_codecs: every coder x quantizer on real data tiled to a given size, in batched frames,
  * with the copy roofline of the same run. Prints a table and writes JSON (one object).
- * usage: bench_codecs --sci FILE --grad FILE [--mib 256] [--frame-mib 4] [--runs 20]
- *                     [--json OUT] [--commit SHA] [--date ISO] */
+ * bench_codecs --help for the options. */
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@ static std::vector<float> load_tiled(const char *path, size_t n) {
   size_t got;
   while ((got = fread(buf, 4, 4096, f)) > 0) src.insert(src.end(), buf, buf + got);
   fclose(f);
+  if (src.empty()) {
+    fprintf(stderr, "bench_codecs: %s holds no float32 value\n", path);
+    exit(2);
+  }
   std::vector<float> x(n);
   for (size_t i = 0; i < n; i++) x[i] = src[i % src.size()];
   return x;
@@ -39,24 +44,56 @@ struct Row {
   bool ok;
 };
 
+static const char USAGE[] =
+    "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--segment N] [--runs N]\n"
+    "                    [--json OUT] [--commit SHA] [--date ISO]\n"
+    "  Every coder x quantizer on the two files tiled to N MiB (default 256), in frames of\n"
+    "  --frame-mib MiB (default 4), with the copy roofline of the same run; a table on stdout and\n"
+    "  one JSON object in --json. --segment: HUFFMAN symbols per segment (default the coder's);\n"
+    "  --runs: timed runs per median (at least 20).\n";
+
+/* An integer option in lo..hi, or exit 2 with one line. The rules and the message of the CLI's
+ * cli_parse_int: this program is also built by nvcc alone (bench/codecs.sh), without the CLI. */
+static unsigned long parse_uint(const char *opt, const char *arg, unsigned long lo, unsigned long hi) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(arg, &end, 10);
+  if (end == arg || *end || errno || arg[0] == '-' || v < lo || v > hi) {
+    fprintf(stderr, "bench_codecs: --%s %s: expected an integer in %lu..%lu\n", opt, arg, lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
 int main(int argc, char **argv) {
   const char *sci = NULL, *grad = NULL, *json = NULL, *commit = "unknown", *date = "unknown";
   size_t mib = 256, frame_mib = 4;
   unsigned segment = 0; /* HUFFMAN symbols per segment; 0: the coder's default (ncclzCoderParamsDefault) */
   int runs = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--sci")) sci = argv[i + 1];
-    else if (!strcmp(argv[i], "--grad")) grad = argv[i + 1];
-    else if (!strcmp(argv[i], "--mib")) mib = strtoul(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--frame-mib")) frame_mib = strtoul(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
-    else if (!strcmp(argv[i], "--commit")) commit = argv[i + 1];
-    else if (!strcmp(argv[i], "--date")) date = argv[i + 1];
-    else if (!strcmp(argv[i], "--segment")) segment = (unsigned)strtoul(argv[i + 1], NULL, 10);
+  static const struct option opts[] = {
+      {"sci", required_argument, NULL, 's'},      {"grad", required_argument, NULL, 'g'},
+      {"mib", required_argument, NULL, 'm'},      {"frame-mib", required_argument, NULL, 'f'},
+      {"runs", required_argument, NULL, 'r'},     {"json", required_argument, NULL, 'j'},
+      {"commit", required_argument, NULL, 'c'},   {"date", required_argument, NULL, 'd'},
+      {"segment", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    switch (o) {
+    case 's': sci = optarg; break;
+    case 'g': grad = optarg; break;
+    case 'm': mib = parse_uint("mib", optarg, 1, 65536); break;
+    case 'f': frame_mib = parse_uint("frame-mib", optarg, 1, 64); break;
+    case 'r': runs = (int)parse_uint("runs", optarg, 20, 100000); break;
+    case 'j': json = optarg; break;
+    case 'c': commit = optarg; break;
+    case 'd': date = optarg; break;
+    case 'S': segment = (unsigned)parse_uint("segment", optarg, 1, 4096); break;
+    case 'h': fputs(USAGE, stdout); return 0;
+    default: fputs(USAGE, stderr); return 2; /* getopt_long named the bad option */
+    }
   }
-  if (segment > 4096) {
-    fprintf(stderr, "bench_codecs: --segment: 1..4096 symbols\n");
+  if (optind < argc) {
+    fprintf(stderr, "bench_codecs: unexpected argument '%s'\n%s", argv[optind], USAGE);
     return 2;
   }
   if (!segment) { /* the coder's default */
@@ -65,7 +102,7 @@ int main(int argc, char **argv) {
     segment = dp.huffman_segment;
   }
   if (!sci || !grad) {
-    fprintf(stderr, "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--segment N] [--json OUT]\n");
+    fprintf(stderr, "bench_codecs: --sci and --grad are required\n%s", USAGE);
     return 2;
   }
   const size_t n = (mib << 20) / 4 / 8192 * 8192; /* whole 64x128 planes for 3D Lorenzo */
