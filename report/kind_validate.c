@@ -338,14 +338,23 @@ static int measured_files(run_ctx *c, char files[][512], char paths[][32], int *
 
 enum { VA_ALL, VA_PLAIN, VA_COMPRESSED, VA_BY_NCCLZ }; /* which points a median takes */
 
+/* Whether point p belongs to the set `which` names. */
+static int va_takes(const va_point *p, int which) {
+  /* plain NCCL ran: compress off, or auto calls that REA kept RAW (no frames: measured CR 1) */
+  int plain = !strcmp(p->compress, "off") || (!strcmp(p->compress, "auto") && p->meas_cr <= 1.0);
+  switch (which) {
+  case VA_PLAIN: return plain;
+  case VA_COMPRESSED: return !plain;
+  case VA_BY_NCCLZ: return p->by_ncclz;
+  default: return 1;
+  }
+}
+
 static double median_abs_error(const va_points *v, double min_bytes, int which, size_t *count) {
   double *e = malloc((v->n ? v->n : 1) * sizeof *e);
   size_t n = 0;
   for (size_t i = 0; e && i < v->n; i++) {
-    /* plain NCCL ran: compress off, or auto calls that REA kept RAW (no frames: measured CR 1) */
-    int plain = !strcmp(v->pt[i].compress, "off") || (!strcmp(v->pt[i].compress, "auto") && v->pt[i].meas_cr <= 1.0);
-    if (which == VA_PLAIN ? !plain : which == VA_COMPRESSED ? plain : which == VA_BY_NCCLZ ? !v->pt[i].by_ncclz : 0)
-      continue;
+    if (!va_takes(&v->pt[i], which)) continue;
     if (v->pt[i].has_meas && v->pt[i].bytes >= min_bytes) e[n++] = fabs(v->pt[i].sim_us / v->pt[i].meas_us - 1.0);
   }
   double med = n ? ncclzMedian(e, n) : NAN;
