@@ -17,10 +17,10 @@
 
 #define FL_THREADS 256 /* decode CTA */
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
-/* Encode CTA: a warp per 32 blocks. Every CTA pays a fixed latency (its unit number, the slowest
- * warp's loads, the look-back) with its warps idle at a barrier; larger CTAs amortize it, smaller
- * ones let other CTAs fill the gap. ncu, 256 MiB of QSGD gradients on the H200 (2026-12-01):
- * 4 warps 163 us, 8 warps 150 us, 16 warps 154-158 us. */
+/* Encode CTA: a warp per 32 blocks. Every CTA pays a fixed latency (the slowest warp's loads, the
+ * look-back) with its warps idle at a barrier; larger CTAs amortize it, smaller ones let other
+ * CTAs fill the gap. ncu, 256 MiB of QSGD gradients on the H200 (2026-12-01, units still from an
+ * atomic counter): 4 warps 163 us, 8 warps 150 us, 16 warps 154-158 us. */
 #ifndef FLE_WARPS
 #define FLE_WARPS 8
 #endif
@@ -150,7 +150,7 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
-                                                         NzFrame *fr, unsigned long long *lb, uint32_t *counter) {
+                                                         NzFrame *fr, unsigned long long *lb) {
   constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
   __shared__ uint32_t s_words[WARPS];
@@ -159,7 +159,6 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
   /* The unit is the block index, as in CUB's single-pass scans, which rely on blocks starting in
    * index order (so every predecessor is running or done and the look-back ends). Taking units
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
-  (void)counter;
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
@@ -213,7 +212,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lb, uint32_t *counter, cudaStream_t s) {
+                               unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
@@ -224,7 +223,7 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   const int smem = FLE_BLOCKS * 32 * 4;
   cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  if (grid) k_fl_encode<<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb, counter);
+  if (grid) k_fl_encode<<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -348,7 +348,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     NZ_LAUNCHED();
     break;
   case NCCLZ_CODER_FIXEDLEN:
-    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, s);
+    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
     break;
   default:
     st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, ws_at<uint32_t>(d_ws, L.hist),

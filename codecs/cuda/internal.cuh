@@ -153,7 +153,7 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lookback, uint32_t *counter, cudaStream_t s);
+                               unsigned long long *lookback, cudaStream_t s);
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
