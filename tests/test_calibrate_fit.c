@@ -74,8 +74,25 @@ static void test_noisy(void) {
   n = 0;
   for (double b = 1024; n < 21; b *= 2, n++) p[n] = (ncclzCalPoint){b, line(20.0, 50.0, b) * (n % 2 ? 1.3 : 0.7)};
   CHECK(ncclzCalFitPiecewise(p, n, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK, "%s", ncclzLastError());
-  CHECK(f.n_seg <= NCCLZ_CAL_MAX_SEGMENTS && f.tol_used > NCCLZ_CAL_TOLERANCE && f.max_resid <= f.tol_used + 1e-12,
-        "zig-zag: %u segments at tol %g, resid %g", f.n_seg, f.tol_used, f.max_resid);
+  CHECK(f.n_seg <= NCCLZ_CAL_MAX_SEGMENTS && f.tol_used > NCCLZ_CAL_TOLERANCE &&
+            f.max_resid_1m <= f.tol_used + 1e-12 && f.max_resid <= f.tol_small_used + 1e-12 &&
+            f.tol_small_used == NCCLZ_CAL_SMALL_TOL_FACTOR * f.tol_used,
+        "zig-zag: %u segments at tol %g (%g below 1 MiB), resid %g (%g from 1 MiB)", f.n_seg, f.tol_used,
+        f.tol_small_used, f.max_resid, f.max_resid_1m);
+  /* A zig-zag of +-12% over 18 sizes below 1 MiB, a clean line from 1 MiB up: the small sizes'
+   * tolerance gives and the 5% holds where the target binds. */
+  n = 0;
+  for (double b = 1024; b < 1 << 20; b *= 1.5, n++) p[n] = (ncclzCalPoint){b, line(20.0, 50.0, b) * (n % 2 ? 1.12 : 0.88)};
+  const uint32_t n_small = n;
+  for (double b = 1 << 20; b <= 1 << 30; b *= 2) p[n++] = (ncclzCalPoint){b, line(20.0, 50.0, b)};
+  CHECK(ncclzCalFitPiecewise(p, n, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(f.n_seg <= NCCLZ_CAL_MAX_SEGMENTS && f.tol_used == NCCLZ_CAL_TOLERANCE && f.max_resid_1m <= NCCLZ_CAL_TOLERANCE &&
+            f.tol_small_used > NCCLZ_CAL_TOLERANCE && f.max_resid <= f.tol_small_used + 1e-12,
+        "small zig-zag: %u segments, tol %g / %g below 1 MiB, resid %g from 1 MiB, %g in all", f.n_seg, f.tol_used,
+        f.tol_small_used, f.max_resid_1m, f.max_resid);
+  /* clean points keep one tolerance */
+  CHECK(ncclzCalFitPiecewise(p + n_small, n - n_small, NCCLZ_CAL_TOLERANCE, &f) == NCCLZ_OK && f.tol_small_used == f.tol_used,
+        "clean: tol %g / %g", f.tol_used, f.tol_small_used);
 }
 
 static void test_edges(void) {

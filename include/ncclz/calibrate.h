@@ -60,6 +60,7 @@ char *ncclzDataProfileToJson(const ncclzDataProfile *dp, const char *const *inpu
 #define NCCLZ_CAL_MAX_POINTS 64        /* distinct sizes of one fit */
 #define NCCLZ_CAL_MAX_RAW_POINTS 1024   /* points of one curve in a points document (sweeps x sizes) */
 #define NCCLZ_CAL_MIN_FIT_BYTES 1048576.0 /* residuals are judged from 1 MiB up */
+#define NCCLZ_CAL_SMALL_TOL_FACTOR 4.0 /* below it the tolerance may be this many times looser */
 #define NCCLZ_CAL_TOLERANCE 0.05          /* ... and must stay within 5% there */
 
 typedef struct {
@@ -82,7 +83,9 @@ typedef struct {
   double beta_gbps;   /* the last segment's: the bandwidth of large messages */
   uint32_t n_seg;
   ncclzCalSegment seg[NCCLZ_CAL_MAX_SEGMENTS];
-  double tol_used;    /* piecewise: the tolerance the segments were cut for */
+  double tol_used;    /* piecewise: the tolerance the segments were cut for (from 1 MiB up) */
+  double tol_small_used; /* piecewise: the tolerance below 1 MiB (tol_used or up to
+                            NCCLZ_CAL_SMALL_TOL_FACTOR times it) */
   uint32_t n;                            /* points, sorted by bytes */
   double bytes[NCCLZ_CAL_MAX_POINTS];
   double us[NCCLZ_CAL_MAX_POINTS];
@@ -95,9 +98,10 @@ typedef struct {
 /* NCCLZ_ERR_ARG for no points, more than NCCLZ_CAL_MAX_POINTS, bytes or us <= 0 / not finite,
  * or points whose time does not grow with bytes (no positive bandwidth). */
 ncclzStatus ncclzCalFitLinear(const ncclzCalPoint *pts, size_t n, ncclzCalFit *out);
-/* Segments cut greedily from the largest size down: a segment grows to the next smaller size as
- * long as its line stays within `tol` of every point in it. If that needs more than
- * NCCLZ_CAL_MAX_SEGMENTS segments (noisy points), the tolerance is relaxed by 25% steps. */
+/* The fewest segments (dynamic programming over the sizes) whose lines stay within `tol` of every
+ * point. If that needs more than NCCLZ_CAL_MAX_SEGMENTS segments (noisy points), the tolerance
+ * below NCCLZ_CAL_MIN_FIT_BYTES is relaxed first (doubling, up to NCCLZ_CAL_SMALL_TOL_FACTOR
+ * times), then the whole tolerance by 25% steps. */
 ncclzStatus ncclzCalFitPiecewise(const ncclzCalPoint *pts, size_t n, double tol, ncclzCalFit *out);
 double ncclzCalFitEval(const ncclzCalFit *f, double bytes);
 
