@@ -4,6 +4,7 @@
  * All arithmetic is binary64 with one rounding per operation, in the order FORMAT.md writes
  * it, so that the CUDA kernels (compiled with -fmad=false) produce the same codes. */
 #include "ncclz/codecs.h"
+#include "eb_code.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,39 +13,7 @@
 /* A huge fill=V snaps to a data value within this relative distance when none equals V. */
 #define EB_FILL_SNAP_REL 1e-3
 
-/* ------------------------------------------------------- one element */
-
-typedef enum {
-  EB_OK = 0,
-  EB_BEYOND_LIMIT,   /* |code| would reach NCCLZ_CODE_LIMIT */
-  EB_UNREACHABLE,    /* no code within +-1 reconstructs within the bound (float rounding) */
-} EbOutcome;
-
-/* Whether code c reconstructs x within bound: recon = (float)(c * step), |x - recon| <= bound. */
-static inline int eb_within(double x, int32_t c, double step, double bound) {
-  float recon = (float)((double)c * step);
-  return fabs(x - (double)recon) <= bound;
-}
-
-/* code = floor(x / step + 0.5), then code-1, code+1 if the float rounding of the reconstruction
- * still broke the bound (abs_eb leaves room for it, so this is a safety net). x is finite. */
-static inline EbOutcome eb_code(float xf, double bound, double step, int32_t *code) {
-  double x = (double)xf;
-  double t = floor(x / step + 0.5);
-  if (!(fabs(t) < (double)NCCLZ_CODE_LIMIT)) return EB_BEYOND_LIMIT; /* before the int cast */
-  int32_t c = (int32_t)t;
-  if (!eb_within(x, c, step, bound)) {
-    if (eb_within(x, c - 1, step, bound))
-      c -= 1;
-    else if (eb_within(x, c + 1, step, bound))
-      c += 1;
-    else
-      return EB_UNREACHABLE;
-  }
-  if (c <= -NCCLZ_CODE_LIMIT || c >= NCCLZ_CODE_LIMIT) return EB_BEYOND_LIMIT;
-  *code = c;
-  return EB_OK;
-}
+/* ------------------------------------------------------- one element: eb_code.h */
 
 /* Where the first offender of one kind was seen, and how many there were. */
 typedef struct {
@@ -101,7 +70,7 @@ static ncclzStatus check_eb_params(const ncclzQuantParams *p) {
 ncclzStatus ncclzQuantizeEB(const ncclzQuantParams *p, const float *x, size_t n, int32_t *codes) {
   ncclzStatus st = check_eb_params(p);
   if (st != NCCLZ_OK) return st;
-  const double bound = eb_bound(p), step = 2.0 * p->abs_eb;
+  const double bound = eb_bound(p), step = 2.0 * p->abs_eb, inv_step = 1.0 / step;
   Offenders nonfinite = {0}, beyond = {0}, unreachable = {0};
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
@@ -111,9 +80,9 @@ ncclzStatus ncclzQuantizeEB(const ncclzQuantParams *p, const float *x, size_t n,
     } else if (p->has_fill && v == p->fill_value) {
       codes[i] = NCCLZ_FILL_CODE;
     } else {
-      EbOutcome o = eb_code(v, bound, step, &codes[i]);
-      if (o != EB_OK) {
-        offender_add(o == EB_BEYOND_LIMIT ? &beyond : &unreachable, i, v);
+      ncclzEbOutcome o = ncclz_eb_code(v, bound, step, inv_step, &codes[i]);
+      if (o != NCCLZ_EB_OK) {
+        offender_add(o == NCCLZ_EB_BEYOND_LIMIT ? &beyond : &unreachable, i, v);
         codes[i] = 0;
       }
     }
@@ -239,14 +208,15 @@ static void value_range(const ncclzQuantParams *p, const float *x, size_t n, flo
 
 /* Runs the quantizer's own per-element rule, so that a resolved spec never fails later. */
 static ncclzStatus scan_code_range(const ncclzQuantParams *p, const float *x, size_t n) {
-  const double step = 2.0 * p->abs_eb;
+  const double step = 2.0 * p->abs_eb, inv_step = 1.0 / step;
   Offenders beyond = {0}, unreachable = {0};
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
     if (p->has_fill && v == p->fill_value) continue;
     int32_t c;
-    EbOutcome o = fabsf(v) >= NCCLZ_EB_HUGE_VALUE ? EB_BEYOND_LIMIT : eb_code(v, p->bound, step, &c);
-    if (o != EB_OK) offender_add(o == EB_BEYOND_LIMIT ? &beyond : &unreachable, i, v);
+    ncclzEbOutcome o =
+        fabsf(v) >= NCCLZ_EB_HUGE_VALUE ? NCCLZ_EB_BEYOND_LIMIT : ncclz_eb_code(v, p->bound, step, inv_step, &c);
+    if (o != NCCLZ_EB_OK) offender_add(o == NCCLZ_EB_BEYOND_LIMIT ? &beyond : &unreachable, i, v);
   }
   if (beyond.count) return report_beyond(&beyond, p->abs_eb);
   if (unreachable.count) return report_unreachable(&unreachable, p->bound);

@@ -1,6 +1,7 @@
 /* Quantizer specs, the error-bounded quantizer, Lorenzo prediction and dtype conversion, on the
  * real data: the slices in tests/data and, when present, the whole scientific data set. */
 #include "ncclz/codecs.h"
+#include "../codecs/eb_code.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -559,6 +560,82 @@ static void test_tight_bounds(void) {
   }
 }
 
+/* ---------------------------------------------------- the fast EB rule */
+
+/* One element through both rules: the same outcome and, when OK, the same code. */
+static int same_rule(float x, double bound, double step, double inv, size_t *fast) {
+  int32_t a = 0x7eadbeef, b = 0x7eadbeef;
+  ncclzEbOutcome oa = ncclz_eb_code(x, bound, step, inv, &a), ob = ncclz_eb_code_exact(x, bound, step, &b);
+  /* how often the certificate answers: the exact rule's division not taken (counted on the side) */
+  double y = (double)x * inv + 0.5, t = floor(y), d = y - t;
+  *fast += fabs(y) < 0x1p26 && d > 0x1p-20 && d < 1.0 - 0x1p-20;
+  return oa == ob && (oa != NCCLZ_EB_OK || a == b);
+}
+
+/* ncclz_eb_code (the quantizers' rule) gives what FORMAT.md's rule gives, element by element:
+ * random floats of every magnitude; values on and next to the halfway points (k + 1/2) * step,
+ * where the two roundings part; codes near the limit; bounds resolved as eb:rel resolves them
+ * (room for the float rounding), raw (abs_eb = bound: the +-1 fallback runs) and tiny ones. */
+static void test_eb_fast_rule(void) {
+  uint64_t rng = 2026;
+  size_t cases = 0, fast = 0, differ = 0;
+  for (int s = 0; s < 400; s++) {
+    /* a bound from 2^-30 to 2^10, and the data's magnitude around it */
+    double bound = ldexp(1.0 + tu_uniform(&rng), (int)(tu_uniform(&rng) * 40) - 30);
+    double scale = ldexp(1.0, (int)(tu_uniform(&rng) * 50) - 25) * bound * 64;
+    double max_abs = scale * 2, abs_eb;
+    switch (s % 3) {
+    case 0: { /* resolved: abs_eb = bound - half a float ulp at 2 max|x| (quant_eb.c eb_bounds) */
+      int e;
+      frexp(2.0 * max_abs, &e);
+      abs_eb = bound - ldexp(1.0, e - 25);
+      break;
+    }
+    case 1: abs_eb = bound; break;                       /* raw */
+    default: abs_eb = bound * (0.5 + 0.5 * tu_uniform(&rng)); /* anything below */
+    }
+    if (!(abs_eb > 0)) continue;
+    const double step = 2.0 * abs_eb, inv = 1.0 / step;
+    for (int i = 0; i < 20000; i++, cases++) {
+      float x;
+      double k = floor((tu_uniform(&rng) * 2.0 - 1.0) * (i % 7 == 0 ? 1.5 * NCCLZ_CODE_LIMIT : scale / step));
+      switch (i % 4) {
+      case 0: x = (float)((tu_uniform(&rng) * 2.0 - 1.0) * max_abs); break;
+      case 1: x = (float)((k + 0.5) * step); break; /* on a halfway point, as near as a float gets */
+      case 2: x = nextafterf((float)((k + 0.5) * step), i % 8 < 4 ? INFINITY : -INFINITY); break;
+      default: x = (float)(k * step); break; /* on a level */
+      }
+      if (!isfinite(x)) continue;
+      differ += !same_rule(x, bound, step, inv, &fast);
+    }
+  }
+  /* exact ties: x = (k + 1/2) * step as a float, step = m * 2^e with m odd, so that 1/step rounds
+   * and x * (1/step) can land just below the tie that x / step hits exactly (3.4% of them) */
+  size_t ties = 0;
+  for (int m = 3; m < 200; m += 2)
+    for (int e = -30; e < 5; e += 3) {
+      const double step = ldexp(m, e), inv = 1.0 / step;
+      for (long k = -2000; k < 2000; k++) {
+        const float x = (float)((k + 0.5) * step);
+        if ((double)x != (k + 0.5) * step) continue;
+        ties++, cases += 2;
+        differ += !same_rule(x, step / 2, step, inv, &fast); /* raw: abs_eb = bound */
+        differ += !same_rule(x, step / 2 * (1 + 0x1p-20), step, inv, &fast); /* room, as eb:rel leaves */
+      }
+    }
+  CHECK(ties > 1000000, "%zu exact ties", ties);
+  /* every float exponent, including subnormals and the largest floats */
+  for (int e = -149; e <= 127; e++)
+    for (int m = 0; m < 64; m++, cases++) {
+      float x = ldexpf(1.0f + (float)m / 64, e);
+      if (!isfinite(x)) continue;
+      differ += !same_rule(x, 1e-3, 2e-3, 1.0 / 2e-3, &fast) + !same_rule(-x, 0x1p-140, 0x1p-140, 0x1p140, &fast);
+    }
+  CHECK(differ == 0, "fast EB rule: %zu of %zu elements differ from FORMAT.md's rule", differ, cases);
+  printf("  fast EB rule: %zu elements, %zu differ from FORMAT.md's rule; %.1f%% answered without the division\n",
+         cases, differ, 100.0 * fast / (double)cases);
+}
+
 /* ------------------------------------------------------------- Lorenzo */
 
 /* Prediction is linear: forward(q1) + forward(q2) == forward(q1 + q2), on two ensemble members
@@ -723,6 +800,7 @@ int main(void) {
   test_pop_fill();
   printf("tight bounds:\n");
   test_tight_bounds();
+  test_eb_fast_rule();
   test_lorenzo_additive();
   test_eb_slices();
   test_eb_full_set();
