@@ -7,6 +7,7 @@
 
 #include "../philox.h"
 #include "internal.cuh"
+#include "../eb_code.h"
 
 /* ------------------------------------------------------------ EB */
 
@@ -15,33 +16,31 @@ struct EbParams {
   int lorenzo, has_fill;
   float fill;
   uint32_t d0, d1, d2;
+  double step, inv_step; /* 2 abs_eb and its reciprocal: set by eb_ready in each kernel */
 };
 
-/* The code of one element (as eb_code in quant_eb.c); 0 with *bad set for a failure. */
-static __device__ __forceinline__ int32_t eb_code(float xf, double abs_eb, double bound, int *bad) {
+/* A kernel's parameters ready for eb_code: the bound resolved on the device for eb:rel, the
+ * step and its reciprocal once per thread (not a division per element). */
+static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, const ncclzCudaQuantStats *st) {
+  if (resolved) {
+    p.abs_eb = st->abs_eb;
+    p.bound = st->bound;
+  }
+  p.step = 2.0 * p.abs_eb;
+  p.inv_step = 1.0 / p.step;
+}
+
+/* The code of one element: the C reference's rule (codecs/eb_code.h, fast path included);
+ * 0 with *bad set for a failure (1 not finite, 2 beyond the code limit, 3 unreachable). */
+static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, int *bad) {
   if (!isfinite(xf)) {
     *bad = 1;
     return 0;
   }
-  double step = 2.0 * abs_eb, x = (double)xf;
-  double t = floor(x / step + 0.5);
-  if (!(fabs(t) < (double)NCCLZ_CODE_LIMIT)) {
-    *bad = 2;
-    return 0;
-  }
-  int32_t c = (int32_t)t;
-#define EB_WITHIN(cc) (fabs(x - (double)(float)((double)(cc) * step)) <= bound)
-  if (!EB_WITHIN(c)) {
-    if (EB_WITHIN(c - 1)) c -= 1;
-    else if (EB_WITHIN(c + 1)) c += 1;
-    else {
-      *bad = 3;
-      return 0;
-    }
-  }
-#undef EB_WITHIN
-  if (c <= -NCCLZ_CODE_LIMIT || c >= NCCLZ_CODE_LIMIT) {
-    *bad = 2;
+  int32_t c = 0;
+  const ncclzEbOutcome o = ncclz_eb_code(xf, p.bound, p.step, p.inv_step, &c);
+  if (o != NCCLZ_EB_OK) {
+    *bad = o == NCCLZ_EB_BEYOND_LIMIT ? 2 : 3;
     return 0;
   }
   return c;
@@ -53,15 +52,12 @@ static __device__ __forceinline__ uint32_t eb_term(const float *x, size_t i, con
   float v = __ldg(x + i);
   if (p.has_fill && v == p.fill) return 0u;
   int bad = 0;
-  return (uint32_t)eb_code(v, p.abs_eb, p.bound, &bad);
+  return (uint32_t)eb_code(v, p, &bad);
 }
 
 __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                            ncclzCudaQuantStats *st) {
-  if (resolved) { /* eb:rel resolved on the device */
-    p.abs_eb = st->abs_eb;
-    p.bound = st->bound;
-  }
+  eb_ready(p, resolved, st); /* eb:rel resolved on the device */
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     float v = __ldg(x + i);
@@ -70,7 +66,7 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
     if (p.has_fill && v == p.fill) {
       out = NCCLZ_FILL_CODE;
     } else {
-      int32_t c = eb_code(v, p.abs_eb, p.bound, &bad);
+      int32_t c = eb_code(v, p, &bad);
       uint32_t pred = 0;
       if (p.lorenzo) {
         size_t k = i % p.d2, j = (i / p.d2) % p.d1, pl = i / ((size_t)p.d1 * p.d2);
@@ -95,11 +91,10 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
 }
 
 /* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0). */
-static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, double abs_eb, double bound, int has_fill,
-                                                   float fill, ncclzCudaQuantStats *st) {
-  if (has_fill && v == fill) return NCCLZ_FILL_CODE;
+static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbParams &p, ncclzCudaQuantStats *st) {
+  if (p.has_fill && v == p.fill) return NCCLZ_FILL_CODE;
   int bad = 0;
-  int32_t c = eb_code(v, abs_eb, bound, &bad);
+  int32_t c = eb_code(v, p, &bad);
   if (bad) {
     atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
     atomicMin(&st->first_bad, (unsigned long long)i);
@@ -110,10 +105,7 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, double abs
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
 __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                                                       ncclzCudaQuantStats *st) {
-  if (resolved) {
-    p.abs_eb = st->abs_eb;
-    p.bound = st->bound;
-  }
+  eb_ready(p, resolved, st);
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   const size_t n4 = n / 4;
   const float4 *x4 = (const float4 *)x;
@@ -121,15 +113,15 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
   for (size_t q = gid; q < n4; q += stride) {
     float4 v = __ldg(x4 + q);
     int4 o;
-    o.x = eb_plain(v.x, 4 * q, p.abs_eb, p.bound, p.has_fill, p.fill, st);
-    o.y = eb_plain(v.y, 4 * q + 1, p.abs_eb, p.bound, p.has_fill, p.fill, st);
-    o.z = eb_plain(v.z, 4 * q + 2, p.abs_eb, p.bound, p.has_fill, p.fill, st);
-    o.w = eb_plain(v.w, 4 * q + 3, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    o.x = eb_plain(v.x, 4 * q, p, st);
+    o.y = eb_plain(v.y, 4 * q + 1, p, st);
+    o.z = eb_plain(v.z, 4 * q + 2, p, st);
+    o.w = eb_plain(v.w, 4 * q + 3, p, st);
     s4[q] = o;
   }
   if (gid < n - 4 * n4) {
     size_t i = 4 * n4 + gid;
-    sym[i] = eb_plain(__ldg(x + i), i, p.abs_eb, p.bound, p.has_fill, p.fill, st);
+    sym[i] = eb_plain(__ldg(x + i), i, p, st);
   }
 }
 
@@ -143,10 +135,7 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
 __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
                                                          uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
   extern __shared__ uint32_t s_lz[];
-  if (resolved) {
-    p.abs_eb = st->abs_eb;
-    p.bound = st->bound;
-  }
+  eb_ready(p, resolved, st);
   const uint32_t P = p.d1 * p.d2, tid = threadIdx.x;
   uint32_t *prev = s_lz, *cur = s_lz + P;
   const uint32_t p0 = blockIdx.x * planes_per_cta, p1 = min(p0 + planes_per_cta, p.d0);
@@ -156,7 +145,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolv
     for (uint32_t e = tid; e < P; e += LZ_THREADS) {
       float v = __ldg(xp + e);
       int bad = 0;
-      prev[e] = p.has_fill && v == p.fill ? 0u : (uint32_t)eb_code(v, p.abs_eb, p.bound, &bad);
+      prev[e] = p.has_fill && v == p.fill ? 0u : (uint32_t)eb_code(v, p, &bad);
     }
   }
   for (uint32_t pl = p0; pl < p1; pl++) {
@@ -174,7 +163,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolv
           cur[e] = 0u;
         } else {
           int bad = 0;
-          c[k] = eb_code(v, p.abs_eb, p.bound, &bad);
+          c[k] = eb_code(v, p, &bad);
           cur[e] = (uint32_t)c[k];
           if (bad) {
             atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
@@ -317,7 +306,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   (void)d_ws; /* reserved: the quantizer needs no scratch today */
   (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
-  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2]};
+  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2], 0.0, 0.0};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
