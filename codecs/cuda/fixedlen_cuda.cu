@@ -11,6 +11,8 @@
  * 16-23 and 24-31 holding their planes; two blocks of width <= 16 go in as halves. Quantized
  * gradients (QSGD 8 bit: widths 6-8) and Lorenzo deltas take one transpose per four blocks, REL
  * codes of a smooth field (widths 15-16) one per two. */
+#include <atomic>
+
 #include <cub/block/block_scan.cuh>
 
 #include "internal.cuh"
@@ -219,10 +221,19 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
   /* Over 48 KiB of dynamic shared memory (FLE_WARPS > 11) needs the opt-in, and the largest
    * carveout fits 6 CTAs of 8 warps on an SM (left alone, the driver gave them 168 KiB: room for
-   * 4). Attributes are per device, so they are set at every launch (host calls, not on the stream). */
+   * 4). Attributes are per device (the executor drives several from one process): set once per
+   * device, since each call is a host round trip into the driver. Idempotent, so two threads
+   * racing to set them is harmless. */
   const int smem = FLE_BLOCKS * 32 * 4;
-  cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  static std::atomic<uint64_t> attributes_set{0};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  const uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+  if (!bit || !(attributes_set.load(std::memory_order_relaxed) & bit)) {
+    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    attributes_set.fetch_or(bit, std::memory_order_relaxed);
+  }
   if (grid) k_fl_encode<<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
