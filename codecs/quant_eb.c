@@ -1,8 +1,9 @@
 /* Error-bounded uniform quantization (FORMAT.md, "Error-bounded") and the resolution of a
  * spec against the data (shape, finite check, REL range, fill values, code range).
  *
- * All arithmetic is binary64 with one rounding per operation, in the order FORMAT.md writes
- * it, so that the CUDA kernels (compiled with -fmad=false) produce the same codes. */
+ * All arithmetic is binary64 with one rounding per operation, so that the CUDA kernels (compiled
+ * with -fmad=false) produce the same codes: the element rule is one source for both
+ * (eb_code.h), FORMAT.md's order, or a fast path proven to give the same code. */
 #include "ncclz/codecs.h"
 #include "eb_code.h"
 
