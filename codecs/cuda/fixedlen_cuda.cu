@@ -1,8 +1,8 @@
 /* FIXEDLEN on the GPU (FORMAT.md): one pass over the symbols. Each CTA takes 256 blocks of 32
  * symbols (a warp per 32 blocks, lane l holding symbol l of a block), finds their widths, packs
- * the bit planes into shared memory with a 32x32 bit transpose done by shuffles, learns its
- * output offset by decoupled look-back over the CTAs of its frame, and then streams the packed
- * words out coalesced. The decoder runs one CTA per tile, whose stored offset makes the tiles
+ * the bit planes with a 32x32 bit transpose done by shuffles (each warp into its own region of
+ * shared memory), learns its output offset by decoupled look-back over the CTAs of its frame,
+ * and then each warp streams its packed words out coalesced. The decoder runs one CTA per tile, whose stored offset makes the tiles
  * independent, and checks every tile offset against the widths.
  *
  * The transpose is most of the kernels' instructions (ncu: both SM-bound), and a block of width w
