@@ -105,12 +105,7 @@ static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t 
     if (lane == 16 * h + k) any = a;
   }
   const uint32_t hw = lane >> 4 == h ? stored_width(any) : 0u; /* the other half's lanes add 0 */
-  uint32_t incl = hw;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    uint32_t t = __shfl_up_sync(NZ_FULL, incl, d);
-    if (lane >= d) incl += t;
-  }
+  const uint32_t incl = nz_warp_inclusive_sum(hw);
   const uint32_t hoff = words + incl - hw;
   const FlGroups grp = group_masks(hw);
 #pragma unroll

@@ -351,11 +351,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
       const uint32_t idx = ncclz_huff_index(v, a);
       field = ncclz_huff_symbol_field(v, a, idx, __ldg(enc + idx), &len);
     }
-    uint32_t end = len; /* inclusive warp scan of the widths */
-    for (int o = 1; o < 32; o <<= 1) {
-      uint32_t t = __shfl_up_sync(NZ_FULL, end, o);
-      if (lane >= o) end += t;
-    }
+    const uint32_t end = nz_warp_inclusive_sum(len); /* where this lane's field ends */
     if (len) ncclz_huff_or_field(st, seg_bits + end - len, field, len);
     seg_bits += __shfl_sync(NZ_FULL, end, 31);
   }

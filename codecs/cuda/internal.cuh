@@ -5,6 +5,7 @@
 #define NCCLZ_CUDA_INTERNAL_CUH
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -85,6 +86,15 @@ NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 /* Word i of the payload contributes w * (2i + 1) to the payload check. */
 static __device__ inline uint32_t nz_chk(uint32_t w, uint32_t i) { return w * (2u * i + 1u); }
 
+/* Inclusive prefix sum over the 32 lanes of a full warp (all lanes call it; mod 2^32), CUB's
+ * shuffle scan: the offsets in the HUFFMAN and FIXEDLEN encoders. */
+static __device__ __forceinline__ uint32_t nz_warp_inclusive_sum(uint32_t v) {
+  typedef cub::WarpScan<uint32_t> Scan;
+  __shared__ typename Scan::TempStorage ts[32]; /* one per warp of a block of up to 1,024 threads */
+  Scan(ts[threadIdx.x / 32]).InclusiveSum(v, v);
+  return v;
+}
+
 /* Block-wide sum of a per-thread check (mod 2^32: any order gives the same), added once to the
  * frame's accumulator. All THREADS threads call it; it may be called again after it returns. */
 template <int THREADS>
@@ -149,7 +159,6 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 /* Kernels launched from several files. */
 #define NZ_HF_FAST_BITS 12u /* HUFFMAN decode: first-level table of 2^12 entries per frame */
 #define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
-
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
