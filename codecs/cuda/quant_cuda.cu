@@ -46,6 +46,12 @@ static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, i
   return c;
 }
 
+/* Counts element i's failure (bad from eb_code) in st: its kind, and the first index. */
+static __device__ __forceinline__ void eb_count_failure(ncclzCudaQuantStats *st, int bad, size_t i) {
+  atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
+  atomicMin(&st->first_bad, (unsigned long long)i);
+}
+
 /* A neighbour's term in the predictor: fill counts as 0, as do failures (reported at their own
  * index). */
 static __device__ __forceinline__ uint32_t eb_term(const float *x, size_t i, const EbParams &p) {
@@ -83,10 +89,7 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
       out = (int32_t)((uint32_t)c - pred);
     }
     sym[i] = out;
-    if (bad) {
-      atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
-      atomicMin(&st->first_bad, (unsigned long long)i);
-    }
+    if (bad) eb_count_failure(st, bad, i);
   }
 }
 
@@ -95,10 +98,7 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
   if (p.has_fill && v == p.fill) return NCCLZ_FILL_CODE;
   int bad = 0;
   int32_t c = eb_code(v, p, &bad);
-  if (bad) {
-    atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
-    atomicMin(&st->first_bad, (unsigned long long)i);
-  }
+  if (bad) eb_count_failure(st, bad, i);
   return c;
 }
 
@@ -165,10 +165,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolv
           int bad = 0;
           c[k] = eb_code(v, p, &bad);
           cur[e] = (uint32_t)c[k];
-          if (bad) {
-            atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
-            atomicMin(&st->first_bad, (unsigned long long)(base + e));
-          }
+          if (bad) eb_count_failure(st, bad, base + e);
         }
       }
     }
