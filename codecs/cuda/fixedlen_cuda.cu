@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
     P[base + i] = v;
     chk += nz_chk(v, base + i);
   }
-  for (int o = 16; o; o >>= 1) chk += __shfl_xor_sync(NZ_FULL, chk, o); /* a warp's share: no CTA barrier */
+  chk = __reduce_add_sync(NZ_FULL, chk); /* a warp's share: no CTA barrier */
   if (lane == 0 && chk) atomicAdd(&fr[f].check, chk);
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
