@@ -76,6 +76,13 @@ if want codecs && [ "$(left)" -gt 200 ]; then
   tail -n 25 "$OUTDIR/codecs.txt"
 fi
 
+# 256 MiB of the ResNet gradients, tiled (64 frames of 4 MiB), for the ncu steps; made once
+# (a whole file of that size is reused, a cut one remade).
+batch256m() {
+  [ "$(stat -c %s /tmp/batch256m.f32 2>/dev/null)" = 268435456 ] ||
+    for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+}
+
 KERNELS_RC=skipped
 if want kernels && [ "$(left)" -gt 60 ]; then
   echo "== ncu: one 4 MiB frame ($(left) s left)"
@@ -95,7 +102,7 @@ if want kernels && [ "$(left)" -gt 60 ]; then
     "$OUTDIR/kernels.txt" | sort
   # The same kernels over a batch of 64 frames (256 MiB tiled from the gradients), as
   # bench/codecs.sh times them: which kernel bounds the batched throughput.
-  for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+  batch256m
   for coder in huffman fixedlen; do
     timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
       "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 1 \
@@ -118,7 +125,7 @@ fi
 NCU_RC=skipped
 if want ncu && [ "$(left)" -gt 60 ]; then
   echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}; $(left) s left)"
-  for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
+  batch256m
   timeout 150 ncu --clock-control none -k "regex:$NCU_KERNEL" -c 2 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats --section SourceCounters \
     --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
