@@ -1,7 +1,6 @@
 /* bench_codecs: every coder x quantizer on real data tiled to a given size, in batched frames,
  * with the copy roofline of the same run. Prints a table and writes JSON (one object).
  * bench_codecs --help for the options. */
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 
 #include "ncclz/codecs.h"
 #include "ncclz/codecs_cuda.h"
+#include "bench_args.h"
 
 static std::vector<float> load_tiled(const char *path, size_t n) {
   FILE *f = fopen(path, "rb");
@@ -52,17 +52,8 @@ static const char USAGE[] =
     "  one JSON object in --json. --segment: HUFFMAN symbols per segment (default the coder's);\n"
     "  --runs: timed runs per median (at least 20).\n";
 
-/* An integer option in lo..hi, or exit 2 with one line. The rules and the message of the CLI's
- * cli_parse_int: this program is also built by nvcc alone (bench/codecs.sh), without the CLI. */
 static unsigned long parse_uint(const char *opt, const char *arg, unsigned long lo, unsigned long hi) {
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(arg, &end, 10);
-  if (end == arg || *end || errno || arg[0] == '-' || v < lo || v > hi) {
-    fprintf(stderr, "bench_codecs: --%s %s: expected an integer in %lu..%lu\n", opt, arg, lo, hi);
-    exit(2);
-  }
-  return v;
+  return bench_parse_uint("bench_codecs", opt, arg, lo, hi);
 }
 
 int main(int argc, char **argv) {

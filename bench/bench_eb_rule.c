@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../codecs/eb_code.h"
+#include "bench_args.h"
 #include "ncclz/codecs.h"
 
 static const char USAGE[] =
@@ -32,24 +33,22 @@ static double time_rule(int fast, const float *x, size_t n, const ncclzQuantPara
 
 int main(int argc, char **argv) {
   const char *input = NULL, *quant = NULL;
-  long mi = 64, runs = 5;
+  unsigned long mi = 64, runs = 5;
   static const struct option opts[] = {{"input", required_argument, NULL, 'i'}, {"quant", required_argument, NULL, 'q'},
                                        {"mi", required_argument, NULL, 'm'},    {"runs", required_argument, NULL, 'r'},
                                        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
-    char *end = NULL;
     switch (o) {
     case 'i': input = optarg; break;
     case 'q': quant = optarg; break;
-    case 'm': mi = strtol(optarg, &end, 10); break;
-    case 'r': runs = strtol(optarg, &end, 10); break;
+    case 'm': mi = bench_parse_uint("bench_eb_rule", "mi", optarg, 1, 1024); break;
+    case 'r': runs = bench_parse_uint("bench_eb_rule", "runs", optarg, 1, 64); break;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
     }
-    if (end && (*end || end == optarg)) mi = runs = 0; /* not a whole number: refused below */
   }
-  if (!input || !quant || mi < 1 || mi > 1024 || runs < 1 || runs > 64 || optind < argc) {
-    fprintf(stderr, "bench_eb_rule: --input and --quant are required; --mi 1..1024, --runs 1..64\n%s", USAGE);
+  if (!input || !quant || optind < argc) {
+    fprintf(stderr, "bench_eb_rule: --input and --quant are required\n%s", USAGE);
     return 2;
   }
   size_t bytes = 0;
@@ -85,7 +84,7 @@ int main(int argc, char **argv) {
   }
   printf("%s %s, %zu elements, median of %ld runs: exact %.2f ns, fast %.2f ns per element (%.2fx); "
          "%.4f%% within the fast path's margin; %zu codes differ\n",
-         input, quant, n, runs, 1e9 * te / n, 1e9 * tf / n, te / tf, 100.0 * quick / n, differ);
+         input, quant, n, (long)runs, 1e9 * te / n, 1e9 * tf / n, te / tf, 100.0 * quick / n, differ);
   free(raw), free(x), free(ca), free(cb), free(oa), free(ob);
   return differ != 0;
 }
