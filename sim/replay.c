@@ -38,6 +38,9 @@
 #include <unistd.h>
 #include <string.h>
 
+/* The units a rank may hold between posting and draining: the gated lanes plus the one posting. */
+#define UNIT_RING (NCCLZ_SIM_MAX_COMM_LANES + 1)
+
 typedef struct {
   const sim_job *job;
   sim_actor_stats *st;
@@ -53,10 +56,10 @@ typedef struct {
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
   double enc_free;           /* simulated time (s) when the encode stream is idle */
-  double dec_free[4];        /* the same, per lane's decode stream (comm_lanes <= 4) */
+  double dec_free[NCCLZ_SIM_MAX_COMM_LANES]; /* the same, per lane's decode stream */
   struct {
     long send, recv;         /* the unit's ops (-1: none) */
-  } units[5];                /* units posted and not yet drained, a ring (comm_lanes <= 4) */
+  } units[UNIT_RING];        /* units posted and not yet drained, a ring */
   unsigned u_head, u_tail;
   int gate;                  /* the current unit has not passed lane_gate yet */
 } rank_ctx;
@@ -169,7 +172,7 @@ static void lane_gate(rank_ctx *c) {
   if (!c->gate) return;
   c->gate = 0;
   while (lanes && c->u_tail - 1 - c->u_head >= lanes) { /* units before the current one */
-    const long snd = c->units[c->u_head % 5].send, rcv = c->units[c->u_head % 5].recv;
+    const long snd = c->units[c->u_head % UNIT_RING].send, rcv = c->units[c->u_head % UNIT_RING].recv;
     c->u_head++;
     while (snd >= 0 && c->sq_head < c->sq_tail && (long)c->sendq[c->sq_head] <= snd) wait_oldest_send(c);
     if (rcv >= 0) complete_through(c, (size_t)rcv, 0);
@@ -239,7 +242,7 @@ static void rank_actor(int argc, char **argv) {
     const ncclzOp *o = &c->s.ops[i];
     if (o->kind != NCCLZ_OP_SEND && o->kind != NCCLZ_OP_RECV) continue;
     if (starts_unit(c, i)) { /* a new unit: the host's turn, and its transfers pass lane_gate first */
-      c->units[c->u_tail % 5].send = c->units[c->u_tail % 5].recv = -1;
+      c->units[c->u_tail % UNIT_RING].send = c->units[c->u_tail % UNIT_RING].recv = -1;
       c->u_tail++;
       c->gate = 1;
       host_turn(c);
@@ -247,10 +250,10 @@ static void rank_actor(int argc, char **argv) {
     c->unit[i] = c->u_tail - 1;
     if (o->kind == NCCLZ_OP_SEND) {
       do_send(c, i);
-      c->units[(c->u_tail - 1) % 5].send = (long)i;
+      c->units[(c->u_tail - 1) % UNIT_RING].send = (long)i;
     } else {
       do_recv(c, i);
-      c->units[(c->u_tail - 1) % 5].recv = (long)i;
+      c->units[(c->u_tail - 1) % UNIT_RING].recv = (long)i;
     }
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);

@@ -130,6 +130,9 @@ typedef enum {
 const char *ncclzSimHintPolicyName(ncclzSimHintPolicy h); /* "auto", "per_hop", "nvlink", "shm", "net" */
 int ncclzSimHintPolicyFromName(const char *name);
 
+/* The most comm lanes a replay models (the executor's NZ_MAX_LANES, exec/nccl_internal.cuh). */
+#define NCCLZ_SIM_MAX_COMM_LANES 4
+
 typedef struct {
   ncclzCollective coll;
   uint64_t bytes;             /* nccl-tests' size: the buffer (AllReduce, Broadcast) or the total
@@ -141,10 +144,10 @@ typedef struct {
   uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
   uint32_t max_chunks;        /* at most (0: 64); larger chunks then (a chunk is one frame) */
   uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
-  uint32_t comm_lanes;        /* a rank's units (one (step, chunk): its send and its receive) whose
-                                 transfers may run at once: 1 is the executor's one NCCL stream
-                                 (unit u's transfers start once unit u-1's are done); 0: no limit
-                                 beyond the banks */
+  uint32_t comm_lanes;        /* (0..NCCLZ_SIM_MAX_COMM_LANES) a rank's units (one (step, chunk):
+                                 its send and its receive) whose transfers may run at once: 1 is
+                                 the executor's one NCCL stream (unit u's transfers start once unit
+                                 u-1's are done); 0: no limit beyond the banks */
   ncclzSimSizeProtocol size_protocol;
   ncclzSimHintPolicy hint;
   int full_max_ranks;         /* AUTO refuses a full replay above this (0: 4096) */
