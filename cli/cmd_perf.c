@@ -74,7 +74,7 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
   case 'L':
-    if (cli_parse_int(VERB, "--comm-lanes", arg, 1, 4, &v) != CLI_OK) return CLI_USAGE;
+    if (cli_parse_int(VERB, "--comm-lanes", arg, 1, NCCLZ_MAX_COMM_LANES, &v) != CLI_OK) return CLI_USAGE;
     o->cfg.comm_lanes = (uint32_t)v;
     break;
   case 't':

@@ -38,8 +38,8 @@ ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const nccl
     st = ncclzSetError(NCCLZ_ERR_ARG, "config policy: %d is not a coder policy", (int)cfg->policy);
   else if (cfg->policy == NCCLZ_POLICY_AUTO && !cfg->profile)
     st = ncclzSetError(NCCLZ_ERR_ARG, "config profile: the auto policy (REA) needs a calibration profile");
-  else if (cfg->comm_lanes < 1 || cfg->comm_lanes > 4)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config comm_lanes: %u (1 to 4)", cfg->comm_lanes);
+  else if (cfg->comm_lanes < 1 || cfg->comm_lanes > NCCLZ_MAX_COMM_LANES)
+    st = ncclzSetError(NCCLZ_ERR_ARG, "config comm_lanes: %u (1 to %d)", cfg->comm_lanes, NCCLZ_MAX_COMM_LANES);
   else if (cfg->chunk_bytes < 64 || cfg->max_chunks < 1)
     st = ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes/max_chunks: need chunk_bytes >= 64, max_chunks >= 1");
   else if (cfg->final_error_bound > 0 && cfg->quant.kind != NCCLZ_QUANT_EB)

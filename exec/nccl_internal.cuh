@@ -68,7 +68,7 @@ enum { TE_ENC0, TE_ENC1, TE_COM0, TE_COM1, TE_DEC0, TE_DEC1, TE_RED1, TE_COUNT }
 /* Comm lanes (ncclzConfig.comm_lanes) and staging banks: unit u sends from and receives into bank
  * u % banks and travels on lane u % lanes; banks = max(2, lanes), so as many units as lanes can
  * be in flight at once. */
-#define NZ_MAX_LANES 4
+#define NZ_MAX_LANES NCCLZ_MAX_COMM_LANES
 #define NZ_STREAMS (1 + 2 * NZ_MAX_LANES) /* s_enc, s_lane[], s_dec[] */
 
 struct ncclzComm {

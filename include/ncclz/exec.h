@@ -48,6 +48,9 @@ typedef enum {
 const char *ncclzPolicyName(ncclzCoderPolicy p); /* "off", "raw", "fixedlen", "huffman", "auto" */
 int ncclzPolicyFromName(const char *name);       /* -1 if unknown */
 
+/* The most comm lanes (ncclzConfig.comm_lanes) the NCCL backend opens. */
+#define NCCLZ_MAX_COMM_LANES 4
+
 typedef struct {
   ncclzQuantSpec quant;        /* none, eb:abs/rel (lorenzo only for allreduce/broadcast), qsgd */
   ncclzCoderPolicy policy;
@@ -61,10 +64,10 @@ typedef struct {
   ncclzCoderParams coder_params; /* default: ncclzFrameCoderParams (model.h) */
   uint32_t dims[3];            /* Lorenzo shape (C order, dims[2] fastest); ndims 0: 1D */
   int ndims;
-  uint32_t comm_lanes;         /* NCCL backend: 1 to 4 communicators (streams) the units' frames
-                                  alternate over, so that one unit's transfer starts while the
-                                  others' run (default 4; the others are split from the first),
-                                  with as many staging banks (at least 2) */
+  uint32_t comm_lanes;         /* NCCL backend: 1 to NCCLZ_MAX_COMM_LANES communicators (streams)
+                                  the units' frames alternate over, so that one unit's transfer
+                                  starts while the others' run (default 4; the others are split
+                                  from the first), with as many staging banks (at least 2) */
 } ncclzConfig;
 
 void ncclzConfigDefault(ncclzConfig *c);

@@ -130,7 +130,8 @@ typedef enum {
 const char *ncclzSimHintPolicyName(ncclzSimHintPolicy h); /* "auto", "per_hop", "nvlink", "shm", "net" */
 int ncclzSimHintPolicyFromName(const char *name);
 
-/* The most comm lanes a replay models (the executor's NZ_MAX_LANES, exec/nccl_internal.cuh). */
+/* The most comm lanes a replay models (the executor's NCCLZ_MAX_COMM_LANES, exec.h: the sim
+ * layer does not include the executor's header). */
 #define NCCLZ_SIM_MAX_COMM_LANES 4
 
 typedef struct {
