@@ -50,9 +50,11 @@ static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   size_t n;
   ncclzCommTrace(c, &ev, &n, NULL);
   /* tracks 0-3, then comm lanes 1.. on 4.. (exec/nccl_trace.cu: track 3 + lane) */
-  static const char *tracks[7] = {"interface", "encode", "nccl", "decode", "nccl (lane 1)", "nccl (lane 2)", "nccl (lane 3)"};
+  static const char *tracks[] = {"interface", "encode", "nccl", "decode", "nccl (lane 1)", "nccl (lane 2)", "nccl (lane 3)"};
+  enum { N_TRACKS = sizeof tracks / sizeof tracks[0] };
+  _Static_assert(N_TRACKS == 3 + NCCLZ_MAX_COMM_LANES, "a track name for every comm lane");
   cJSON *arr = cJSON_CreateArray();
-  for (int l = 0; l < 7; l++) {
+  for (int l = 0; l < N_TRACKS; l++) {
     cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", "thread_name");
     cJSON_AddStringToObject(m, "ph", "M");
