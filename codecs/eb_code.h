@@ -42,8 +42,10 @@ NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code_exact(float xf, double bound, double s
 
 /* The same outcome and code as ncclz_eb_code_exact, without its division and float round trip
  * where a cheap certificate shows they cannot change the answer (almost every element); the
- * exact rule otherwise. inv_step = 1.0 / step. On the GPU the exact rule's division and five
- * conversions are most of the quantizer's time.
+ * exact rule otherwise. inv_step = 1.0 / step. For the GPU, where the exact rule's binary64
+ * division and five conversions (a quarter of the double-precision rate each) are most of the
+ * quantizer's instructions; on x86-64 they are cheap and this path measured slower
+ * (bench_eb_rule), so the C quantizer keeps the exact rule.
  *
  * Why the fast answer is the exact one (u = 2^-53, Q = x / step as a real number):
  *  - y = fl(fl(x * inv_step) + 0.5) differs from the rule's fl(fl(x / step) + 0.5) by at most
