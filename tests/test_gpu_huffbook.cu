@@ -37,6 +37,23 @@ __global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32
   for (uint32_t i = threadIdx.x; i < m; i += THREADS) out[i] = depth[i];
 }
 
+/* The parent links alone, built by one thread from keys in shared memory (global 0) or in
+ * global memory (global 1), for the first link that differs from the host's. */
+__global__ void k_parents(const uint64_t *keys, uint32_t m, int global, uint64_t *gweight, uint32_t *out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint64_t *skey = reinterpret_cast<uint64_t *>(smem), *weight = skey + MAX_M;
+  uint32_t *node = reinterpret_cast<uint32_t *>(weight + MAX_M);
+  for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) skey[i] = keys[i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (global) ncclz_huff_tree_parents(keys, m, gweight, out);
+    else ncclz_huff_tree_parents(skey, m, weight, node);
+  }
+  __syncthreads();
+  if (!global)
+    for (uint32_t i = threadIdx.x; i < 2 * m - 1; i += blockDim.x) out[i] = node[i];
+}
+
 /* Sorted keys (frequency << 32 | index) of m used symbols of one shape. */
 static void make_keys(int shape, uint32_t m, uint64_t *st, std::vector<uint64_t> &keys) {
   keys.resize(m);
@@ -83,7 +100,35 @@ static void check_shape(uint32_t max_m, const char *what) {
       }
       cases++;
     }
-  printf("%s: %d trees, %d differ with serial depths, %d with the block's\n", what, cases, bad_serial, bad_block);
+  /* the parent links themselves, from shared and from global memory */
+  CU(cudaFuncSetAttribute(k_parents, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  Dev<uint64_t> dweight(MAX_M);
+  Dev<uint32_t> dlinks(2 * MAX_M);
+  std::vector<uint32_t> links(2 * MAX_M), want(2 * MAX_M);
+  int bad_links = 0;
+  st = 12345;
+  for (int shape = 0; shape < 5; shape++)
+    for (uint32_t m : {2u, 3u, 5u, 8u, 31u, 33u, 200u, 259u, 1000u, 4097u, 8194u}) {
+      if (m > max_m) continue;
+      make_keys(shape, m, &st, keys);
+      ncclz_huff_tree_parents(keys.data(), m, weight.data(), want.data());
+      CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
+      for (int global = 0; global < 2; global++) {
+        k_parents<<<1, THREADS, SMEM>>>(dkeys.p, m, global, dweight.p, dlinks.p);
+        CU(cudaGetLastError());
+        CU(cudaMemcpy(links.data(), dlinks.p, 4 * (2 * m - 1), cudaMemcpyDeviceToHost));
+        uint32_t i = 0;
+        while (i < 2 * m - 1 && links[i] == want[i]) i++;
+        if (i < 2 * m - 1) {
+          printf("%s shape %d m %u keys in %s memory: node %u's parent %u on the device, %u on the host (merge %u)\n",
+                 what, shape, m, global ? "global" : "shared", i, links[i], want[i], want[i] - m);
+          bad_links++;
+        }
+      }
+    }
+  printf("%s: %d trees, %d differ with serial depths, %d with the block's, %d parent-link runs differ\n", what, cases,
+         bad_serial, bad_block, bad_links);
+  CHECK(bad_links == 0, "%s: device parent links differ from the host's", what);
   CHECK(bad_serial == 0 && bad_block == 0, "%s: device depths differ from the host's", what);
 }
 

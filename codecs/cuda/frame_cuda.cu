@@ -63,8 +63,6 @@ NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total) {
   size_t o = 0;
   L.frames = o;
   o = align256(o + sizeof(NzFrame) * nf);
-  L.counter = o;
-  o = align256(o + 16);
   L.lookback = o;
   o = align256(o + 8 * (size_t)units_total);
   int huff = decode || b->coder == NCCLZ_CODER_HUFFMAN;
@@ -117,12 +115,12 @@ NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder) {
 
 #define NZ_INIT_THREADS 256
 
-/* Resets the batch's frames, look-back and unit counter, and copies each frame's QSGD scales
+/* Resets the batch's frames and look-back words, and copies each frame's QSGD scales
  * (when scales is non-NULL) into its payload's first words, the frame's check starting from
  * theirs: one launch for what took two (the scales' own launch took ~3 us under ncu; the 256 MiB
  * FIXEDLEN batch's time did not measurably change, 1d7e9b6). */
 __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr, uint32_t nf,
-                       unsigned long long *lb, size_t nlb, uint32_t *counter) {
+                       unsigned long long *lb, size_t nlb) {
   __shared__ uint32_t s_chk;
   for (uint32_t f = blockIdx.x; f < nf; f += gridDim.x) {
     uint32_t chk = 0;
@@ -150,15 +148,14 @@ __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t str
   }
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride_all = (size_t)gridDim.x * blockDim.x;
   for (size_t k = i; k < nlb; k += stride_all) lb[k] = 0;
-  if (i == 0) counter[0] = 0;
 }
 
 static void launch_init(const NzShape &sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr, uint32_t nf,
-                        unsigned long long *lb, size_t nlb, uint32_t *counter, cudaStream_t s) {
+                        unsigned long long *lb, size_t nlb, cudaStream_t s) {
   size_t lb_blocks = nlb / NZ_INIT_THREADS + 1, blocks = nf > lb_blocks ? nf : lb_blocks;
   if (blocks > 1024) blocks = 1024;
   k_init<<<(unsigned)blocks, NZ_INIT_THREADS, 0, s>>>(sh, sh.side_per_frame ? scales : nullptr, out, stride, fr, nf, lb,
-                                                     nlb, counter);
+                                                     nlb);
 }
 
 /* This block's RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
@@ -339,9 +336,8 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
-  uint32_t *counter = ws_at<uint32_t>(d_ws, L.counter);
   NzShape sh = nz_shape(b, 0);
-  launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, counter, s);
+  launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, s);
   NZ_LAUNCHED();
   switch (b->coder) {
   case NCCLZ_CODER_RAW:
@@ -352,7 +348,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
     break;
   default:
-    st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, counter, ws_at<uint32_t>(d_ws, L.hist),
+    st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
                            ws_at<uint32_t>(d_ws, L.table), s);
   }
   if (st != NCCLZ_OK) return st;

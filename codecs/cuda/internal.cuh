@@ -78,7 +78,7 @@ struct NzHeaderTemplate {
 
 /* Workspace layout: all offsets 256-byte aligned. */
 struct NzLayout {
-  size_t frames, counter, lookback, hist, table, lut, total;
+  size_t frames, lookback, hist, table, lut, total;
 };
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 
@@ -110,9 +110,9 @@ static __device__ inline void nz_add_check(uint32_t v, uint32_t *dst) {
  * CTA can publish its aggregate as soon as it knows it and look back later: successors then wait
  * less. nz_lookback_publish: one thread. nz_lookback_wait: the whole of warp 0; sums
  * predecessors' values until it finds one with an inclusive prefix, then publishes its own
- * inclusive prefix; returns the exclusive prefix. Units are numbered in the order CTAs start (an
- * atomic counter, or the block index as in CUB), so every predecessor is running or done and the
- * spin terminates. */
+ * inclusive prefix; returns the exclusive prefix. A unit is its CTA's block index, as in CUB's
+ * single-pass scans: blocks start in index order, so every predecessor is running or done and
+ * the spin terminates. */
 #define NZ_LB_AGG (1ull << 32)
 #define NZ_LB_INC (2ull << 32)
 static __device__ inline void nz_lb_store(unsigned long long *st, uint32_t unit, unsigned long long v) {
@@ -167,7 +167,7 @@ ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
 ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                              unsigned long long *lookback, uint32_t *counter, uint32_t *hist, uint32_t *table,
+                              unsigned long long *lookback, uint32_t *hist, uint32_t *table,
                               cudaStream_t s);
 ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
                               uint32_t *tables, cudaStream_t s);
