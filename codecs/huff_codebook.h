@@ -160,32 +160,30 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
 /* Step 2: the Huffman tree by two queues over the m >= 2 sorted leaves (weights in the high half
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
  * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
- * The two queue heads live in registers and a head is reloaded only when it is taken, from an
- * entry already written (a leaf below m, an internal node below t), so each pick waits on at
- * most one memory load instead of two (the REA planner's 4 MiB frame: 26 us of 68 with both
- * heads read from shared memory at every pick).
- * (wip/tree-reg: this variant built other trees on the H200 before, 28 of 55 in
- * test_gpu_huffbook at f2d5b0b, although it matches the plain loop on the host; the branch's
- * test_gpu_huffbook prints the first parent link that differs, from shared and from global
- * memory, to find out why before it goes to main.) */
+ * (A variant that kept both queue heads in registers gave other trees under nvcc when key lay in
+ * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook. Tried
+ * twice, the second time with a window of two entries per queue that matched the plain loop on
+ * 3,000 random host trees; the device built shallower trees on 52 of 95 test trees, so the plain
+ * loop stays. A third, which reloaded a head only when taken and read nothing not yet written,
+ * matched this loop on 3,000 host trees (test_huffman_format) and again differed on the device:
+ * 28 of 55 trees, CUDA 13.0, 2026-11-30. It is 25 us of the REA planner's 68 us on a 4 MiB
+ * frame. test_gpu_huffbook's parent links, 2026-12-01: that variant matches the host when key,
+ * weight and node lie in global memory and differs only when they lie in shared memory, first at
+ * a pick where it took a leaf the host left for an internal node.) */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
-  uint64_t lw = key[0] >> 32, iw = 0; /* heads: key[leaf] >> 32 (leaf < m), weight[inner] (inner < t) */
   for (uint32_t t = 0; t + 1 < m; t++) {
     uint64_t w = 0;
     for (int k = 0; k < 2; k++) {
-      if (leaf < m && (inner == t || lw <= iw)) {
-        w += lw;
+      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
+        w += key[leaf] >> 32;
         node[leaf++] = m + t;
-        if (leaf < m) lw = key[leaf] >> 32;
       } else {
-        w += iw;
+        w += weight[inner];
         node[m + inner++] = m + t;
-        if (inner < t) iw = weight[inner];
       }
     }
     weight[t] = w;
-    if (inner == t) iw = w; /* the internal queue held nothing else: its head is the new node */
   }
   node[2 * m - 2] = 2 * m - 2;
 }
