@@ -102,6 +102,12 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
   return c;
 }
 
+/* The streaming kernels' loads in flight: each thread issues EB_UNROLL float4 loads before it
+ * uses the first. One float4 per thread per iteration left the range and quantize passes latency
+ * bound (2048 threads x 16 B = 32 KiB in flight per SM, about what the H200's bandwidth x latency
+ * needs with nothing to spare). */
+#define EB_UNROLL 4
+
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
 __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                                                       ncclzCudaQuantStats *st) {
@@ -110,14 +116,24 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
   const size_t n4 = n / 4;
   const float4 *x4 = (const float4 *)x;
   int4 *s4 = (int4 *)sym;
-  for (size_t q = gid; q < n4; q += stride) {
-    float4 v = __ldg(x4 + q);
-    int4 o;
-    o.x = eb_plain(v.x, 4 * q, p, st);
-    o.y = eb_plain(v.y, 4 * q + 1, p, st);
-    o.z = eb_plain(v.z, 4 * q + 2, p, st);
-    o.w = eb_plain(v.w, 4 * q + 3, p, st);
-    s4[q] = o;
+  for (size_t q0 = gid; q0 < n4; q0 += EB_UNROLL * stride) {
+    float4 v[EB_UNROLL];
+#pragma unroll
+    for (int u = 0; u < EB_UNROLL; u++) {
+      const size_t q = q0 + u * stride;
+      v[u] = q < n4 ? __ldg(x4 + q) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < EB_UNROLL; u++) {
+      const size_t q = q0 + u * stride;
+      if (q >= n4) break;
+      int4 o;
+      o.x = eb_plain(v[u].x, 4 * q, p, st);
+      o.y = eb_plain(v[u].y, 4 * q + 1, p, st);
+      o.z = eb_plain(v[u].z, 4 * q + 2, p, st);
+      o.w = eb_plain(v[u].w, 4 * q + 3, p, st);
+      s4[q] = o;
+    }
   }
   if (gid < n - 4 * n4) {
     size_t i = 4 * n4 + gid;
@@ -229,12 +245,15 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   if (((uintptr_t)x & 15) == 0) { /* float4 loads, the tail scalar */
     const size_t n4 = n / 4;
     const float4 *x4 = (const float4 *)x;
-    for (size_t q = gid; q < n4; q += stride) {
-      float4 v = __ldg(x4 + q);
-      take(v.x);
-      take(v.y);
-      take(v.z);
-      take(v.w);
+    for (size_t q0 = gid; q0 < n4; q0 += EB_UNROLL * stride) {
+      float4 v[EB_UNROLL];
+#pragma unroll
+      for (int u = 0; u < EB_UNROLL; u++) {
+        const size_t q = q0 + u * stride;
+        v[u] = q < n4 ? __ldg(x4 + q) : make_float4(NAN, NAN, NAN, NAN); /* NaN: not taken */
+      }
+#pragma unroll
+      for (int u = 0; u < EB_UNROLL; u++) take(v[u].x), take(v[u].y), take(v[u].z), take(v[u].w);
     }
     if (gid < n - 4 * n4) take(__ldg(x + 4 * n4 + gid));
   } else {
