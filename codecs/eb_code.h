@@ -57,8 +57,10 @@ NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code_exact(float xf, double bound, double s
  *    |v - recon| <= |v| 2^-24 + 2^-150 (half a float ulp, subnormals included) when |v| < 2^127
  *    (no overflow to inf). The computed (a + b)(1 + 2^-40) bounds that sum from above, rounding
  *    included (and a fused multiply-add in a, which b's extra |v| 2^-50 covers); if it is <= bound, the exact |x - recon| is too, and so is its rounding: the rule
- *    keeps t. tests/test_quant.c compares both on random, boundary and limit cases. */
-NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code(float xf, double bound, double step, double inv_step, int32_t *code) {
+ *    keeps t. tests/test_quant.c compares both on random, boundary and limit cases.
+ * ncclz_eb_code_fast is that certificate alone: 1 with *code set when it holds, 0 when the exact
+ * rule must decide (non-finite x included); the GPU kernels call the exact rule out of line. */
+NCCLZ_INLINE int ncclz_eb_code_fast(float xf, double bound, double step, double inv_step, int32_t *code) {
   const double x = (double)xf;
   const double y = x * inv_step + 0.5;
   if (fabs(y) < 0x1p26) {
@@ -69,10 +71,14 @@ NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code(float xf, double bound, double step, d
       const double a = fabs(x - v), b = fabs(v) * (0x1p-24 + 0x1p-50) + 0x1p-150;
       if (fabs(v) < 0x1p127 && (a + b) * (1.0 + 0x1p-40) <= bound) {
         *code = (int32_t)t;
-        return NCCLZ_EB_OK;
+        return 1;
       }
     }
   }
-  return ncclz_eb_code_exact(xf, bound, step, code);
+  return 0;
+}
+NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code(float xf, double bound, double step, double inv_step, int32_t *code) {
+  return ncclz_eb_code_fast(xf, bound, step, inv_step, code) ? NCCLZ_EB_OK
+                                                             : ncclz_eb_code_exact(xf, bound, step, code);
 }
 #endif

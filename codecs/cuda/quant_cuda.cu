@@ -30,20 +30,30 @@ static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, const
   p.inv_step = 1.0 / p.step;
 }
 
-/* The code of one element: the C reference's rule (codecs/eb_code.h, fast path included);
- * 0 with *bad set for a failure (1 not finite, 2 beyond the code limit, 3 unreachable). */
-static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, int *bad) {
-  if (!isfinite(xf)) {
-    *bad = 1;
-    return 0;
-  }
+/* The exact rule for what the fast certificate leaves (non-finite x too), out of line: inlined
+ * at every element of the unrolled kernels, its binary64 division and branches multiplied the
+ * code and crowded the instruction cache for a path almost no element takes. Returns the code,
+ * or 0 with .bad set (1 not finite, 2 beyond the code limit, 3 unreachable). */
+struct EbSlow {
+  int32_t code;
+  int bad;
+};
+static __device__ __noinline__ EbSlow eb_code_exact(float xf, double bound, double step) {
+  if (!isfinite(xf)) return {0, 1};
   int32_t c = 0;
-  const ncclzEbOutcome o = ncclz_eb_code(xf, p.bound, p.step, p.inv_step, &c);
-  if (o != NCCLZ_EB_OK) {
-    *bad = o == NCCLZ_EB_BEYOND_LIMIT ? 2 : 3;
-    return 0;
-  }
-  return c;
+  const ncclzEbOutcome o = ncclz_eb_code_exact(xf, bound, step, &c);
+  if (o != NCCLZ_EB_OK) return {0, o == NCCLZ_EB_BEYOND_LIMIT ? 2 : 3};
+  return {c, 0};
+}
+
+/* The code of one element: the C reference's rule (codecs/eb_code.h: the fast certificate here,
+ * the exact rule out of line); 0 with *bad set for a failure (as eb_code_exact). */
+static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, int *bad) {
+  int32_t c;
+  if (ncclz_eb_code_fast(xf, p.bound, p.step, p.inv_step, &c)) return c;
+  const EbSlow r = eb_code_exact(xf, p.bound, p.step);
+  *bad = r.bad;
+  return r.code;
 }
 
 /* Counts element i's failure (bad from eb_code) in st: its kind, and the first index. */
