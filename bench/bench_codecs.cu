@@ -150,29 +150,23 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < rows.size(); i++) {
     const Row &w = rows[i];
     double roof = w.r.copy_gbps / (1 + 1 / w.cr);
-    printf("%-5s %-26s %-9s %7.2f %9.1f%c %8.1f %9.1f %9.1f %9.1f %8.1f %5s\n", w.data.c_str(), w.quant.c_str(),
-           w.coder.c_str(), w.cr, w.r.encode_gbps, w.r.fused ? '*' : ' ', w.r.decode_gbps, w.r.coder_encode_gbps,
-           w.r.coder_decode_gbps, roof, w.r.copy_gbps, w.ok ? "yes" : "NO");
+    printf("%-5s %-26s %-9s %7.2f %9.1f %9.1f %9.1f %9.1f %9.1f %8.1f %5s\n", w.data.c_str(), w.quant.c_str(),
+           w.coder.c_str(), w.cr, w.r.encode_gbps, w.r.decode_gbps, w.r.coder_encode_gbps, w.r.coder_decode_gbps,
+           roof, w.r.copy_gbps, w.ok ? "yes" : "NO");
     if (jf)
       fprintf(jf,
               "  {\"data\": \"%s\", \"quant\": \"%s\", \"coder\": \"%s\", \"cr\": %.4f, \"encode_gbps\": %.2f, "
               "\"decode_gbps\": %.2f, \"coder_encode_gbps\": %.2f, \"coder_decode_gbps\": %.2f, \"copy_gbps\": %.2f, "
               "\"roofline_gbps\": %.2f, \"output_bytes\": %zu, \"max_abs_err\": %.6g, \"error_bound\": %.6g, "
-              "\"lossless_ok\": %s, \"fused\": %s, \"two_pass_encode_gbps\": %.2f, \"ok\": %s}%s\n",
+              "\"lossless_ok\": %s, \"ok\": %s}%s\n",
               w.data.c_str(), w.quant.c_str(), w.coder.c_str(), w.cr, w.r.encode_gbps, w.r.decode_gbps,
               w.r.coder_encode_gbps, w.r.coder_decode_gbps, w.r.copy_gbps, roof, w.r.output_bytes, w.r.max_abs_err,
-              w.bound, w.r.lossless_ok ? "true" : "false", w.r.fused ? "true" : "false", w.r.two_pass_encode_gbps, w.ok ? "true" : "false",
-              i + 1 < rows.size() ? "," : "");
+              w.bound, w.r.lossless_ok ? "true" : "false", w.ok ? "true" : "false", i + 1 < rows.size() ? "," : "");
   }
   if (jf) {
     fprintf(jf, " ]\n}\n");
     fclose(jf);
   }
-  printf("columns: enc/dec = quantize+code end to end, cenc/cdec = coder only (input GB/s); roof = copy/(1+1/CR);\n"
-         "         enc* = quantized inside the coder's pass (ncclzCudaQuantizeEncodeEB), frames checked equal to two passes'\n");
-  for (const Row &w : rows)
-    if (w.r.fused)
-      printf("         %s %s %s: quantize then encode (two passes) %.1f GB/s\n", w.data.c_str(), w.quant.c_str(),
-             w.coder.c_str(), w.r.two_pass_encode_gbps);
+  printf("columns: enc/dec = quantize+code end to end, cenc/cdec = coder only (input GB/s); roof = copy/(1+1/CR)\n");
   return 0;
 }

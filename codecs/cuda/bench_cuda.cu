@@ -16,12 +16,12 @@ namespace {
 struct Bufs {
   float *x = nullptr, *xr = nullptr, *scales = nullptr, *scales2 = nullptr;
   int32_t *sym = nullptr, *sym2 = nullptr;
-  uint8_t *out = nullptr, *out2 = nullptr;
+  uint8_t *out = nullptr;
   uint32_t *fbytes = nullptr, *status = nullptr;
   void *wse = nullptr, *wsd = nullptr, *wsq = nullptr;
   ncclzCudaQuantStats *stats = nullptr;
   ~Bufs() {
-    void *all[] = {x, xr, scales, scales2, sym, sym2, out, out2, fbytes, status, wse, wsd, wsq, stats};
+    void *all[] = {x, xr, scales, scales2, sym, sym2, out, fbytes, status, wse, wsd, wsq, stats};
     for (void *p : all)
       if (p) cudaFree(p);
   }
@@ -112,16 +112,6 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   auto encode = [&]() {
     return ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
   };
-  /* EB without Lorenzo into FIXEDLEN: one pass over the floats, as a user of the API would run it */
-  const bool fused = kind == NCCLZ_QUANT_EB && !q->lorenzo && coder == NCCLZ_CODER_FIXEDLEN;
-  auto fused_encode = [&](uint8_t *out) {
-    return ncclzCudaQuantizeEncodeEB(&b, q, eb_is_rel, rel_eb, B.x, B.stats, out, slot, B.fbytes, B.wse, wse, s);
-  };
-  auto quantize_encode = [&]() -> ncclzStatus {
-    if (fused) return fused_encode(B.out);
-    ncclzStatus r = quantize();
-    return r != NCCLZ_OK ? r : encode();
-  };
   auto decode = [&]() {
     return ncclzCudaDecodeBatch(&b, 0, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.status, B.wsd, wsd, s);
   };
@@ -138,24 +128,13 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     return NCCLZ_OK;
   };
   if ((st = time_median(s, runs, copy, &t_copy)) != NCCLZ_OK) return st;
-  if ((st = time_median(s, runs, quantize_encode, &t_enc)) != NCCLZ_OK) return st;
-  /* the two passes as well (a fused run leaves the codes unwritten: this writes them before the
-   * coder alone is timed on them) */
-  double t_enc2 = t_enc;
-  if (fused && (st = time_median(s, runs, [&]() { ncclzStatus r = quantize(); return r != NCCLZ_OK ? r : encode(); },
-                                 &t_enc2)) != NCCLZ_OK)
+  if ((st = time_median(s, runs, [&]() { ncclzStatus r = quantize(); return r != NCCLZ_OK ? r : encode(); }, &t_enc)) != NCCLZ_OK)
     return st;
   if ((st = time_median(s, runs, encode, &t_cenc)) != NCCLZ_OK) return st;
   if ((st = time_median(s, runs, [&]() { ncclzStatus r = decode(); return r != NCCLZ_OK ? r : dequantize(); }, &t_dec)) != NCCLZ_OK)
     return st;
   if ((st = time_median(s, runs, decode, &t_cdec)) != NCCLZ_OK) return st;
-  /* one more clean round for the results; the one-pass frames beside the two-pass ones */
-  int fused_same = 1;
-  if (fused) {
-    NZ_CUDA(cudaMalloc(&B.out2, slot * nf));
-    NZ_CUDA(cudaMemsetAsync(B.out2, 0x5A, slot * nf, s));
-    if ((st = fused_encode(B.out2)) != NCCLZ_OK) return st;
-  }
+  /* one more clean round for the results */
   if ((st = quantize()) != NCCLZ_OK || (st = encode()) != NCCLZ_OK) return st;
   NZ_CUDA(cudaMemsetAsync(B.sym2, 0xA5, 4 * n, s)); /* poison: decode must write every symbol */
   if ((st = decode()) != NCCLZ_OK || (st = dequantize()) != NCCLZ_OK) return st;
@@ -174,16 +153,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     total += fb[k];
     if (fst[k] && !res->decode_status) res->decode_status = (int)fst[k];
   }
-  if (fused) { /* every frame's bytes: the same lengths (B.fbytes, from the last encode) and contents */
-    std::vector<uint8_t> f1(slot), f2(slot);
-    for (uint32_t k = 0; k < nf && fused_same; k++) {
-      NZ_CUDA(cudaMemcpy(f1.data(), B.out + k * slot, fb[k], cudaMemcpyDeviceToHost));
-      NZ_CUDA(cudaMemcpy(f2.data(), B.out2 + k * slot, fb[k], cudaMemcpyDeviceToHost));
-      fused_same = memcmp(f1.data(), f2.data(), fb[k]) == 0;
-    }
-  }
-  res->fused = fused;
-  res->lossless_ok = memcmp(s1.data(), s2.data(), 4 * n) == 0 && res->decode_status == 0 && fused_same;
+  res->lossless_ok = memcmp(s1.data(), s2.data(), 4 * n) == 0 && res->decode_status == 0;
   double err = 0;
   for (size_t i = 0; i < n; i++) {
     if (q && q->has_fill && kind == NCCLZ_QUANT_EB && x[i] == q->fill_value) continue;
@@ -196,7 +166,6 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   const double in_bytes = 4.0 * n;
   res->copy_gbps = 2 * in_bytes / t_copy * 1e-9;
   res->encode_gbps = in_bytes / t_enc * 1e-9;
-  res->two_pass_encode_gbps = in_bytes / t_enc2 * 1e-9;
   res->decode_gbps = in_bytes / t_dec * 1e-9;
   res->coder_encode_gbps = in_bytes / t_cenc * 1e-9;
   res->coder_decode_gbps = in_bytes / t_cdec * 1e-9;

@@ -16,7 +16,6 @@
 #include <cub/block/block_scan.cuh>
 
 #include "internal.cuh"
-#include "quant_eb.cuh"
 
 #define FL_THREADS 256 /* decode CTA */
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
@@ -97,18 +96,18 @@ uint32_t nz_fixedlen_units(const NzShape &sh) {
  * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
  * the warp's planes; the planes land in wpack; *words grows by the half's words. Two halves of
  * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. */
-template <int h, class Src>
-static __device__ __forceinline__ void encode_half(const Src &src, uint32_t n, uint32_t blk0, bool whole, int lane,
+template <int h>
+static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t n, uint32_t blk0, bool whole, int lane,
                                                    uint32_t *wpack, uint32_t &w, uint32_t &off, uint32_t &words) {
   uint32_t z[16];
   if (whole) { /* 16 independent loads in flight per lane; no bounds to check */
 #pragma unroll
-    for (int k = 0; k < 16; k++) z[k] = ncclz_zigzag(src((blk0 + 16 * h + k) * 32 + lane));
+    for (int k = 0; k < 16; k++) z[k] = ncclz_zigzag(__ldg(src + (blk0 + 16 * h + k) * 32 + lane));
   } else {
 #pragma unroll
     for (int k = 0; k < 16; k++) {
       uint32_t i = (blk0 + 16 * h + k) * 32 + lane;
-      z[k] = i < n ? ncclz_zigzag(src(i)) : 0u;
+      z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
     }
   }
   uint32_t any = 0; /* lane 16h + k: the OR of block k */
@@ -156,40 +155,11 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
   return mine;
 }
 
-/* Where the encoder's symbols come from: codes in memory, or floats quantized as they are read
- * (EB without Lorenzo: the codes ncclzCudaQuantizeEB would write, never written). at(f) gives
- * frame f's source; operator() takes an index within the frame. */
-struct FlCodes {
-  static constexpr int kMinBlocks = 6; /* CTAs per SM: 40 registers */
-  const int32_t *sym;
-  __device__ FlCodes at(const NzShape &sh, uint32_t f) const { return {sym + (size_t)f * sh.frame_symbols}; }
-  __device__ int32_t operator()(uint32_t i) const { return __ldg(sym + i); }
-};
-struct FlQuantEb {
-#ifndef FLQ_MIN_BLOCKS
-#define FLQ_MIN_BLOCKS 4
-#endif
-  static constexpr int kMinBlocks = FLQ_MIN_BLOCKS; /* the binary64 arithmetic needs registers */
-  const float *x;
-  EbParams e;
-  int resolved; /* eb:rel: abs_eb and bound from st, resolved on the device */
-  ncclzCudaQuantStats *st;
-  size_t first;
-  __device__ FlQuantEb at(const NzShape &sh, uint32_t f) const {
-    FlQuantEb q = *this;
-    q.first = (size_t)f * sh.frame_symbols;
-    eb_ready(q.e, resolved, st);
-    return q;
-  }
-  __device__ int32_t operator()(uint32_t i) const { return eb_plain(__ldg(x + first + i), first + i, e, st); }
-};
-
 /* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
-template <class Src>
-__global__ void __launch_bounds__(FLE_THREADS, Src::kMinBlocks * 256 / FLE_THREADS)
-    k_fl_encode(NzShape sh, Src sym, uint8_t *out, size_t stride, NzFrame *fr, unsigned long long *lb) {
+__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
+                                                         NzFrame *fr, unsigned long long *lb) {
   constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
   __shared__ uint32_t s_words[WARPS];
@@ -201,7 +171,7 @@ __global__ void __launch_bounds__(FLE_THREADS, Src::kMinBlocks * 256 / FLE_THREA
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
-  const Src src = sym.at(sh, f);
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
   const uint32_t blk0 = lc * FLE_BLOCKS + warp * 32;
   const bool whole = (blk0 + 32) * 32 <= n;
   uint32_t *wpack = s_pack + warp * 32 * 32;
@@ -250,9 +220,8 @@ __global__ void __launch_bounds__(FLE_THREADS, Src::kMinBlocks * 256 / FLE_THREA
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 
-template <class Src>
-static ncclzStatus launch_encode(const NzShape &sh0, const Src &src, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                 unsigned long long *lb, cudaStream_t s) {
+ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                               unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
@@ -268,24 +237,13 @@ static ncclzStatus launch_encode(const NzShape &sh0, const Src &src, uint8_t *d_
   cudaGetDevice(&dev);
   const uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
   if (!bit || !(attributes_set.load(std::memory_order_relaxed) & bit)) {
-    cudaFuncSetAttribute(k_fl_encode<Src>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(k_fl_encode<Src>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     attributes_set.fetch_or(bit, std::memory_order_relaxed);
   }
-  if (grid) k_fl_encode<Src><<<grid, FLE_THREADS, smem, s>>>(sh, src, d_out, stride, fr, lb);
+  if (grid) k_fl_encode<<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
-}
-
-ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lb, cudaStream_t s) {
-  return launch_encode(sh, FlCodes{d_sym}, d_out, stride, fr, lb, s);
-}
-
-ncclzStatus nz_fixedlen_encode_eb(const NzShape &sh, const float *d_x, const EbParams &e, int resolved,
-                                  ncclzCudaQuantStats *d_stats, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                  unsigned long long *lb, cudaStream_t s) {
-  return launch_encode(sh, FlQuantEb{d_x, e, resolved, d_stats, 0}, d_out, stride, fr, lb, s);
 }
 
 /* ------------------------------------------------------------ decode */

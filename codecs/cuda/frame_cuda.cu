@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "internal.cuh"
-#include "quant_eb.cuh"
 
 #define RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
 
@@ -321,17 +320,9 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
 template <typename T>
 static T *ws_at(void *ws, size_t off) { return (T *)((char *)ws + off); }
 
-/* Encodes the batch from codes d_sym or, when eb is non-NULL (FIXEDLEN only), from floats
- * quantized as they are read. */
-struct NzEbSource {
-  const float *d_x;
-  EbParams e;
-  int resolved;
-  ncclzCudaQuantStats *d_stats;
-};
-static ncclzStatus encode_batch(const ncclzCudaBatch *b, const int32_t *d_sym, const NzEbSource *eb,
-                                const float *d_scales, uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes,
-                                void *d_ws, size_t ws_bytes, cudaStream_t s) {
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                 size_t ws_bytes, cudaStream_t s) {
   ncclzStatus st = check_batch(b);
   if (st != NCCLZ_OK) return st;
   uint32_t nf = ncclzCudaBatchFrames(b);
@@ -354,8 +345,7 @@ static ncclzStatus encode_batch(const ncclzCudaBatch *b, const int32_t *d_sym, c
     NZ_LAUNCHED();
     break;
   case NCCLZ_CODER_FIXEDLEN:
-    st = eb ? nz_fixedlen_encode_eb(sh, eb->d_x, eb->e, eb->resolved, eb->d_stats, d_out, out_stride, fr, lb, s)
-            : nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
+    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
     break;
   default:
     st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
@@ -367,26 +357,6 @@ static ncclzStatus encode_batch(const ncclzCudaBatch *b, const int32_t *d_sym, c
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;
-}
-
-ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
-                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                 size_t ws_bytes, cudaStream_t s) {
-  return encode_batch(b, d_sym, NULL, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
-}
-
-ncclzStatus ncclzCudaQuantizeEncodeEB(const ncclzCudaBatch *b, const ncclzQuantParams *p, int eb_is_rel,
-                                      double rel_eb, const float *d_x, ncclzCudaQuantStats *d_stats, uint8_t *d_out,
-                                      size_t out_stride, uint32_t *d_frame_bytes, void *d_ws, size_t ws_bytes,
-                                      cudaStream_t s) {
-  if (!b || !p || b->coder != NCCLZ_CODER_FIXEDLEN || p->kind != NCCLZ_QUANT_EB || p->lorenzo || b->side_scales)
-    return ncclzSetError(NCCLZ_ERR_ARG, "cuda quantize-encode: only FIXEDLEN frames of EB codes without Lorenzo");
-  if (eb_is_rel && b->d_abs_eb != &d_stats->abs_eb)
-    return ncclzSetError(NCCLZ_ERR_ARG, "cuda quantize-encode: eb:rel needs b->d_abs_eb = &d_stats->abs_eb");
-  NzEbSource eb = {d_x, {}, eb_is_rel, d_stats};
-  ncclzStatus st = nz_eb_prepare(p, eb_is_rel, rel_eb, d_x, b->n_symbols, d_stats, &eb.e, s);
-  if (st != NCCLZ_OK) return st;
-  return encode_batch(b, NULL, &eb, NULL, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
 ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,

@@ -7,9 +7,60 @@
 
 #include "../philox.h"
 #include "internal.cuh"
-#include "quant_eb.cuh"
+#include "../eb_code.h"
 
 /* ------------------------------------------------------------ EB */
+
+struct EbParams {
+  double abs_eb, bound; /* half-step, and the bound every element meets (as quant_eb.c) */
+  int lorenzo, has_fill;
+  float fill;
+  uint32_t d0, d1, d2;
+  double step, inv_step; /* 2 abs_eb and its reciprocal: set by eb_ready in each kernel */
+};
+
+/* A kernel's parameters ready for eb_code: the bound resolved on the device for eb:rel, the
+ * step and its reciprocal once per thread (not a division per element). */
+static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, const ncclzCudaQuantStats *st) {
+  if (resolved) {
+    p.abs_eb = st->abs_eb;
+    p.bound = st->bound;
+  }
+  p.step = 2.0 * p.abs_eb;
+  p.inv_step = 1.0 / p.step;
+}
+
+/* The exact rule for what the fast certificate leaves (non-finite x too), out of line: inlined
+ * at every element of the unrolled kernels, its binary64 division and branches multiplied the
+ * code and crowded the instruction cache for a path almost no element takes. Returns the code,
+ * or 0 with .bad set (1 not finite, 2 beyond the code limit, 3 unreachable). */
+struct EbSlow {
+  int32_t code;
+  int bad;
+};
+static __device__ __noinline__ EbSlow eb_code_exact(float xf, double bound, double step) {
+  if (!isfinite(xf)) return {0, 1};
+  int32_t c = 0;
+  const ncclzEbOutcome o = ncclz_eb_code_exact(xf, bound, step, &c);
+  if (o != NCCLZ_EB_OK) return {0, o == NCCLZ_EB_BEYOND_LIMIT ? 2 : 3};
+  return {c, 0};
+}
+
+/* The code of one element: the C reference's rule (codecs/eb_code.h: the fast certificate here,
+ * the exact rule out of line); 0 with *bad set for a failure (as eb_code_exact). */
+static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, int *bad) {
+  int32_t c;
+  if (ncclz_eb_code_fast(xf, p.bound, p.step, p.inv_step, &c)) return c;
+  const EbSlow r = eb_code_exact(xf, p.bound, p.step);
+  *bad = r.bad;
+  return r.code;
+}
+
+/* Counts element i's failure (bad from eb_code) in st: its kind, and the first index. */
+static __device__ __forceinline__ void eb_count_failure(ncclzCudaQuantStats *st, int bad, size_t i) {
+  atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
+  atomicMin(&st->first_bad, (unsigned long long)i);
+}
 
 /* A neighbour's term in the predictor: fill counts as 0, as do failures (reported at their own
  * index). */
@@ -50,6 +101,15 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
     sym[i] = out;
     if (bad) eb_count_failure(st, bad, i);
   }
+}
+
+/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0). */
+static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbParams &p, ncclzCudaQuantStats *st) {
+  if (p.has_fill && v == p.fill) return NCCLZ_FILL_CODE;
+  int bad = 0;
+  int32_t c = eb_code(v, p, &bad);
+  if (bad) eb_count_failure(st, bad, i);
+  return c;
 }
 
 /* The streaming kernels' loads in flight: each thread issues EB_UNROLL float4 loads before it
@@ -266,8 +326,11 @@ static unsigned grid_for(size_t n) {
   return (unsigned)(b < 132 * 16 ? b : 132 * 16);
 }
 
-ncclzStatus nz_eb_prepare(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
-                          ncclzCudaQuantStats *d_stats, EbParams *out, cudaStream_t s) {
+ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
+                                int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
+                                cudaStream_t s) {
+  (void)d_ws; /* reserved: the quantizer needs no scratch today */
+  (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
   EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2], 0.0, 0.0};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
@@ -284,18 +347,6 @@ ncclzStatus nz_eb_prepare(const ncclzQuantParams *p, int eb_is_rel, double rel_e
     k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
     NZ_LAUNCHED();
   }
-  *out = e;
-  return NCCLZ_OK;
-}
-
-ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
-                                int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
-                                cudaStream_t s) {
-  (void)d_ws; /* reserved: the quantizer needs no scratch today */
-  (void)ws_bytes;
-  EbParams e;
-  ncclzStatus st = nz_eb_prepare(p, eb_is_rel, rel_eb, d_x, n, d_stats, &e, s);
-  if (st != NCCLZ_OK) return st;
   const uint32_t P = e.d1 * e.d2;
   if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
     k_eb_quant_vec<<<grid_for(n / 4), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);

@@ -79,15 +79,6 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t stream);
 /* Inverse Lorenzo (in d_ws) and dequantization; abs_eb from d_abs_eb when non-NULL. */
-/* EB without Lorenzo and FIXEDLEN in one pass over the floats: the frames that
- * ncclzCudaQuantizeEB then ncclzCudaEncodeBatch would give, byte for byte, without writing the
- * codes (b->coder FIXEDLEN, b->quant = p; for eb:rel b->d_abs_eb must be &d_stats->abs_eb).
- * Errors are counted in d_stats as ncclzCudaQuantizeEB counts them; frames of bad elements are
- * unspecified. The workspace is ncclzCudaEncodeWorkspaceSize(b). */
-ncclzStatus ncclzCudaQuantizeEncodeEB(const ncclzCudaBatch *b, const ncclzQuantParams *p, int eb_is_rel,
-                                      double rel_eb, const float *d_x, ncclzCudaQuantStats *d_stats, uint8_t *d_out,
-                                      size_t out_stride, uint32_t *d_frame_bytes, void *d_ws, size_t ws_bytes,
-                                      cudaStream_t stream);
 ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
                                   float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t stream);
 /* QSGD: per-bucket scales (max |x|) unless d_scales_in, then the stochastic codes. */
@@ -107,11 +98,7 @@ typedef struct {
   double copy_gbps;                    /* device-to-device copy, bytes read + written */
   size_t output_bytes;                 /* sum of the encoded frame sizes */
   uint32_t n_frames;
-  int lossless_ok;                     /* GPU decode gave back the GPU-encoded symbols (and, when
-                                          fused, the one-pass frames equal the two-pass ones) */
-  int fused;                           /* encode_gbps timed ncclzCudaQuantizeEncodeEB (EB without
-                                          Lorenzo, FIXEDLEN): quantization inside the coder's pass */
-  double two_pass_encode_gbps;         /* quantize, then encode: encode_gbps unless fused */
+  int lossless_ok;                     /* GPU decode gave back the GPU-encoded symbols */
   int decode_status;                   /* first nonzero d_status word, 0 if none */
   double max_abs_err;                  /* of the reconstruction against x */
 } ncclzCudaBenchResult;
