@@ -169,7 +169,10 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
  * 28 of 55 trees, CUDA 13.0, 2026-11-30. It is 25 us of the REA planner's 68 us on a 4 MiB
  * frame. test_gpu_huffbook's parent links, 2026-12-01: that variant matches the host when key,
  * weight and node lie in global memory and differs only when they lie in shared memory, first at
- * a pick where it took a leaf the host left for an internal node.) */
+ * a pick where it took a leaf the host left for an internal node. Three more (wip/tree-exp, one
+ * with volatile reads) differed on 33-37 of 60 device trees and were only a fifth faster: 20.7-22.3
+ * us against 27.0 for m = 257, 661-715 against 872 for m = 8,194, all of it the dependent
+ * shared-memory loads of a serial merge.) */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   uint32_t leaf = 0, inner = 0;
   for (uint32_t t = 0; t + 1 < m; t++) {
