@@ -160,31 +160,28 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
 /* Step 2: the Huffman tree by two queues over the m >= 2 sorted leaves (weights in the high half
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
  * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
- * (A variant that kept both queue heads in registers gave other trees under nvcc when key lay in
- * shared memory, though not on the host nor with key in global memory: test_gpu_huffbook. Tried
- * twice, the second time with a window of two entries per queue that matched the plain loop on
- * 3,000 random host trees; the device built shallower trees on 52 of 95 test trees, so the plain
- * loop stays. A third, which reloaded a head only when taken and read nothing not yet written,
- * matched this loop on 3,000 host trees (test_huffman_format) and again differed on the device:
- * 28 of 55 trees, CUDA 13.0, 2026-11-30. It is 25 us of the REA planner's 68 us on a 4 MiB
- * frame. test_gpu_huffbook's parent links, 2026-12-01: that variant matches the host when key,
- * weight and node lie in global memory and differs only when they lie in shared memory, first at
- * a pick where it took a leaf the host left for an internal node. Three more (wip/tree-exp, one
- * with volatile reads) differed on 33-37 of 60 device trees and were only a fifth faster: 20.7-22.3
- * us against 27.0 for m = 257, 661-715 against 872 for m = 8,194, all of it the dependent
- * shared-memory loads of a serial merge.) */
+ * Written without branches: both queue heads are read at every pick (an empty queue's head
+ * reads as all ones, so the other queue wins) and selects make the pick. One thread runs it on
+ * the GPU (the REA planner, the HUFFMAN code book), where the branchy form's control flow cost
+ * more than its loads: 27.2 us against 20.2 for m = 257, 874 against 643 for m = 8,194 on the
+ * H200 (test_gpu_huffbook's variants, bench/results/device-2026-12-01d/tests-f607055.log).
+ * Variants that carried the heads in registers from pick to pick were also faster, but built
+ * other trees on the H200 when the arrays lay in shared memory (33-37 of 60; equal on the host
+ * and with the arrays in global memory, volatile reads or not), so none is used. */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
+  const uint64_t none = ~0ull; /* above any weight: sums of 32-bit frequencies */
   uint32_t leaf = 0, inner = 0;
   for (uint32_t t = 0; t + 1 < m; t++) {
     uint64_t w = 0;
     for (int k = 0; k < 2; k++) {
-      if (leaf < m && (inner == t || (key[leaf] >> 32) <= weight[inner])) {
-        w += key[leaf] >> 32;
-        node[leaf++] = m + t;
-      } else {
-        w += weight[inner];
-        node[m + inner++] = m + t;
-      }
+      /* clamped reads of written entries (an empty queue's value is never used) */
+      const uint64_t kl = key[leaf < m ? leaf : m - 1] >> 32, wi = t ? weight[inner < t ? inner : t - 1] : none;
+      const uint64_t lw = leaf < m ? kl : none, iw = inner < t ? wi : none;
+      const int take_leaf = lw <= iw;
+      w += take_leaf ? lw : iw;
+      node[take_leaf ? leaf : m + inner] = m + t;
+      leaf += (uint32_t)take_leaf;
+      inner += (uint32_t)!take_leaf;
     }
     weight[t] = w;
   }
