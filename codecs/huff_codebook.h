@@ -161,10 +161,10 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
  * of key), a leaf winning ties. Leaves are nodes 0..m-1, internal node t is m+t; node[i] gets
  * node i's parent (the root, 2m-2, gets itself). weight holds the m-1 internal weights.
  * Written without branches: both queue heads are read at every pick (an empty queue's head
- * reads as all ones, so the other queue wins) and selects make the pick. One thread runs it on
- * the GPU (the REA planner, the HUFFMAN code book), where the branchy form's control flow cost
- * more than its loads: 27.2 us against 20.2 for m = 257, 874 against 643 for m = 8,194 on the
- * H200 (test_gpu_huffbook's variants, bench/results/device-2026-12-01d/tests-f607055.log).
+ * reads as all ones, so the other queue wins) and selects make the pick: on one H200 thread
+ * the branchy form's control flow cost more than its loads, 27.2 us against 20.2 for m = 257,
+ * 874 against 643 for m = 8,194 (bench/results/device-2026-12-01d/tests-f607055.log). The
+ * GPU's blocks build the same links in parallel (the fixed point below).
  * Variants that carried the heads in registers from pick to pick were also faster, but built
  * other trees on the H200 when the arrays lay in shared memory (33-37 of 60; equal on the host
  * and with the arrays in global memory, volatile reads or not), so none is used. */
@@ -186,6 +186,57 @@ NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint6
     weight[t] = w;
   }
   node[2 * m - 2] = 2 * m - 2;
+}
+
+/* The same parent links in parallel, by a fixed point (for the GPU's thread blocks; the host
+ * runs the merge above). The two-queue picks P[0..2m-3] are the stable merge of the sorted leaf
+ * weights L (a leaf first on ties) with the internal weights I[0..m-3], and I[t] = P[2t] +
+ * P[2t+1]. Start from I = infinity and repeat: merge, then pair sums. Each round's I is >= the
+ * true one (order statistics grow with their inputs) and <= the last round's, and the equations
+ * have one solution (I[t] > P[2t+1], so the first 2t+2 picks depend on I[0..t-1] only), so the
+ * rounds stop, with no change, at the two-queue tree: 10-37 rounds on the trees of
+ * test_huffman_format (m up to 8,194), each a merge that a block splits by merge path.
+ * Weights are 32-bit here (the frame's symbol count bounds every sum); NCCLZ_HUFF_FP_INF is the
+ * start value and saturates. */
+#define NCCLZ_HUFF_FP_INF 0xFFFFFFFFu
+NCCLZ_INLINE uint32_t ncclz_huff_fp_leaf(const uint64_t *key, uint32_t i) { return (uint32_t)(key[i] >> 32); }
+/* Leaves among the first k picks of a round (merge path: the co-rank of diagonal k). */
+NCCLZ_INLINE uint32_t ncclz_huff_fp_corank(const uint64_t *key, uint32_t m, const uint32_t *icur, uint32_t k) {
+  const uint32_t ni = m - 2;
+  uint32_t lo = k > ni ? k - ni : 0, hi = k < m ? k : m;
+  while (lo < hi) { /* the smallest a whose leaf a does not precede internal k - a - 1 */
+    const uint32_t a = (lo + hi) / 2;
+    if (ncclz_huff_fp_leaf(key, a) <= icur[k - a - 1]) lo = a + 1;
+    else hi = a;
+  }
+  return lo;
+}
+/* Picks [k0, k1) of one round (k0, k1 even, k1 <= 2m - 2): inext[k / 2] gets each pair's sum
+ * and node[the pick's node] its parent m + k / 2. Returns 1 if some inext differs from icur. */
+NCCLZ_INLINE int ncclz_huff_fp_picks(const uint64_t *key, uint32_t m, const uint32_t *icur, uint32_t *inext,
+                                      uint32_t *node, uint32_t k0, uint32_t k1) {
+  const uint32_t ni = m - 2;
+  uint32_t a = ncclz_huff_fp_corank(key, m, icur, k0), b = k0 - a;
+  uint32_t first = 0;
+  int changed = 0;
+  for (uint32_t k = k0; k < k1; k++) {
+    uint32_t w;
+    if (a < m && (b >= ni || ncclz_huff_fp_leaf(key, a) <= icur[b])) {
+      w = ncclz_huff_fp_leaf(key, a);
+      node[a++] = m + k / 2;
+    } else {
+      w = icur[b];
+      node[m + b++] = m + k / 2;
+    }
+    if (k % 2 == 0) {
+      first = w;
+    } else {
+      const uint32_t sum = first > NCCLZ_HUFF_FP_INF - w ? NCCLZ_HUFF_FP_INF : first + w;
+      changed |= sum != icur[k / 2];
+      inext[k / 2] = sum;
+    }
+  }
+  return changed;
 }
 
 /* Parent links to depths from the root, in place. Parents always come after their children. */

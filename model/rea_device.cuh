@@ -201,10 +201,11 @@ __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned 
     return;
   }
   uint64_t *key = (uint64_t *)s.w.s64;
-  if (threadIdx.x == 0) ncclz_huff_tree_parents(key, m, key + m, s.w.s32); /* step 2: one thread */
   if (threadIdx.x <= NCCLZ_HUFF_LEN_LIMIT) s.len_count[threadIdx.x] = 0;
   if (threadIdx.x == 0) s.overflowed = 0;
-  __syncthreads();
+  /* step 2 by the whole block (the fixed point of huff_codebook.h), its sums in the weights' room */
+  uint32_t *sums = (uint32_t *)(key + m);
+  ncclz_huff_block_parents<NCCLZ_REA_PLAN_THREADS>(key, m, sums, sums + m, s.w.s32);
   uint32_t *depth = (uint32_t *)(key + m); /* the weights' room: 2m-1 words fit in m keys */
   ncclz_huff_block_depths<NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_NODE_ITEMS>(s.w.s32, depth, m);
   for (uint32_t i = threadIdx.x; i < m; i += NCCLZ_REA_PLAN_THREADS) { /* step 3: clamp and count */

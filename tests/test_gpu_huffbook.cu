@@ -1,7 +1,7 @@
 /* The block-wide steps of the GPU code-length builder (codecs/cuda/huff_block.cuh) against the
- * host's serial ones (codecs/huff_codebook.h): the tree's parent links built by one device thread,
- * then the depths both serially on the device and by the block's pointer jumping, for random
- * histograms of many shapes, in both block shapes the library uses (the code book: 1024 threads;
+ * host's serial ones (codecs/huff_codebook.h): the tree's parent links built by the whole block
+ * (the fixed point the library uses; timed) and by one device thread, then the depths both
+ * serially on the device and by the block's pointer jumping, for random histograms of many shapes, in both block shapes the library uses (the code book: 1024 threads;
  * the REA planner: 256). Every leaf's depth must equal the host's.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdint.h>
@@ -18,14 +18,18 @@
 
 /* serial: 1 for ncclz_huff_parents_to_depths on thread 0, 0 for the block's pointer jumping. */
 template <int THREADS, int ITEMS>
-__global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32_t m, int serial, uint32_t *out) {
+__global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32_t m, int serial, uint32_t *out,
+                                                    long long *cyc) {
   extern __shared__ __align__(16) unsigned char smem[]; /* the code book's layout: keys, weights, links */
   uint64_t *skey = reinterpret_cast<uint64_t *>(smem), *weight = skey + MAX_M;
   uint32_t *node = reinterpret_cast<uint32_t *>(weight + MAX_M);
   for (uint32_t i = threadIdx.x; i < m; i += THREADS) skey[i] = keys[i];
   __syncthreads();
-  if (threadIdx.x == 0) ncclz_huff_tree_parents(skey, m, weight, node);
-  __syncthreads();
+  /* the parents as the library builds them: by the whole block (the fixed point) */
+  uint32_t *sums = reinterpret_cast<uint32_t *>(weight);
+  const long long c0 = clock64();
+  const uint32_t rounds = ncclz_huff_block_parents<THREADS>(skey, m, sums, sums + MAX_M, node);
+  if (threadIdx.x == 0) cyc[0] = clock64() - c0, cyc[1] = rounds;
   uint32_t *depth = reinterpret_cast<uint32_t *>(weight);
   if (serial) {
     if (threadIdx.x == 0) ncclz_huff_parents_to_depths(node, m);
@@ -77,6 +81,7 @@ static void check_shape(uint32_t max_m, const char *what) {
   CU(cudaFuncSetAttribute(k_depths<THREADS, ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
   Dev<uint64_t> dkeys(MAX_M);
   Dev<uint32_t> dout(MAX_M);
+  Dev<long long> dcyc(2);
   std::vector<uint64_t> keys, weight(MAX_M);
   std::vector<uint32_t> node(2 * MAX_M), got(MAX_M);
   int cases = 0, bad_serial = 0, bad_block = 0;
@@ -87,8 +92,13 @@ static void check_shape(uint32_t max_m, const char *what) {
       ncclz_huff_tree_depths(keys.data(), m, weight.data(), node.data());
       CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
       for (int serial = 1; serial >= 0; serial--) {
-        k_depths<THREADS, ITEMS><<<1, THREADS, SMEM>>>(dkeys.p, m, serial, dout.p);
+        k_depths<THREADS, ITEMS><<<1, THREADS, SMEM>>>(dkeys.p, m, serial, dout.p, dcyc.p);
         CU(cudaGetLastError());
+        long long cyc[2];
+        CU(cudaMemcpy(cyc, dcyc.p, sizeof cyc, cudaMemcpyDeviceToHost));
+        if (serial && (m == 257 || m == 259 || m == 8194))
+          printf("%s shape %d m %u: block parents in %lld rounds, %.1f us at 1.98 GHz\n", what, shape, m, cyc[1],
+                 cyc[0] / 1980.0);
         CU(cudaMemcpy(got.data(), dout.p, 4 * m, cudaMemcpyDeviceToHost));
         uint32_t i = 0;
         while (i < m && got[i] == node[i]) i++;

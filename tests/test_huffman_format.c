@@ -370,7 +370,65 @@ static void test_tree_matches_plain_merge(void) {
   free(key), free(tmp), free(w0), free(w1), free(n0), free(n1);
 }
 
+/* ncclz_huff_fp_picks as a block of `threads` runs it (each thread a chunk of pairs, rounds until
+ * none changes): the two-queue merge's parents. Returns the rounds, 0 if they did not stop. */
+static int fixpoint_parents(const uint64_t *key, uint32_t m, uint32_t threads, uint32_t *icur, uint32_t *inext,
+                            uint32_t *node) {
+  const uint32_t picks = 2 * m - 2, chunk = 2 * ((m - 1 + threads - 1) / threads);
+  for (uint32_t t = 0; t + 1 < m; t++) icur[t] = NCCLZ_HUFF_FP_INF;
+  for (int round = 1; round <= (int)m; round++) { /* each round settles at least one more pair sum */
+    int changed = 0;
+    for (uint32_t k0 = 0; k0 < picks; k0 += chunk)
+      changed |= ncclz_huff_fp_picks(key, m, icur, inext, node, k0, k0 + chunk < picks ? k0 + chunk : picks);
+    uint32_t *t = icur;
+    icur = inext, inext = t;
+    if (!changed) {
+      node[2 * m - 2] = 2 * m - 2;
+      return round;
+    }
+  }
+  return 0;
+}
+
+/* The fixed point gives the serial merge's parents on the same trees, for block sizes of the
+ * code book (1,024 threads), the planner (256) and a few odd ones. */
+static void test_fixpoint_matches_merge(void) {
+  enum { M = NCCLZ_HUFF_MAX_SYMS };
+  uint64_t *key = malloc(sizeof(uint64_t) * M), *tmp = malloc(sizeof(uint64_t) * M), *w = malloc(sizeof(uint64_t) * M);
+  uint32_t *n0 = malloc(sizeof(uint32_t) * 2 * M), *n1 = malloc(sizeof(uint32_t) * 2 * M);
+  uint32_t *i0 = malloc(sizeof(uint32_t) * M), *i1 = malloc(sizeof(uint32_t) * M);
+  const uint32_t blocks[] = {1024, 256, 1, 7, 100};
+  uint64_t rng = 0xf1c5;
+  int differ = 0, trees = 0, stuck = 0, most = 0;
+  for (int it = 0; it < 2000; it++) {
+    uint32_t m = it < 40 ? 2 + (uint32_t)it : 2 + (uint32_t)(tu_rand(&rng) % (it % 10 == 0 ? M - 1 : 600));
+    int shape = it % 4;
+    for (uint32_t i = 0; i < m; i++) {
+      uint64_t r = tu_rand(&rng), q;
+      if (shape == 0) q = 1 + r % 3;
+      else if (shape == 1) q = 1 + (r % 1000) * (r % 1000);
+      else if (shape == 2) q = 1ull << (r % 20);
+      else q = 1 + r % (1u << 20);
+      key[i] = q << 32 | i;
+    }
+    ncclz_huff_sort(key, tmp, m);
+    ncclz_huff_tree_parents(key, m, w, n0);
+    const uint32_t threads = blocks[it % 5];
+    for (uint32_t i = 0; i < 2 * m; i++) n1[i] = 0xDEADBEEFu;
+    const int rounds = fixpoint_parents(key, m, threads, i0, i1, n1);
+    stuck += rounds == 0;
+    most = rounds > most ? rounds : most;
+    differ += memcmp(n0, n1, sizeof(uint32_t) * (2 * m - 1)) != 0;
+    trees++;
+  }
+  printf("fixed-point tree: %d trees, at most %d rounds\n", trees, most);
+  CHECK(stuck == 0, "fixed-point tree: %d of %d trees did not settle in m rounds", stuck, trees);
+  CHECK(differ == 0, "fixed-point tree: %d of %d trees differ from the two-queue merge", differ, trees);
+  free(key), free(tmp), free(w), free(n0), free(n1), free(i0), free(i1);
+}
+
 int main(void) {
+  test_fixpoint_matches_merge();
   test_field_placement();
   test_sparse_golden();
   test_escape_golden();

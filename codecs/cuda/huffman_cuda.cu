@@ -259,12 +259,13 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     if (t == 0) s.lens[(uint32_t)(s.key[0] & 0x3FFF)] = 1;
   } else if (m > 1) {
     book_sort(s, m, vbits);
-    /* step 2: the reference's two-queue tree on its key layout (weight in the high half), then
-     * the depths by the whole block, in the weights' room */
+    /* step 2: the reference's two-queue tree on its key layout (weight in the high half), by the
+     * whole block (the fixed point; the weights' room holds its two rounds of sums), then the
+     * depths by the whole block, in the same room */
     for (uint32_t i = t; i < m; i += BOOK_THREADS) s.key[i] = (s.key[i] >> 14) << 32 | (s.key[i] & 0x3FFF);
     __syncthreads();
-    if (t == 0) ncclz_huff_tree_parents(s.key, m, s.u.tree.weight, s.u.tree.node);
-    __syncthreads();
+    uint32_t *sums = reinterpret_cast<uint32_t *>(s.u.tree.weight);
+    ncclz_huff_block_parents<BOOK_THREADS>(s.key, m, sums, sums + HF_K, s.u.tree.node);
     uint32_t *depth = reinterpret_cast<uint32_t *>(s.u.tree.weight);
     ncclz_huff_block_depths<BOOK_THREADS, BOOK_NODE_ITEMS>(s.u.tree.node, depth, m);
     for (uint32_t i = t; i < m; i += BOOK_THREADS) {
