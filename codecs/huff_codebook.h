@@ -196,8 +196,9 @@ NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint6
  * have one solution (I[t] > P[2t+1], so the first 2t+2 picks depend on I[0..t-1] only), so the
  * rounds stop, with no change, at the two-queue tree: 10-37 rounds on the trees of
  * test_huffman_format (m up to 8,194), each a merge that a block splits by merge path.
- * Weights are 32-bit here (the frame's symbol count bounds every sum); NCCLZ_HUFF_FP_INF is the
- * start value and saturates. */
+ * Weights are 32-bit here: every sum is at most the frame's symbol count, a uint32_t below
+ * NCCLZ_HUFF_FP_INF (a frame of 2^32 - 1 symbols would be 16 GiB of codes), which is the start
+ * value and saturates. */
 #define NCCLZ_HUFF_FP_INF 0xFFFFFFFFu
 NCCLZ_INLINE uint32_t ncclz_huff_fp_leaf(const uint64_t *key, uint32_t i) { return (uint32_t)(key[i] >> 32); }
 /* Leaves among the first k picks of a round (merge path: the co-rank of diagonal k). */
