@@ -71,60 +71,55 @@ static void make_keys(int shape, uint32_t m, uint64_t *st, std::vector<uint64_t>
   std::sort(keys.begin(), keys.end());
 }
 
+/* First of the n words where the device's differ from the host's; n if none. */
+static uint32_t first_diff(const std::vector<uint32_t> &got, const std::vector<uint32_t> &want, uint32_t n) {
+  uint32_t i = 0;
+  while (i < n && got[i] == want[i]) i++;
+  return i;
+}
+
 template <int THREADS, int ITEMS>
 static void check_shape(uint32_t max_m, const char *what) {
   uint64_t st = 12345;
   CU(cudaFuncSetAttribute(k_depths<THREADS, ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  Dev<uint64_t> dkeys(MAX_M);
-  Dev<uint32_t> dout(MAX_M);
+  CU(cudaFuncSetAttribute(k_parents, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  Dev<uint64_t> dkeys(MAX_M), dweight(MAX_M);
+  Dev<uint32_t> dout(MAX_M), dlinks(2 * MAX_M);
   std::vector<uint64_t> keys, weight(MAX_M);
-  std::vector<uint32_t> node(2 * MAX_M), got(MAX_M);
-  int cases = 0, bad_serial = 0, bad_block = 0;
+  std::vector<uint32_t> want(2 * MAX_M), depth(2 * MAX_M), got(2 * MAX_M);
+  int cases = 0, bad_serial = 0, bad_block = 0, bad_links = 0;
   for (int shape = 0; shape < 5; shape++)
     for (uint32_t m : {2u, 3u, 5u, 8u, 31u, 33u, 200u, 259u, 1000u, 4097u, 8194u}) {
       if (m > max_m) continue;
       make_keys(shape, m, &st, keys);
-      ncclz_huff_tree_depths(keys.data(), m, weight.data(), node.data());
+      ncclz_huff_tree_parents(keys.data(), m, weight.data(), want.data()); /* the host's links */
+      depth = want;
+      ncclz_huff_parents_to_depths(depth.data(), m); /* and its depths */
       CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
       for (int serial = 1; serial >= 0; serial--) {
         k_depths<THREADS, ITEMS><<<1, THREADS, SMEM>>>(dkeys.p, m, serial, dout.p);
         CU(cudaGetLastError());
         CU(cudaMemcpy(got.data(), dout.p, 4 * m, cudaMemcpyDeviceToHost));
-        uint32_t i = 0;
-        while (i < m && got[i] == node[i]) i++;
+        const uint32_t i = first_diff(got, depth, m);
         if (i < m) {
           printf("%s shape %d m %u %s: leaf %u depth %u on the device, %u on the host\n", what, shape, m,
-                 serial ? "serial" : "block", i, got[i], node[i]);
+                 serial ? "serial" : "block", i, got[i], depth[i]);
           (serial ? bad_serial : bad_block)++;
         }
       }
-      cases++;
-    }
-  /* the parent links themselves, from shared and from global memory */
-  CU(cudaFuncSetAttribute(k_parents, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  Dev<uint64_t> dweight(MAX_M);
-  Dev<uint32_t> dlinks(2 * MAX_M);
-  std::vector<uint32_t> links(2 * MAX_M), want(2 * MAX_M);
-  int bad_links = 0;
-  st = 12345;
-  for (int shape = 0; shape < 5; shape++)
-    for (uint32_t m : {2u, 3u, 5u, 8u, 31u, 33u, 200u, 259u, 1000u, 4097u, 8194u}) {
-      if (m > max_m) continue;
-      make_keys(shape, m, &st, keys);
-      ncclz_huff_tree_parents(keys.data(), m, weight.data(), want.data());
-      CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
+      /* the parent links themselves, from shared and from global memory */
       for (int global = 0; global < 2; global++) {
         k_parents<<<1, THREADS, SMEM>>>(dkeys.p, m, global, dweight.p, dlinks.p);
         CU(cudaGetLastError());
-        CU(cudaMemcpy(links.data(), dlinks.p, 4 * (2 * m - 1), cudaMemcpyDeviceToHost));
-        uint32_t i = 0;
-        while (i < 2 * m - 1 && links[i] == want[i]) i++;
+        CU(cudaMemcpy(got.data(), dlinks.p, 4 * (2 * m - 1), cudaMemcpyDeviceToHost));
+        const uint32_t i = first_diff(got, want, 2 * m - 1);
         if (i < 2 * m - 1) {
           printf("%s shape %d m %u keys in %s memory: node %u's parent %u on the device, %u on the host (merge %u)\n",
-                 what, shape, m, global ? "global" : "shared", i, links[i], want[i], want[i] - m);
+                 what, shape, m, global ? "global" : "shared", i, got[i], want[i], want[i] - m);
           bad_links++;
         }
       }
+      cases++;
     }
   printf("%s: %d trees, %d differ with serial depths, %d with the block's, %d parent-link runs differ\n", what, cases,
          bad_serial, bad_block, bad_links);
