@@ -137,19 +137,12 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
     } while (__any_sync(NZ_FULL, (v >> 32) == 0));
     unsigned inc = __ballot_sync(NZ_FULL, (v >> 32) == 2);
     int stop = inc ? __ffs(inc) - 1 : 31;
-    uint32_t val = lane <= stop ? (uint32_t)v : 0u;
-    for (int o = 16; o; o >>= 1) val += __shfl_xor_sync(NZ_FULL, val, o);
-    excl += val;
+    excl += __reduce_add_sync(NZ_FULL, lane <= stop ? (uint32_t)v : 0u);
     if (inc) break;
     base -= 32;
   }
   if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
   return excl;
-}
-/* Both at once (warp 0). */
-static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t unit, uint32_t first, uint32_t agg) {
-  if ((threadIdx.x & 31) == 0) nz_lookback_publish(st, unit, first, agg);
-  return nz_lookback_wait(st, unit, first, agg);
 }
 
 /* Builds the header template on the host from the batch (reference packer). */
