@@ -95,6 +95,13 @@ static __device__ __forceinline__ uint32_t nz_warp_inclusive_sum(uint32_t v) {
   return v;
 }
 
+/* A warp's sum of a per-lane check, added once to the frame's accumulator: no CTA barrier (the
+ * encoders' warps finish at their own pace). All 32 lanes call it. */
+static __device__ __forceinline__ void nz_add_check_warp(uint32_t v, uint32_t *dst) {
+  v = __reduce_add_sync(NZ_FULL, v);
+  if ((threadIdx.x & 31) == 0 && v) atomicAdd(dst, v);
+}
+
 /* Block-wide sum of a per-thread check (mod 2^32: any order gives the same), added once to the
  * frame's accumulator. All THREADS threads call it; it may be called again after it returns. */
 template <int THREADS>
