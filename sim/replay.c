@@ -39,7 +39,7 @@
 #include <string.h>
 
 /* The units a rank may hold between posting and draining: the gated lanes plus the one posting. */
-#define UNIT_RING (NCCLZ_SIM_MAX_COMM_LANES + 1)
+#define UNIT_RING (NCCLZ_MAX_COMM_LANES + 1)
 
 typedef struct {
   const sim_job *job;
@@ -56,7 +56,7 @@ typedef struct {
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
   double enc_free;           /* simulated time (s) when the encode stream is idle */
-  double dec_free[NCCLZ_SIM_MAX_COMM_LANES]; /* the same, per lane's decode stream */
+  double dec_free[NCCLZ_MAX_COMM_LANES]; /* the same, per lane's decode stream */
   struct {
     long send, recv;         /* the unit's ops (-1: none) */
   } units[UNIT_RING];        /* units posted and not yet drained, a ring */

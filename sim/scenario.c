@@ -99,7 +99,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   double chunk = (double)opt->chunk_bytes;
   if (num_field(o, "options", "chunk_bytes", 0, 1e15, &chunk) || int_field(o, "options", "min_chunks", 0, 1 << 16, &minc) ||
       int_field(o, "options", "max_chunks", 0, 1 << 16, &maxc) || int_field(o, "options", "banks", 0, 64, &banks) ||
-      int_field(o, "options", "comm_lanes", 0, NCCLZ_SIM_MAX_COMM_LANES, &lanes) ||
+      int_field(o, "options", "comm_lanes", 0, NCCLZ_MAX_COMM_LANES, &lanes) ||
       int_field(o, "options", "root", 0, 1 << 20, &opt->root) ||
       int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
       int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||

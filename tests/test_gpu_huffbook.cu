@@ -1,7 +1,8 @@
 /* The block-wide steps of the GPU code-length builder (codecs/cuda/huff_block.cuh) against the
  * host's serial ones (codecs/huff_codebook.h): the tree's parent links built by the whole block
  * (the fixed point the library uses; timed) and by one device thread, then the depths both
- * serially on the device and by the block's pointer jumping, for random histograms of many shapes, in both block shapes the library uses (the code book: 1024 threads;
+ * serially on the device and by the block's pointer jumping, for random histograms of many
+ * shapes, in both block shapes the library uses (the code book: 1024 threads;
  * the REA planner: 256). Every leaf's depth must equal the host's.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdint.h>
@@ -41,21 +42,27 @@ __global__ void __launch_bounds__(THREADS) k_depths(const uint64_t *keys, uint32
   for (uint32_t i = threadIdx.x; i < m; i += THREADS) out[i] = depth[i];
 }
 
-/* The parent links alone, built by one thread from keys in shared memory (global 0) or in
- * global memory (global 1), for the first link that differs from the host's. */
-__global__ void k_parents(const uint64_t *keys, uint32_t m, int global, uint64_t *gweight, uint32_t *out) {
+/* The parent links alone, for the first link that differs from the host's: built by one thread
+ * from keys in shared memory (mode 0) or in global memory (mode 1), or by the whole block (mode 2,
+ * the fixed point the library uses). */
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) k_parents(const uint64_t *keys, uint32_t m, int mode, uint64_t *gweight,
+                                                     uint32_t *out) {
   extern __shared__ __align__(16) unsigned char smem[];
   uint64_t *skey = reinterpret_cast<uint64_t *>(smem), *weight = skey + MAX_M;
   uint32_t *node = reinterpret_cast<uint32_t *>(weight + MAX_M);
-  for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) skey[i] = keys[i];
+  for (uint32_t i = threadIdx.x; i < m; i += THREADS) skey[i] = keys[i];
   __syncthreads();
-  if (threadIdx.x == 0) {
-    if (global) ncclz_huff_tree_parents(keys, m, gweight, out);
+  if (mode == 2) {
+    uint32_t *sums = reinterpret_cast<uint32_t *>(weight);
+    ncclz_huff_block_parents<THREADS>(skey, m, sums, sums + MAX_M, node);
+  } else if (threadIdx.x == 0) {
+    if (mode == 1) ncclz_huff_tree_parents(keys, m, gweight, out);
     else ncclz_huff_tree_parents(skey, m, weight, node);
   }
   __syncthreads();
-  if (!global)
-    for (uint32_t i = threadIdx.x; i < 2 * m - 1; i += blockDim.x) out[i] = node[i];
+  if (mode != 1)
+    for (uint32_t i = threadIdx.x; i < 2 * m - 1; i += THREADS) out[i] = node[i];
 }
 
 /* Sorted keys (frequency << 32 | index) of m used symbols of one shape. */
@@ -75,21 +82,31 @@ static void make_keys(int shape, uint32_t m, uint64_t *st, std::vector<uint64_t>
   std::sort(keys.begin(), keys.end());
 }
 
+/* First of the n words where the device's differ from the host's; n if none. */
+static uint32_t first_diff(const std::vector<uint32_t> &got, const std::vector<uint32_t> &want, uint32_t n) {
+  uint32_t i = 0;
+  while (i < n && got[i] == want[i]) i++;
+  return i;
+}
+
 template <int THREADS, int ITEMS>
 static void check_shape(uint32_t max_m, const char *what) {
   uint64_t st = 12345;
   CU(cudaFuncSetAttribute(k_depths<THREADS, ITEMS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  Dev<uint64_t> dkeys(MAX_M);
-  Dev<uint32_t> dout(MAX_M);
+  CU(cudaFuncSetAttribute(k_parents<THREADS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
+  Dev<uint64_t> dkeys(MAX_M), dweight(MAX_M);
+  Dev<uint32_t> dout(MAX_M), dlinks(2 * MAX_M);
   Dev<long long> dcyc(2);
   std::vector<uint64_t> keys, weight(MAX_M);
-  std::vector<uint32_t> node(2 * MAX_M), got(MAX_M);
-  int cases = 0, bad_serial = 0, bad_block = 0;
+  std::vector<uint32_t> want(2 * MAX_M), depth(2 * MAX_M), got(2 * MAX_M);
+  int cases = 0, bad_serial = 0, bad_block = 0, bad_links = 0;
   for (int shape = 0; shape < 5; shape++)
     for (uint32_t m : {2u, 3u, 5u, 8u, 31u, 33u, 200u, 259u, 1000u, 4097u, 8194u}) {
       if (m > max_m) continue;
       make_keys(shape, m, &st, keys);
-      ncclz_huff_tree_depths(keys.data(), m, weight.data(), node.data());
+      ncclz_huff_tree_parents(keys.data(), m, weight.data(), want.data()); /* the host's links */
+      depth = want;
+      ncclz_huff_parents_to_depths(depth.data(), m); /* and its depths */
       CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
       for (int serial = 1; serial >= 0; serial--) {
         k_depths<THREADS, ITEMS><<<1, THREADS, SMEM>>>(dkeys.p, m, serial, dout.p, dcyc.p);
@@ -100,41 +117,27 @@ static void check_shape(uint32_t max_m, const char *what) {
           printf("%s shape %d m %u: block parents in %lld rounds, %.1f us at 1.98 GHz\n", what, shape, m, cyc[1],
                  cyc[0] / 1980.0);
         CU(cudaMemcpy(got.data(), dout.p, 4 * m, cudaMemcpyDeviceToHost));
-        uint32_t i = 0;
-        while (i < m && got[i] == node[i]) i++;
+        const uint32_t i = first_diff(got, depth, m);
         if (i < m) {
           printf("%s shape %d m %u %s: leaf %u depth %u on the device, %u on the host\n", what, shape, m,
-                 serial ? "serial" : "block", i, got[i], node[i]);
+                 serial ? "serial" : "block", i, got[i], depth[i]);
           (serial ? bad_serial : bad_block)++;
         }
       }
-      cases++;
-    }
-  /* the parent links themselves, from shared and from global memory */
-  CU(cudaFuncSetAttribute(k_parents, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
-  Dev<uint64_t> dweight(MAX_M);
-  Dev<uint32_t> dlinks(2 * MAX_M);
-  std::vector<uint32_t> links(2 * MAX_M), want(2 * MAX_M);
-  int bad_links = 0;
-  st = 12345;
-  for (int shape = 0; shape < 5; shape++)
-    for (uint32_t m : {2u, 3u, 5u, 8u, 31u, 33u, 200u, 259u, 1000u, 4097u, 8194u}) {
-      if (m > max_m) continue;
-      make_keys(shape, m, &st, keys);
-      ncclz_huff_tree_parents(keys.data(), m, weight.data(), want.data());
-      CU(cudaMemcpy(dkeys.p, keys.data(), 8 * m, cudaMemcpyHostToDevice));
-      for (int global = 0; global < 2; global++) {
-        k_parents<<<1, THREADS, SMEM>>>(dkeys.p, m, global, dweight.p, dlinks.p);
+      /* the parent links themselves: one thread from shared and from global memory, the block */
+      static const char *const where[] = {"one thread, shared memory", "one thread, global memory", "the block"};
+      for (int mode = 0; mode < 3; mode++) {
+        k_parents<THREADS><<<1, THREADS, SMEM>>>(dkeys.p, m, mode, dweight.p, dlinks.p);
         CU(cudaGetLastError());
-        CU(cudaMemcpy(links.data(), dlinks.p, 4 * (2 * m - 1), cudaMemcpyDeviceToHost));
-        uint32_t i = 0;
-        while (i < 2 * m - 1 && links[i] == want[i]) i++;
+        CU(cudaMemcpy(got.data(), dlinks.p, 4 * (2 * m - 1), cudaMemcpyDeviceToHost));
+        const uint32_t i = first_diff(got, want, 2 * m - 1);
         if (i < 2 * m - 1) {
-          printf("%s shape %d m %u keys in %s memory: node %u's parent %u on the device, %u on the host (merge %u)\n",
-                 what, shape, m, global ? "global" : "shared", i, links[i], want[i], want[i] - m);
+          printf("%s shape %d m %u by %s: node %u's parent %u on the device, %u on the host (merge %u)\n", what,
+                 shape, m, where[mode], i, got[i], want[i], want[i] - m);
           bad_links++;
         }
       }
+      cases++;
     }
   printf("%s: %d trees, %d differ with serial depths, %d with the block's, %d parent-link runs differ\n", what, cases,
          bad_serial, bad_block, bad_links);

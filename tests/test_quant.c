@@ -567,8 +567,8 @@ static int same_rule(float x, double bound, double step, double inv, size_t *fas
   int32_t a = 0x7eadbeef, b = 0x7eadbeef;
   ncclzEbOutcome oa = ncclz_eb_code(x, bound, step, inv, &a), ob = ncclz_eb_code_exact(x, bound, step, &b);
   /* how often the certificate answers: the exact rule's division not taken (counted on the side) */
-  double y = (double)x * inv + 0.5, t = floor(y), d = y - t;
-  *fast += fabs(y) < 0x1p26 && d > 0x1p-20 && d < 1.0 - 0x1p-20;
+  int32_t q;
+  *fast += (size_t)ncclz_eb_code_fast(x, bound, step, inv, &q);
   return oa == ob && (oa != NCCLZ_EB_OK || a == b);
 }
 

@@ -217,8 +217,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
     P[base + i] = v;
     chk += nz_chk(v, base + i);
   }
-  chk = __reduce_add_sync(NZ_FULL, chk); /* a warp's share: no CTA barrier */
-  if (lane == 0 && chk) atomicAdd(&fr[f].check, chk);
+  nz_add_check_warp(chk, &fr[f].check);
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 

@@ -390,8 +390,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
     P[j] = v;
     chk += nz_chk(v, j);
   }
-  chk = __reduce_add_sync(NZ_FULL, chk); /* a warp's share: no CTA barrier */
-  if (lane == 0 && chk) atomicAdd(&fr[f].check, chk);
+  nz_add_check_warp(chk, &fr[f].check);
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nseg, ENC_WARPS) - 1) fr[f].coded_bytes = 4 * (H + s_prefix + s_agg);
 }
 

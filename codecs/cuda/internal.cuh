@@ -95,6 +95,13 @@ static __device__ __forceinline__ uint32_t nz_warp_inclusive_sum(uint32_t v) {
   return v;
 }
 
+/* A warp's sum of a per-lane check, added once to the frame's accumulator: no CTA barrier (the
+ * encoders' warps finish at their own pace). All 32 lanes call it. */
+static __device__ __forceinline__ void nz_add_check_warp(uint32_t v, uint32_t *dst) {
+  v = __reduce_add_sync(NZ_FULL, v);
+  if ((threadIdx.x & 31) == 0 && v) atomicAdd(dst, v);
+}
+
 /* Block-wide sum of a per-thread check (mod 2^32: any order gives the same), added once to the
  * frame's accumulator. All THREADS threads call it; it may be called again after it returns. */
 template <int THREADS>
@@ -137,19 +144,12 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
     } while (__any_sync(NZ_FULL, (v >> 32) == 0));
     unsigned inc = __ballot_sync(NZ_FULL, (v >> 32) == 2);
     int stop = inc ? __ffs(inc) - 1 : 31;
-    uint32_t val = lane <= stop ? (uint32_t)v : 0u;
-    for (int o = 16; o; o >>= 1) val += __shfl_xor_sync(NZ_FULL, val, o);
-    excl += val;
+    excl += __reduce_add_sync(NZ_FULL, lane <= stop ? (uint32_t)v : 0u);
     if (inc) break;
     base -= 32;
   }
   if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
   return excl;
-}
-/* Both at once (warp 0). */
-static __device__ inline uint32_t nz_lookback(unsigned long long *st, uint32_t unit, uint32_t first, uint32_t agg) {
-  if ((threadIdx.x & 31) == 0) nz_lookback_publish(st, unit, first, agg);
-  return nz_lookback_wait(st, unit, first, agg);
 }
 
 /* Builds the header template on the host from the batch (reference packer). */

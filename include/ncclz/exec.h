@@ -48,9 +48,6 @@ typedef enum {
 const char *ncclzPolicyName(ncclzCoderPolicy p); /* "off", "raw", "fixedlen", "huffman", "auto" */
 int ncclzPolicyFromName(const char *name);       /* -1 if unknown */
 
-/* The most comm lanes (ncclzConfig.comm_lanes) the NCCL backend opens. */
-#define NCCLZ_MAX_COMM_LANES 4
-
 typedef struct {
   ncclzQuantSpec quant;        /* none, eb:abs/rel (lorenzo only for allreduce/broadcast), qsgd */
   ncclzCoderPolicy policy;

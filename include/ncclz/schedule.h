@@ -22,6 +22,11 @@ typedef enum {
   NCCLZ_COLL_COUNT = 5
 } ncclzCollective;
 
+/* The most comm lanes the executor's NCCL backend opens (ncclzConfig.comm_lanes) and a replay
+ * models (ncclzSimOptions.comm_lanes): units whose transfers may be in flight at once. Here, below
+ * both, so that exec/ and sim/ share one limit. */
+#define NCCLZ_MAX_COMM_LANES 4
+
 const char *ncclzCollectiveName(ncclzCollective c); /* "allreduce", ... as nccl-tests names them */
 int ncclzCollectiveFromName(const char *name);      /* -1 if unknown */
 

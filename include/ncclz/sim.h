@@ -130,10 +130,6 @@ typedef enum {
 const char *ncclzSimHintPolicyName(ncclzSimHintPolicy h); /* "auto", "per_hop", "nvlink", "shm", "net" */
 int ncclzSimHintPolicyFromName(const char *name);
 
-/* The most comm lanes a replay models (the executor's NCCLZ_MAX_COMM_LANES, exec.h: the sim
- * layer does not include the executor's header). */
-#define NCCLZ_SIM_MAX_COMM_LANES 4
-
 typedef struct {
   ncclzCollective coll;
   uint64_t bytes;             /* nccl-tests' size: the buffer (AllReduce, Broadcast) or the total
@@ -145,7 +141,7 @@ typedef struct {
   uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
   uint32_t max_chunks;        /* at most (0: 64); larger chunks then (a chunk is one frame) */
   uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
-  uint32_t comm_lanes;        /* (0..NCCLZ_SIM_MAX_COMM_LANES) a rank's units (one (step, chunk):
+  uint32_t comm_lanes;        /* (0..NCCLZ_MAX_COMM_LANES, schedule.h) a rank's units (one (step, chunk):
                                  its send and its receive) whose transfers may run at once: 1 is
                                  the executor's one NCCL stream (unit u's transfers start once unit
                                  u-1's are done); 0: no limit beyond the banks */
