@@ -9,6 +9,7 @@
 #   kernels.txt          ncu: time of every kernel of one 4 MiB frame, encoded and decoded alone,
 #                        and of a batch of 64 frames (256 MiB)
 #   kernels-decode.txt   ncu: the HUFFMAN decoder's stall reasons and hot spots on that frame
+#   kernels-sci.txt      ncu (step kernels-sci): kernel times over the TREFHT batch, wide alphabets
 #   kernels-detail.txt   ncu (step ncu): speed of light, occupancy and stall reasons of NCU_KERNEL
 #   calibrate.log        the calibration's progress and residual table
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
@@ -19,6 +20,7 @@
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
 #   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
+#   kernels-sci  ncu kernel times of HUFFMAN and FIXEDLEN over 256 MiB of TREFHT (REL 1e-4, none)
 #   ncu        ncu's detail sections of the kernels matching NCU_KERNEL (kernels-detail.txt)
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
@@ -119,6 +121,27 @@ if want kernels && [ "$(left)" -gt 60 ]; then
   grep -E "stalled_[a-z_]*_per_issue_active.ratio +[0-9]" "$OUTDIR/kernels-decode.txt" | awk '$NF > 0.5' | sort -k3 -n -r | head -8
 fi
 
+# The same per-kernel ncu times over 256 MiB of the TREFHT field (tiled, 64 frames of 4 MiB) with
+# quantizations whose alphabets are wide (REL 1e-4 without prediction; raw floats): where the
+# HUFFMAN code book and decoder table kernels stand against the coder (kernels-sci.txt).
+KSCI_RC=skipped
+if want kernels-sci && [ "$(left)" -gt 60 ]; then
+  echo "== ncu: the TREFHT batch, wide alphabets ($(left) s left)"
+  [ "$(stat -c %s /tmp/sci256m.f32 2>/dev/null)" = 268435456 ] ||
+    for i in $(seq 75); do cat .devdata/trefht_member57.f32; done | head -c 268435456 >/tmp/sci256m.f32
+  for q in eb:rel=1e-4 none; do
+    for coder in huffman fixedlen; do
+      timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+        "$B/ncclz" codec --device gpu --input /tmp/sci256m.f32 --quant $q --coder $coder --repeat 1 \
+        2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
+                                                  v = $NF; gsub(/[",]/, "", v); print "'$q/$coder'/" k, v }'
+      KSCI_RC=$?
+    done
+  done >"$OUTDIR/kernels-sci.txt"
+  awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-44s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
+    "$OUTDIR/kernels-sci.txt" | sort
+fi
+
 # ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
 # matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over the 256 MiB batch of the
 # gradients coded with NCU_CODER (default fixedlen): where a kernel's time goes.
@@ -185,7 +208,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
+echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -2
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
 exit 0
