@@ -85,6 +85,12 @@ batch256m() {
     for i in 1 2 3 4 5 6 7; do cat .devdata/resnet18_digits_step100_rank0.f32; done | head -c 268435456 >/tmp/batch256m.f32
 }
 
+# The same size of the TREFHT field, tiled.
+sci256m() {
+  [ "$(stat -c %s /tmp/sci256m.f32 2>/dev/null)" = 268435456 ] ||
+    for i in $(seq 75); do cat .devdata/trefht_member57.f32; done | head -c 268435456 >/tmp/sci256m.f32
+}
+
 KERNELS_RC=skipped
 if want kernels && [ "$(left)" -gt 60 ]; then
   echo "== ncu: one 4 MiB frame ($(left) s left)"
@@ -127,8 +133,7 @@ fi
 KSCI_RC=skipped
 if want kernels-sci && [ "$(left)" -gt 60 ]; then
   echo "== ncu: the TREFHT batch, wide alphabets ($(left) s left)"
-  [ "$(stat -c %s /tmp/sci256m.f32 2>/dev/null)" = 268435456 ] ||
-    for i in $(seq 75); do cat .devdata/trefht_member57.f32; done | head -c 268435456 >/tmp/sci256m.f32
+  sci256m
   for q in eb:rel=1e-4 none; do
     for coder in huffman fixedlen; do
       timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
@@ -143,16 +148,18 @@ if want kernels-sci && [ "$(left)" -gt 60 ]; then
 fi
 
 # ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
-# matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over the 256 MiB batch of the
-# gradients coded with NCU_CODER (default fixedlen): where a kernel's time goes.
+# matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over a 256 MiB batch coded with
+# NCU_CODER (default fixedlen): the gradients with QSGD 8-bit (NCU_DATA=grad, the default) or the
+# TREFHT field with NCU_QUANT (NCU_DATA=sci; default eb:rel=1e-4): where a kernel's time goes.
 NCU_RC=skipped
 if want ncu && [ "$(left)" -gt 60 ]; then
-  echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}; $(left) s left)"
-  batch256m
+  echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}, ${NCU_DATA:=grad}; $(left) s left)"
+  if [ "$NCU_DATA" = sci ]; then sci256m; NCU_IN=/tmp/sci256m.f32 NCU_Q=${NCU_QUANT:-eb:rel=1e-4}
+  else batch256m; NCU_IN=/tmp/batch256m.f32 NCU_Q=qsgd:bits=8,bucket=512; fi
   timeout 150 ncu --clock-control none -k "regex:$NCU_KERNEL" -c 2 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats --section SourceCounters \
     --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-    "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder "$NCU_CODER" --repeat 1 \
+    "$B/ncclz" codec --device gpu --input $NCU_IN --quant $NCU_Q --coder "$NCU_CODER" --repeat 1 \
     >"$OUTDIR/kernels-detail.txt" 2>&1
   NCU_RC=$?
   grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Theoretical Occ|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" \

@@ -17,7 +17,6 @@
 #define BOOK_THREADS 1024
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
-#define SCAN_CHUNK 16384u          /* symbols per CTA in the histogram pass */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
@@ -51,23 +50,65 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
   if (k && t == k - 1 - trim) fr[f].vmax = v;
 }
 
-__global__ void __launch_bounds__(512) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist) {
+/* Symbols per CTA of the histogram pass: enough CTAs for the whole GPU (about 1,024), but no more
+ * than that. Each CTA clears and flushes up to HF_K bins, so on wide alphabets (REL without
+ * prediction, raw floats: thousands of bins used) the flushes' global atomics cost more than the
+ * reads when every 64 KiB has its own CTA (148 us for 256 MiB of TREFHT at 16,384 symbols a CTA,
+ * kernels-sci-9f4b20f.txt). */
+#define HIST_CHUNK_MIN 16384u
+#define HIST_CHUNK_MAX 65536u
+#define HIST_THREADS 512
+static uint32_t hist_chunk(const NzShape &sh) {
+  const uint64_t per_cta = (uint64_t)sh.frame_symbols * sh.n_frames / 1024;
+  const uint64_t c = (per_cta + HIST_CHUNK_MIN - 1) / HIST_CHUNK_MIN * HIST_CHUNK_MIN;
+  return c < HIST_CHUNK_MIN ? HIST_CHUNK_MIN : c > HIST_CHUNK_MAX ? HIST_CHUNK_MAX : (uint32_t)c;
+}
+
+__global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist,
+                                                          uint32_t chunk) {
   __shared__ uint32_t h[HF_K];
-  uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * SCAN_CHUNK;
+  uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * chunk;
   if (i0 >= n) return;
   ncclzHuffAlphabet a = frame_alphabet(&fr[f]);
   uint32_t K = ncclz_huff_alphabet_size(a.radius);
-  for (uint32_t i = threadIdx.x; i < K; i += 512) h[i] = 0;
+  for (uint32_t i = threadIdx.x; i < K; i += HIST_THREADS) h[i] = 0;
   __syncthreads();
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
-  uint32_t end = n - i0 < SCAN_CHUNK ? n : i0 + SCAN_CHUNK;
+  const uint32_t end = n - i0 < chunk ? n : i0 + chunk;
   /* (Warp-aggregated adds through __match_any_sync did not make this faster on 4 MiB of QSGD
-   * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) */
-  for (uint32_t i = i0 + threadIdx.x; i < end; i += 512) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
+   * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) Whole int4
+   * loads, four in flight a thread, where the chunk starts 16-byte aligned; the rest one by one. */
+  uint32_t i = i0;
+  if (((uintptr_t)(src + i0) & 15u) == 0) {
+    const int4 *v = reinterpret_cast<const int4 *>(src + i0);
+    const uint32_t quads = (end - i0) / 4;
+    uint32_t q = threadIdx.x;
+    for (; q + 3 * HIST_THREADS < quads; q += 4 * HIST_THREADS) {
+      int4 x[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) x[u] = __ldg(v + q + u * HIST_THREADS);
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        atomicAdd(&h[ncclz_huff_index(x[u].x, a)], 1u);
+        atomicAdd(&h[ncclz_huff_index(x[u].y, a)], 1u);
+        atomicAdd(&h[ncclz_huff_index(x[u].z, a)], 1u);
+        atomicAdd(&h[ncclz_huff_index(x[u].w, a)], 1u);
+      }
+    }
+    for (; q < quads; q += HIST_THREADS) {
+      const int4 x = __ldg(v + q);
+      atomicAdd(&h[ncclz_huff_index(x.x, a)], 1u);
+      atomicAdd(&h[ncclz_huff_index(x.y, a)], 1u);
+      atomicAdd(&h[ncclz_huff_index(x.z, a)], 1u);
+      atomicAdd(&h[ncclz_huff_index(x.w, a)], 1u);
+    }
+    i = i0 + 4 * quads;
+  }
+  for (i += threadIdx.x; i < end; i += HIST_THREADS) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
   __syncthreads();
   uint32_t *g = hist + (size_t)f * HF_K;
-  for (uint32_t i = threadIdx.x; i < K; i += 512)
-    if (h[i]) atomicAdd(&g[i], h[i]);
+  for (uint32_t j = threadIdx.x; j < K; j += HIST_THREADS)
+    if (h[j]) atomicAdd(&g[j], h[j]);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].radius = a.radius;
 }
 
@@ -401,10 +442,11 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   sh.units_per_frame = nz_huffman_units(sh);
   const uint32_t nf = sh.n_frames;
   NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
-  dim3 g((unsigned)ncclz_ceil_div(sh.frame_symbols, SCAN_CHUNK), nf);
+  const uint32_t chunk = hist_chunk(sh);
+  dim3 g((unsigned)ncclz_ceil_div(sh.frame_symbols, chunk), nf);
   k_hf_median<<<nf, 1024, 0, s>>>(sh, d_sym, fr);
   NZ_LAUNCHED();
-  k_hf_hist<<<g, 512, 0, s>>>(sh, d_sym, fr, hist);
+  k_hf_hist<<<g, HIST_THREADS, 0, s>>>(sh, d_sym, fr, hist, chunk);
   NZ_LAUNCHED();
   size_t book_smem = sizeof(BookShared);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_book, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)book_smem));
