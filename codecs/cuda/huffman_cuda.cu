@@ -612,40 +612,19 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
 }
 
 /* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
-/* A segment's words, read ahead: cur holds the next `left` words to consume, nxt the four after
- * them, both loaded before they are needed. One word a refill, read when it was needed, left
- * every refill waiting on its load (ncu, 256 MiB of TREFHT REL 1e-4: k_hf_decode 929 us, half of
- * its stalls on L1TEX, kernels-detail of 4cfe7c2): now a refill waits only when it moves nxt into
- * cur, once in four words, and those loads were issued four words earlier. Words past `words`
- * are 0 and never loaded. */
 struct BitSource {
   const uint32_t *src;
   uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
   unsigned long long buf;
   uint32_t chk;
-  uint32_t cur[4], nxt[4], left;
-  __device__ void load4(uint32_t (&q)[4], uint32_t at) const {
-#pragma unroll
-    for (int i = 0; i < 4; i++) q[i] = at + i < words ? src[at + i] : 0u;
-  }
-  /* after src and words are set (shared memory or global) */
-  __device__ void start() {
-    load4(cur, 0);
-    load4(nxt, 4);
-    left = 4;
-  }
   __device__ void refill() {
     if (nbits <= 32) {
-      const uint32_t w = cur[0];
-      if (next < words) chk += nz_chk(w, base + next);
-      cur[0] = cur[1], cur[1] = cur[2], cur[2] = cur[3];
-      next++;
-      if (--left == 0) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) cur[i] = nxt[i];
-        load4(nxt, next + 4);
-        left = 4;
+      uint32_t w = 0;
+      if (next < words) {
+        w = src[next]; /* shared memory (stage_segments) or global */
+        chk += nz_chk(w, base + next);
       }
+      next++;
       buf |= (unsigned long long)w << nbits;
       nbits += 32;
     }
@@ -662,9 +641,6 @@ struct BitSource {
  * stream: when they fit in the warp's seg_words of shared memory, the warp copies them there with
  * coalesced loads and each reader takes its words from shared memory; otherwise (wide codes,
  * corrupt offsets) the reader stays on global memory, its segment prefetched into L1. */
-#ifndef NZ_HF_DEC_L1_PREFETCH
-#define NZ_HF_DEC_L1_PREFETCH 1
-#endif
 static __device__ void stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
                                       uint32_t seg_words) {
   const uint32_t lane = threadIdx.x & 31, first = mine ? (uint32_t)(br.src - stream) : 0xFFFFFFFFu;
@@ -673,7 +649,7 @@ static __device__ void stage_segments(BitSource &br, const uint32_t *stream, boo
     for (uint32_t i = lane; i < hi - lo; i += 32) seg[i] = __ldg(stream + lo + i);
     __syncwarp();
     if (mine) br.src = seg + (first - lo);
-  } else if (mine && NZ_HF_DEC_L1_PREFETCH) {
+  } else if (mine) {
     for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
   }
 }
@@ -706,7 +682,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
-  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 4};
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0};
   if (k < nseg) {
     uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
     chk += nz_chk(begin, sw + H - nseg + k);
@@ -721,7 +697,6 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
     count = n - k * S < S ? n - k * S : S;
   }
   stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  br.start();
   const ncclzHuffAlphabet a = {F->centre, F->radius};
   const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
   const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
