@@ -641,7 +641,7 @@ struct BitSource {
  * stream: when they fit in the warp's seg_words of shared memory, the warp copies them there with
  * coalesced loads and each reader takes its words from shared memory; otherwise (wide codes,
  * corrupt offsets) the reader stays on global memory, its segment prefetched into L1. */
-static __device__ void stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
+static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
                                       uint32_t seg_words) {
   const uint32_t lane = threadIdx.x & 31, first = mine ? (uint32_t)(br.src - stream) : 0xFFFFFFFFu;
   const uint32_t lo = __reduce_min_sync(NZ_FULL, first), hi = __reduce_max_sync(NZ_FULL, mine ? first + br.words : 0u);
@@ -649,9 +649,27 @@ static __device__ void stage_segments(BitSource &br, const uint32_t *stream, boo
     for (uint32_t i = lane; i < hi - lo; i += 32) seg[i] = __ldg(stream + lo + i);
     __syncwarp();
     if (mine) br.src = seg + (first - lo);
-  } else if (mine) {
-    for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
+    return true;
   }
+  if (mine)
+    for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
+  return false;
+}
+
+/* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
+ * 16-bit words in the block's segment room, when no warp staged its segments there and they fit
+ * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
+ * of global. On wide alphabets (REL without prediction, raw floats: ~12 bits a symbol, many codes
+ * of 13-15 bits) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
+ * half of the stall cycles on L1TEX, kernels-detail-4cfe7c2.txt; the segment words loaded ahead
+ * made no difference, codecs-94a7f69.txt). Block-uniform; NULL when not used. */
+static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
+                                                     uint32_t nlong, uint32_t *room, uint32_t room_words) {
+  if (__syncthreads_or(staged) || nlong == 0 || nlong > 2 * room_words) return nullptr;
+  uint16_t *t = reinterpret_cast<uint16_t *>(room);
+  for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
+  __syncthreads();
+  return t - long0;
 }
 
 /* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
@@ -696,11 +714,14 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
     }
     count = n - k * S < S ? n - k * S : S;
   }
-  stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
+  const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
   const ncclzHuffAlphabet a = {F->centre, F->radius};
   const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
   const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
   const uint32_t max_len = s_tab[48];
+  const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
+  const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
+  const uint16_t *slong = stage_long_symbols(staged, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
   for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
@@ -713,7 +734,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
         for (uint32_t l = fb + 1; l <= max_len; l++) {
           uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
           if (code - s_tab[16 + l] < s_tab[l]) {
-            e = sorted[s_tab[32 + l] + code - s_tab[16 + l]] << 4 | l;
+            const uint32_t at = s_tab[32 + l] + code - s_tab[16 + l];
+            e = (slong ? (uint32_t)slong[at] : sorted[at]) << 4 | l;
             break;
           }
         }
