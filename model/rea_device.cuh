@@ -7,31 +7,36 @@
 #ifndef NCCLZ_REA_DEVICE_CUH
 #define NCCLZ_REA_DEVICE_CUH
 
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/warp/warp_reduce.cuh>
 
 #include "rea_decide.h"
 #include "../codecs/cuda/huff_block.cuh"
 
-/* Threads of the planning block (the sorts below are sized for it). */
-#define NCCLZ_REA_PLAN_THREADS 256
-#define NCCLZ_REA_SORT_ITEMS ((NCCLZ_REA_HIST_TOTAL + NCCLZ_REA_PLAN_THREADS - 1) / NCCLZ_REA_PLAN_THREADS)
-/* Sort keys: frequency << 9 | bin in 24 bits. A bin's frequency is at most the sample's symbol
- * count (NCCLZ_REA_SAMPLE_MAX_BYTES / 4 = 2^14), and there are fewer than 2^9 bins; unused bins
- * are all ones and sort last. Six radix passes instead of the sixteen of 64-bit keys. */
+/* Threads of the planning block: a 64 KiB window is 512 sample blocks, one a thread, so that
+ * the range and histogram passes each wait on memory once (256 threads took two blocks each
+ * one after the other: range 6.5 us, histogram 14.1 us, test_gpu_rea at 22d38d1). */
+#define NCCLZ_REA_PLAN_THREADS 512
+/* Sort keys: frequency << 9 | bin. A bin's frequency is at most the sample's symbol count
+ * (NCCLZ_REA_SAMPLE_MAX_BYTES / 4 = 2^14), and there are fewer than 2^9 bins; unused bins are
+ * all ones and rank last. */
 #define NCCLZ_REA_KEY_BIN_BITS 9
-#define NCCLZ_REA_KEY_BITS 24
 #define NCCLZ_REA_FREQ_MAX (NCCLZ_REA_SAMPLE_MAX_BYTES / 4)
 static_assert(NCCLZ_REA_HIST_TOTAL <= (1 << NCCLZ_REA_KEY_BIN_BITS), "bins fit the key");
-static_assert(((unsigned long long)NCCLZ_REA_FREQ_MAX << NCCLZ_REA_KEY_BIN_BITS | NCCLZ_REA_HIST_TOTAL) <
-                  (1ull << NCCLZ_REA_KEY_BITS) - 1, "used keys stay below the unused key");
-typedef cub::BlockRadixSort<uint32_t, NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_SORT_ITEMS> ncclzReaSort;
+static_assert(((unsigned long long)NCCLZ_REA_FREQ_MAX << NCCLZ_REA_KEY_BIN_BITS | NCCLZ_REA_HIST_TOTAL) < ~0u,
+              "used keys stay below the unused key");
+static_assert(NCCLZ_REA_HIST_TOTAL <= NCCLZ_REA_PLAN_THREADS, "one bin a thread");
 /* Tree nodes (2m - 1 <= 2 * NCCLZ_REA_HIST_TOTAL) per thread in the block's depth computation. */
 #define NCCLZ_REA_NODE_ITEMS ((2 * NCCLZ_REA_HIST_TOTAL + NCCLZ_REA_PLAN_THREADS - 1) / NCCLZ_REA_PLAN_THREADS)
+/* The histogram counts the NCCLZ_REA_NEAR_BINS fine bins around the sample mean (where quantized
+ * symbols crowd) in 8-bit fields of one register a thread, so that a warp's lanes do not queue
+ * on the same shared counters; a thread sees fewer than 256 symbols of a window. */
+#define NCCLZ_REA_NEAR_BINS 8
+#define NCCLZ_REA_NEAR_FIRST (NCCLZ_REA_HIST_BINS / 2 - NCCLZ_REA_NEAR_BINS / 2)
+static_assert(NCCLZ_REA_SAMPLE_MAX_BYTES / 4 / NCCLZ_REA_PLAN_THREADS < 256, "near counts fit 8 bits");
 
 /* Phases of ncclz_rea_plan_block that a caller may time (clock64 at the end of each, thread 0). */
 enum { NCCLZ_REA_CLK_START, NCCLZ_REA_CLK_RANGE, NCCLZ_REA_CLK_HIST, NCCLZ_REA_CLK_SORT1, NCCLZ_REA_CLK_TREE,
-       NCCLZ_REA_CLK_LENGTHS, NCCLZ_REA_CLK_DECIDE, NCCLZ_REA_CLK_COUNT };
+       NCCLZ_REA_CLK_LENGTHS, NCCLZ_REA_CLK_SUMS, NCCLZ_REA_CLK_DECIDE, NCCLZ_REA_CLK_COUNT };
 
 /* What the device selector decides for one frame. */
 typedef struct {
@@ -51,7 +56,7 @@ typedef struct {
   long long lo_index, hi_index;
   ncclzHuffAlphabet alpha;
   long long first_index;
-  typename ncclzReaSort::TempStorage sort;
+  uint32_t key[NCCLZ_REA_HIST_TOTAL]; /* the bins' sort keys */
   uint32_t used;                   /* bins with a nonzero count */
   uint32_t overflowed;             /* a depth was clamped to NCCLZ_HUFF_MAX_LEN */
   ncclzReaHuffSums sums;
@@ -141,6 +146,7 @@ __device__ inline void ncclz_rea_block_range(const int32_t *sym, const ncclzSamp
 __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSamplePlan *plan, ncclzReaBlockShared &s) {
   long long lo = 2 * (long long)s.alpha.radius, hi = 0;
   unsigned long long escape_bits = 0; /* as ncclz_rea_hist_add: an integer sum, the host's bit for bit */
+  unsigned long long near = 0;        /* NCCLZ_REA_NEAR_BINS counts of 8 bits */
   ncclz_rea_for_sample_blocks(plan, [&](uint64_t at, uint64_t len) {
     int32_t v[NCCLZ_REA_BLOCK];
     ncclz_rea_block_load(sym + at, len, v);
@@ -151,47 +157,59 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
       uint32_t bin = ncclz_rea_hist_locate(v[i], s.alpha, s.first_index, &idx);
       lo = idx < lo ? idx : lo;
       hi = idx > hi ? idx : hi;
-      atomicAdd(&s.h.freq[bin], 1u);
+      const uint32_t d = bin - NCCLZ_REA_NEAR_FIRST;
+      if (d < NCCLZ_REA_NEAR_BINS) near += 1ull << (8 * d);
+      else atomicAdd(&s.h.freq[bin], 1u);
       if (bin == NCCLZ_REA_HIST_TAIL) atomicOr((unsigned long long *)&s.h.tail_seen[idx / 64], 1ull << (idx % 64));
       if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(v[i], s.alpha.centre);
     }
   });
+#pragma unroll
+  for (int d = 0; d < NCCLZ_REA_NEAR_BINS; d++) { /* integer sums: the same counts in any order */
+    const uint32_t c = __reduce_add_sync(0xFFFFFFFFu, (uint32_t)(near >> (8 * d)) & 0xFFu);
+    if ((threadIdx.x & 31) == 0 && c) atomicAdd(&s.h.freq[NCCLZ_REA_NEAR_FIRST + d], c);
+  }
   atomicMin(&s.lo_index, lo);
   atomicMax(&s.hi_index, hi);
   if (escape_bits) atomicAdd((unsigned long long *)&s.h.escape_bits, escape_bits);
 }
 
-/* Sorts the block's 24-bit keys (value << 9 | bin; unused bins as ~0 sort last) ascending and
- * stores them in s.w.s64 in the layout of ncclz_huff_tree_depths, (frequency << 32 | bin). */
-__device__ inline void ncclz_rea_block_sort(ncclzReaBlockShared &s, const uint32_t *freq,
-                                            uint32_t (&k)[NCCLZ_REA_SORT_ITEMS]) {
-  __syncthreads();
-  ncclzReaSort(s.sort).Sort(k, 0, NCCLZ_REA_KEY_BITS);
-  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
-    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j, bin = k[j] & ((1u << NCCLZ_REA_KEY_BIN_BITS) - 1);
-    if (i < NCCLZ_REA_HIST_TOTAL) s.w.s64[i] = bin < NCCLZ_REA_HIST_TOTAL ? (unsigned long long)freq[bin] << 32 | bin : ~0ull;
+/* Step 1's order (frequency asc, bin asc) of the used bins by rank: each bin counts the keys
+ * below its own (the used keys are distinct, the unused ones all ones and last), and its
+ * (frequency << 32 | bin) lands in s.w.s64 at that rank, the layout of ncclz_huff_tree_depths.
+ * Written out rather than a CUB block sort: for at most 259 keys the count over a broadcast
+ * shared array is one short loop, where the radix sort's six passes of scans took 4.4 us of the
+ * plan (test_gpu_rea at 22d38d1). */
+__device__ inline void ncclz_rea_block_rank_sort(ncclzReaBlockShared &s, const uint32_t *freq) {
+  const uint32_t i = threadIdx.x;
+  __syncthreads(); /* s.key is complete */
+  if (i < NCCLZ_REA_HIST_TOTAL && freq[i]) {
+    const uint32_t mine = s.key[i];
+    uint32_t rank = 0;
+    for (uint32_t j = 0; j < NCCLZ_REA_HIST_TOTAL; j++) rank += s.key[j] < mine;
+    s.w.s64[rank] = (unsigned long long)freq[i] << 32 | i;
   }
+  if (i < NCCLZ_REA_HIST_TOTAL && i >= s.used) s.w.s64[i] = ~0ull;
   __syncthreads();
 }
 
-/* ncclz_huff_lengths (FORMAT.md steps 1-4) with step 1's sort done by the whole block: the keys
- * are distinct, so any correct sort gives the host's order. The tree's two-queue merge and the
- * length limit are the shared inline functions (one thread); the depths, step 3's counts and
- * step 4's lengths, ranked in the first sort's order (ncclz_huff_desc_rank), are computed by the
- * whole block (codecs/cuda/huff_block.cuh), the same integers. Lengths land in s.w.len. */
+/* ncclz_huff_lengths (FORMAT.md steps 1-4) by the whole block, the same integers as the host's:
+ * step 1's order by rank (the keys are distinct, so any correct sort gives the host's order);
+ * the two-queue tree's links as the fixed point and the depths (codecs/cuda/huff_block.cuh);
+ * step 3's counts, the length limit (the shared inline function, one thread) and step 4's
+ * lengths, ranked in step 1's order (ncclz_huff_desc_rank). Lengths land in s.w.len. */
 __device__ inline void ncclz_rea_block_lengths(ncclzReaBlockShared &s, unsigned long long *clk) {
   const uint32_t *freq = s.h.freq;
-  uint32_t k[NCCLZ_REA_SORT_ITEMS];
   if (threadIdx.x == 0) s.used = 0;
   __syncthreads();
-  for (int j = 0; j < NCCLZ_REA_SORT_ITEMS; j++) {
-    uint32_t i = threadIdx.x * NCCLZ_REA_SORT_ITEMS + j;
-    int used = i < NCCLZ_REA_HIST_TOTAL && freq[i];
-    k[j] = used ? freq[i] << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
-    if (i < NCCLZ_REA_HIST_TOTAL) s.w.len[i] = 0;
+  if (threadIdx.x < NCCLZ_REA_HIST_TOTAL) {
+    const uint32_t i = threadIdx.x;
+    const int used = freq[i] != 0;
+    s.key[i] = used ? freq[i] << NCCLZ_REA_KEY_BIN_BITS | i : ~0u;
+    s.w.len[i] = 0;
     if (used) atomicAdd(&s.used, 1u);
   }
-  ncclz_rea_block_sort(s, freq, k); /* step 1: (frequency asc, index asc) */
+  ncclz_rea_block_rank_sort(s, freq); /* step 1: (frequency asc, index asc) */
   if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_SORT1] = clock64();
   const uint32_t m = s.used;
   if (m <= 1) {
@@ -299,6 +317,7 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
     if (mine.distinct_tail) atomicAdd(&s.sums.distinct_tail, mine.distinct_tail);
   }
   __syncthreads();
+  if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_SUMS] = clock64();
   if (threadIdx.x == 0) { /* the control thread: the shared decision code */
     s.h.lo_index = s.lo_index;
     s.h.hi_index = s.hi_index;

@@ -3,7 +3,7 @@
  * (the fixed point the library uses; timed) and by one device thread, then the depths both
  * serially on the device and by the block's pointer jumping, for random histograms of many
  * shapes, in both block shapes the library uses (the code book: 1024 threads;
- * the REA planner: 256). Every leaf's depth must equal the host's.
+ * the REA planner: 512). Every leaf's depth must equal the host's.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdint.h>
 #include <string.h>
@@ -180,7 +180,7 @@ static void check_rank_lengths(void) {
 int main(void) {
   if (tu_cuda_skip_without_gpu()) return 77;
   check_shape<1024, 17>(MAX_M, "code book (1024 threads)");
-  check_shape<256, 3>(259, "REA planner (256 threads)");
+  check_shape<512, 2>(259, "REA planner (512 threads)"); /* NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_NODE_ITEMS */
   check_rank_lengths();
   return tu_finish("test_gpu_huffbook");
 }
