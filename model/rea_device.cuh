@@ -147,6 +147,10 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
   long long lo = 2 * (long long)s.alpha.radius, hi = 0;
   unsigned long long escape_bits = 0; /* as ncclz_rea_hist_add: an integer sum, the host's bit for bit */
   unsigned long long near = 0;        /* NCCLZ_REA_NEAR_BINS counts of 8 bits */
+  /* In registers: read through s, the compiler reloads them after every shared atomic (which may
+   * alias them), a chain of shared loads per symbol. */
+  const ncclzHuffAlphabet alpha = s.alpha;
+  const int64_t first_index = s.first_index;
   ncclz_rea_for_sample_blocks(plan, [&](uint64_t at, uint64_t len) {
     int32_t v[NCCLZ_REA_BLOCK];
     ncclz_rea_block_load(sym + at, len, v);
@@ -154,14 +158,14 @@ __device__ inline void ncclz_rea_block_hist(const int32_t *sym, const ncclzSampl
     for (int i = 0; i < NCCLZ_REA_BLOCK; i++) {
       if ((uint64_t)i >= len) continue;
       int64_t idx;
-      uint32_t bin = ncclz_rea_hist_locate(v[i], s.alpha, s.first_index, &idx);
+      uint32_t bin = ncclz_rea_hist_locate(v[i], alpha, first_index, &idx);
       lo = idx < lo ? idx : lo;
       hi = idx > hi ? idx : hi;
       const uint32_t d = bin - NCCLZ_REA_NEAR_FIRST;
       if (d < NCCLZ_REA_NEAR_BINS) near += 1ull << (8 * d);
       else atomicAdd(&s.h.freq[bin], 1u);
       if (bin == NCCLZ_REA_HIST_TAIL) atomicOr((unsigned long long *)&s.h.tail_seen[idx / 64], 1ull << (idx % 64));
-      if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(v[i], s.alpha.centre);
+      if (bin == NCCLZ_REA_HIST_ESCAPE) escape_bits += ncclz_rea_escape_bits(v[i], alpha.centre);
     }
   });
 #pragma unroll
