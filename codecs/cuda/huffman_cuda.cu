@@ -1,12 +1,11 @@
 /* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
- * (one CTA per frame: a CUB radix sort of the used symbols; the reference's two-queue tree built
- * by the whole block as a fixed point, its depths and the step-4 lengths, ranked in the sort's
- * order, from huff_block.cuh; the length limiter from huff_codebook.h; a packed 16-way block scan
- * for canonical codes) -> one pass that codes a segment per warp into shared memory and places it
- * by decoupled look-back. Decode: a table kernel per frame, then one thread per segment with the
- * first-level table in shared memory (and its coded words too when the warp's fit, or else the
- * long codes' symbols), its words read ahead, staging DEC_STAGE symbols per lane so that the
- * stores are coalesced. */
+ * (one CTA per frame: a CUB radix sort of the used symbols, the reference's own two-queue merge
+ * and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in
+ * the sort's order, by the whole block from huff_block.cuh, a packed 16-way block scan for
+ * canonical codes) -> one pass that codes a segment per warp into shared memory and places it by
+ * decoupled look-back. Decode: a table kernel per frame, then one thread per segment with the
+ * first-level table in shared memory (and its coded words too when the warp's fit), staging 32
+ * symbols per lane so that the stores are coalesced. */
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -20,10 +19,6 @@
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
 #define ENC_WARPS 8
 #define DEC_THREADS 128
-/* Decoded symbols a lane stages per round before the warp's coalesced stores: 16, not 32, so that
- * the stage takes 8.5 KiB of a decoding block's shared memory instead of 16.9 and five blocks fit
- * an SM instead of four (ncu at 4cfe7c2: occupancy 25%, bound by shared memory). */
-#define DEC_STAGE 16
 #define FAST_BITS NZ_HF_FAST_BITS
 
 /* vmin/vmax: trimmed extremes of the sampled non-fill symbols, centre: their median (k_hf_median). */
@@ -616,38 +611,20 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   }
 }
 
-/* LSB-first reader over one segment; words past the segment read as zero (as the reference).
- * The words are read ahead: cur holds the next `left` words to consume, nxt the four after them,
- * both loaded before they are needed, so a refill waits only when it moves nxt into cur, once in
- * four words, on loads issued four words earlier (one dependent load per refill before). */
+/* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
 struct BitSource {
   const uint32_t *src;
   uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
   unsigned long long buf;
   uint32_t chk;
-  uint32_t cur[4], nxt[4], left;
-  __device__ void load4(uint32_t (&q)[4], uint32_t at) const {
-#pragma unroll
-    for (int i = 0; i < 4; i++) q[i] = at + i < words ? src[at + i] : 0u;
-  }
-  /* after src and words are set (shared memory or global) */
-  __device__ void start() {
-    load4(cur, 0);
-    load4(nxt, 4);
-    left = 4;
-  }
   __device__ void refill() {
     if (nbits <= 32) {
-      const uint32_t w = cur[0];
-      if (next < words) chk += nz_chk(w, base + next);
-      cur[0] = cur[1], cur[1] = cur[2], cur[2] = cur[3];
-      next++;
-      if (--left == 0) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) cur[i] = nxt[i];
-        load4(nxt, next + 4);
-        left = 4;
+      uint32_t w = 0;
+      if (next < words) {
+        w = src[next]; /* shared memory (stage_segments) or global */
+        chk += nz_chk(w, base + next);
       }
+      next++;
       buf |= (unsigned long long)w << nbits;
       nbits += 32;
     }
@@ -681,7 +658,7 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
 
 /* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
  * 16-bit words in the block's segment room, when no warp staged its segments there and they fit
- * (4,096 at 512-symbol segments): the decoder's second step reads them from shared memory instead
+ * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
  * of global. On wide alphabets (REL without prediction, raw floats: ~12 bits a symbol, many codes
  * of 13-15 bits) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
  * half of the stall cycles on L1TEX, kernels-detail-4cfe7c2.txt; the segment words loaded ahead
@@ -696,22 +673,16 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
 }
 
 /* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
- * QSGD codes: ~3.3) up to the executor's 256-symbol segments (16 KiB a block), 512 words above
- * (8 KiB), where 4 bits a symbol would cost blocks per SM (64 KiB for 1,024-symbol ones halved the
- * batched decode's) and 2 (1,024 words at 512 symbols) staged no frame of the benchmark: at 512
- * words a block is 34 KiB in all and six fit an SM (ptxas: 72 registers allow seven). The same
- * room holds the long codes' symbols (stage_long_symbols: 4,096 at 512 words; TREFHT at REL 1e-4
- * has about 2,600 codes longer than 12 bits a frame). */
-static uint32_t dec_seg_words(uint32_t S) { return S <= 256u ? 4u * S : 512u; }
+ * QSGD codes: ~3.3), at most 1,024 words, so that a block keeps to 16 KiB more (the executor's
+ * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
+static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
 __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
                                                            uint32_t seg_words) {
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
-  /* DEC_STAGE symbols per lane a round; rows of DEC_STAGE + 1 words (odd: the lanes' column
-   * writes fall in distinct banks) */
-  __shared__ int32_t stage[DEC_THREADS / 32][32][DEC_STAGE + 1];
+  __shared__ int32_t stage[DEC_THREADS / 32][32][33];
   extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
@@ -729,7 +700,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
-  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, {0, 0, 0, 0}, {0, 0, 0, 0}, 4};
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0};
   if (k < nseg) {
     uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
     chk += nz_chk(begin, sw + H - nseg + k);
@@ -744,7 +715,6 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
     count = n - k * S < S ? n - k * S : S;
   }
   const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  br.start();
   const ncclzHuffAlphabet a = {F->centre, F->radius};
   const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
   const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
@@ -754,8 +724,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint16_t *slong = stage_long_symbols(staged, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
-  for (uint32_t c0 = 0; c0 < rounds; c0 += DEC_STAGE) {
-    for (uint32_t j = 0; j < DEC_STAGE && c0 + j < count && !bad; j++) {
+  for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
+    for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
       br.refill();
       uint32_t e = s_lut[br.buf & fmask];
       if (!(e & 15u)) {
@@ -797,11 +767,9 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
       stage[warp][lane][j] = v;
     }
     __syncwarp();
-    /* row r = lane r's segment, 32 / DEC_STAGE rows a store: coalesced runs of DEC_STAGE */
-    for (uint32_t r0 = 0; r0 < 32; r0 += 32 / DEC_STAGE) {
-      const uint32_t r = r0 + lane / DEC_STAGE, col = lane % DEC_STAGE;
-      const uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
-      if (c0 + col < cr) dst[(size_t)kr * S + c0 + col] = stage[warp][r][col];
+    for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
+      uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
+      if (c0 + lane < cr) dst[(size_t)kr * S + c0 + lane] = stage[warp][r][lane];
     }
     __syncwarp();
   }
