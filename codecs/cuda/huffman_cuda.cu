@@ -78,6 +78,12 @@ __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int3
   /* (Warp-aggregated adds through __match_any_sync did not make this faster on 4 MiB of QSGD
    * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) Whole int4
    * loads, four in flight a thread, where the chunk starts 16-byte aligned; the rest one by one. */
+  auto add4 = [&](const int4 x) {
+    atomicAdd(&h[ncclz_huff_index(x.x, a)], 1u);
+    atomicAdd(&h[ncclz_huff_index(x.y, a)], 1u);
+    atomicAdd(&h[ncclz_huff_index(x.z, a)], 1u);
+    atomicAdd(&h[ncclz_huff_index(x.w, a)], 1u);
+  };
   uint32_t i = i0;
   if (((uintptr_t)(src + i0) & 15u) == 0) {
     const int4 *v = reinterpret_cast<const int4 *>(src + i0);
@@ -88,20 +94,9 @@ __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int3
 #pragma unroll
       for (int u = 0; u < 4; u++) x[u] = __ldg(v + q + u * HIST_THREADS);
 #pragma unroll
-      for (int u = 0; u < 4; u++) {
-        atomicAdd(&h[ncclz_huff_index(x[u].x, a)], 1u);
-        atomicAdd(&h[ncclz_huff_index(x[u].y, a)], 1u);
-        atomicAdd(&h[ncclz_huff_index(x[u].z, a)], 1u);
-        atomicAdd(&h[ncclz_huff_index(x[u].w, a)], 1u);
-      }
+      for (int u = 0; u < 4; u++) add4(x[u]);
     }
-    for (; q < quads; q += HIST_THREADS) {
-      const int4 x = __ldg(v + q);
-      atomicAdd(&h[ncclz_huff_index(x.x, a)], 1u);
-      atomicAdd(&h[ncclz_huff_index(x.y, a)], 1u);
-      atomicAdd(&h[ncclz_huff_index(x.z, a)], 1u);
-      atomicAdd(&h[ncclz_huff_index(x.w, a)], 1u);
-    }
+    for (; q < quads; q += HIST_THREADS) add4(__ldg(v + q));
     i = i0 + 4 * quads;
   }
   for (i += threadIdx.x; i < end; i += HIST_THREADS) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
@@ -659,8 +654,8 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
 /* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
  * 16-bit words in the block's segment room, when no warp staged its segments there and they fit
  * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
- * of global. On wide alphabets (REL without prediction, raw floats: ~12 bits a symbol, many codes
- * of 13-15 bits) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
+ * of global. On wide alphabets (REL without prediction: ~12 bits a symbol, about half the codes
+ * 13-15 bits long) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
  * half of the stall cycles on L1TEX, kernels-detail-4cfe7c2.txt; the segment words loaded ahead
  * made no difference, codecs-94a7f69.txt). Block-uniform; NULL when not used. */
 static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
