@@ -1,7 +1,8 @@
 /* The REA's device selector (model/rea_device.cuh: one block per frame) against the host path
  * (ncclzReaPlan) on every frame of real data: the same coder, path, predicted sizes and costs,
  * for both transport hints and two profiles. Then the cost of planning, against encoding the
- * same frames on the GPU (a batch of 64 frames of 4 MiB; the issue's target is 2%).
+ * same frames on the GPU (a batch of 64 frames of 4 MiB; the issue's target is 2%), and the same
+ * per frame over 1,024 frames, where the planning blocks fill the GPU as the encode's do.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,10 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
   cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dout);
 }
 
-/* Median time of planning and of HUFFMAN-encoding a batch of frames (CUDA events, warm-up). */
-static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile) {
+/* Median time of planning and of HUFFMAN-encoding a batch of frames (CUDA events, warm-up).
+ * target: assert the 2% target (the 64-frame batch); otherwise only print the ratio (a batch
+ * large enough that the planning blocks fill the GPU, as the encode's do). */
+static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile, bool target) {
   const uint32_t fs = 1u << 20; /* 4 MiB of f32 */
   ncclzReaConfig cfg;
   ncclzReaConfigFromProfile(prof, NCCLZ_HINT_NET, ncclzDataClassOf(&tile->qp), &cfg);
@@ -152,13 +155,13 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile) {
     CU(cudaEventElapsedTime(&ms, e0, e1));
     if (r >= 3) enc_ms.push_back(ms);
   }
-  print_phases(dprof, dcfg, dsym, tile->n, fs, cp, slot, nf, dout);
+  if (target) print_phases(dprof, dcfg, dsym, tile->n, fs, cp, slot, nf, dout);
   std::sort(plan_ms.begin(), plan_ms.end());
   std::sort(enc_ms.begin(), enc_ms.end());
   double p = plan_ms[plan_ms.size() / 2], e = enc_ms[enc_ms.size() / 2];
-  printf("planning cost: %u frames of 4 MiB: plan %.1f us, HUFFMAN encode %.1f us, ratio %.2f%% (target <= 2%%)\n", nf,
-         1e3 * p, 1e3 * e, 100 * p / e);
-  CHECK(p <= 0.02 * e, "planning %.1f us > 2%% of encoding %.1f us", 1e3 * p, 1e3 * e);
+  printf("planning cost: %u frames of 4 MiB: plan %.1f us, HUFFMAN encode %.1f us, ratio %.2f%% (%s)\n", nf, 1e3 * p,
+         1e3 * e, 100 * p / e, target ? "target <= 2%" : "no target: the planning blocks fill the GPU");
+  if (target) CHECK(p <= 0.02 * e, "planning %.1f us > 2%% of encoding %.1f us", 1e3 * p, 1e3 * e);
   cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dframes), cudaFree(dws), cudaFree(dbytes), cudaFree(dout);
 }
 
@@ -206,7 +209,16 @@ int main(void) {
     tile.sym = (int32_t *)malloc(4 * tile.n);
     for (size_t i = 0; i < tile.n; i++) tile.sym[i] = tile_src.sym[i % tile_src.n];
     tile.scales = NULL;
-    planning_cost(&prof[1], &tile);
+    planning_cost(&prof[1], &tile, true);
+    /* 4 GiB (1,024 frames): per frame, what planning costs when its blocks fill the GPU */
+    ncclzSymbols big = tile;
+    big.n = (size_t)16 * tile.n;
+    big.sym = (int32_t *)malloc(4 * big.n);
+    if (big.sym) {
+      for (size_t k = 0; k < 16; k++) memcpy(big.sym + k * tile.n, tile.sym, 4 * tile.n);
+      planning_cost(&prof[1], &big, false);
+      free(big.sym);
+    }
     free(tile.sym);
     ncclzSymbolsFree(&tile_src);
   }
