@@ -239,6 +239,15 @@ NCCLZ_INLINE int ncclz_huff_fp_picks(const uint64_t *key, uint32_t m, const uint
   }
   return changed;
 }
+/* Part `part` of `parts` of one round (a thread of a block of `parts` threads): its run of
+ * ncclz_huff_fp_picks, runs of equal even length covering the 2m - 2 picks in order; 0 for a part
+ * past the end. The GPU block (huff_block.cuh) and the host's test of it split rounds this way. */
+NCCLZ_INLINE int ncclz_huff_fp_part(const uint64_t *key, uint32_t m, const uint32_t *icur, uint32_t *inext,
+                                    uint32_t *node, uint32_t part, uint32_t parts) {
+  const uint32_t picks = 2 * m - 2, chunk = 2 * ((m - 1 + parts - 1) / parts), k0 = part * chunk;
+  if (k0 >= picks) return 0;
+  return ncclz_huff_fp_picks(key, m, icur, inext, node, k0, k0 + chunk < picks ? k0 + chunk : picks);
+}
 
 /* Parent links to depths from the root, in place. Parents always come after their children. */
 NCCLZ_INLINE void ncclz_huff_parents_to_depths(uint32_t *node, uint32_t m) {

@@ -370,16 +370,15 @@ static void test_tree_matches_plain_merge(void) {
   free(key), free(tmp), free(w0), free(w1), free(n0), free(n1);
 }
 
-/* ncclz_huff_fp_picks as a block of `threads` runs it (each thread a chunk of pairs, rounds until
- * none changes): the two-queue merge's parents. Returns the rounds, 0 if they did not stop. */
+/* The fixed point as a block of `threads` runs it (each thread its part of every round,
+ * ncclz_huff_fp_part; rounds until none changes): the two-queue merge's parents. Returns the
+ * rounds, 0 if they did not stop. */
 static int fixpoint_parents(const uint64_t *key, uint32_t m, uint32_t threads, uint32_t *icur, uint32_t *inext,
                             uint32_t *node) {
-  const uint32_t picks = 2 * m - 2, chunk = 2 * ((m - 1 + threads - 1) / threads);
   for (uint32_t t = 0; t + 1 < m; t++) icur[t] = NCCLZ_HUFF_FP_INF;
   for (int round = 1; round <= (int)m; round++) { /* each round settles at least one more pair sum */
     int changed = 0;
-    for (uint32_t k0 = 0; k0 < picks; k0 += chunk)
-      changed |= ncclz_huff_fp_picks(key, m, icur, inext, node, k0, k0 + chunk < picks ? k0 + chunk : picks);
+    for (uint32_t part = 0; part < threads; part++) changed |= ncclz_huff_fp_part(key, m, icur, inext, node, part, threads);
     uint32_t *t = icur;
     icur = inext, inext = t;
     if (!changed) {

@@ -41,7 +41,7 @@ __device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t
 }
 
 /* The two-queue tree's parent links (those of ncclz_huff_tree_parents) by the whole block: the
- * fixed point of huff_codebook.h, each thread taking a run of pairs of every round's merge, rounds
+ * fixed point of huff_codebook.h, each thread taking its part of every round's merge, rounds
  * until none changes (at most m - 1; 10-37 on test_huffman_format's trees). Replaces one thread's
  * 2m - 2 dependent picks: on the H200, 61-150 us in 15-31 rounds for m = 8,194 at 1,024 threads
  * against 643 us for the one thread, 9-23 us for m = 259 (test_gpu_huffbook,
@@ -50,15 +50,12 @@ __device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t
 template <int THREADS>
 __device__ uint32_t ncclz_huff_block_parents(const uint64_t *key, uint32_t m, uint32_t *icur, uint32_t *inext,
                                              uint32_t *node) {
-  const uint32_t picks = 2 * m - 2, chunk = 2 * ((m - 1 + THREADS - 1) / THREADS);
   for (uint32_t t = threadIdx.x; t + 1 < m; t += THREADS) icur[t] = NCCLZ_HUFF_FP_INF;
   __syncthreads();
   uint32_t rounds = 0;
   for (;;) {
     rounds++;
-    const uint32_t k0 = threadIdx.x * chunk;
-    int changed = 0;
-    if (k0 < picks) changed = ncclz_huff_fp_picks(key, m, icur, inext, node, k0, k0 + chunk < picks ? k0 + chunk : picks);
+    const int changed = ncclz_huff_fp_part(key, m, icur, inext, node, threadIdx.x, THREADS);
     uint32_t *t = icur;
     icur = inext, inext = t;
     if (!__syncthreads_or(changed)) break; /* also: this round's reads are done before the next writes */
