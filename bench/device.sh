@@ -91,6 +91,22 @@ sci256m() {
     for i in $(seq 75); do cat .devdata/trefht_member57.f32; done | head -c 268435456 >/tmp/sci256m.f32
 }
 
+# ncu_times LABEL TIMEOUT ARGS...: every kernel launch of `ncclz codec --device gpu ARGS` under
+# ncu as "LABEL/kernel ns" lines (gpu__time_duration); its status is the pipeline's.
+ncu_times() {
+  local label=$1 t=$2
+  shift 2
+  timeout "$t" ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    "$B/ncclz" codec --device gpu "$@" 2>&1 | grep -E '^"' |
+    awk -F'","' -v L="$label" 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
+                                       v = $NF; gsub(/[",]/, "", v); print L "/" k, v }'
+}
+# mean_times WIDTH: the mean time of each kernel in the "LABEL/kernel ns" lines on stdin, sorted.
+mean_times() {
+  awk -v w="$1" '{ t[$1] += $2; n[$1]++ }
+    END { for (k in t) printf "%-" w "s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' | sort
+}
+
 KERNELS_RC=skipped
 if want kernels && [ "$(left)" -gt 60 ]; then
   echo "== ncu: one 4 MiB frame ($(left) s left)"
@@ -99,25 +115,18 @@ if want kernels && [ "$(left)" -gt 60 ]; then
   for coder in huffman huffman-seg256 fixedlen; do
     seg=(); [ $coder = huffman-seg256 ] && seg=(--segment 256)
     echo "# ncclz codec --device gpu --coder ${coder%-seg256} ${seg[*]} --quant qsgd:bits=8,bucket=512, 4 MiB = 1 frame, --repeat 2"
-    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      "$B/ncclz" codec --device gpu --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder ${coder%-seg256} \
-      "${seg[@]}" --repeat 2 \
-      2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
-                                                v = $NF; gsub(/[",]/, "", v); print "'$coder'/" k, v }'
+    ncu_times $coder 120 --input /tmp/frame4m.f32 --quant qsgd:bits=8,bucket=512 --coder ${coder%-seg256} \
+      "${seg[@]}" --repeat 2
     KERNELS_RC=$?
   done >"$OUTDIR/kernels.txt"
-  awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-28s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
-    "$OUTDIR/kernels.txt" | sort
+  mean_times 28 <"$OUTDIR/kernels.txt"
   # The same kernels over a batch of 64 frames (256 MiB tiled from the gradients), as
   # bench/codecs.sh times them: which kernel bounds the batched throughput.
   batch256m
   for coder in huffman fixedlen; do
-    timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      "$B/ncclz" codec --device gpu --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 1 \
-      2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
-                                                v = $NF; gsub(/[",]/, "", v); print "'$coder'-batch64/" k, v }'
+    ncu_times $coder-batch64 150 --input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512 --coder $coder --repeat 1
   done >>"$OUTDIR/kernels.txt"
-  grep batch64 "$OUTDIR/kernels.txt" | awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-36s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' | sort
+  grep batch64 "$OUTDIR/kernels.txt" | mean_times 36
   # Where the single-frame HUFFMAN decoder waits: stall reasons (cycles per issued instruction) and
   # the sampled hot spots, one launch.
   timeout 120 ncu --clock-control none -k regex:k_hf_decode -c 1 --section WarpStateStats --section SourceCounters \
@@ -136,15 +145,11 @@ if want kernels-sci && [ "$(left)" -gt 60 ]; then
   sci256m
   for q in eb:rel=1e-4 none; do
     for coder in huffman fixedlen; do
-      timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-        "$B/ncclz" codec --device gpu --input /tmp/sci256m.f32 --quant $q --coder $coder --repeat 1 \
-        2>&1 | grep -E '^"' | awk -F'","' 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
-                                                  v = $NF; gsub(/[",]/, "", v); print "'$q/$coder'/" k, v }'
+      ncu_times $q/$coder 150 --input /tmp/sci256m.f32 --quant $q --coder $coder --repeat 1
       KSCI_RC=$?
     done
   done >"$OUTDIR/kernels-sci.txt"
-  awk '{ t[$1] += $2; n[$1]++ } END { for (k in t) printf "%-44s %5d launches %10.1f us mean\n", k, n[k], t[k] / n[k] / 1e3 }' \
-    "$OUTDIR/kernels-sci.txt" | sort
+  mean_times 44 <"$OUTDIR/kernels-sci.txt"
 fi
 
 # ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
