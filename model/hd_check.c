@@ -19,7 +19,6 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
   const int64_t first = ncclz_rea_hist_first_index(0, 1, a.centre, a.radius);
   ncclzReaHuffSample h;
   ncclz_rea_hist_init(&h, a);
-  uint8_t len[NCCLZ_REA_HIST_TOTAL] = {0};
   for (uint32_t i = 0; i < plan.count; i++) {
     uint64_t start, count;
     ncclz_rea_sample_piece(&plan, i, &start, &count);
@@ -30,7 +29,7 @@ static int ncclz_rea_hd_check_body(const ncclzProfile *prof, const ncclzReaRules
     for (uint64_t k = start; k < start + count; k++) ncclz_rea_hist_add(&h, sym[k], a, first);
     stats.n_sampled += count;
   }
-  ncclz_rea_hist_finish_lengths(&h, len, &stats);
+  ncclz_rea_hist_finish(&h, &stats);
   ncclzCoderParams cp;
   cp.fixedlen_tile_blocks = 256;
   cp.huffman_segment = 1024;

@@ -11,7 +11,7 @@
 #define NCCLZ_REA_DECIDE_H
 
 #include "ncclz/model.h"
-/* The coder's own inline alphabet rule and code-length builder (host and device share it). */
+/* The coder's own inline alphabet rule, escape bits and table size (host and device share them). */
 #include "../codecs/huff_codebook.h"
 
 #if defined(__CUDACC__)
@@ -19,6 +19,9 @@
 #else
 #define NCCLZ_REA_FN static inline
 #endif
+
+/* Fraction bits of the HUFFMAN estimate's code lengths (ncclz_rea_bin_bits_q16). */
+#define NCCLZ_REA_BITS_FRAC 16
 
 /* Larger than any real time: the cost of an impossible choice. */
 #define NCCLZ_REA_INFINITE_US 1e300
@@ -172,6 +175,11 @@ NCCLZ_REA_FN void ncclz_rea_sample_plan(uint64_t n, uint32_t window_bytes, uint3
   }
 }
 
+/* Symbols the plan samples: the whole frame, or count pieces of `blocks` blocks. */
+NCCLZ_REA_FN uint64_t ncclz_rea_sample_symbols(const ncclzSamplePlan *p) {
+  return p->whole ? p->n : (uint64_t)p->count * p->blocks * NCCLZ_REA_BLOCK;
+}
+
 /* Piece i of the plan. Evenly spaced starts never overlap: count * blocks <= full_blocks. */
 NCCLZ_REA_FN void ncclz_rea_sample_piece(const ncclzSamplePlan *p, uint32_t i, uint64_t *start, uint64_t *len) {
   if (p->whole) {
@@ -241,13 +249,13 @@ NCCLZ_REA_FN uint32_t ncclz_rea_escape_bits(int32_t s, int32_t centre) {
   return ncclz_huff_escape_bits(ncclz_huff_escape_z(s, centre));
 }
 
-/* Expected coded bits of a sample: code_bits (the sum of frequency x code length over the bins),
+/* Expected coded bits of a sample: code_bits_q16 (the bins' bits in 1/2^16 bit),
  * the escapes' escape_bits (their offsets, summed as the sample was taken), and for each tail
  * symbol the bits that tell apart the distinct tail values seen (ceil(log2(distinct)) = bit
  * length of distinct-1). All integers, so the sum is the same in any order. */
-NCCLZ_REA_FN double ncclz_rea_huffman_bits(uint64_t code_bits, uint32_t tail_freq, uint32_t distinct_tail,
+NCCLZ_REA_FN double ncclz_rea_huffman_bits(uint64_t code_bits_q16, uint32_t tail_freq, uint32_t distinct_tail,
                                            uint64_t escape_bits) {
-  double bits = (double)code_bits + (double)escape_bits;
+  double bits = (double)code_bits_q16 / (double)(1u << NCCLZ_REA_BITS_FRAC) + (double)escape_bits;
   if (distinct_tail > 1) bits += (double)tail_freq * ncclz_rea_bit_length(distinct_tail - 1);
   return bits;
 }
@@ -327,24 +335,53 @@ NCCLZ_REA_FN uint32_t ncclz_rea_popcount64(uint64_t w) {
   return c;
 }
 
-/* Scratch of the code-length builder for the histogram's bins. */
-typedef struct {
-  uint64_t s64[NCCLZ_HUFF_SCRATCH64(NCCLZ_REA_HIST_TOTAL)];
-  uint32_t s32[NCCLZ_HUFF_SCRATCH32(NCCLZ_REA_HIST_TOTAL)];
-  uint8_t len[NCCLZ_REA_HIST_TOTAL];
-} ncclzReaLenScratch;
+/* Expected code length of a bin, the "codebook" of the HUFFMAN estimate: the ideal length
+ * -log2(f/total) of a bin seen f times among total sampled symbols, at least one bit (no
+ * Huffman code is shorter, which matters for a dominant symbol), in 1/2^16 bit. Huffman's own
+ * lengths exceed it by at most p_max + 0.086 bit a symbol (Gallager), and the coder builds its
+ * real book from the whole frame anyway; building the sample's exact Huffman tree here cost
+ * 18.6 of the device plan's 50.9 us (sort 3.0, tree 14.4, lengths 1.2; test_gpu_rea at e3ec354).
+ * Integer arithmetic, so that host and device get the same bits (NCCLZ_REA_BITS_FRAC above). */
+
+/* log2(x) for x >= 1 in 1/2^16 (truncated): the integer part from the bit length, the fraction
+ * bit by bit by squaring the mantissa (Q31 in [1, 2)). Written out rather than log2(): libm's
+ * last bit differs between host and device, and the host's and the device's decisions must
+ * agree on every frame. */
+NCCLZ_REA_FN uint32_t ncclz_rea_log2_q16(uint32_t x) {
+  const uint32_t k = ncclz_rea_bit_length(x) - 1;
+  uint64_t m = (uint64_t)x << (31 - k); /* x / 2^k in Q31 */
+  uint32_t frac = 0;
+  for (int i = 0; i < NCCLZ_REA_BITS_FRAC; i++) {
+    m = m * m >> 31;
+    frac <<= 1;
+    if (m >= (2ull << 31)) {
+      m >>= 1;
+      frac |= 1;
+    }
+  }
+  return k << NCCLZ_REA_BITS_FRAC | frac;
+}
+
+/* Bits of a bin of f symbols among total (f <= total), in 1/2^16 bit: f * max(1, log2(total/f)). */
+NCCLZ_REA_FN uint64_t ncclz_rea_bin_bits_q16(uint32_t f, uint32_t total) {
+  if (f == 0) return 0;
+  const uint32_t one = 1u << NCCLZ_REA_BITS_FRAC;
+  const uint32_t len = ncclz_rea_log2_q16(total) - ncclz_rea_log2_q16(f);
+  return (uint64_t)f * (len > one ? len : one);
+}
 
 /* Integer sums over a finished histogram that its statistics need. Each bin and each tail_seen
  * word adds its share; the host adds them in one loop, the device selector with all threads of
  * the block (integers: the same sums in any order). */
 typedef struct {
-  uint64_t code_bits;      /* sum of frequency x code length */
+  uint64_t code_bits_q16;  /* sum of the bins' bits (ncclz_rea_bin_bits_q16) */
   uint32_t used_bins;      /* bins with a count, the tail bin left out (its values count apart) */
   uint32_t distinct_tail;  /* distinct tail values seen */
 } ncclzReaHuffSums;
 
-NCCLZ_REA_FN void ncclz_rea_huff_sums_bin(ncclzReaHuffSums *a, const ncclzReaHuffSample *h, const uint8_t *len, int b) {
-  a->code_bits += (uint64_t)h->freq[b] * len[b];
+/* Bin b's share; total: the histogram's symbols (the sample's). */
+NCCLZ_REA_FN void ncclz_rea_huff_sums_bin(ncclzReaHuffSums *a, const ncclzReaHuffSample *h, uint32_t total, int b) {
+  a->code_bits_q16 += ncclz_rea_bin_bits_q16(h->freq[b], total);
   a->used_bins += b != NCCLZ_REA_HIST_TAIL && h->freq[b] != 0;
 }
 
@@ -358,25 +395,18 @@ NCCLZ_REA_FN void ncclz_rea_huff_sums_tail_word(ncclzReaHuffSums *a, const ncclz
  * (the distinct indices seen: fine bins, tail values, escape, fill). */
 NCCLZ_REA_FN void ncclz_rea_hist_finish_sums(const ncclzReaHuffSample *h, const ncclzReaHuffSums *a,
                                              ncclzSampleStats *st) {
-  st->huffman_bits = ncclz_rea_huffman_bits(a->code_bits, h->freq[NCCLZ_REA_HIST_TAIL], a->distinct_tail, h->escape_bits);
+  st->huffman_bits = ncclz_rea_huffman_bits(a->code_bits_q16, h->freq[NCCLZ_REA_HIST_TAIL], a->distinct_tail, h->escape_bits);
   st->huffman_table_span = (uint32_t)(h->hi_index - h->lo_index + 1);
   st->huffman_table_used = a->used_bins + a->distinct_tail;
   st->huffman_valid = st->n_sampled > 0;
 }
 
-/* The same from the histogram and its code lengths, summed by one thread. */
-NCCLZ_REA_FN void ncclz_rea_hist_finish_lengths(const ncclzReaHuffSample *h, const uint8_t *len, ncclzSampleStats *st) {
+/* The same summed by one thread (the host path); st->n_sampled symbols are in the histogram. */
+NCCLZ_REA_FN void ncclz_rea_hist_finish(const ncclzReaHuffSample *h, ncclzSampleStats *st) {
   ncclzReaHuffSums a = {0, 0, 0};
   for (unsigned k = 0; k < NCCLZ_REA_TAIL_WORDS; k++) ncclz_rea_huff_sums_tail_word(&a, h, k);
-  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) ncclz_rea_huff_sums_bin(&a, h, len, b);
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) ncclz_rea_huff_sums_bin(&a, h, (uint32_t)st->n_sampled, b);
   ncclz_rea_hist_finish_sums(h, &a, st);
-}
-
-/* The same with the code lengths built here by one thread (the host path). The device builds
- * them with a whole block (model/rea_device.cuh), the same lengths. */
-NCCLZ_REA_FN void ncclz_rea_hist_finish(const ncclzReaHuffSample *h, ncclzReaLenScratch *w, ncclzSampleStats *st) {
-  ncclz_huff_lengths(h->freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, w->len, w->s64, w->s32);
-  ncclz_rea_hist_finish_lengths(h, w->len, st);
 }
 
 /* The admissibility rules of a config at a staging capacity. */

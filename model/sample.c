@@ -3,8 +3,9 @@
  *
  * FIXEDLEN: the stored width of every sampled 32-symbol block (the exact rule of FORMAT.md).
  * HUFFMAN: a 256-bin histogram of alphabet indices around the sample's mean, plus a tail bin
- * (in the alphabet but outside the 256 bins) and an escape bin, coded with ncclzHuffLengths; the
- * expected code length is the histogram weighted by those lengths, plus the escapes' offsets.
+ * (in the alphabet but outside the 256 bins), an escape bin and a fill bin; the expected code
+ * length is the histogram weighted by each bin's ideal length (ncclz_rea_bin_bits_q16), plus the
+ * escapes' offsets.
  * Positions, widths, bins and bits are the shared functions of rea_decide.h: the device-side
  * selector computes the same statistics with them (its histogram in parallel). */
 #include "ncclz/model.h"
@@ -55,16 +56,10 @@ ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_
   scan_widths_and_range(sym, &plan, out, &r);
   ncclzHuffAlphabet alpha = ncclz_rea_alphabet(&r);
   ncclzReaHuffSample *h = malloc(sizeof *h);
-  ncclzReaLenScratch *w = malloc(sizeof *w);
-  if (!h || !w) {
-    free(h);
-    free(w);
-    return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzReaSampleProfile: out of memory");
-  }
+  if (!h) return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzReaSampleProfile: out of memory");
   histogram_sample(sym, &plan, alpha, ncclz_rea_hist_first_index(r.sum, r.count, alpha.centre, alpha.radius), h);
-  ncclz_rea_hist_finish(h, w, out);
+  ncclz_rea_hist_finish(h, out);
   free(h);
-  free(w);
   return NCCLZ_OK;
 }
 

@@ -33,7 +33,7 @@ __global__ void k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, cons
 /* Where one planning block spends its time: the phase clocks of block 0, in microseconds. */
 static void print_phases(const ncclzProfile *dprof, const ncclzReaConfig *dcfg, const int32_t *dsym, uint64_t n,
                          uint32_t fs, ncclzCoderParams cp, uint64_t slot, uint32_t nf, ncclzReaDeviceDecision *dout) {
-  static const char *names[NCCLZ_REA_CLK_COUNT] = {"start", "range", "histogram", "sort", "tree", "lengths", "sums", "decide"};
+  static const char *names[NCCLZ_REA_CLK_COUNT] = {"start", "range", "histogram", "sums", "decide"};
   unsigned long long *dclk, clk[NCCLZ_REA_CLK_COUNT];
   int khz = 0;
   CU(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
