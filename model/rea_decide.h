@@ -130,23 +130,33 @@ NCCLZ_REA_FN ncclzReaVerdict ncclz_rea_admit(const ncclzReaRules *r, const ncclz
 
 /* ------------------------------------------------------------------ argmin */
 
-/* Evaluates every coder and picks c* = argmin T_c over RAW and the admissible coders.
- * Ties go to the lower coder id, so RAW wins a tie: it is the cheaper, safer frame. */
-NCCLZ_REA_FN void ncclz_rea_arbitrate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
-                                      const ncclzReaCandidates *c, ncclzReaDecision *out) {
+/* Coder k's verdict and T_c (infinite without an estimate). */
+NCCLZ_REA_FN void ncclz_rea_evaluate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
+                                     const ncclzReaCandidates *c, int k, ncclzReaVerdict *verdict, double *time_us) {
+  double bytes = k == NCCLZ_CODER_RAW ? (double)c->raw_frame_bytes : (double)c->pred_frame_bytes[k];
+  *verdict = ncclz_rea_admit(r, c, k);
+  *time_us = (k == NCCLZ_CODER_RAW || c->pred_valid[k])
+                 ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes, c->pipeline_frames)
+                 : NCCLZ_REA_INFINITE_US;
+}
+
+/* c* = argmin T_c over RAW and the admissible coders of out's verdicts and times. Ties go to the
+ * lower coder id, so RAW wins a tie: it is the cheaper, safer frame. */
+NCCLZ_REA_FN void ncclz_rea_pick(ncclzReaDecision *out) {
   out->coder = NCCLZ_CODER_RAW;
   double best = NCCLZ_REA_INFINITE_US;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) {
-    double bytes = k == NCCLZ_CODER_RAW ? (double)c->raw_frame_bytes : (double)c->pred_frame_bytes[k];
-    out->verdict[k] = ncclz_rea_admit(r, c, k);
-    out->time_us[k] = (k == NCCLZ_CODER_RAW || c->pred_valid[k])
-                          ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes, c->pipeline_frames)
-                          : NCCLZ_REA_INFINITE_US;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++)
     if (out->verdict[k] == NCCLZ_REA_ADMISSIBLE && out->time_us[k] < best) {
       best = out->time_us[k];
       out->coder = (ncclzCoder)k;
     }
-  }
+}
+
+/* Evaluates every coder and picks c* (the device selector evaluates them in parallel lanes). */
+NCCLZ_REA_FN void ncclz_rea_arbitrate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
+                                      const ncclzReaCandidates *c, ncclzReaDecision *out) {
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) ncclz_rea_evaluate(p, link, cls, r, c, k, &out->verdict[k], &out->time_us[k]);
+  ncclz_rea_pick(out);
 }
 
 /* The post-check after materializing: the realized frame must fit and still save enough. */

@@ -54,7 +54,6 @@ typedef struct {
   ncclzSampleStats st;
   int min_sym, max_sym;
   unsigned long long sum, count;  /* sum as two's complement: exact modulo 2^64 like the host's */
-  long long lo_index, hi_index;
   ncclzHuffAlphabet alpha;
   long long first_index;
   ncclzReaHuffSums sums;
@@ -170,8 +169,8 @@ __device__ inline void ncclz_rea_block_hist(const int32_t (&v)[NCCLZ_REA_BLOCK],
     const uint32_t c = __reduce_add_sync(0xFFFFFFFFu, (uint32_t)(near[d / 8] >> (8 * (d % 8))) & 0xFFu);
     if ((threadIdx.x & 31) == 0 && c) atomicAdd(&s.h.freq[NCCLZ_REA_NEAR_FIRST + d], c);
   }
-  atomicMin(&s.lo_index, lo);
-  atomicMax(&s.hi_index, hi);
+  atomicMin((long long *)&s.h.lo_index, lo);
+  atomicMax((long long *)&s.h.hi_index, hi);
   if (escape_bits) atomicAdd((unsigned long long *)&s.h.escape_bits, escape_bits);
 }
 
@@ -218,8 +217,8 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
     ncclzReaRange r = {s.min_sym, s.max_sym, (int64_t)s.sum, s.count};
     s.alpha = ncclz_rea_alphabet(&r);
     s.first_index = ncclz_rea_hist_first_index(r.sum, r.count, s.alpha.centre, s.alpha.radius);
-    s.lo_index = 2 * (long long)s.alpha.radius;
-    s.hi_index = 0;
+    s.h.lo_index = 2 * (int64_t)s.alpha.radius;
+    s.h.hi_index = 0;
   }
   for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) s.h.freq[b] = 0;
   for (uint32_t w = threadIdx.x; w < NCCLZ_REA_TAIL_WORDS; w += blockDim.x) s.h.tail_seen[w] = 0;
@@ -244,20 +243,32 @@ __device__ inline void ncclz_rea_plan_block(const ncclzProfile *prof, const nccl
   }
   cg::wait(block); /* the profile is in s.prof (and a barrier for the sums) */
   if (clk && threadIdx.x == 0) clk[NCCLZ_REA_CLK_SUMS] = clock64();
-  if (threadIdx.x == 0) { /* the control thread: the shared decision code */
-    s.h.lo_index = s.lo_index;
-    s.h.hi_index = s.hi_index;
-    ncclz_rea_hist_finish_sums(&s.h, &s.sums, &s.st);
+  if (threadIdx.x < NCCLZ_CODER_COUNT) { /* control lanes: the shared decision code */
+    /* Every lane predicts the same sizes (the same instructions, no extra time), then lane k
+     * evaluates coder k: one control thread evaluating them one after another took 5.5 us. */
+    const unsigned lanes = (1u << NCCLZ_CODER_COUNT) - 1u;
+    ncclzSampleStats st = s.st;
+    ncclz_rea_hist_finish_sums(&s.h, &s.sums, &st);
     ncclzReaCandidates cand; /* in registers: read back from global memory, each read waited on L2 */
-    ncclz_rea_predict(&s.st, n, dtype_bytes, side_bytes, &cp, &cand);
+    ncclz_rea_predict(&st, n, dtype_bytes, side_bytes, &cp, &cand);
     cand.pipeline_frames = cfg->pipeline_frames; /* as ncclzReaPlan */
+    ncclzReaVerdict verdict;
+    double time_us;
+    const int k = (int)threadIdx.x;
+    ncclz_rea_evaluate(&s.prof, ncclz_rea_link(&s.prof, cfg->hint), cfg->data_class, &rules, &cand, k, &verdict, &time_us);
     ncclzReaDecision d;
-    ncclz_rea_arbitrate(&s.prof, ncclz_rea_link(&s.prof, cfg->hint), cfg->data_class, &rules, &cand, &d);
-    out->cand = cand;
-    out->coder = d.coder;
-    out->path = d.coder == NCCLZ_CODER_RAW ? NCCLZ_REA_PATH_PLANNED_RAW : NCCLZ_REA_PATH_CODED;
-    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c];
-    if (clk) clk[NCCLZ_REA_CLK_DECIDE] = clock64();
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
+      d.verdict[c] = (ncclzReaVerdict)__shfl_sync(lanes, (int)verdict, c);
+      d.time_us[c] = __shfl_sync(lanes, time_us, c);
+    }
+    if (k == 0) {
+      ncclz_rea_pick(&d);
+      out->cand = cand;
+      out->coder = d.coder;
+      out->path = d.coder == NCCLZ_CODER_RAW ? NCCLZ_REA_PATH_PLANNED_RAW : NCCLZ_REA_PATH_CODED;
+      for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c];
+      if (clk) clk[NCCLZ_REA_CLK_DECIDE] = clock64();
+    }
   }
 }
 #endif
