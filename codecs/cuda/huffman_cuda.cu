@@ -606,17 +606,23 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   }
 }
 
+/* Words of a lane's ring (ring_refill), a power of two. */
+#define NZ_HF_RING 32u
+
 /* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
 struct BitSource {
   const uint32_t *src;
   uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
   unsigned long long buf;
   uint32_t chk;
+  const uint32_t *ring; /* ring_refill's copy of words [ring_end - NZ_HF_RING, ring_end), or NULL */
+  uint32_t ring_end;
   __device__ void refill() {
     if (nbits <= 32) {
       uint32_t w = 0;
       if (next < words) {
-        w = src[next]; /* shared memory (stage_segments) or global */
+        /* the ring, else shared memory (stage_segments) or global */
+        w = next < ring_end ? ring[next % NZ_HF_RING] : src[next];
         chk += nz_chk(w, base + next);
       }
       next++;
@@ -649,6 +655,37 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
   if (mine)
     for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
   return false;
+}
+
+/* Tops up every lane's ring (NZ_HF_RING words in `rings`, lane r's at r * NZ_HF_RING) to the
+ * words [next, next + NZ_HF_RING) of its segment, for a round of 32 symbols. Streams of escapes
+ * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
+ * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
+ * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors
+ * (kernels-detail-raw-b193d81.txt). Here the warp loads one lane's words at a time, 32
+ * consecutive words a load, eight lanes' loads in flight. A reader that outruns its ring in a
+ * round (more than NZ_HF_RING words: 32 long escapes) reads the rest from global memory. */
+static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
+  const uint32_t to = br.next + NZ_HF_RING < br.words ? br.next + NZ_HF_RING : br.words;
+  const uint32_t want = active && to > from ? to - from : 0;
+  const uint32_t at = (uint32_t)(br.src - stream) + from; /* stream word of the first one wanted */
+  for (uint32_t r0 = 0; r0 < 32; r0 += 8) {
+    uint32_t w[8], n[8], first[8];
+#pragma unroll
+    for (uint32_t i = 0; i < 8; i++) { /* loads first, so that eight are in flight */
+      n[i] = __shfl_sync(NZ_FULL, want, r0 + i);
+      first[i] = __shfl_sync(NZ_FULL, from, r0 + i);
+      const uint32_t a = __shfl_sync(NZ_FULL, at, r0 + i);
+      w[i] = lane < n[i] ? __ldg(stream + a + lane) : 0u;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < 8; i++)
+      if (lane < n[i]) rings[(r0 + i) * NZ_HF_RING + (first[i] + lane) % NZ_HF_RING] = w[i];
+  }
+  if (want) br.ring_end = to;
+  __syncwarp();
 }
 
 /* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
@@ -695,7 +732,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
-  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0};
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0};
   if (k < nseg) {
     uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
     chk += nz_chk(begin, sw + H - nseg + k);
@@ -716,10 +753,17 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t max_len = s_tab[48];
   const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
   const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
-  const uint16_t *slong = stage_long_symbols(staged, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
+  /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
+   * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
+  const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
+  const uint16_t *slong =
+      stage_long_symbols(staged || wide, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
+  const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
+  if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
   for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
+    if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
     for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
       br.refill();
       uint32_t e = s_lut[br.buf & fmask];
