@@ -155,7 +155,8 @@ fi
 # ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
 # matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over a 256 MiB batch coded with
 # NCU_CODER (default fixedlen): the gradients with QSGD 8-bit (NCU_DATA=grad, the default) or the
-# TREFHT field with NCU_QUANT (NCU_DATA=sci; default eb:rel=1e-4): where a kernel's time goes.
+# TREFHT field with NCU_QUANT (NCU_DATA=sci; default eb:rel=1e-4; NCU_DIMS=8192x64x128 for a
+# Lorenzo spec, the shape bench_codecs gives it): where a kernel's time goes.
 NCU_RC=skipped
 if want ncu && [ "$(left)" -gt 60 ]; then
   echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}, ${NCU_DATA:=grad}; $(left) s left)"
@@ -164,7 +165,7 @@ if want ncu && [ "$(left)" -gt 60 ]; then
   timeout 150 ncu --clock-control none -k "regex:$NCU_KERNEL" -c 2 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats --section SourceCounters \
     --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-    "$B/ncclz" codec --device gpu --input $NCU_IN --quant $NCU_Q --coder "$NCU_CODER" --repeat 1 \
+    "$B/ncclz" codec --device gpu --input $NCU_IN --quant $NCU_Q ${NCU_DIMS:+--dims $NCU_DIMS} --coder "$NCU_CODER" --repeat 1 \
     >"$OUTDIR/kernels-detail.txt" 2>&1
   NCU_RC=$?
   grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Theoretical Occ|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" \
