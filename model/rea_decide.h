@@ -84,6 +84,22 @@ NCCLZ_REA_FN double ncclz_rea_exposed_codec_us(const ncclzProfile *p, int hint, 
          ncclz_rea_exposure(cp->lambda_dec[hint], pipeline_frames) * ncclz_rea_curve_us(&cv->decode, frame_raw_bytes);
 }
 
+/* The part of a frame's T_c that does not depend on its data: alpha_c + x_enc*E_c + x_dec*D_c,
+ * x = ncclz_rea_exposure(lambda, pipeline_frames); 0 for RAW. The same for every frame of a
+ * batch (one frame size, class and link), so the device selector takes it from the host
+ * (ncclzReaBatch) instead of walking the profile's curves for every frame. */
+NCCLZ_REA_FN double ncclz_rea_codec_us(const ncclzProfile *p, int hint, int coder, int cls, double frame_raw_bytes,
+                                       double pipeline_frames) {
+  if (coder == NCCLZ_CODER_RAW) return 0.0;
+  return p->codec[coder].alpha_us + ncclz_rea_exposed_codec_us(p, hint, coder, cls, frame_raw_bytes, pipeline_frames);
+}
+
+/* T_c of nframes frames of frame_bytes on the wire each, codec_us (ncclz_rea_codec_us) apiece:
+ * alpha(link) + nframes * (P_c/beta + codec_us). */
+NCCLZ_REA_FN double ncclz_rea_frames_cost_us(ncclzReaLink link, double frame_bytes, double nframes, double codec_us) {
+  return link.alpha_us + nframes * (ncclz_rea_wire_us(frame_bytes, link.beta_gbps) + codec_us);
+}
+
 /* T_c for a message of `nframes` equal frames of frame_raw_bytes, each predicted at
  * frame_bytes on the wire:
  *   T_c = alpha(link) + nframes * (alpha_c + P_c/beta + x_enc*E_c + x_dec*D_c),
@@ -92,11 +108,8 @@ NCCLZ_REA_FN double ncclz_rea_exposed_codec_us(const ncclzProfile *p, int hint, 
 NCCLZ_REA_FN double ncclz_rea_cost_us(const ncclzProfile *p, ncclzReaLink link, int coder, int cls,
                                       double frame_raw_bytes, double frame_bytes, double nframes,
                                       double pipeline_frames) {
-  double per_frame = ncclz_rea_wire_us(frame_bytes, link.beta_gbps);
-  if (coder != NCCLZ_CODER_RAW)
-    per_frame += p->codec[coder].alpha_us +
-                 ncclz_rea_exposed_codec_us(p, link.hint, coder, cls, frame_raw_bytes, pipeline_frames);
-  return link.alpha_us + nframes * per_frame;
+  return ncclz_rea_frames_cost_us(link, frame_bytes, nframes,
+                                  ncclz_rea_codec_us(p, link.hint, coder, cls, frame_raw_bytes, pipeline_frames));
 }
 
 /* ----------------------------------------------------------- admissibility */
@@ -130,14 +143,21 @@ NCCLZ_REA_FN ncclzReaVerdict ncclz_rea_admit(const ncclzReaRules *r, const ncclz
 
 /* ------------------------------------------------------------------ argmin */
 
-/* Coder k's verdict and T_c (infinite without an estimate). */
-NCCLZ_REA_FN void ncclz_rea_evaluate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
-                                     const ncclzReaCandidates *c, int k, ncclzReaVerdict *verdict, double *time_us) {
+/* Coder k's verdict and T_c (infinite without an estimate), its data-independent part given:
+ * codec_us = ncclz_rea_codec_us of c's frame size. */
+NCCLZ_REA_FN void ncclz_rea_evaluate_with(ncclzReaLink link, const ncclzReaRules *r, const ncclzReaCandidates *c, int k,
+                                          double codec_us, ncclzReaVerdict *verdict, double *time_us) {
   double bytes = k == NCCLZ_CODER_RAW ? (double)c->raw_frame_bytes : (double)c->pred_frame_bytes[k];
   *verdict = ncclz_rea_admit(r, c, k);
-  *time_us = (k == NCCLZ_CODER_RAW || c->pred_valid[k])
-                 ? ncclz_rea_cost_us(p, link, k, cls, c->frame_raw_bytes, bytes, c->nframes, c->pipeline_frames)
-                 : NCCLZ_REA_INFINITE_US;
+  *time_us = (k == NCCLZ_CODER_RAW || c->pred_valid[k]) ? ncclz_rea_frames_cost_us(link, bytes, c->nframes, codec_us)
+                                                         : NCCLZ_REA_INFINITE_US;
+}
+
+/* Coder k's verdict and T_c. */
+NCCLZ_REA_FN void ncclz_rea_evaluate(const ncclzProfile *p, ncclzReaLink link, int cls, const ncclzReaRules *r,
+                                     const ncclzReaCandidates *c, int k, ncclzReaVerdict *verdict, double *time_us) {
+  ncclz_rea_evaluate_with(link, r, c, k, ncclz_rea_codec_us(p, link.hint, k, cls, c->frame_raw_bytes, c->pipeline_frames),
+                          verdict, time_us);
 }
 
 /* c* = argmin T_c over RAW and the admissible coders of out's verdicts and times. Ties go to the
@@ -429,6 +449,25 @@ NCCLZ_REA_FN ncclzReaRules ncclz_rea_rules(const ncclzReaConfig *cfg, uint64_t s
   r.coder_mask = cfg->coder_mask;
   r.huff_ctx_valid = cfg->huff_ctx_valid;
   return r;
+}
+
+/* What every frame of a batch (frames of frame_raw_bytes, one config and staging capacity)
+ * shares: the rules, the link and each coder's ncclz_rea_codec_us. The host computes it once per
+ * batch for the device selector; a frame of another size (a batch's last) computes its own. */
+typedef struct {
+  ncclzReaRules rules;
+  ncclzReaLink link;
+  double frame_raw_bytes;
+  double codec_us[NCCLZ_CODER_COUNT];
+} ncclzReaBatch;
+
+NCCLZ_REA_FN void ncclz_rea_batch_init(const ncclzProfile *p, const ncclzReaConfig *cfg, uint64_t stage_cap,
+                                       double frame_raw_bytes, ncclzReaBatch *b) {
+  b->rules = ncclz_rea_rules(cfg, stage_cap);
+  b->link = ncclz_rea_link(p, cfg->hint);
+  b->frame_raw_bytes = frame_raw_bytes;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++)
+    b->codec_us[k] = ncclz_rea_codec_us(p, cfg->hint, k, cfg->data_class, frame_raw_bytes, cfg->pipeline_frames);
 }
 
 /* ---------------------------------------------------------- predicted sizes */

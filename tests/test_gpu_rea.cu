@@ -1,8 +1,8 @@
-/* The REA's device selector (model/rea_device.cuh: one block per frame) against the host path
+/* The REA's device selector (model/rea_device.cuh: a cluster of blocks per frame) against the host path
  * (ncclzReaPlan) on every frame of real data: the same coder, path, predicted sizes and costs,
  * for both transport hints and two profiles. Then the cost of planning, against encoding the
  * same frames on the GPU (a batch of 64 frames of 4 MiB; the issue's target is 2%), and the same
- * per frame over 1,024 frames, where the planning blocks fill the GPU as the encode's do.
+ * per frame over 1,024 frames, where the planning clusters fill the GPU as the encode's do.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdlib.h>
 #include <string.h>
@@ -19,29 +19,41 @@
 #include "testutil_cuda.cuh"
 
 #define PLAN_THREADS NCCLZ_REA_PLAN_THREADS
+#define PLAN_CTAS NCCLZ_REA_PLAN_CTAS
 
-/* clk: NULL, or the phase clocks of block 0. */
-__global__ void k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const int32_t *sym, uint64_t n,
-                       uint32_t frame_syms, ncclzCoderParams cp, uint64_t stage_cap, ncclzReaDeviceDecision *out,
-                       unsigned long long *clk) {
+/* A cluster per frame. clk: NULL, or the phase clocks of frame 0. */
+__global__ void __cluster_dims__(PLAN_CTAS, 1, 1)
+    k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzReaBatch *batch, const int32_t *sym,
+           uint64_t n, uint32_t frame_syms, ncclzCoderParams cp, ncclzReaDeviceDecision *out, unsigned long long *clk) {
   __shared__ ncclzReaBlockShared s;
-  uint64_t start = (uint64_t)blockIdx.x * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
-  ncclz_rea_plan_block(prof, cfg, sym + start, m, 4, 0, cp, stage_cap, s, &out[blockIdx.x],
-                       blockIdx.x == 0 ? clk : nullptr);
+  const uint32_t f = blockIdx.x / PLAN_CTAS;
+  uint64_t start = (uint64_t)f * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
+  ncclz_rea_plan_cluster(prof, cfg, batch, sym + start, m, 4, 0, cp, s, &out[f], f == 0 ? clk : nullptr);
 }
 
-/* Where one planning block spends its time: the phase clocks of block 0, in microseconds. */
-static void print_phases(const ncclzProfile *dprof, const ncclzReaConfig *dcfg, const int32_t *dsym, uint64_t n,
-                         uint32_t fs, ncclzCoderParams cp, uint64_t slot, uint32_t nf, ncclzReaDeviceDecision *dout) {
+/* The batch's shared part on the device: frames of frame_syms f32 symbols. */
+static ncclzReaBatch *device_batch(const ncclzProfile *prof, const ncclzReaConfig *cfg, uint64_t stage_cap,
+                                   uint32_t frame_syms) {
+  ncclzReaBatch b, *d;
+  ncclz_rea_batch_init(prof, cfg, stage_cap, 4.0 * frame_syms, &b);
+  CU(cudaMalloc(&d, sizeof b));
+  CU(cudaMemcpy(d, &b, sizeof b, cudaMemcpyHostToDevice));
+  return d;
+}
+
+/* Where one frame's planning spends its time: the phase clocks of frame 0's leader, in us. */
+static void print_phases(const ncclzProfile *dprof, const ncclzReaConfig *dcfg, const ncclzReaBatch *dbatch,
+                         const int32_t *dsym, uint64_t n, uint32_t fs, ncclzCoderParams cp, uint32_t nf,
+                         ncclzReaDeviceDecision *dout) {
   static const char *names[NCCLZ_REA_CLK_COUNT] = {"start", "range", "histogram", "sums", "decide"};
   unsigned long long *dclk, clk[NCCLZ_REA_CLK_COUNT];
   int khz = 0;
   CU(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
   CU(cudaMalloc(&dclk, sizeof clk));
   CU(cudaMemset(dclk, 0, sizeof clk));
-  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, n, fs, cp, slot, dout, dclk);
+  k_plan<<<nf * PLAN_CTAS, PLAN_THREADS>>>(dprof, dcfg, dbatch, dsym, n, fs, cp, dout, dclk);
   CU(cudaMemcpy(clk, dclk, sizeof clk, cudaMemcpyDeviceToHost));
-  printf("planning phases (block 0, clock64 at %d MHz):", khz / 1000);
+  printf("planning phases (frame 0's leader block, clock64 at %d MHz):", khz / 1000);
   for (int i = 1; i < NCCLZ_REA_CLK_COUNT; i++)
     printf(" %s %.1f us%s", names[i], (double)(clk[i] - clk[i - 1]) / (khz * 1e-3), i + 1 < NCCLZ_REA_CLK_COUNT ? "," : "\n");
   cudaFree(dclk);
@@ -76,7 +88,8 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
   CU(cudaMemcpy(dprof, prof, sizeof *prof, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dcfg, &cfg, sizeof cfg, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dsym, s->sym, 4 * s->n, cudaMemcpyHostToDevice));
-  k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, s->n, frame_syms, cp, cap, dout, nullptr);
+  ncclzReaBatch *dbatch = device_batch(prof, &cfg, cap, frame_syms);
+  k_plan<<<nf * PLAN_CTAS, PLAN_THREADS>>>(dprof, dcfg, dbatch, dsym, s->n, frame_syms, cp, dout, nullptr);
   CU(cudaGetLastError());
   std::vector<ncclzReaDeviceDecision> dev(nf);
   CU(cudaMemcpy(dev.data(), dout, nf * sizeof *dout, cudaMemcpyDeviceToHost));
@@ -102,7 +115,7 @@ static void compare(const char *what, const ncclzProfile *prof, ncclzTransportHi
   }
   printf("%-44s %-6s %4u frames: %3d coded, %d differ\n", what, ncclzHintName(hint), nf, coded, differ);
   CHECK(differ == 0, "%s %s: %d of %u frames decided differently on the device", what, ncclzHintName(hint), differ, nf);
-  cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dout);
+  cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dout), cudaFree(dbatch);
 }
 
 /* Median time of planning and of HUFFMAN-encoding a batch of frames (CUDA events, warm-up).
@@ -136,6 +149,7 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile, bo
   CU(cudaMemcpy(dprof, prof, sizeof *prof, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dcfg, &cfg, sizeof cfg, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dsym, tile->sym, 4 * tile->n, cudaMemcpyHostToDevice));
+  ncclzReaBatch *dbatch = device_batch(prof, &cfg, slot, fs);
   cudaEvent_t e0, e1;
   CU(cudaEventCreate(&e0));
   CU(cudaEventCreate(&e1));
@@ -143,7 +157,7 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile, bo
   for (int r = 0; r < 23; r++) {
     float ms;
     CU(cudaEventRecord(e0));
-    k_plan<<<nf, PLAN_THREADS>>>(dprof, dcfg, dsym, tile->n, fs, cp, slot, dout, nullptr);
+    k_plan<<<nf * PLAN_CTAS, PLAN_THREADS>>>(dprof, dcfg, dbatch, dsym, tile->n, fs, cp, dout, nullptr);
     CU(cudaEventRecord(e1));
     CU(cudaEventSynchronize(e1));
     CU(cudaEventElapsedTime(&ms, e0, e1));
@@ -155,14 +169,15 @@ static void planning_cost(const ncclzProfile *prof, const ncclzSymbols *tile, bo
     CU(cudaEventElapsedTime(&ms, e0, e1));
     if (r >= 3) enc_ms.push_back(ms);
   }
-  if (target) print_phases(dprof, dcfg, dsym, tile->n, fs, cp, slot, nf, dout);
+  if (target) print_phases(dprof, dcfg, dbatch, dsym, tile->n, fs, cp, nf, dout);
   std::sort(plan_ms.begin(), plan_ms.end());
   std::sort(enc_ms.begin(), enc_ms.end());
   double p = plan_ms[plan_ms.size() / 2], e = enc_ms[enc_ms.size() / 2];
   printf("planning cost: %u frames of 4 MiB: plan %.1f us, HUFFMAN encode %.1f us, ratio %.2f%% (%s)\n", nf, 1e3 * p,
-         1e3 * e, 100 * p / e, target ? "target <= 2%" : "no target: the planning blocks fill the GPU");
+         1e3 * e, 100 * p / e, target ? "target <= 2%" : "no target: the planning clusters fill the GPU");
   if (target) CHECK(p <= 0.02 * e, "planning %.1f us > 2%% of encoding %.1f us", 1e3 * p, 1e3 * e);
   cudaFree(dprof), cudaFree(dcfg), cudaFree(dsym), cudaFree(dframes), cudaFree(dws), cudaFree(dbytes), cudaFree(dout);
+  cudaFree(dbatch);
 }
 
 static int quantize_file(const char *file, const char *spec_text, const uint32_t *dims, int ndims, ncclzSymbols *s) {
