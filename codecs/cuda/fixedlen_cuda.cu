@@ -90,13 +90,9 @@ static __device__ __forceinline__ uint32_t get_planes(int lg, int k, int lane, u
   return warp_transpose((uint32_t)j < wg ? s_pack[og + j] : 0u, lane);
 }
 
-/* Encode CTAs of a full frame. */
-static uint32_t fl_ctas(const NzShape &sh) {
+uint32_t nz_fixedlen_units(const NzShape &sh) {
   return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FLE_BLOCKS);
 }
-
-/* Look-back units of a full frame: one a warp (k_fl_encode). */
-uint32_t nz_fixedlen_units(const NzShape &sh) { return fl_ctas(sh) * FLE_WARPS; }
 
 /* Widths, offsets and planes of half h of a warp's 32 blocks (blocks 16h..16h+15, lane k
  * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
@@ -161,21 +157,20 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
   return mine;
 }
 
-/* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory and is its own
- * look-back unit: it publishes its word count, learns its offset from its predecessors and
- * writes its words, with no CTA barrier. With the CTA as the unit (its warps' counts summed at a
- * barrier, warp 0 looking back while the others waited at a second one), ncu showed 7.9 of 18.9
- * cycles between a warp's instructions stalled on barriers (256 MiB of Lorenzo codes, 9179b75:
- * kernels-detail-fl-9179b75.txt). Warps of a CTA run together and CTAs start in index order, so
- * every predecessor a warp waits on is running or done. */
+/* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
+ * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
+ * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb) {
+  constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
+  __shared__ uint32_t s_words[WARPS];
+  __shared__ uint32_t s_prefix;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  /* The CTA is the block index, as in CUB's single-pass scans, which rely on blocks starting in
-   * index order (so every predecessor is running or done and the look-back ends). Taking them
+  /* The unit is the block index, as in CUB's single-pass scans, which rely on blocks starting in
+   * index order (so every predecessor is running or done and the look-back ends). Taking units
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
-  const uint32_t cpf = sh.units_per_frame, f = blockIdx.x / cpf, lc = blockIdx.x - f * cpf;
+  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
@@ -185,10 +180,22 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
   encode_half<0>(src, n, blk0, whole, lane, wpack, myw, off, words);
   encode_half<1>(src, n, blk0, whole, lane, wpack, myw, off, words);
-  const uint32_t first = f * cpf * FLE_WARPS, unit = first + lc * FLE_WARPS + warp;
-  if (lane == 0) nz_lookback_publish(lb, unit, first, words);
-  const uint32_t prefix = nz_lookback_wait(lb, unit, first, words); /* words before this warp's */
   const uint32_t code_word = width_code_word(myw, lane);
+  if (lane == 0) s_words[warp] = words;
+  __syncthreads();
+  uint32_t wbase = 0, agg = 0;
+#pragma unroll
+  for (int i = 0; i < WARPS; i++) {
+    wbase += i < warp ? s_words[i] : 0u;
+    agg += s_words[i];
+  }
+  if (tid == 0) nz_lookback_publish(lb, unit, f * upf, agg);
+  if (warp == 0) {
+    uint32_t p = nz_lookback_wait(lb, unit, f * upf, agg);
+    if (lane == 0) s_prefix = p;
+  }
+  __syncthreads();
+  const uint32_t prefix = s_prefix;
   uint32_t *P = (uint32_t *)(out + f * stride + 64);
   uint32_t chk = 0;
   if (lane < 5) { /* this warp's five width-code words */
@@ -198,27 +205,26 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
       chk += nz_chk(code_word, sw + j);
     }
   }
-  const uint32_t b = blk0 + lane;
+  uint32_t b = lc * FLE_BLOCKS + tid;
   if (b < nb && b % T == 0) {
-    uint32_t v = 4 * (prefix + off), j = sw + W + b / T;
+    uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
     chk += nz_chk(v, j);
   }
-  const uint32_t base = sw + W + nt + prefix;
-  __syncwarp(); /* the warp's planes in wpack are complete */
+  const uint32_t base = sw + W + nt + prefix + wbase;
   for (uint32_t i = lane; i < words; i += 32) {
     uint32_t v = wpack[i];
     P[base + i] = v;
     chk += nz_chk(v, base + i);
   }
   nz_add_check_warp(chk, &fr[f].check);
-  if (lane == 0 && nb && blk0 <= nb - 1 && nb - 1 < blk0 + 32) fr[f].coded_bytes = 4 * (W + nt + prefix + words);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
-  sh.units_per_frame = fl_ctas(sh);
+  sh.units_per_frame = nz_fixedlen_units(sh);
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
   /* Over 48 KiB of dynamic shared memory (FLE_WARPS > 11) needs the opt-in, and the largest
