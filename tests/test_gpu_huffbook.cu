@@ -2,8 +2,9 @@
  * host's serial ones (codecs/huff_codebook.h): the tree's parent links built by the whole block
  * (the fixed point the library uses; timed) and by one device thread, then the depths both
  * serially on the device and by the block's pointer jumping, for random histograms of many
- * shapes, in both block shapes the library uses (the code book: 1024 threads;
- * the REA planner: 512). Every leaf's depth must equal the host's.
+ * shapes, in the code book's block shape (1024 threads, up to 8,194 symbols) and a smaller one
+ * (512 threads, 259 symbols: the templates at another size). Every leaf's depth must equal the
+ * host's.
  * Without a GPU it prints "SKIP: no CUDA device" and exits 77. */
 #include <stdint.h>
 #include <string.h>
@@ -180,7 +181,7 @@ static void check_rank_lengths(void) {
 int main(void) {
   if (tu_cuda_skip_without_gpu()) return 77;
   check_shape<1024, 17>(MAX_M, "code book (1024 threads)");
-  check_shape<512, 2>(259, "REA planner (512 threads)"); /* NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_NODE_ITEMS */
+  check_shape<512, 2>(259, "small alphabet (512 threads)");
   check_rank_lengths();
   return tu_finish("test_gpu_huffbook");
 }

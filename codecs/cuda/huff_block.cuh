@@ -1,5 +1,5 @@
 /* Block-wide steps of the HUFFMAN code-length builder (FORMAT.md steps 2-4) for the CUDA code
- * book (huffman_cuda.cu) and the REA's device planner (model/rea_device.cuh). They compute the
+ * book (huffman_cuda.cu; test_gpu_huffbook checks them directly). They compute the
  * same integers as the serial steps in huff_codebook.h, which the host runs. Include from CUDA
  * code only. */
 #ifndef NCCLZ_HUFF_BLOCK_CUH
