@@ -64,6 +64,9 @@ typedef struct {
   ncclzHuffAlphabet alpha;
   long long first_index;
   ncclzSampleStats st;
+  ncclzReaDominance dom;
+  uint32_t warp_max[NCCLZ_REA_PLAN_THREADS / 32];
+  int dom_more;
   ncclzReaHuffSums sums;
 } ncclzReaBlockShared;
 
@@ -214,12 +217,38 @@ __device__ inline void ncclz_rea_cluster_hist(cooperative_groups::cluster_group 
     }
 }
 
+/* The leader's dominance chain (ncclz_rea_dominance_step), each link's largest bin by a
+ * block-wide max of (frequency << 9 | bin); usually none or one link. */
+static_assert(NCCLZ_REA_HIST_TOTAL <= 512 && (NCCLZ_REA_SAMPLE_MAX_BYTES / 4) < (1u << 23), "keys fit 32 bits");
+__device__ inline void ncclz_rea_block_dominance(ncclzReaBlockShared &s) {
+  if (threadIdx.x == 0) ncclz_rea_dominance_init(&s.dom, (uint32_t)s.st.n_sampled);
+  __syncthreads();
+  for (;;) {
+    uint32_t key = 0;
+    for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) {
+      bool taken = false;
+      for (uint32_t j = 0; j < s.dom.levels; j++) taken |= s.dom.bin[j] == b;
+      const uint32_t k = s.h.freq[b] << 9 | b;
+      if (!taken && s.h.freq[b] && k > key) key = k;
+    }
+    key = __reduce_max_sync(0xFFFFFFFFu, key);
+    if ((threadIdx.x & 31) == 0) s.warp_max[threadIdx.x / 32] = key;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (uint32_t w = 1; w < NCCLZ_REA_PLAN_THREADS / 32; w++) key = s.warp_max[w] > key ? s.warp_max[w] : key;
+      s.dom_more = ncclz_rea_dominance_step(&s.dom, key >> 9, key & 511u);
+    }
+    __syncthreads();
+    if (!s.dom_more) return;
+  }
+}
+
 /* The leader's per-bin sums (code bits, used bins, distinct tail values) over its merged
  * histogram, by all its threads. */
 __device__ inline void ncclz_rea_block_sums(ncclzReaBlockShared &s) {
+  ncclz_rea_block_dominance(s);
   ncclzReaHuffSums mine = {0, 0, 0};
-  const uint32_t total = (uint32_t)s.st.n_sampled;
-  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) ncclz_rea_huff_sums_bin(&mine, &s.h, total, b);
+  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) ncclz_rea_huff_sums_bin(&mine, &s.h, &s.dom, b);
   for (uint32_t k = threadIdx.x; k < NCCLZ_REA_TAIL_WORDS; k += blockDim.x) ncclz_rea_huff_sums_tail_word(&mine, &s.h, k);
   mine.code_bits_q16 = ncclz_rea_warp_sum(mine.code_bits_q16); /* one atomic per warp */
   mine.used_bins = __reduce_add_sync(0xFFFFFFFFu, mine.used_bins);

@@ -341,6 +341,73 @@ static void test_sample_predicts_huffman_v2(void) {
   }
 }
 
+/* The HUFFMAN estimate's code bits (ncclz_rea_hist_finish) against the exact Huffman lengths of
+ * the same histogram (ncclz_huff_lengths, the coder's). Exact where Huffman's lengths are the
+ * ideal ones (dyadic counts; a chain of dominant symbols), never above the exact cost (beyond the
+ * 1/65,536-bit truncation), and below it by at most Gallager's redundancy bound on random
+ * histograms, where no length reaches the coder's limit. */
+static double estimate_bits(const uint32_t *freq, uint32_t total) {
+  ncclzReaHuffSample h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.freq, freq, sizeof h.freq);
+  h.hi_index = 0;
+  ncclzSampleStats st;
+  memset(&st, 0, sizeof st);
+  st.n_sampled = total;
+  ncclz_rea_hist_finish(&h, &st);
+  return st.huffman_bits;
+}
+static double exact_bits(const uint32_t *freq, uint32_t *max_len_used) {
+  uint8_t len[NCCLZ_REA_HIST_TOTAL];
+  uint64_t s64[NCCLZ_HUFF_SCRATCH64(NCCLZ_REA_HIST_TOTAL)];
+  uint32_t s32[NCCLZ_HUFF_SCRATCH32(NCCLZ_REA_HIST_TOTAL)];
+  ncclz_huff_lengths(freq, NCCLZ_REA_HIST_TOTAL, NCCLZ_HUFF_MAX_LEN, len, s64, s32);
+  double bits = 0;
+  *max_len_used = 0;
+  for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) {
+    bits += (double)freq[b] * len[b];
+    if (len[b] > *max_len_used) *max_len_used = len[b];
+  }
+  return bits;
+}
+static void test_huffman_estimate(void) {
+  uint32_t f[NCCLZ_REA_HIST_TOTAL], used;
+  static const uint32_t dyadic[5] = {8192, 4096, 2048, 1024, 1024};           /* lengths 1, 2, 3, 4, 4 */
+  static const uint32_t chain[4] = {9000, 5000, 1500, 884};                    /* dominant twice */
+  static const uint32_t single[1] = {16384};                                    /* one symbol: 1 bit */
+  const uint32_t *shapes[3] = {dyadic, chain, single}, sizes[3] = {5, 4, 1};
+  for (int k = 0; k < 3; k++) {
+    memset(f, 0, sizeof f);
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < sizes[k]; i++) f[40 + 7 * i] = shapes[k][i], total += shapes[k][i];
+    double est = estimate_bits(f, total), exact = exact_bits(f, &used);
+    CHECK(fabs(est - exact) <= total / 65536.0 + 1e-9, "shape %d: estimate %.3f bits, exact Huffman %.0f", k, est, exact);
+  }
+  uint64_t rng = 12345;
+  int below = 0, checked = 0;
+  for (int t = 0; t < 400; t++) {
+    memset(f, 0, sizeof f);
+    uint32_t total = 0, fmax = 0;
+    const double spread = 1.0 + 60.0 * tu_uniform(&rng);
+    for (int i = 0; i < 16384; i++) { /* a discretized Laplace-like sample around bin 128 */
+      double u = tu_uniform(&rng);
+      int b = 128 + (int)(log(u + 1e-12) * -spread / 4.0) * ((tu_rand(&rng) & 1) ? 1 : -1);
+      if (b < 0 || b >= NCCLZ_REA_HIST_BINS) b = NCCLZ_REA_HIST_TAIL;
+      f[b]++, total++;
+    }
+    for (int b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) fmax = f[b] > fmax ? f[b] : fmax;
+    double est = estimate_bits(f, total), exact = exact_bits(f, &used);
+    if (used >= NCCLZ_HUFF_MAX_LEN) continue; /* the length limit raises the exact cost */
+    checked++;
+    const double bound = total * ((double)fmax / total + 0.086);
+    below += est < exact;
+    CHECK(est <= exact + total / 65536.0 + 1e-9, "random %d: estimate %.1f above exact %.0f", t, est, exact);
+    CHECK(exact - est <= bound, "random %d: estimate %.1f more than the redundancy bound below %.0f", t, est, exact);
+  }
+  printf("  huffman estimate: exact on 3 shapes, within the bounds on %d random histograms (%d below)\n", checked, below);
+  CHECK(checked > 300, "too few random histograms checked: %d", checked);
+}
+
 /* On real data larger than the window, both predictions land near the realized sizes. */
 static void test_sample_predicts_real_data(void) {
   Frame f;
@@ -656,6 +723,7 @@ int main(void) {
   test_curve();
   test_sample_fixedlen_exact();
   test_sample_predicts_huffman_v2();
+  test_huffman_estimate();
   test_sample_predicts_real_data();
   test_nvlink_gives_raw();
   test_net_skewed_gives_huffman();
