@@ -27,6 +27,10 @@
 #define NCCLZ_REA_PLAN_CTAS 8
 #define NCCLZ_REA_PLAN_THREADS 256
 #define NCCLZ_REA_PART (NCCLZ_REA_BLOCK / 4)
+/* Blocks an SM the planning kernel must fit (its __launch_bounds__ minimum): the clusters of a
+ * 64-frame batch (512 blocks) then start in one wave. At 56 registers (4 blocks an SM) they took
+ * two: 36.1 us against 26.1 at 48 (test_gpu_rea at 4933f4f and 1d60f9b). */
+#define NCCLZ_REA_PLAN_MIN_BLOCKS 5
 static_assert(NCCLZ_REA_PLAN_CTAS * NCCLZ_REA_PLAN_THREADS * NCCLZ_REA_PART >= NCCLZ_REA_SAMPLE_MAX_BYTES / 4,
               "a cluster holds the largest window, a part a thread");
 static_assert(NCCLZ_REA_HIST_TOTAL <= 2 * NCCLZ_REA_PLAN_THREADS, "two bins a thread at most");
@@ -295,7 +299,8 @@ __device__ inline void ncclz_rea_decide_lanes(const ncclzProfile *prof, const nc
 }
 
 /* Plans one frame of n symbols (side_bytes of side data); called by every thread of a cluster of
- * NCCLZ_REA_PLAN_CTAS blocks of NCCLZ_REA_PLAN_THREADS (the kernel declares __cluster_dims__).
+ * NCCLZ_REA_PLAN_CTAS blocks of NCCLZ_REA_PLAN_THREADS (the kernel declares __cluster_dims__ and
+ * __launch_bounds__(NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS)).
  * batch: ncclz_rea_batch_init of the config, the staging capacity and the batch's frame size.
  * The decision lands in *out (written by the leader block). clk: NULL, or NCCLZ_REA_CLK_COUNT
  * clock64 stamps of the leader's phases (for a cost breakdown). */

@@ -22,7 +22,7 @@
 #define PLAN_CTAS NCCLZ_REA_PLAN_CTAS
 
 /* A cluster per frame. clk: NULL, or the phase clocks of frame 0. */
-__global__ void __cluster_dims__(PLAN_CTAS, 1, 1)
+__global__ void __cluster_dims__(PLAN_CTAS, 1, 1) __launch_bounds__(PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS)
     k_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzReaBatch *batch, const int32_t *sym,
            uint64_t n, uint32_t frame_syms, ncclzCoderParams cp, ncclzReaDeviceDecision *out, unsigned long long *clk) {
   __shared__ ncclzReaBlockShared s;
