@@ -4,8 +4,8 @@
  * FIXEDLEN: the stored width of every sampled 32-symbol block (the exact rule of FORMAT.md).
  * HUFFMAN: a 256-bin histogram of alphabet indices around the sample's mean, plus a tail bin
  * (in the alphabet but outside the 256 bins), an escape bin and a fill bin; the expected code
- * length is the histogram weighted by each bin's ideal length (ncclz_rea_bin_bits_q16), plus the
- * escapes' offsets.
+ * length is the histogram weighted by each bin's length (ncclz_rea_bin_bits_q16: Huffman's depth
+ * for the chain of dominant symbols, the ideal length below it), plus the escapes' offsets.
  * Positions, widths, bins and bits are the shared functions of rea_decide.h: the device-side
  * selector computes the same statistics with them (its histogram in parallel). */
 #include "ncclz/model.h"
