@@ -166,7 +166,7 @@ const ncclzCurve *ncclzProfilePlainCurve(const ncclzProfile *p, const char *path
 
 /* --------------------------------------------------------- sample profile */
 
-/* A 256-bin histogram plus two overflow bins feeds the Huffman estimate. */
+/* A 256-bin histogram plus a tail, an escape and a fill bin feeds the Huffman estimate. */
 #define NCCLZ_REA_HIST_BINS 256
 #define NCCLZ_REA_HIST_TAIL NCCLZ_REA_HIST_BINS        /* in the alphabet, outside the 256 bins */
 #define NCCLZ_REA_HIST_ESCAPE (NCCLZ_REA_HIST_BINS + 1) /* escaped by the coder (+ the offset's 4 + b bits) */
