@@ -4,7 +4,8 @@
  * The sample statistics are the integers the host adds up in model/sample.c, added here by every
  * thread of the cluster (shared-memory atomics, then the leader block adds the others' through
  * distributed shared memory: integer sums, so the result is the same bit for bit). The leader
- * then takes the bins' code lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the
+ * then finds the chain of dominant bins (a block-wide max a link) and takes the bins' code
+ * lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the
  * shared decision functions of rea_decide.h, a coder each: predicted sizes, admissibility, T_c
  * and the argmin. Include from CUDA code only.
  *
