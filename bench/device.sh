@@ -24,7 +24,8 @@
 #   ncu        ncu's detail sections of the kernels matching NCU_KERNEL (kernels-detail.txt)
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
-#   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of test_gpu_codecs --quick)
+#   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of each test in SANITIZE,
+#              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too)
 # Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), CHECK_SWEEPS (the check's;
 # default SWEEPS: more sweeps steady the socket rows' medians), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
@@ -206,17 +207,17 @@ fi
 
 MEM_RC=skipped RACE_RC=skipped
 if want memcheck && [ "$(left)" -gt 60 ]; then
-  echo "== compute-sanitizer memcheck ($(left) s left)"
-  timeout $(($(left) - 5)) compute-sanitizer --tool memcheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick \
-    >/tmp/memcheck.log 2>&1
-  MEM_RC=$?
-  { echo "== compute-sanitizer memcheck test_gpu_codecs --quick rc=$MEM_RC"; tail -n 3 /tmp/memcheck.log; } | tee -a "$LOG"
-  if [ "$(left)" -gt 40 ]; then
-    timeout $(($(left) - 5)) compute-sanitizer --tool racecheck --error-exitcode 9 "$B/tests/test_gpu_codecs" --quick \
-      >/tmp/racecheck.log 2>&1
-    RACE_RC=$?
-    { echo "== compute-sanitizer racecheck test_gpu_codecs --quick rc=$RACE_RC"; tail -n 3 /tmp/racecheck.log; } | tee -a "$LOG"
-  fi
+  MEM_RC=0 RACE_RC=0
+  for t in ${SANITIZE:-test_gpu_codecs}; do
+    for tool in memcheck racecheck; do
+      [ "$(left)" -gt 40 ] || { echo "== compute-sanitizer $tool $t: no time left" | tee -a "$LOG"; continue; }
+      echo "== compute-sanitizer $tool $t ($(left) s left)"
+      timeout $(($(left) - 5)) compute-sanitizer --tool $tool --error-exitcode 9 "$B/tests/$t" --quick >/tmp/$tool.log 2>&1
+      rc=$?
+      { echo "== compute-sanitizer $tool $t --quick rc=$rc"; tail -n 3 /tmp/$tool.log; } | tee -a "$LOG"
+      if [ $tool = memcheck ]; then [ $rc -eq 0 ] || MEM_RC=$rc; else [ $rc -eq 0 ] || RACE_RC=$rc; fi
+    done
+  done
 fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
