@@ -400,6 +400,13 @@ NCCLZ_REA_FN int ncclz_rea_dominance_step(ncclzReaDominance *d, uint32_t f, uint
   return 1;
 }
 
+/* Depth of bin b in the chain (1 for its first link), 0 when b is not in it. */
+NCCLZ_REA_FN uint32_t ncclz_rea_dominance_depth(const ncclzReaDominance *d, uint32_t b) {
+  for (uint32_t j = 0; j < d->levels; j++)
+    if (d->bin[j] == b) return j + 1;
+  return 0;
+}
+
 /* log2(x) for x >= 1 in 1/2^16 (truncated): the integer part from the bit length, the fraction
  * bit by bit by squaring the mantissa (Q31 in [1, 2)). Written out rather than log2(): libm's
  * last bit differs between host and device, and the host's and the device's decisions must
@@ -422,9 +429,8 @@ NCCLZ_REA_FN uint32_t ncclz_rea_log2_q16(uint32_t x) {
 /* Bits of bin b of f symbols under the chain d, in 1/2^16 bit (the comment above). */
 NCCLZ_REA_FN uint64_t ncclz_rea_bin_bits_q16(uint32_t f, uint32_t b, const ncclzReaDominance *d) {
   if (f == 0) return 0;
-  const uint32_t one = 1u << NCCLZ_REA_BITS_FRAC;
-  for (uint32_t j = 0; j < d->levels; j++)
-    if (d->bin[j] == b) return (uint64_t)f * ((j + 1) * one);
+  const uint32_t one = 1u << NCCLZ_REA_BITS_FRAC, depth = ncclz_rea_dominance_depth(d, b);
+  if (depth) return (uint64_t)f * (depth * one);
   /* f <= d->rem: the chain's bins are the ones taken out of it */
   const uint32_t len = d->levels * one + ncclz_rea_log2_q16(d->rem) - ncclz_rea_log2_q16(f);
   return (uint64_t)f * (len > one ? len : one);
@@ -468,11 +474,8 @@ NCCLZ_REA_FN void ncclz_rea_dominance(const ncclzReaHuffSample *h, uint32_t tota
   ncclz_rea_dominance_init(d, total);
   for (;;) {
     uint32_t best = 0, best_bin = 0;
-    for (uint32_t b = 0; b < NCCLZ_REA_HIST_TOTAL; b++) {
-      int taken = 0;
-      for (uint32_t j = 0; j < d->levels; j++) taken |= d->bin[j] == b;
-      if (!taken && h->freq[b] > best) best = h->freq[b], best_bin = b;
-    }
+    for (uint32_t b = 0; b < NCCLZ_REA_HIST_TOTAL; b++)
+      if (!ncclz_rea_dominance_depth(d, b) && h->freq[b] > best) best = h->freq[b], best_bin = b;
     if (!ncclz_rea_dominance_step(d, best, best_bin)) return;
   }
 }

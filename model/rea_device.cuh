@@ -19,6 +19,7 @@
 #define NCCLZ_REA_DEVICE_CUH
 
 #include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
 
 #include "rea_decide.h"
@@ -72,7 +73,6 @@ typedef struct {
   long long first_index;
   ncclzSampleStats st;
   ncclzReaDominance dom;
-  uint32_t warp_max[NCCLZ_REA_PLAN_THREADS / 32];
   int dom_more;
   ncclzReaHuffSums sums;
 } ncclzReaBlockShared;
@@ -228,24 +228,19 @@ __device__ inline void ncclz_rea_cluster_hist(cooperative_groups::cluster_group 
  * block-wide max of (frequency << 9 | bin); usually none or one link. */
 static_assert(NCCLZ_REA_HIST_TOTAL <= 512 && (NCCLZ_REA_SAMPLE_MAX_BYTES / 4) < (1u << 23), "keys fit 32 bits");
 __device__ inline void ncclz_rea_block_dominance(ncclzReaBlockShared &s) {
+  typedef cub::BlockReduce<uint32_t, NCCLZ_REA_PLAN_THREADS> BlockMax;
+  __shared__ typename BlockMax::TempStorage ts;
   if (threadIdx.x == 0) ncclz_rea_dominance_init(&s.dom, (uint32_t)s.st.n_sampled);
   __syncthreads();
   for (;;) {
     uint32_t key = 0;
     for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) {
-      bool taken = false;
-      for (uint32_t j = 0; j < s.dom.levels; j++) taken |= s.dom.bin[j] == b;
       const uint32_t k = s.h.freq[b] << 9 | b;
-      if (!taken && s.h.freq[b] && k > key) key = k;
+      if (!ncclz_rea_dominance_depth(&s.dom, b) && s.h.freq[b] && k > key) key = k;
     }
-    key = __reduce_max_sync(0xFFFFFFFFu, key);
-    if ((threadIdx.x & 31) == 0) s.warp_max[threadIdx.x / 32] = key;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (uint32_t w = 1; w < NCCLZ_REA_PLAN_THREADS / 32; w++) key = s.warp_max[w] > key ? s.warp_max[w] : key;
-      s.dom_more = ncclz_rea_dominance_step(&s.dom, key >> 9, key & 511u);
-    }
-    __syncthreads();
+    key = BlockMax(ts).Reduce(key, cuda::maximum<uint32_t>()); /* valid in thread 0 */
+    if (threadIdx.x == 0) s.dom_more = ncclz_rea_dominance_step(&s.dom, key >> 9, key & 511u);
+    __syncthreads(); /* the link is in, and ts may be used again */
     if (!s.dom_more) return;
   }
 }
