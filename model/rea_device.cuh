@@ -1,20 +1,21 @@
-/* The REA on the device: a cluster of NCCLZ_REA_PLAN_CTAS thread blocks plans one frame
- * (Algorithm 1, steps 1-4).
+/* The REA on the device: a cluster of thread blocks plans one frame (Algorithm 1, steps 1-4).
  *
  * The sample statistics are the integers the host adds up in model/sample.c, added here by every
- * thread of the cluster (shared-memory atomics, then the leader block adds the others' through
- * distributed shared memory: integer sums, so the result is the same bit for bit). The leader
- * then finds the chain of dominant bins (a block-wide max a link) and takes the bins' code
- * lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the
- * shared decision functions of rea_decide.h, a coder each: predicted sizes, admissibility, T_c
- * and the argmin. Include from CUDA code only.
+ * thread of the cluster (shared-memory atomics; the other blocks then add their histograms into
+ * the leader's through distributed shared memory: integer sums, so the result is the same bit for
+ * bit). The leader then finds the chain of dominant bins (a block-wide max a link) and takes the
+ * bins' code lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the shared decision
+ * functions of rea_decide.h, a coder each: predicted sizes, admissibility, T_c and the argmin.
+ * Include from CUDA code only.
  *
  * Why a cluster: planning is a chain of short steps (read the sample, its range, the histogram
  * under the range's alphabet, the sums, the decision), each waiting on the one before. One block
  * of 512 threads per frame did the whole 64 KiB sample on one SM, at a quarter of its warps
  * (ncu: 11.5 cycles between a warp's instructions, instruction-bound): 34.9 us for a batch of 64
- * frames, 6.9% of their HUFFMAN encode (test_gpu_rea at 10f08e2). Eight blocks a frame spread
- * the sample over eight SMs, eight symbols a thread. */
+ * frames, 6.9% of their HUFFMAN encode (test_gpu_rea at 10f08e2). A cluster spreads the sample
+ * over ncclz_rea_plan_blocks(window) SMs, eight symbols a thread: 8 blocks for a 64 KiB window,
+ * one for 8 KiB. The caller launches ncclz_rea_plan_blocks(cfg->sample_window_bytes) blocks a
+ * cluster (cudaLaunchKernelEx), so that a smaller window takes fewer blocks, not idle ones. */
 #ifndef NCCLZ_REA_DEVICE_CUH
 #define NCCLZ_REA_DEVICE_CUH
 
@@ -24,7 +25,7 @@
 
 #include "rea_decide.h"
 
-/* Blocks a frame (a cluster: at most 8 is portable), threads a block, symbols a thread (a
+/* Blocks a frame at most (a cluster: at most 8 is portable), threads a block, symbols a thread (a
  * quarter of a sample block: its four threads are neighbouring lanes). Clusters of 4 blocks of
  * 512 threads ran frame 0's steps faster but the 64-frame batch slower, 31.6 us against 26.8:
  * its larger blocks no longer started in one wave (test_gpu_rea, tests-cta4x512.log). */
@@ -38,6 +39,14 @@
 static_assert(NCCLZ_REA_PLAN_CTAS * NCCLZ_REA_PLAN_THREADS * NCCLZ_REA_PART >= NCCLZ_REA_SAMPLE_MAX_BYTES / 4,
               "a cluster holds the largest window, a part a thread");
 static_assert(NCCLZ_REA_HIST_TOTAL <= 2 * NCCLZ_REA_PLAN_THREADS, "two bins a thread at most");
+
+/* Blocks a frame's cluster takes for a sample window: enough for its symbols, NCCLZ_REA_PART a
+ * thread (from 1 for up to 8 KiB to NCCLZ_REA_PLAN_CTAS for 64 KiB). */
+__host__ __device__ inline unsigned ncclz_rea_plan_blocks(uint32_t window_bytes) {
+  const uint32_t per_block = NCCLZ_REA_PLAN_THREADS * NCCLZ_REA_PART * 4;
+  const uint32_t b = (window_bytes + per_block - 1) / per_block;
+  return b < 1 ? 1 : b > NCCLZ_REA_PLAN_CTAS ? NCCLZ_REA_PLAN_CTAS : b;
+}
 /* The histogram counts the NCCLZ_REA_NEAR_BINS fine bins around the sample mean (where quantized
  * symbols crowd) in 8-bit fields of one register a thread, so that a warp's lanes do not queue on
  * the same shared counters; a thread sees NCCLZ_REA_PART symbols, so a count fits. */
@@ -188,7 +197,7 @@ __device__ inline void ncclz_rea_part_hist(const int32_t (&v)[NCCLZ_REA_PART], u
 __device__ inline void ncclz_rea_cluster_alphabet(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
   ncclzReaRange r = {INT32_MAX, INT32_MIN, 0, 0};
   unsigned long long sum = 0, widths = 0, blocks = 0;
-  for (uint32_t k = 0; k < NCCLZ_REA_PLAN_CTAS; k++) {
+  for (uint32_t k = 0; k < cluster.num_blocks(); k++) {
     const ncclzReaRangePart *q = cluster.map_shared_rank(&s.part, k);
     r.min_sym = q->min_sym < r.min_sym ? q->min_sym : r.min_sym;
     r.max_sym = q->max_sym > r.max_sym ? q->max_sym : r.max_sym;
@@ -197,31 +206,30 @@ __device__ inline void ncclz_rea_cluster_alphabet(cooperative_groups::cluster_gr
   r.sum = (int64_t)sum;
   s.alpha = ncclz_rea_alphabet(&r);
   s.first_index = ncclz_rea_hist_first_index(r.sum, r.count, s.alpha.centre, s.alpha.radius);
-  s.h.lo_index = 2 * (int64_t)s.alpha.radius;
-  s.h.hi_index = 0;
+  /* As ncclz_rea_hist_init's 2 * radius and 0, by min and max: once the cluster barrier is
+   * passed, the other blocks may already be pushing theirs into the leader's. */
+  atomicMin((long long *)&s.h.lo_index, 2 * (long long)s.alpha.radius);
+  atomicMax((long long *)&s.h.hi_index, 0ll);
   s.st.width_sum = widths;
   s.st.blocks_sampled = blocks;
 }
 
-/* The leader adds the other blocks' histograms to its own, a bin (and a tail_seen word) a thread. */
-__device__ inline void ncclz_rea_cluster_hist(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
-  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) {
-    uint32_t f = s.h.freq[b];
-    for (uint32_t k = 1; k < NCCLZ_REA_PLAN_CTAS; k++) f += cluster.map_shared_rank(&s.h, k)->freq[b];
-    s.h.freq[b] = f;
+/* A block other than the leader adds its histogram into the leader's (distributed shared memory
+ * atomics: integer sums, min, max and OR, the same in any order), a bin (and a tail_seen word) a
+ * thread. Pushed rather than pulled by the leader: the leader waits on one cluster barrier after
+ * the histograms, not on a barrier, its reads of every block and a second barrier that kept the
+ * others' shared memory alive until it had read it. */
+__device__ inline void ncclz_rea_cluster_push_hist(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
+  ncclzReaHuffSample *lead = cluster.map_shared_rank(&s.h, 0);
+  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x)
+    if (s.h.freq[b]) atomicAdd(&lead->freq[b], s.h.freq[b]);
+  for (uint32_t w = threadIdx.x; w < NCCLZ_REA_TAIL_WORDS; w += blockDim.x)
+    if (s.h.tail_seen[w]) atomicOr((unsigned long long *)&lead->tail_seen[w], (unsigned long long)s.h.tail_seen[w]);
+  if (threadIdx.x == 0) {
+    atomicMin((long long *)&lead->lo_index, (long long)s.h.lo_index);
+    atomicMax((long long *)&lead->hi_index, (long long)s.h.hi_index);
+    if (s.h.escape_bits) atomicAdd((unsigned long long *)&lead->escape_bits, (unsigned long long)s.h.escape_bits);
   }
-  for (uint32_t w = threadIdx.x; w < NCCLZ_REA_TAIL_WORDS; w += blockDim.x) {
-    uint64_t t = s.h.tail_seen[w];
-    for (uint32_t k = 1; k < NCCLZ_REA_PLAN_CTAS; k++) t |= cluster.map_shared_rank(&s.h, k)->tail_seen[w];
-    s.h.tail_seen[w] = t;
-  }
-  if (threadIdx.x == 0)
-    for (uint32_t k = 1; k < NCCLZ_REA_PLAN_CTAS; k++) {
-      const ncclzReaHuffSample *q = cluster.map_shared_rank(&s.h, k);
-      s.h.lo_index = q->lo_index < s.h.lo_index ? q->lo_index : s.h.lo_index;
-      s.h.hi_index = q->hi_index > s.h.hi_index ? q->hi_index : s.h.hi_index;
-      s.h.escape_bits += q->escape_bits;
-    }
 }
 
 /* The leader's dominance chain (ncclz_rea_dominance_step), each link's largest bin by a
@@ -297,8 +305,9 @@ __device__ inline void ncclz_rea_decide_lanes(const ncclzProfile *prof, const nc
 }
 
 /* Plans one frame of n symbols (side_bytes of side data); called by every thread of a cluster of
- * NCCLZ_REA_PLAN_CTAS blocks of NCCLZ_REA_PLAN_THREADS (the kernel declares __cluster_dims__ and
- * __launch_bounds__(NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS)).
+ * ncclz_rea_plan_blocks(cfg->sample_window_bytes) blocks of NCCLZ_REA_PLAN_THREADS (the kernel
+ * declares __launch_bounds__(NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS); its launch sets
+ * the cluster size).
  * batch: ncclz_rea_batch_init of the config, the staging capacity and the batch's frame size.
  * The decision lands in *out (written by the leader block). clk: NULL, or NCCLZ_REA_CLK_COUNT
  * clock64 stamps of the leader's phases (for a cost breakdown). */
@@ -330,6 +339,7 @@ __device__ inline void ncclz_rea_plan_cluster(const ncclzProfile *prof, const nc
     s.part.min_sym = INT32_MAX, s.part.max_sym = INT32_MIN;
     s.part.sum = s.part.count = s.part.width_sum = s.part.blocks = 0;
     s.h.escape_bits = 0;
+    s.h.lo_index = INT64_MAX, s.h.hi_index = INT64_MIN; /* see ncclz_rea_cluster_alphabet */
     s.st = ncclzSampleStats();
     s.st.n_sampled = ncclz_rea_sample_symbols(&plan);
     s.sums.code_bits_q16 = 0, s.sums.used_bins = 0, s.sums.distinct_tail = 0;
@@ -343,9 +353,11 @@ __device__ inline void ncclz_rea_plan_cluster(const ncclzProfile *prof, const nc
   __syncthreads();
   if (stamp) clk[NCCLZ_REA_CLK_RANGE] = clock64();
   ncclz_rea_part_hist(v, len, s);
-  cluster.sync(); /* every block's histogram is in */
-  if (rank == 0) ncclz_rea_cluster_hist(cluster, s);
-  cluster.sync(); /* the others' shared memory stays until the leader has read it */
+  if (rank != 0) {
+    __syncthreads(); /* the block's histogram is whole */
+    ncclz_rea_cluster_push_hist(cluster, s);
+  }
+  cluster.sync(); /* every block's histogram is in the leader's */
   if (rank != 0) return;
   if (stamp) clk[NCCLZ_REA_CLK_HIST] = clock64();
   ncclz_rea_block_sums(s);
