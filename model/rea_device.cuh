@@ -1,12 +1,12 @@
 /* The REA on the device: a cluster of thread blocks plans one frame (Algorithm 1, steps 1-4).
  *
  * The sample statistics are the integers the host adds up in model/sample.c, added here by every
- * thread of the cluster (shared-memory atomics; the other blocks then add their histograms into
- * the leader's through distributed shared memory: integer sums, so the result is the same bit for
- * bit). The leader then finds the chain of dominant bins (a block-wide max a link) and takes the
- * bins' code lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the shared decision
- * functions of rea_decide.h, a coder each: predicted sizes, admissibility, T_c and the argmin.
- * Include from CUDA code only.
+ * thread of the cluster (shared-memory atomics, then the leader block adds the others' through
+ * distributed shared memory: integer sums, so the result is the same bit for bit). The leader
+ * then finds the chain of dominant bins (a block-wide max a link) and takes the bins' code
+ * lengths one bin a thread, and NCCLZ_CODER_COUNT control lanes run the shared decision functions
+ * of rea_decide.h, a coder each: predicted sizes, admissibility, T_c and the argmin. Include from
+ * CUDA code only.
  *
  * Why a cluster: planning is a chain of short steps (read the sample, its range, the histogram
  * under the range's alphabet, the sums, the decision), each waiting on the one before. One block
@@ -206,30 +206,35 @@ __device__ inline void ncclz_rea_cluster_alphabet(cooperative_groups::cluster_gr
   r.sum = (int64_t)sum;
   s.alpha = ncclz_rea_alphabet(&r);
   s.first_index = ncclz_rea_hist_first_index(r.sum, r.count, s.alpha.centre, s.alpha.radius);
-  /* As ncclz_rea_hist_init's 2 * radius and 0, by min and max: once the cluster barrier is
-   * passed, the other blocks may already be pushing theirs into the leader's. */
-  atomicMin((long long *)&s.h.lo_index, 2 * (long long)s.alpha.radius);
-  atomicMax((long long *)&s.h.hi_index, 0ll);
+  s.h.lo_index = 2 * (int64_t)s.alpha.radius;
+  s.h.hi_index = 0;
   s.st.width_sum = widths;
   s.st.blocks_sampled = blocks;
 }
 
-/* A block other than the leader adds its histogram into the leader's (distributed shared memory
- * atomics: integer sums, min, max and OR, the same in any order), a bin (and a tail_seen word) a
- * thread. Pushed rather than pulled by the leader: the leader waits on one cluster barrier after
- * the histograms, not on a barrier, its reads of every block and a second barrier that kept the
- * others' shared memory alive until it had read it. */
-__device__ inline void ncclz_rea_cluster_push_hist(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
-  ncclzReaHuffSample *lead = cluster.map_shared_rank(&s.h, 0);
-  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x)
-    if (s.h.freq[b]) atomicAdd(&lead->freq[b], s.h.freq[b]);
-  for (uint32_t w = threadIdx.x; w < NCCLZ_REA_TAIL_WORDS; w += blockDim.x)
-    if (s.h.tail_seen[w]) atomicOr((unsigned long long *)&lead->tail_seen[w], (unsigned long long)s.h.tail_seen[w]);
-  if (threadIdx.x == 0) {
-    atomicMin((long long *)&lead->lo_index, (long long)s.h.lo_index);
-    atomicMax((long long *)&lead->hi_index, (long long)s.h.hi_index);
-    if (s.h.escape_bits) atomicAdd((unsigned long long *)&lead->escape_bits, (unsigned long long)s.h.escape_bits);
+/* The leader adds the other blocks' histograms to its own, a bin (and a tail_seen word) a thread.
+ * Tried instead: the others pushing theirs into the leader's with distributed shared memory
+ * atomics, which saves the leader a barrier and its reads; at 8 blocks a frame the device then
+ * disagreed with the host on wide-alphabet frames and racecheck reported hazards (test_gpu_rea at
+ * 7fdfeee), so the pull stays. */
+__device__ inline void ncclz_rea_cluster_hist(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
+  for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) {
+    uint32_t f = s.h.freq[b];
+    for (uint32_t k = 1; k < cluster.num_blocks(); k++) f += cluster.map_shared_rank(&s.h, k)->freq[b];
+    s.h.freq[b] = f;
   }
+  for (uint32_t w = threadIdx.x; w < NCCLZ_REA_TAIL_WORDS; w += blockDim.x) {
+    uint64_t t = s.h.tail_seen[w];
+    for (uint32_t k = 1; k < cluster.num_blocks(); k++) t |= cluster.map_shared_rank(&s.h, k)->tail_seen[w];
+    s.h.tail_seen[w] = t;
+  }
+  if (threadIdx.x == 0)
+    for (uint32_t k = 1; k < cluster.num_blocks(); k++) {
+      const ncclzReaHuffSample *q = cluster.map_shared_rank(&s.h, k);
+      s.h.lo_index = q->lo_index < s.h.lo_index ? q->lo_index : s.h.lo_index;
+      s.h.hi_index = q->hi_index > s.h.hi_index ? q->hi_index : s.h.hi_index;
+      s.h.escape_bits += q->escape_bits;
+    }
 }
 
 /* The leader's dominance chain (ncclz_rea_dominance_step), each link's largest bin by a
@@ -339,7 +344,6 @@ __device__ inline void ncclz_rea_plan_cluster(const ncclzProfile *prof, const nc
     s.part.min_sym = INT32_MAX, s.part.max_sym = INT32_MIN;
     s.part.sum = s.part.count = s.part.width_sum = s.part.blocks = 0;
     s.h.escape_bits = 0;
-    s.h.lo_index = INT64_MAX, s.h.hi_index = INT64_MIN; /* see ncclz_rea_cluster_alphabet */
     s.st = ncclzSampleStats();
     s.st.n_sampled = ncclz_rea_sample_symbols(&plan);
     s.sums.code_bits_q16 = 0, s.sums.used_bins = 0, s.sums.distinct_tail = 0;
@@ -353,11 +357,9 @@ __device__ inline void ncclz_rea_plan_cluster(const ncclzProfile *prof, const nc
   __syncthreads();
   if (stamp) clk[NCCLZ_REA_CLK_RANGE] = clock64();
   ncclz_rea_part_hist(v, len, s);
-  if (rank != 0) {
-    __syncthreads(); /* the block's histogram is whole */
-    ncclz_rea_cluster_push_hist(cluster, s);
-  }
-  cluster.sync(); /* every block's histogram is in the leader's */
+  cluster.sync(); /* every block's histogram is in */
+  if (rank == 0) ncclz_rea_cluster_hist(cluster, s);
+  cluster.sync(); /* the others' shared memory stays until the leader has read it */
   if (rank != 0) return;
   if (stamp) clk[NCCLZ_REA_CLK_HIST] = clock64();
   ncclz_rea_block_sums(s);
