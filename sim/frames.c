@@ -60,13 +60,7 @@ ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, do
     cand.pred_frame_bytes[c] = (uint64_t)ceil(one_frame(job, (ncclzCoder)c, k, raw));
     cand.pred_valid[c] = 1;
   }
-  ncclzReaRules rules;
-  rules.stage_cap_bytes = cand.raw_frame_bytes;  /* a staging bank holds one RAW frame */
-  rules.fast_path_bytes = cfg->fast_path_bytes;
-  rules.huff_min_bytes = cfg->huff_min_bytes;
-  rules.min_gain_permil = cfg->min_gain_permil;
-  rules.coder_mask = cfg->coder_mask;
-  rules.huff_ctx_valid = cfg->huff_ctx_valid;
+  const ncclzReaRules rules = ncclz_rea_rules(cfg, cand.raw_frame_bytes); /* a staging bank holds one RAW frame */
   memset(dec, 0, sizeof *dec);
   if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
   ncclzReaLink link = ncclz_rea_link(job->prof, hop->hint);

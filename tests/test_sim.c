@@ -1,6 +1,6 @@
 /* The simulator: the replay against closed forms, the two fidelities against each other, a
- * fat-tree's contention against the flow model, Alltoall and Broadcast sanity, scenario parsing,
- * and the speed of a 1024-node projection. Skips (exit 77) when the build has no SimGrid. */
+ * fat-tree's contention against the flow model, Alltoall and Broadcast sanity, the replay's REA
+ * against the host's, scenario parsing, and the speed of a 1024-node projection. Skips (exit 77) when the build has no SimGrid. */
 #include "testutil.h"
 
 #ifndef NCCLZ_HAVE_SIM
@@ -10,6 +10,7 @@ int main(void) {
 }
 #else
 #include "ncclz/sim.h"
+#include "../sim/sim_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -479,6 +480,94 @@ static void test_comm_lanes(void) {
         serial);
 }
 
+/* --------------------------------------------------- REA: the host's decisions */
+
+/* A data profile whose frame of `raw` bytes comes out at exactly the host's predicted sizes
+ * (one_frame: raw / CR, rounded up). */
+static void data_of_prediction(const ncclzReaCandidates *cand, double raw, int data_class, ncclzSimData *d) {
+  double cr[NCCLZ_CODER_COUNT] = {1.0, 1.0, 1.0};
+  for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CODER_COUNT && cand->pred_frame_bytes[c]; c++) {
+    const double pred = (double)cand->pred_frame_bytes[c];
+    cr[c] = raw / pred;
+    while (ceil(raw / cr[c]) > pred) cr[c] = nextafter(cr[c], INFINITY);
+  }
+  ncclzSimDataConstant(d, cr[NCCLZ_CODER_FIXEDLEN], cr[NCCLZ_CODER_HUFFMAN]);
+  d->data_class = data_class;
+}
+
+/* The replay's REA (sim_rea_decide) takes the host's decision (ncclzReaPlan) on the same inputs:
+ * every frame of a real-data slice at three frame sizes and every hint (the synthetic and the
+ * shipped H200 profile), the replay given the
+ * host's predicted sizes as its data profile and the profile's link. Both end in
+ * ncclz_rea_arbitrate; this checks what the replay feeds it (rules, link, candidates). */
+static void rea_same_as_host(const ncclzProfile *pr, const char *file, const char *spec_text, const uint32_t *dims, int ndims) {
+  size_t len = 0;
+  float *raw = tu_read_file(file, &len);
+  ncclzQuantSpec spec;
+  ncclzSymbols s;
+  CHECK(raw && ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK &&
+            ncclzArrayQuantize(&spec, NCCLZ_DTYPE_F32, raw, len / 4, dims, ndims, 0, &s) == NCCLZ_OK,
+        "%s %s: %s", file, spec_text, ncclzLastError());
+  free(raw);
+  ncclzSimOptions o;
+  ncclzSimOptionsDefault(&o);
+  o.compress = NCCLZ_SIM_AUTO;
+  o.rea_link_profile = 1;
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  int frames = 0, differ = 0, coded = 0;
+  for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+    for (size_t fs = 4096; fs <= 65536; fs *= 4) {
+      sim_job job;
+      memset(&job, 0, sizeof job);
+      job.prof = pr, job.opt = &o;
+      ncclzReaConfigFromProfile(pr, (ncclzTransportHint)h, ncclzDataClassOf(&s.qp), &job.cfg[h]);
+      const sim_hop hop = {(ncclzTransportHint)h, 0.0, 0.0};
+      for (size_t start = 0; start < s.n; start += fs, frames++) {
+        const size_t m = s.n - start < fs ? s.n - start : fs;
+        const double bytes = 4.0 * (double)m;
+        const ncclzFrameDesc desc = {NCCLZ_DTYPE_F32, &s.qp, NULL, 0, cp};
+        ncclzReaResult host;
+        CHECK(ncclzReaPlan(pr, &job.cfg[h], s.sym + start, m, &desc, (size_t)bytes + NCCLZ_FRAME_HEADER_BYTES,
+                           &host) == NCCLZ_OK, "%s", ncclzLastError());
+        ncclzSimData d;
+        data_of_prediction(&host.cand, bytes, job.cfg[h].data_class, &d);
+        job.data = &d;
+        ncclzReaDecision dec;
+        const ncclzCoder c = sim_rea_decide(&job, &hop, 1, bytes, host.cand.pipeline_frames, &dec);
+        int same = c == host.planned;
+        for (int k = 0; k < NCCLZ_CODER_COUNT && host.path != NCCLZ_REA_PATH_FAST; k++)
+          same &= fabs(dec.time_us[k] - host.decision.time_us[k]) <= 1e-9 * host.decision.time_us[k];
+        if (!same && !differ)
+          printf("  %s %s hint %d frame of %zu at %zu: host %d (T %g %g %g), replay %d (T %g %g %g)\n", file, spec_text, h,
+                 m, start, host.planned, host.decision.time_us[0], host.decision.time_us[1], host.decision.time_us[2], c,
+                 dec.time_us[0], dec.time_us[1], dec.time_us[2]);
+        differ += !same;
+        coded += host.planned != NCCLZ_CODER_RAW;
+      }
+    }
+  printf("replay's REA against the host's: %s, %s %s, %d frames (%d coded), %d differ\n", pr->meta.device, file,
+         spec_text, frames, coded, differ);
+  CHECK(differ == 0, "%s %s: the replay's REA differs from the host's on %d of %d frames", file, spec_text, differ, frames);
+  CHECK(coded > 0, "%s %s: some frames must be coded for the comparison to mean something", file, spec_text);
+  ncclzSymbolsFree(&s);
+}
+
+static void test_rea_same_as_host(void) {
+  const uint32_t field[3] = {8, 64, 128}, flat[1] = {65536};
+  ncclzProfile shipped;
+  size_t len;
+  char *json = tu_read_file("../../calibrate/profiles/h200-x2.json", &len);
+  CHECK(json && ncclzProfileParse(json, len, &shipped) == NCCLZ_OK, "h200-x2.json: %s", ncclzLastError());
+  free(json);
+  for (int k = 0; k < 2; k++) {
+    const ncclzProfile *pr = k ? &shipped : &prof;
+    rea_same_as_host(pr, "trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", field, 3);
+    rea_same_as_host(pr, "resnet18_rank0_64k.f32", "qsgd:bits=8,bucket=512", flat, 1);
+    rea_same_as_host(pr, "gpt_rank0_64k.f32", "qsgd:bits=4,bucket=512", flat, 1);
+  }
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -495,6 +584,7 @@ int main(void) {
   test_comm_lanes();
   test_rea_link();
   test_auto_counts_interface();
+  test_rea_same_as_host();
   test_scenario();
   test_speed();
   test_extrapolation();
