@@ -129,6 +129,7 @@ static void free_dbuf(dbuf *b) {
 void ncclzCommDestroy(ncclzComm_t c) {
   if (!c) return;
   cudaSetDevice(c->dev);
+  ncclzReaGpuPlannerDestroy(c->planner);
   dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,     &c->scales, &c->agree, &c->scan,
                   &c->rbank,    &c->esym,      &c->ews,   &c->arena,  &c->status, &c->fbytes, &c->qstats, &c->qws};
   for (dbuf *b : bufs) free_dbuf(b);
@@ -137,7 +138,7 @@ void ncclzCommDestroy(ncclzComm_t c) {
     free_dbuf(&c->rsym[l]);
     free_dbuf(&c->dws[l]);
   }
-  hbuf *hb[] = {&c->hdr_out, &c->hdr_in, &c->host_small, &c->host_status, &c->sample};
+  hbuf *hb[] = {&c->hdr_out, &c->hdr_in, &c->host_small, &c->host_status};
   for (hbuf *b : hb)
     if (b->p) cudaFreeHost(b->p);
   for (int i = 0; i < NZ_MAX_LANES; i++) {

@@ -30,11 +30,13 @@
  * lags the wire; the trace shows it as gaps between NCCL intervals.
  *
  * Auto (REA): one decision per message signature (collective, count, dtype), not per frame:
- * per-frame decisions would need a device-to-host read of every frame's sample before its
- * encode, a stall per chunk. The first call of a signature (and later ones, NCCLZ_REPLAN calls
- * apart at first, the gap doubling up to NCCLZ_REPLAN_MAX while the vote stays the same) copies
- * its first chunk of codes back, runs ncclzReaPlan for a frame of the real chunk size, and the
- * ranks agree (allreduce max over the lane) whether anybody wants a coder (a rank wants one when
+ * the host enqueues each encode with its coder (the batch encoder takes one), so per-frame
+ * decisions would need a read-back of every frame's decision before its encode, a stall per
+ * chunk. The first call of a signature (and later ones, NCCLZ_REPLAN calls apart at first, the
+ * gap doubling up to NCCLZ_REPLAN_MAX while the vote stays the same) plans its first chunk of
+ * codes on the device, a frame of the real chunk size, with the REA device selector
+ * (ncclzReaGpuPlanLaunch: the decisions of ncclzReaPlan, bit for bit), reads back that decision
+ * (not the chunk), and the ranks agree (allreduce max over the lane) whether anybody wants a coder (a rank wants one when
  * its frame's gain, over the call's units, pays for the call's interface and the host's time per
  * unit: ncclzReaCallWorthIt). If nobody does, the
  * message goes as the plain NCCL collective on the original floats ("bypass": RAW frames of int32

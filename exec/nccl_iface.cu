@@ -240,24 +240,21 @@ decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzD
   return nullptr;
 }
 
-/* REA on this rank's first chunk of codes (a whole frame of the real size), then the vote. */
+/* REA on this rank's first chunk of codes (a whole frame of the real size), planned on the device
+ * where the codes are (the device selector: one frame's cluster and a read-back of its decision,
+ * where the host path read back the whole chunk first), then the vote. */
 ncclzStatus decide(grun *r, decision *d) {
   ncclzComm *c = r->c;
   double want = 0;
   ncclzCoder coder = NCCLZ_CODER_RAW;
   size_t n = std::min(r->max_chunk, r->n_in);
   if (r->has_input && n) {
-    TRY(ensure_host(&c->sample, n * 4));
-    CU(cudaMemcpyAsync(c->sample.p, r->in, n * 4, cudaMemcpyDeviceToHost, r->stream));
-    CU(cudaStreamSynchronize(r->stream));
-    int32_t *sym = (int32_t *)c->sample.p;
-    std::vector<int32_t> half;
+    const int32_t *sym = r->in;
     if (!r->quantized && r->dt != NCCLZ_DTYPE_F32) { /* the symbols the coder will see */
-      std::vector<uint16_t> h(n);
-      ncclzFromFloat((const float *)sym, n, r->dt, h.data());
-      half.assign(h.begin(), h.end());
-      sym = half.data();
+      TRY(cells_to_symbols(r, (const float *)r->in, n, (int32_t *)c->esym.p, r->stream));
+      sym = (const int32_t *)c->esym.p;
     }
+    if (!c->planner) TRY(ncclzReaGpuPlannerCreate(&c->profile, &c->planner));
     ncclzReaConfig rc = c->rea;
     rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : nullptr);
     /* a step's chunks are one pipeline: a ring of many ranks sends one chunk a step, whose codec
@@ -265,7 +262,8 @@ ncclzStatus decide(grun *r, decision *d) {
     rc.pipeline_frames = (double)r->s.nchunks;
     ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
     ncclzReaResult res;
-    TRY(ncclzReaPlan(&c->profile, &rc, sym, n, &desc, r->slot, &res));
+    TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr));
+    TRY(ncclzReaGpuPlanResults(c->planner, &res, 1));
     coder = res.planned;
     /* A frame's gain must also pay for the call's interface, the host's time per unit and the
      * pipeline's fill, which the plain collective does not spend (1 MiB over the socket: 0.23-0.63x

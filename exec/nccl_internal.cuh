@@ -93,7 +93,8 @@ struct ncclzComm {
   std::vector<cudaEvent_t> ev_trace; /* per unit TE_COUNT, + 4 for the interface */
   dbuf cells_in, cells_out, xf, yf, scales, agree, scan, sbank[NZ_MAX_LANES], rbank, rsym[NZ_MAX_LANES], esym, ews,
       dws[NZ_MAX_LANES], arena, status, fbytes, qstats, qws;
-  hbuf hdr_out, hdr_in, host_small, host_status, sample;
+  hbuf hdr_out, hdr_in, host_small, host_status;
+  ncclzReaGpuPlanner *planner = nullptr; /* the auto decision's device selector (made at its first use) */
   std::vector<decision> decisions;
   ncclzExecStats last;
   int trace = 0;
@@ -156,6 +157,8 @@ decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzD
 ncclzStatus decide(grun *r, decision *d);
 
 /* exec/nccl_pipeline.cu: set-up of one call and the unit pipeline. */
+/* Quant none, bf16/f16: n float cells as the dtype's bit patterns, the symbols its frames code. */
+ncclzStatus cells_to_symbols(const grun *r, const float *cells, size_t n, int32_t *sym, cudaStream_t s);
 void build_units(grun *r);
 ncclzStatus alloc_call(grun *r);
 void init_qparams(grun *r);

@@ -14,6 +14,12 @@ __global__ static void k_cells_to_sym(const float *cells, size_t n, int dt, int3
   }
 }
 
+ncclzStatus cells_to_symbols(const grun *r, const float *cells, size_t n, int32_t *sym, cudaStream_t s) {
+  k_cells_to_sym<<<grid_for(n), 256, 0, s>>>(cells, n, r->dt, sym);
+  CU(cudaGetLastError());
+  return NCCLZ_OK;
+}
+
 __device__ static float sym_value(int32_t s, int dt) {
   if (dt == NCCLZ_DTYPE_BF16) return __bfloat162float(__ushort_as_bfloat16((unsigned short)s));
   if (dt == NCCLZ_DTYPE_F16) return __half2float(__ushort_as_half((unsigned short)s));
@@ -165,8 +171,7 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
   trace_rec(r, u, TE_ENC0, c->s_enc);
   const int32_t *sym = send_source(r, un.soff);
   if (!r->quantized && r->dt != NCCLZ_DTYPE_F32) {
-    k_cells_to_sym<<<grid_for(un.slen), 256, 0, c->s_enc>>>((const float *)sym, un.slen, r->dt, (int32_t *)c->esym.p);
-    CU(cudaGetLastError());
+    TRY(cells_to_symbols(r, (const float *)sym, un.slen, (int32_t *)c->esym.p, c->s_enc));
     sym = (const int32_t *)c->esym.p;
   }
   ncclzCudaBatch b = make_batch(r, r->coder, un.slen);

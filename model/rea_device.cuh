@@ -65,6 +65,7 @@ typedef struct {
   int coder;                   /* ncclzCoder planned */
   ncclzReaCandidates cand;     /* predicted sizes */
   double time_us[NCCLZ_CODER_COUNT];
+  int verdict[NCCLZ_CODER_COUNT]; /* ncclzReaVerdict of every coder */
 } ncclzReaDeviceDecision;
 
 /* One block's part of the range pass. */
@@ -305,7 +306,7 @@ __device__ inline void ncclz_rea_decide_lanes(const ncclzProfile *prof, const nc
     out->cand = cand;
     out->coder = d.coder;
     out->path = d.coder == NCCLZ_CODER_RAW ? NCCLZ_REA_PATH_PLANNED_RAW : NCCLZ_REA_PATH_CODED;
-    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c];
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) out->time_us[c] = d.time_us[c], out->verdict[c] = (int)d.verdict[c];
   }
 }
 

@@ -359,6 +359,29 @@ ncclzStatus ncclzReaMeasurePlanningCost(const ncclzProfile *prof, const ncclzRea
                                         const int32_t *sym, size_t n, const ncclzFrameDesc *desc,
                                         ncclzCoder coder, int reps, ncclzReaPlanCost *out);
 
+/* ------------------------------------------------------ device selector */
+
+/* The REA on the GPU (model/rea_gpu.cu, library ncclz_model_cuda: CUDA builds only): a cluster of
+ * blocks plans each frame of a device array with the decision functions the host path uses
+ * (model/rea_decide.h), so that its results equal ncclzReaPlan's on the same symbols, bit for bit
+ * (test_gpu_rea). The executor's auto decision plans its first chunk here, where the codes are,
+ * instead of reading them back to the host. One planner serves one stream at a time. */
+typedef struct ncclzReaGpuPlanner ncclzReaGpuPlanner;
+/* A planner with its own copy of the profile (host and device). */
+ncclzStatus ncclzReaGpuPlannerCreate(const ncclzProfile *prof, ncclzReaGpuPlanner **out);
+void ncclzReaGpuPlannerDestroy(ncclzReaGpuPlanner *p);
+/* Plans the ceil(n / frame_symbols) frames of d_sym (n symbols in device memory) on `stream` (a
+ * cudaStream_t; NULL: the default stream), as ncclzReaPlan(prof, cfg, frame, desc, stage_cap)
+ * would each frame (desc->side_bytes: every frame's). Asynchronous; the config and its batch
+ * part are copied to the device only when they change. d_clk: NULL, or NCCLZ_REA_CLK_COUNT device
+ * words for the clock64 stamps of frame 0's phases (model/rea_device.cuh). */
+ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *cfg, const int32_t *d_sym, size_t n,
+                                  uint32_t frame_symbols, const ncclzFrameDesc *desc, size_t stage_cap, void *stream,
+                                  unsigned long long *d_clk);
+/* Waits for the last launch and reads its first nf frames' decisions into res[] as ncclzReaPlan's
+ * results (plan only: committed is RAW, nothing is encoded). */
+ncclzStatus ncclzReaGpuPlanResults(ncclzReaGpuPlanner *p, ncclzReaResult *res, size_t nf);
+
 /* ------------------------------------------------------ break-even surface */
 
 /* One point: a message of `bytes` raw bytes over a link of `bandwidth_gbps`. */
