@@ -115,6 +115,7 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   if (d) {
     if (d->calls == d->next_plan) TRY(decide(r, d));
     r->coder = d->coder;
+    r->post_check = 1;
     if (d->bypass) {
       *bypassed = 1;
       return NCCLZ_OK;

@@ -125,6 +125,7 @@ struct grun {
   ncclzDtype dt;
   size_t ds, count, n_in, n_out, max_chunk, slot;
   int quantized, root, has_input;
+  int post_check = 0; /* auto: a frame whose realized size fails REA's post-check goes as RAW */
   ncclzQuantParams qp;
   size_t n_scales;
   int32_t *in, *work, *out;

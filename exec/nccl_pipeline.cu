@@ -175,6 +175,9 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
     sym = (const int32_t *)c->esym.p;
   }
   ncclzCudaBatch b = make_batch(r, r->coder, un.slen);
+  /* auto: the call's coder was planned on its first chunk; this frame's realized size is checked
+   * on the device, and a frame that gains too little is rewritten as RAW (Algorithm 1, 5-6) */
+  if (r->post_check) b.fallback_bytes = ncclzReaFallbackBytes(&c->rea, un.slen, 0, r->slot);
   TRY(ncclzCudaEncodeBatch(&b, sym, nullptr, (uint8_t *)c->sbank[bank].p, r->slot, (uint32_t *)c->fbytes.p + bank,
                            c->ews.p, c->ews.cap, c->s_enc));
   CU(cudaMemcpyAsync(hdr_out(r, u), c->sbank[bank].p, 64, cudaMemcpyDeviceToHost, c->s_enc));

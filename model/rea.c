@@ -141,6 +141,20 @@ static ncclzStatus commit_raw_or_fail(const int32_t *sym, size_t n, const ncclzF
   return NCCLZ_OK;
 }
 
+uint64_t ncclzReaFallbackBytes(const ncclzReaConfig *cfg, size_t n, uint32_t side_bytes, size_t stage_cap) {
+  const ncclzReaRules rules = ncclz_rea_rules(cfg, stage_cap);
+  const uint64_t raw = ncclz_rea_raw_frame_bytes(n, side_bytes);
+  /* the post-check's own predicate, searched: it accepts every size up to a bound and none above
+   * (the gain falls as the size grows), so the limit is exactly the sizes it keeps */
+  uint64_t lo = 0, hi = stage_cap; /* accept(lo) holds: a 0-byte frame gains 1000 permil */
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (ncclz_rea_accept_realized(&rules, raw, mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? lo : 1;
+}
+
 /* Step 4: encode the planned coder; 1 when its realized frame passes the post-check. */
 static ncclzStatus materialize(const ncclzReaConfig *cfg, const int32_t *sym, size_t n, const ncclzFrameDesc *desc,
                                uint8_t *dst, size_t stage_cap, ncclzReaResult *res, int *accepted) {

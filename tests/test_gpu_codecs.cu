@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,17 @@
 
 #include "ncclz/codecs.h"
 #include "ncclz/codecs_cuda.h"
+#include "ncclz/model.h"
 #include "testutil_cuda.cuh"
 
+static uint32_t g_fell_back, g_kept; /* frames of post-checked batches that went RAW / kept their coder */
 
-/* Encodes sym on the GPU and the CPU, compares, and cross-decodes. */
+/* Encodes sym on the GPU and the CPU, compares, and cross-decodes. limit, last_limit: the batch's
+ * post-check (ncclzCudaBatch.fallback_bytes, fallback_last_bytes); the CPU reference then writes
+ * a RAW frame where the coder's frame is larger than its limit. */
 static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs, ncclzCoder c,
-                     const ncclzCoderParams *cp, const ncclzQuantParams *q, const float *scales) {
+                     const ncclzCoderParams *cp, const ncclzQuantParams *q, const float *scales, uint64_t limit = 0,
+                     uint64_t last_limit = 0) {
   ncclzCudaBatch b;
   memset(&b, 0, sizeof b);
   b.coder = c;
@@ -30,8 +36,12 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
   b.n_symbols = n;
   b.frame_symbols = fs;
   b.side_scales = q && q->kind == NCCLZ_QUANT_QSGD;
+  b.fallback_bytes = limit, b.fallback_last_bytes = last_limit;
+  const unsigned mask = limit || last_limit ? 1u | 1u << c : 0; /* frames of RAW and c */
   uint32_t nf = ncclzCudaBatchFrames(&b);
-  size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+  ncclzCudaBatch braw = b;
+  braw.coder = NCCLZ_CODER_RAW;
+  size_t slot = std::max(ncclzCudaFrameSlotBytes(&b), mask ? ncclzCudaFrameSlotBytes(&braw) : 0), wse = ncclzCudaEncodeWorkspaceSize(&b),
          wsd = ncclzCudaDecodeWorkspaceSize(&b);
   size_t nsc = b.side_scales ? (n + q->qsgd_bucket - 1) / q->qsgd_bucket : 1;
   Dev<int32_t> dsym(n), dsym2(n);
@@ -67,6 +77,12 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
     }
     size_t len = 0;
     st = ncclzFrameEncode(c, sym + start, nk, &d, frame.data(), slot, &len);
+    const uint64_t lim = nk < fs ? last_limit : limit;
+    if (st == NCCLZ_OK && c != NCCLZ_CODER_RAW && lim) {
+      const bool back = len > lim;
+      if (back) st = ncclzFrameEncode(NCCLZ_CODER_RAW, sym + start, nk, &d, frame.data(), slot, &len);
+      (back ? g_fell_back : g_kept)++;
+    }
     CHECK(st == NCCLZ_OK, "%s: cpu encode: %s", name, ncclzLastError());
     if (st != NCCLZ_OK) return;
     if (len != fb[k] || memcmp(frame.data(), &gpu[k * slot], len) != 0) {
@@ -93,7 +109,7 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
   for (int pass = 0; pass < 2; pass++) {
     CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
     if (pass == 0) {
-      st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+      st = ncclzCudaDecodeBatch(&b, mask, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
     } else {
       Dev<uint8_t> din(cpu.size());
       CU(cudaMemcpy(din.p, cpu.data(), cpu.size(), cudaMemcpyHostToDevice));
@@ -124,7 +140,7 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
     CU(cudaMemcpy(&v, dout.p + at, 1, cudaMemcpyDeviceToHost));
     v ^= 0x10;
     CU(cudaMemcpy(dout.p + at, &v, 1, cudaMemcpyHostToDevice));
-    st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+    st = ncclzCudaDecodeBatch(&b, mask, dout.p, NULL, slot, slot * nf, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
     CU(cudaDeviceSynchronize());
     CU(cudaMemcpy(fst.data(), dst.p, 4, cudaMemcpyDeviceToHost));
     CHECK(st == NCCLZ_OK && fst[0] != 0, "%s: corrupt frame rejected", name);
@@ -376,6 +392,59 @@ static void qsgd_case(const char *file) {
   all_coders(file, ref.data(), n, 512 * 64, &qp, sc.data());
 }
 
+/* The post-check on the GPU (ncclzCudaBatch.fallback_bytes, from ncclzReaFallbackBytes as the
+ * executor sets it): frames of real codes (QSGD 8-bit, which gain 760-900 permil) alternate with
+ * frames of full 32-bit noise (larger than RAW), the batch's last frame shorter; the frames that
+ * fail must come out as the CPU's RAW frames, the others as its coded ones, byte for byte. Without
+ * side data at a minimum gain of 0, and with the QSGD scales as side data at 500 permil. */
+static void fallback_cases(const char *file) {
+  size_t n0;
+  std::vector<float> x = load_f32(file, &n0);
+  CHECK(n0 > 0, "load %s", file);
+  if (!n0) return;
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
+  CHECK(ncclzQuantResolve(&spec, x.data(), n0, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
+  std::vector<float> sc0(ncclzQsgdNumBuckets(&qp, n0));
+  std::vector<int32_t> codes(n0);
+  ncclzQsgdScales(&qp, x.data(), n0, sc0.data());
+  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n0, sc0.data(), codes.data()) == NCCLZ_OK, "cpu qsgd");
+  const uint32_t fs = 512 * 32;
+  const size_t n = 7 * (size_t)fs + 512 * 5 + 77; /* 7 full frames and a short one */
+  ncclzCoderParams cp;
+  ncclzFrameCoderParams(&cp);
+  for (int with_side = 0; with_side < 2; with_side++) {
+    std::vector<int32_t> s(n);
+    std::vector<float> sc((n + 511) / 512);
+    uint64_t rng = 41 + with_side;
+    for (size_t i = 0; i < n; i++) {
+      const bool real = (i / fs) % 2 == 0;
+      const uint64_t r = tu_rand(&rng);
+      s[i] = real ? codes[i % n0] : (int32_t)(uint32_t)(r >> 16);
+    }
+    for (size_t k = 0; k < sc.size(); k++) sc[k] = sc0[k % sc0.size()];
+    ncclzReaConfig rc;
+    memset(&rc, 0, sizeof rc);
+    rc.min_gain_permil = with_side ? 500 : 0;
+    const uint32_t side = with_side ? 4 * (fs / 512) : 0, side_last = with_side ? 4 * (uint32_t)((n % fs + 511) / 512) : 0;
+    for (ncclzCoder c : {NCCLZ_CODER_FIXEDLEN, NCCLZ_CODER_HUFFMAN}) {
+      ncclzCudaBatch b;
+      memset(&b, 0, sizeof b);
+      b.coder = c, b.params = cp, b.n_symbols = n, b.frame_symbols = fs, b.side_scales = with_side;
+      const size_t cap = 1u << 30; /* the staging capacity does not bind here */
+      const uint64_t lim = ncclzReaFallbackBytes(&rc, fs, side, cap), lim_last = ncclzReaFallbackBytes(&rc, n % fs, side_last, cap);
+      const uint32_t before = g_fell_back, kept = g_kept;
+      char name[160];
+      snprintf(name, sizeof name, "post-check %s%s, limit %llu", ncclzCoderName(c), with_side ? " + QSGD scales" : "",
+               (unsigned long long)lim);
+      run_case(name, s.data(), n, fs, c, &cp, with_side ? &qp : NULL, with_side ? sc.data() : NULL, lim, lim_last);
+      printf("%s: %u frames fell back to RAW, %u kept\n", name, g_fell_back - before, g_kept - kept);
+      CHECK(g_fell_back - before >= 3 && g_kept - kept >= 3, "%s: both outcomes in the batch", name);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (tu_cuda_skip_without_gpu()) return 77;
   int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
@@ -418,5 +487,6 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
+  fallback_cases("resnet18_rank0_64k.f32");
   return tu_finish("test_gpu_codecs");
 }

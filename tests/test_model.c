@@ -527,8 +527,34 @@ static void test_realized_larger_falls_back(void) {
   CHECK(res.realized_bytes > raw_cap(&f), "realized %zu > RAW %zu", res.realized_bytes, raw_cap(&f));
   CHECK(res.committed == NCCLZ_CODER_RAW && res.frame_bytes == raw_cap(&f), "RAW committed");
   CHECK(decodes_to(buf, res.frame_bytes, &f), "fallback frame decodes");
+  /* the same verdict as a size, for encoders that post-check on the GPU */
+  CHECK(ncclzReaFallbackBytes(&cfg, f.s.n, 0, cap) < res.realized_bytes, "the realized frame is over the limit");
   free(buf);
   frame_free(&f);
+}
+
+/* ncclzReaFallbackBytes is the post-check's boundary: every size up to it is accepted, the next
+ * one is not (or it is the staging capacity), for gains of 0 to 1000 permil. */
+static void test_fallback_bytes(void) {
+  const uint32_t gains[] = {0, 1, 7, 50, 500, 999, 1000};
+  const size_t ns[] = {0, 1, 31, 1000, 1u << 20};
+  int checked = 0;
+  for (size_t g = 0; g < sizeof gains / sizeof *gains; g++)
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+      for (uint32_t side = 0; side <= 256; side += 256) {
+        ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_DEFAULT);
+        cfg.min_gain_permil = gains[g];
+        const uint64_t raw = ncclz_rea_raw_frame_bytes(ns[i], side);
+        for (size_t cap = raw / 2; cap <= 2 * raw + 8; cap += raw + 4) {
+          const ncclzReaRules rules = ncclz_rea_rules(&cfg, cap);
+          const uint64_t lim = ncclzReaFallbackBytes(&cfg, ns[i], side, cap);
+          const int top_ok = lim == cap || !ncclz_rea_accept_realized(&rules, raw, lim + 1);
+          CHECK(lim >= 1 && (ncclz_rea_accept_realized(&rules, raw, lim) || lim == 1) && top_ok,
+                "limit %llu for raw %llu, gain %u, cap %zu", (unsigned long long)lim, (unsigned long long)raw, gains[g], cap);
+          checked++;
+        }
+      }
+  printf("  fallback limits: %d boundaries checked\n", checked);
 }
 
 static void test_capacity(void) {
@@ -730,6 +756,7 @@ int main(void) {
   test_flat_narrow_gives_fixedlen();
   test_small_frame_takes_fast_path();
   test_realized_larger_falls_back();
+  test_fallback_bytes();
   test_capacity();
   test_admissibility_gates();
   test_host_path_uses_shared_decision();

@@ -47,6 +47,11 @@ static ncclzCoderParams params_or_default(ncclzCoderParams p) {
   return p;
 }
 
+/* Whether the batch's frames are post-checked (a coder, and a limit). */
+static bool falls_back(const ncclzCudaBatch *b) {
+  return b->coder != NCCLZ_CODER_RAW && (b->fallback_bytes || b->fallback_last_bytes);
+}
+
 /* Upper bound of look-back units of any coder for this batch. */
 static uint32_t lookback_units(const ncclzCudaBatch *b) {
   ncclzCudaBatch f = *b, h = *b;
@@ -142,7 +147,7 @@ __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t str
       memset(&z, 0, sizeof z);
       z.vmin = INT32_MAX;
       z.vmax = INT32_MIN + 1;
-      z.check = s_chk;
+      z.check = z.side_check = s_chk;
       fr[f] = z;
     }
   }
@@ -170,23 +175,44 @@ static __device__ void raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32
   nz_add_check<256>(chk, check);
 }
 
-/* RAW: the symbols as words after the side data. */
-__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr) {
+/* RAW: the symbols as words after the side data; only_fallback: only the frames marked to fall
+ * back (k_fallback_mark), the others keep their coder's payload. */
+__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr,
+                             int only_fallback) {
   uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
+  if (only_fallback && !fr[f].fallback) return; /* the whole block: fr[f] is the same for all */
   const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
   uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
   raw_copy_chunk(src, dst, n, sw, &fr[f].check);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
 }
 
-/* Writes each frame's header: the template plus the per-frame fields and both checks. */
-__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplate t, const double *d_abs_eb, uint32_t dtype_size,
-                                  uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
+/* The post-check: a frame larger than its limit (header included) falls back to RAW: its check
+ * restarts from the side data's and k_raw_encode(only_fallback) rewrites its payload. One thread
+ * a frame. */
+__global__ void k_fallback_mark(NzShape sh, uint64_t limit, uint64_t last_limit, NzFrame *fr) {
+  uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= sh.n_frames) return;
+  const uint32_t n = sh.frame_n(f);
+  const uint64_t lim = n < sh.frame_symbols ? last_limit : limit;
+  const uint64_t bytes = 64 + 4 * (uint64_t)sh.side_words(f) + fr[f].coded_bytes;
+  if (lim && bytes > lim) {
+    fr[f].fallback = 1;
+    fr[f].check = fr[f].side_check;
+  }
+}
+
+/* Writes each frame's header: the template (raw: that of RAW, for frames that fell back) plus the
+ * per-frame fields and both checks. */
+__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplate t, NzHeaderTemplate raw, const double *d_abs_eb,
+                                  uint32_t dtype_size, uint8_t *out, size_t stride, NzFrame *fr,
+                                  uint32_t *frame_bytes) {
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   uint8_t *h = out + f * stride;
   uint8_t b[64];
-  for (int i = 0; i < 64; i++) b[i] = t.b[i];
+  const uint8_t *tb = fr[f].fallback ? raw.b : t.b;
+  for (int i = 0; i < 64; i++) b[i] = tb[i];
   uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
   ncclz_store_u32(b + 12, n);
   ncclz_store_u32(b + 16, payload);
@@ -331,6 +357,13 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu below the slot size %zu (or not 4-aligned)",
                          out_stride, ncclzCudaFrameSlotBytes(b));
   if (b->side_scales && !d_scales) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: side scales missing");
+  if (falls_back(b)) {
+    ncclzCudaBatch r = *b;
+    r.coder = NCCLZ_CODER_RAW;
+    if (out_stride < ncclzCudaFrameSlotBytes(&r))
+      return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu cannot hold the RAW fallback frame (%zu)",
+                           out_stride, ncclzCudaFrameSlotBytes(&r));
+  }
   uint32_t units = lookback_units(b);
   NzLayout L = nz_layout(b, 0, units);
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);
@@ -341,7 +374,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   NZ_LAUNCHED();
   switch (b->coder) {
   case NCCLZ_CODER_RAW:
-    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr);
+    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 0);
     NZ_LAUNCHED();
     break;
   case NCCLZ_CODER_FIXEDLEN:
@@ -352,8 +385,14 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
                            ws_at<uint32_t>(d_ws, L.table), s);
   }
   if (st != NCCLZ_OK) return st;
-  NzHeaderTemplate t = nz_header_template(b, b->coder);
-  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+  if (falls_back(b)) {
+    k_fallback_mark<<<(nf + 127) / 128, 128, 0, s>>>(sh, b->fallback_bytes, b->fallback_last_bytes, fr);
+    NZ_LAUNCHED();
+    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 1);
+    NZ_LAUNCHED();
+  }
+  NzHeaderTemplate t = nz_header_template(b, b->coder), raw = nz_header_template(b, NCCLZ_CODER_RAW);
+  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, raw, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;

@@ -48,7 +48,8 @@ struct NzFrame {
   uint32_t coder, p0;    /* decode: from the header */
   uint32_t fast_bits;    /* HUFFMAN decode */
   uint64_t src;          /* decode: byte offset of the frame in the input */
-  uint64_t pad_;
+  uint32_t side_check;   /* encode: the check of the side data alone (a RAW fallback restarts from it) */
+  uint32_t fallback;     /* encode: 1 when the frame is rewritten as RAW (ncclzCudaBatch.fallback_bytes) */
 };
 
 /* Everything a kernel needs to know about the batch, passed by value. */

@@ -32,6 +32,12 @@ typedef struct {
   uint64_t n_symbols;              /* total symbols of the batch */
   uint32_t frame_symbols;          /* per frame; QSGD with scales: a multiple of the bucket */
   int side_scales;                 /* 1: frames carry QSGD scales as side data */
+  /* encode, FIXEDLEN and HUFFMAN: a frame whose encoded size (header included) is larger than
+   * fallback_bytes is written as a RAW frame instead, in the same slot (REA's post-check,
+   * Algorithm 1 steps 5-6: ncclzReaFallbackBytes gives the limit; out_stride must then hold a RAW
+   * frame too). fallback_last_bytes: the limit of the batch's last frame when it is shorter. 0:
+   * no limit. */
+  uint64_t fallback_bytes, fallback_last_bytes;
 } ncclzCudaBatch;
 
 /* Frames in the batch: ceil(n_symbols / frame_symbols). */

@@ -326,6 +326,12 @@ ncclzStatus ncclzReaEncodeBest(const ncclzProfile *prof, const ncclzReaConfig *c
                                size_t n, const ncclzFrameDesc *desc, uint8_t *dst, size_t stage_cap,
                                ncclzReaResult *res);
 
+/* The post-check as a size (Algorithm 1, steps 5-6, for an encoder that materializes on the GPU):
+ * the largest realized frame of n symbols (side_bytes of side data) that ncclzReaEncodeBest would
+ * keep, within stage_cap and the gain of cfg->min_gain_permil over the RAW frame; a larger one
+ * falls back to RAW (ncclzCudaBatch.fallback_bytes). At least 1. */
+uint64_t ncclzReaFallbackBytes(const ncclzReaConfig *cfg, size_t n, uint32_t side_bytes, size_t stage_cap);
+
 /* The call-level check after a frame's arbitration chose `coder` (d: that frame's steady-state
  * decision): whether compressing a whole call beats its plain collective once the costs a frame
  * does not see are counted: the call's interface (quantize, agree, dequantize;
