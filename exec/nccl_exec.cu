@@ -41,7 +41,8 @@
  * unit: ncclzReaCallWorthIt). If nobody does, the
  * message goes as the plain NCCL collective on the original floats ("bypass": RAW frames of int32
  * codes cannot beat it, and it is exact); otherwise every rank encodes with its own planned coder
- * (frames are self-describing; decoders accept every coder). */
+ * (frames are self-describing; decoders accept every coder), and the encoder post-checks every
+ * frame on the device (ncclzCudaBatch.fallback_bytes): one that gains too little goes as RAW. */
 
 /* This file: the entry points and one call from start to end. The rest of the backend:
  * nccl_comm.cu (communicator, buffers), nccl_iface.cu (agreement, quantization, auto decision),
