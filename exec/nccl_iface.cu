@@ -262,7 +262,7 @@ ncclzStatus decide(grun *r, decision *d) {
     rc.pipeline_frames = (double)r->s.nchunks;
     ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
     ncclzReaResult res;
-    TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr));
+    TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr, nullptr));
     TRY(ncclzReaGpuPlanResults(c->planner, &res, 1));
     coder = res.planned;
     /* A frame's gain must also pay for the call's interface, the host's time per unit and the

@@ -30,17 +30,21 @@ struct ncclzReaGpuPlanner {
   uint32_t frame_symbols = 0, dtype_bytes = 4, side_bytes = 0;
 };
 
-/* A cluster per frame; frame f is symbols [f * frame_syms, ...) of sym. clk: NULL, or the phase
- * clocks of frame 0's leader. */
+/* A cluster per frame; frame f is symbols [f * frame_syms, ...) of sym. coders: NULL, or each
+ * frame's planned coder as a word (what a mixed encode batch reads, ncclzCudaBatch.d_coders).
+ * clk: NULL, or the phase clocks of frame 0's leader. */
 __global__ static void __launch_bounds__(NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS)
     k_rea_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzReaBatch *batch, const int32_t *sym,
                uint64_t n, uint32_t frame_syms, uint32_t dtype_bytes, uint32_t side_bytes, ncclzCoderParams cp,
-               ncclzReaDeviceDecision *out, unsigned long long *clk) {
+               ncclzReaDeviceDecision *out, uint32_t *coders, unsigned long long *clk) {
   __shared__ ncclzReaBlockShared s;
-  const uint32_t f = blockIdx.x / cooperative_groups::this_cluster().num_blocks();
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const uint32_t f = blockIdx.x / cluster.num_blocks();
   const uint64_t start = (uint64_t)f * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
   ncclz_rea_plan_cluster(prof, cfg, batch, sym + start, m, dtype_bytes, side_bytes, cp, s, &out[f],
                          f == 0 ? clk : nullptr);
+  /* thread 0 of the leader wrote the decision (fast path or lane 0 of the decision) */
+  if (coders && cluster.block_rank() == 0 && threadIdx.x == 0) coders[f] = (uint32_t)out[f].coder;
 }
 
 ncclzStatus ncclzReaGpuPlannerCreate(const ncclzProfile *prof, ncclzReaGpuPlanner **out) {
@@ -79,7 +83,7 @@ static ncclzStatus upload(ncclzReaGpuPlanner *p, const ncclzReaConfig *cfg, cons
 }
 
 ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *cfg, const int32_t *d_sym, size_t n, uint32_t frame_symbols, const ncclzFrameDesc *desc,
-                                  size_t stage_cap, void *stream, unsigned long long *d_clk) {
+                                  size_t stage_cap, void *stream, uint32_t *d_coders, unsigned long long *d_clk) {
   if (!p || !cfg || !desc || (!d_sym && n) || !frame_symbols)
     return ncclzSetError(NCCLZ_ERR_ARG, "ncclzReaGpuPlanLaunch: NULL argument or frames of 0 symbols");
   if ((unsigned)desc->dtype >= NCCLZ_DTYPE_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "REA: unknown dtype");
@@ -113,7 +117,7 @@ ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *c
   lc.attrs = &cluster, lc.numAttrs = 1;
   RCU(cudaLaunchKernelEx(&lc, k_rea_plan, (const ncclzProfile *)p->d_prof, (const ncclzReaConfig *)p->d_cfg,
                          (const ncclzReaBatch *)p->d_batch, d_sym, (uint64_t)n, frame_symbols, dtype_bytes,
-                         desc->side_bytes, desc->coder_params, p->d_out, d_clk));
+                         desc->side_bytes, desc->coder_params, p->d_out, d_coders, d_clk));
   return NCCLZ_OK;
 }
 

@@ -23,10 +23,11 @@ static uint32_t g_fell_back, g_kept; /* frames of post-checked batches that went
 
 /* Encodes sym on the GPU and the CPU, compares, and cross-decodes. limit, last_limit: the batch's
  * post-check (ncclzCudaBatch.fallback_bytes, fallback_last_bytes); the CPU reference then writes
- * a RAW frame where the coder's frame is larger than its limit. */
+ * a RAW frame where the coder's frame is larger than its limit. coders: NULL, or each frame's
+ * coder (a mixed batch, ncclzCudaBatch.d_coders; c is then ignored, values past HUFFMAN are RAW). */
 static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs, ncclzCoder c,
                      const ncclzCoderParams *cp, const ncclzQuantParams *q, const float *scales, uint64_t limit = 0,
-                     uint64_t last_limit = 0) {
+                     uint64_t last_limit = 0, const uint32_t *coders = nullptr) {
   ncclzCudaBatch b;
   memset(&b, 0, sizeof b);
   b.coder = c;
@@ -37,8 +38,14 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
   b.frame_symbols = fs;
   b.side_scales = q && q->kind == NCCLZ_QUANT_QSGD;
   b.fallback_bytes = limit, b.fallback_last_bytes = last_limit;
-  const unsigned mask = limit || last_limit ? 1u | 1u << c : 0; /* frames of RAW and c */
   uint32_t nf = ncclzCudaBatchFrames(&b);
+  Dev<uint32_t> dcoders(nf);
+  if (coders) {
+    CU(cudaMemcpy(dcoders.p, coders, 4 * nf, cudaMemcpyHostToDevice));
+    b.d_coders = dcoders.p;
+  }
+  /* the coders that may appear: RAW and c after a post-check, any of them in a mixed batch */
+  const unsigned mask = coders ? 7u : limit || last_limit ? 1u | 1u << c : 0;
   ncclzCudaBatch braw = b;
   braw.coder = NCCLZ_CODER_RAW;
   size_t slot = std::max(ncclzCudaFrameSlotBytes(&b), mask ? ncclzCudaFrameSlotBytes(&braw) : 0), wse = ncclzCudaEncodeWorkspaceSize(&b),
@@ -76,9 +83,10 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
       d.side_bytes = (uint32_t)(4 * ((nk + q->qsgd_bucket - 1) / q->qsgd_bucket));
     }
     size_t len = 0;
-    st = ncclzFrameEncode(c, sym + start, nk, &d, frame.data(), slot, &len);
+    const ncclzCoder ck = !coders ? c : coders[k] < NCCLZ_CODER_COUNT ? (ncclzCoder)coders[k] : NCCLZ_CODER_RAW;
+    st = ncclzFrameEncode(ck, sym + start, nk, &d, frame.data(), slot, &len);
     const uint64_t lim = nk < fs ? last_limit : limit;
-    if (st == NCCLZ_OK && c != NCCLZ_CODER_RAW && lim) {
+    if (st == NCCLZ_OK && ck != NCCLZ_CODER_RAW && lim) {
       const bool back = len > lim;
       if (back) st = ncclzFrameEncode(NCCLZ_CODER_RAW, sym + start, nk, &d, frame.data(), slot, &len);
       (back ? g_fell_back : g_kept)++;
@@ -445,6 +453,65 @@ static void fallback_cases(const char *file) {
   }
 }
 
+/* Mixed batches (a coder per frame, ncclzCudaBatch.d_coders, as the REA device selector writes
+ * them): random and real symbols, coders in turn, at random, all one coder through the array, and
+ * out-of-range values (RAW); with and without QSGD side data and the post-check; each frame must be
+ * the CPU's frame of its own coder, byte for byte. */
+static void mixed_cases(const char *file, bool quick) {
+  size_t n0;
+  std::vector<float> x = load_f32(file, &n0);
+  CHECK(n0 > 0, "load %s", file);
+  if (!n0) return;
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
+  CHECK(ncclzQuantResolve(&spec, x.data(), n0, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
+  std::vector<float> sc0(ncclzQsgdNumBuckets(&qp, n0));
+  std::vector<int32_t> codes(n0), s;
+  ncclzQsgdScales(&qp, x.data(), n0, sc0.data());
+  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n0, sc0.data(), codes.data()) == NCCLZ_OK, "cpu qsgd");
+  ncclzCoderParams cp;
+  ncclzFrameCoderParams(&cp);
+  const uint32_t fs = 512 * 40;
+  const size_t sizes[] = {5, 3 * (size_t)fs, 9 * (size_t)fs + 1000 * 3 + 11, quick ? 0 : 64 * (size_t)fs + 3};
+  for (size_t n : sizes) {
+    if (!n) continue;
+    const uint32_t nf = (uint32_t)((n + fs - 1) / fs);
+    for (int data = 0; data < 2; data++) { /* real codes with noise frames, or generator kind 0 */
+      if (data == 0) {
+        s.resize(n);
+        uint64_t rng = n;
+        for (size_t i = 0; i < n; i++) s[i] = (i / fs) % 3 == 2 ? (int32_t)(uint32_t)(tu_rand(&rng) >> 16) : codes[i % n0];
+      } else {
+        gen(0, n, n + 17, s);
+      }
+      std::vector<float> sc((n + 511) / 512);
+      for (size_t k = 0; k < sc.size(); k++) sc[k] = sc0[k % sc0.size()];
+      for (int pattern = 0; pattern < 4; pattern++) {
+        std::vector<uint32_t> coders(nf);
+        uint64_t rng = 5 + pattern;
+        for (uint32_t k = 0; k < nf; k++)
+          coders[k] = pattern == 0 ? k % 3 : pattern == 1 ? (uint32_t)(tu_rand(&rng) % 3)
+                      : pattern == 2 ? (uint32_t)NCCLZ_CODER_HUFFMAN : (k % 2 ? 7u : (uint32_t)NCCLZ_CODER_FIXEDLEN);
+        for (int with_side = 0; with_side < 2; with_side++)
+          for (int post = 0; post < 2; post++) {
+            ncclzReaConfig rc;
+            memset(&rc, 0, sizeof rc);
+            const uint32_t side = with_side ? 4 * (fs / 512) : 0;
+            const uint32_t last_n = (uint32_t)(n % fs ? n % fs : fs), side_last = with_side ? 4 * ((last_n + 511) / 512) : 0;
+            const uint64_t lim = post ? ncclzReaFallbackBytes(&rc, fs, side, 1u << 30) : 0;
+            const uint64_t lim_last = post ? ncclzReaFallbackBytes(&rc, last_n, side_last, 1u << 30) : 0;
+            char name[160];
+            snprintf(name, sizeof name, "mixed n=%zu data %d coders %d%s%s", n, data, pattern, with_side ? " side" : "",
+                     post ? " post-check" : "");
+            run_case(name, s.data(), n, fs, NCCLZ_CODER_RAW, &cp, with_side ? &qp : NULL, with_side ? sc.data() : NULL,
+                     lim, lim_last, coders.data());
+          }
+      }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   if (tu_cuda_skip_without_gpu()) return 77;
   int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
@@ -488,5 +555,6 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
   fallback_cases("resnet18_rank0_64k.f32");
+  mixed_cases("resnet18_rank0_64k.f32", quick);
   return tu_finish("test_gpu_codecs");
 }

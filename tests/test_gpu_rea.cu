@@ -26,7 +26,7 @@
  * uses (model/rea_gpu.cu) on the default stream; dclk: NULL or frame 0's phase clocks. */
 static void launch_plan(ncclzReaGpuPlanner *pl, const ncclzReaConfig *cfg, const int32_t *dsym, uint64_t n,
                         uint32_t frame_syms, const ncclzFrameDesc *desc, uint64_t stage_cap, unsigned long long *dclk) {
-  CHECK(ncclzReaGpuPlanLaunch(pl, cfg, dsym, n, frame_syms, desc, stage_cap, nullptr, dclk) == NCCLZ_OK, "%s",
+  CHECK(ncclzReaGpuPlanLaunch(pl, cfg, dsym, n, frame_syms, desc, stage_cap, nullptr, nullptr, dclk) == NCCLZ_OK, "%s",
         ncclzLastError());
 }
 
@@ -108,6 +108,93 @@ static void compare(const char *what, ncclzReaGpuPlanner *pl, const ncclzProfile
   CHECK(differ == 0, "%s %s: %d of %u frames decided differently on the device", what, ncclzHintName(hint), differ, nf);
 }
 
+/* A batch that encodes Algorithm 1 on the GPU: each frame with the coder planned for it
+ * (d_coders, from the device selector), post-checked against ncclzReaFallbackBytes. */
+static ncclzCudaBatch auto_batch(const ncclzReaConfig *cfg, const ncclzQuantParams *q, const ncclzCoderParams &cp,
+                                 uint64_t n, uint32_t fs, const uint32_t *d_coders, size_t *slot) {
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = q, b.n_symbols = n, b.frame_symbols = fs;
+  b.d_coders = d_coders;
+  *slot = ncclzCudaFrameSlotBytes(&b);
+  b.fallback_bytes = ncclzReaFallbackBytes(cfg, fs, 0, *slot);
+  b.fallback_last_bytes = n % fs ? ncclzReaFallbackBytes(cfg, n % fs, 0, *slot) : 0;
+  return b;
+}
+
+/* Algorithm 1 whole on the GPU (plan every frame on the device, encode each with its planned coder,
+ * post-check the realized size) against the host's ncclzReaEncodeBest on each frame: the same
+ * frames, byte for byte. Returns the frames that fell back to RAW. */
+static int encode_best_compare(const char *what, ncclzReaGpuPlanner *pl, const ncclzProfile *prof,
+                                ncclzTransportHint hint, const ncclzSymbols *s, uint32_t fs) {
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(prof, hint, ncclzDataClassOf(&s->qp), &cfg);
+  ncclzCoderParams cp;
+  ncclzFrameCoderParams(&cp);
+  const uint32_t nf = (uint32_t)((s->n + fs - 1) / fs);
+  Dev<uint32_t> dcoders(nf), dbytes(nf);
+  size_t slot;
+  ncclzCudaBatch b = auto_batch(&cfg, &s->qp, cp, s->n, fs, dcoders.p, &slot);
+  const size_t ws = ncclzCudaEncodeWorkspaceSize(&b);
+  Dev<int32_t> dsym(s->n);
+  Dev<uint8_t> dframes(slot * nf), dws(ws);
+  CU(cudaMemcpy(dsym.p, s->sym, 4 * s->n, cudaMemcpyHostToDevice));
+  const ncclzFrameDesc desc = {NCCLZ_DTYPE_F32, &s->qp, NULL, 0, cp};
+  CHECK(ncclzReaGpuPlanLaunch(pl, &cfg, dsym.p, s->n, fs, &desc, slot, nullptr, dcoders.p, nullptr) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  CHECK(ncclzCudaEncodeBatch(&b, dsym.p, NULL, dframes.p, slot, dbytes.p, dws.p, ws, 0) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  std::vector<uint8_t> gpu(slot * nf), cpu(slot);
+  std::vector<uint32_t> bytes(nf);
+  CU(cudaMemcpy(gpu.data(), dframes.p, slot * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(bytes.data(), dbytes.p, 4 * nf, cudaMemcpyDeviceToHost));
+  int differ = 0, mix[NCCLZ_CODER_COUNT] = {0, 0, 0}, fell = 0;
+  for (uint32_t f = 0; f < nf; f++) {
+    const size_t start = (size_t)f * fs, m = std::min<size_t>(fs, s->n - start);
+    ncclzReaResult host;
+    CHECK(ncclzReaEncodeBest(prof, &cfg, s->sym + start, m, &desc, cpu.data(), slot, &host) == NCCLZ_OK, "%s",
+          ncclzLastError());
+    const bool same = host.frame_bytes == bytes[f] && !memcmp(cpu.data(), &gpu[f * slot], host.frame_bytes);
+    if (!same && !differ)
+      printf("  frame %u: host %s, %zu bytes; device %u bytes, coder %u\n", f, ncclzCoderName(host.committed),
+             host.frame_bytes, bytes[f], (unsigned)gpu[f * slot + 5]);
+    differ += !same;
+    mix[host.committed]++;
+    fell += host.path == NCCLZ_REA_PATH_FALLBACK;
+  }
+  printf("%-44s %-6s Algorithm 1 on the GPU, %4u frames (raw:fixedlen:huffman %d:%d:%d, %d fell back): %d differ\n", what,
+         ncclzHintName(hint), nf, mix[0], mix[1], mix[2], fell, differ);
+  CHECK(differ == 0, "%s %s: %d of %u frames differ from ncclzReaEncodeBest", what, ncclzHintName(hint), differ, nf);
+  return fell;
+}
+
+/* Frames whose sample is narrow and whose rest is noise: the plan picks a coder whose realized
+ * frame is larger than RAW, and the post-check on the GPU must fall back as the host's does. */
+static void fooled_frames(ncclzReaGpuPlanner *pl, const ncclzProfile *prof) {
+  const uint32_t fs = 1u << 18, nf = 6;
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(prof, NCCLZ_HINT_NET, NCCLZ_CLASS_NONE, &cfg);
+  ncclzSymbols s;
+  memset(&s, 0, sizeof s);
+  s.n = (size_t)fs * nf - 1000; /* a shorter last frame */
+  std::vector<int32_t> v(s.n);
+  uint64_t rng = 99;
+  for (size_t i = 0; i < s.n; i++) v[i] = (int32_t)(uint32_t)tu_rand(&rng);
+  for (uint32_t f = 0; f < nf; f++) {
+    const uint64_t m = std::min<uint64_t>(fs, s.n - (uint64_t)f * fs);
+    ncclzSamplePlan plan;
+    ncclz_rea_sample_plan(m, cfg.sample_window_bytes, cfg.sample_pieces, &plan);
+    for (uint32_t p = 0; p < plan.count; p++) {
+      uint64_t start, len;
+      ncclz_rea_sample_piece(&plan, p, &start, &len);
+      for (uint64_t k = start; k < start + len; k++) v[(size_t)f * fs + k] = (int32_t)(tu_rand(&rng) % 4);
+    }
+  }
+  s.sym = v.data();
+  const int fell = encode_best_compare("noise with a narrow sample", pl, prof, NCCLZ_HINT_NET, &s, fs);
+  CHECK(fell == (int)nf, "every fooled frame falls back (%d of %u)", fell, nf);
+}
+
 /* Median of 20 runs of launch() after 3 warm-up runs, in ms: CUDA events around it, or the host's
  * clock when the run ends on the host (host_clock: it synchronises itself). */
 template <typename F> static double median_ms(F launch, bool host_clock = false) {
@@ -169,6 +256,25 @@ static void planning_cost(ncclzReaGpuPlanner *pl, const ncclzProfile *prof, cons
            asserted ? " (the profile's window: target <= 2%)" : "");
     if (!target) print_phases(pl, &cfg, dsym.p, tile->n, fs, &desc, slot);
     if (asserted) CHECK(p <= 0.02 * e, "planning %.1f us > 2%% of encoding %.1f us", 1e3 * p, 1e3 * e);
+  }
+  /* Algorithm 1 on the GPU over the same frames: the plan at the profile's window, then each frame
+   * encoded with its planned coder and post-checked (a mixed batch runs every coder's kernels) */
+  cfg.sample_window_bytes = profile_window;
+  Dev<uint32_t> dcoders(nf);
+  size_t aslot;
+  ncclzCudaBatch ab = auto_batch(&cfg, &tile->qp, cp, tile->n, fs, dcoders.p, &aslot);
+  const size_t aws = ncclzCudaEncodeWorkspaceSize(&ab);
+  if (aslot <= slot && aws <= ws) {
+    const double a = median_ms([&] {
+      CHECK(ncclzReaGpuPlanLaunch(pl, &cfg, dsym.p, tile->n, fs, &desc, aslot, nullptr, dcoders.p, nullptr) == NCCLZ_OK,
+            "%s", ncclzLastError());
+      CHECK(ncclzCudaEncodeBatch(&ab, dsym.p, NULL, dframes.p, aslot, dbytes.p, dws.p, aws, 0) == NCCLZ_OK, "%s",
+            ncclzLastError());
+    });
+    printf("auto on the GPU: %4u frames of 4 MiB, plan + encode with the planned coders %7.1f us, HUFFMAN alone %7.1f us "
+           "(%.3fx)\n", nf, 1e3 * a, 1e3 * e, a / e);
+  } else {
+    printf("auto on the GPU: skipped (slot %zu > %zu or workspace %zu > %zu)\n", aslot, slot, aws, ws);
   }
 }
 
@@ -234,6 +340,7 @@ int main(int argc, char **argv) {
       {"resnet18_rank0_64k.f32", "qsgd:bits=8,bucket=512", {65536, 1, 1}, 1},
       {"gpt_rank0_64k.f32", "qsgd:bits=4,bucket=512", {65536, 1, 1}, 1},
   };
+  fooled_frames(pl[1], &prof[1]);
   ncclzSymbols tile_src = {};
   for (auto &d : sets) {
     ncclzSymbols s;
@@ -246,6 +353,9 @@ int main(int argc, char **argv) {
           for (uint32_t window : {0u, 65536u, 16384u, 8192u}) /* 0: the profile's (if not one of the others) */
             if (window || !window_listed(prof[p].thresholds.sample_window_bytes))
               compare(what, pl[p], &prof[p], (ncclzTransportHint)h, &s, fs, window);
+    /* Algorithm 1 whole on the GPU against ncclzReaEncodeBest, frames of 16 Ki and of 1 Mi symbols */
+    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+      for (uint32_t fs : {16384u, 1u << 20}) encode_best_compare(what, pl[1], &prof[1], (ncclzTransportHint)h, &s, fs);
     /* the executor's frames: its first chunk, quant none's bf16 symbols (2 raw bytes each), and its
      * pipeline of max_chunks frames a step */
     compare(what, pl[1], &prof[1], NCCLZ_HINT_NET, &s, 1u << 20, 0, NCCLZ_DTYPE_BF16, 8);

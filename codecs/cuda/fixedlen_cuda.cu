@@ -171,6 +171,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * index order (so every predecessor is running or done and the look-back ends). Taking units
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  if (!sh.takes(fr, f, NCCLZ_CODER_FIXEDLEN)) return; /* a mixed batch's frame of another coder */
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;

@@ -20,8 +20,12 @@ static uint32_t side_per_frame(const ncclzCudaBatch *b) {
 }
 
 size_t ncclzCudaFrameSlotBytes(const ncclzCudaBatch *b) {
-  size_t n = b->frame_symbols < b->n_symbols ? b->frame_symbols : (size_t)b->n_symbols;
-  size_t bound = ncclzFrameBound(b->coder, &b->params, n, 4 * side_per_frame(b));
+  size_t n = b->frame_symbols < b->n_symbols ? b->frame_symbols : (size_t)b->n_symbols, bound = 0;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) /* a mixed batch: the largest coder's */
+    if (b->d_coders || c == (int)b->coder) {
+      const size_t k = ncclzFrameBound((ncclzCoder)c, &b->params, n, 4 * side_per_frame(b));
+      bound = k > bound ? k : bound;
+    }
   return (bound + 15) & ~(size_t)15; /* 16-byte aligned slots */
 }
 
@@ -35,6 +39,7 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame) {
   s.side_per_frame = side_per_frame(b);
   s.bucket = b->quant ? b->quant->qsgd_bucket : 0;
   s.units_per_frame = units_per_frame;
+  s.mixed = b->d_coders != nullptr;
   return s;
 }
 
@@ -49,7 +54,7 @@ static ncclzCoderParams params_or_default(ncclzCoderParams p) {
 
 /* Whether the batch's frames are post-checked (a coder, and a limit). */
 static bool falls_back(const ncclzCudaBatch *b) {
-  return b->coder != NCCLZ_CODER_RAW && (b->fallback_bytes || b->fallback_last_bytes);
+  return (b->coder != NCCLZ_CODER_RAW || b->d_coders) && (b->fallback_bytes || b->fallback_last_bytes);
 }
 
 /* Upper bound of look-back units of any coder for this batch. */
@@ -70,7 +75,7 @@ NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total) {
   o = align256(o + sizeof(NzFrame) * nf);
   L.lookback = o;
   o = align256(o + 8 * (size_t)units_total);
-  int huff = decode || b->coder == NCCLZ_CODER_HUFFMAN;
+  int huff = decode || b->coder == NCCLZ_CODER_HUFFMAN || b->d_coders;
   size_t bins = huff ? (size_t)nf * NCCLZ_HUFF_MAX_SYMS : 0;
   L.hist = o;
   o = align256(o + 4 * (decode ? 0 : bins));
@@ -125,7 +130,7 @@ NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder) {
  * theirs: one launch for what took two (the scales' own launch took ~3 us under ncu; the 256 MiB
  * FIXEDLEN batch's time did not measurably change, 1d7e9b6). */
 __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr, uint32_t nf,
-                       unsigned long long *lb, size_t nlb) {
+                       unsigned long long *lb, size_t nlb, const uint32_t *coders, uint32_t coder) {
   __shared__ uint32_t s_chk;
   for (uint32_t f = blockIdx.x; f < nf; f += gridDim.x) {
     uint32_t chk = 0;
@@ -148,6 +153,7 @@ __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t str
       z.vmin = INT32_MAX;
       z.vmax = INT32_MIN + 1;
       z.check = z.side_check = s_chk;
+      z.coder = coders ? (coders[f] < NCCLZ_CODER_COUNT ? coders[f] : (uint32_t)NCCLZ_CODER_RAW) : coder;
       fr[f] = z;
     }
   }
@@ -156,11 +162,11 @@ __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t str
 }
 
 static void launch_init(const NzShape &sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr, uint32_t nf,
-                        unsigned long long *lb, size_t nlb, cudaStream_t s) {
+                        unsigned long long *lb, size_t nlb, const uint32_t *coders, uint32_t coder, cudaStream_t s) {
   size_t lb_blocks = nlb / NZ_INIT_THREADS + 1, blocks = nf > lb_blocks ? nf : lb_blocks;
   if (blocks > 1024) blocks = 1024;
   k_init<<<(unsigned)blocks, NZ_INIT_THREADS, 0, s>>>(sh, sh.side_per_frame ? scales : nullptr, out, stride, fr, nf, lb,
-                                                     nlb);
+                                                     nlb, coders, coder);
 }
 
 /* This block's RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
@@ -175,12 +181,14 @@ static __device__ void raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32
   nz_add_check<256>(chk, check);
 }
 
-/* RAW: the symbols as words after the side data; only_fallback: only the frames marked to fall
- * back (k_fallback_mark), the others keep their coder's payload. */
+/* RAW: the symbols as words after the side data, for the RAW frames of the batch; only_fallback:
+ * for the frames marked to fall back (k_fallback_mark) instead, the others keep their coder's
+ * payload. */
 __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr,
                              int only_fallback) {
   uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
-  if (only_fallback && !fr[f].fallback) return; /* the whole block: fr[f] is the same for all */
+  /* the whole block returns or none of it: fr[f] is the same for all its threads */
+  if (only_fallback ? !fr[f].fallback : !sh.takes(fr, f, NCCLZ_CODER_RAW)) return;
   const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
   uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
   raw_copy_chunk(src, dst, n, sw, &fr[f].check);
@@ -196,22 +204,22 @@ __global__ void k_fallback_mark(NzShape sh, uint64_t limit, uint64_t last_limit,
   const uint32_t n = sh.frame_n(f);
   const uint64_t lim = n < sh.frame_symbols ? last_limit : limit;
   const uint64_t bytes = 64 + 4 * (uint64_t)sh.side_words(f) + fr[f].coded_bytes;
-  if (lim && bytes > lim) {
+  if (fr[f].coder != NCCLZ_CODER_RAW && lim && bytes > lim) {
     fr[f].fallback = 1;
+    fr[f].coder = NCCLZ_CODER_RAW;
     fr[f].check = fr[f].side_check;
   }
 }
 
-/* Writes each frame's header: the template (raw: that of RAW, for frames that fell back) plus the
+/* Writes each frame's header: its coder's template (RAW for frames that fell back) plus the
  * per-frame fields and both checks. */
-__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplate t, NzHeaderTemplate raw, const double *d_abs_eb,
-                                  uint32_t dtype_size, uint8_t *out, size_t stride, NzFrame *fr,
-                                  uint32_t *frame_bytes) {
+__global__ void k_finalize_encode(NzShape sh, NzHeaderTemplates t, const double *d_abs_eb, uint32_t dtype_size,
+                                  uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   uint8_t *h = out + f * stride;
   uint8_t b[64];
-  const uint8_t *tb = fr[f].fallback ? raw.b : t.b;
+  const uint8_t *tb = t.coder[fr[f].coder < NCCLZ_CODER_COUNT ? fr[f].coder : 0].b;
   for (int i = 0; i < 64; i++) b[i] = tb[i];
   uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
   ncclz_store_u32(b + 12, n);
@@ -336,9 +344,10 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
   if (b->side_scales && (!b->quant || b->quant->kind != NCCLZ_QUANT_QSGD || !b->quant->qsgd_bucket ||
                          b->frame_symbols % b->quant->qsgd_bucket))
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: side scales need QSGD and frames of whole buckets");
-  if (b->coder == NCCLZ_CODER_FIXEDLEN && b->params.fixedlen_tile_blocks == 0)
+  if ((b->coder == NCCLZ_CODER_FIXEDLEN || b->d_coders) && b->params.fixedlen_tile_blocks == 0)
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: fixedlen tile size must be > 0");
-  if (b->coder == NCCLZ_CODER_HUFFMAN && (b->params.huffman_segment == 0 || b->params.huffman_segment > 4096))
+  if ((b->coder == NCCLZ_CODER_HUFFMAN || b->d_coders) &&
+      (b->params.huffman_segment == 0 || b->params.huffman_segment > 4096))
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda batch: huffman segment must be 1..4096 symbols on the GPU");
   return NCCLZ_OK;
 }
@@ -370,29 +379,38 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
   NzShape sh = nz_shape(b, 0);
-  launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, s);
+  launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
   NZ_LAUNCHED();
-  switch (b->coder) {
-  case NCCLZ_CODER_RAW:
+  /* each coder's kernels on its frames: every frame (one coder), or those NzFrame.coder names (a
+   * mixed batch: the kernels skip the others' frames; the shape carries each coder's parameter) */
+  const bool mixed = b->d_coders != nullptr;
+  if (mixed || b->coder == NCCLZ_CODER_RAW) {
     k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 0);
     NZ_LAUNCHED();
-    break;
-  case NCCLZ_CODER_FIXEDLEN:
-    st = nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
-    break;
-  default:
-    st = nz_huffman_encode(sh, d_sym, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
-                           ws_at<uint32_t>(d_ws, L.table), s);
   }
-  if (st != NCCLZ_OK) return st;
+  ncclzCudaBatch cb = *b;
+  if (mixed || b->coder == NCCLZ_CODER_FIXEDLEN) {
+    cb.coder = NCCLZ_CODER_FIXEDLEN;
+    if ((st = nz_fixedlen_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, s)) != NCCLZ_OK) return st;
+  }
+  if (mixed || b->coder == NCCLZ_CODER_HUFFMAN) {
+    /* the two coders number their look-back units alike: FIXEDLEN's published words would read
+     * as HUFFMAN predecessors' */
+    if (mixed) NZ_CUDA(cudaMemsetAsync(lb, 0, 8 * (size_t)units, s));
+    cb.coder = NCCLZ_CODER_HUFFMAN;
+    if ((st = nz_huffman_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
+                                ws_at<uint32_t>(d_ws, L.table), s)) != NCCLZ_OK)
+      return st;
+  }
   if (falls_back(b)) {
     k_fallback_mark<<<(nf + 127) / 128, 128, 0, s>>>(sh, b->fallback_bytes, b->fallback_last_bytes, fr);
     NZ_LAUNCHED();
     k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
-  NzHeaderTemplate t = nz_header_template(b, b->coder), raw = nz_header_template(b, NCCLZ_CODER_RAW);
-  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, raw, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+  NzHeaderTemplates t;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
+  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;

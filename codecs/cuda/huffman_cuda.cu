@@ -34,6 +34,7 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
   typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
   __shared__ typename Sort::TempStorage ts;
   const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
+  if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return; /* a mixed batch's frame of another coder */
   const uint32_t m = n < NCCLZ_HUFF_CENTRE_SAMPLES ? n : NCCLZ_HUFF_CENTRE_SAMPLES;
   uint64_t key[1] = {1ull << 32}; /* absent or fill: after every symbol */
   if (t < m) {
@@ -68,7 +69,7 @@ __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int3
                                                           uint32_t chunk) {
   __shared__ uint32_t h[HF_K];
   uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * chunk;
-  if (i0 >= n) return;
+  if (i0 >= n || !sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
   ncclzHuffAlphabet a = frame_alphabet(&fr[f]);
   uint32_t K = ncclz_huff_alphabet_size(a.radius);
   for (uint32_t i = threadIdx.x; i < K; i += HIST_THREADS) h[i] = 0;
@@ -268,6 +269,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   extern __shared__ __align__(16) unsigned char smem[];
   BookShared &s = *reinterpret_cast<BookShared *>(smem);
   const uint32_t f = blockIdx.x, t = threadIdx.x;
+  if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
   const uint32_t K = ncclz_huff_alphabet_size(fr[f].radius);
   const uint32_t *freq = hist + (size_t)f * HF_K;
   if (t == 0) {
@@ -366,6 +368,7 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
    * atomic counter cost every CTA an L2 round trip with all its warps waiting: FIXEDLEN gained
    * 4.5% from this). */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
   const uint32_t S = sh.p0, n = sh.frame_n(f), nseg = (uint32_t)ncclz_ceil_div(n, S), k = lc * ENC_WARPS + warp;
   const ncclzHuffAlphabet a = {fr[f].centre, fr[f].radius};
   const uint32_t *enc = table + (size_t)f * HF_K;

@@ -60,6 +60,9 @@ struct NzShape {
   uint32_t side_per_frame;/* QSGD scales per full frame (0 without side data) */
   uint32_t bucket;
   uint32_t units_per_frame; /* CTAs (look-back tiles) per full frame */
+  uint32_t mixed;         /* encode: frames of several coders (NzFrame.coder); a coder's kernels skip the others' */
+  /* encode: whether a coder's kernels take frame f (every frame unless the batch is mixed) */
+  __device__ bool takes(const NzFrame *fr, uint32_t f, uint32_t coder) const { return !mixed || fr[f].coder == coder; }
   __host__ __device__ uint32_t frame_n(uint32_t f) const {
     uint64_t start = (uint64_t)f * frame_symbols;
     uint64_t left = n_symbols - start;
@@ -75,6 +78,11 @@ struct NzShape {
 /* The 64-byte header with the per-batch fields already set (host-built by the reference packer). */
 struct NzHeaderTemplate {
   uint8_t b[64];
+};
+/* One a coder: the finalize of a mixed batch (or of frames that fell back to RAW) takes each
+ * frame's own. */
+struct NzHeaderTemplates {
+  NzHeaderTemplate coder[NCCLZ_CODER_COUNT];
 };
 
 /* Workspace layout: all offsets 256-byte aligned. */

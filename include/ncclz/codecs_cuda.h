@@ -38,6 +38,11 @@ typedef struct {
    * frame too). fallback_last_bytes: the limit of the batch's last frame when it is shorter. 0:
    * no limit. */
   uint64_t fallback_bytes, fallback_last_bytes;
+  /* encode: frame k's coder is d_coders[k] (device memory, a word a frame, as the REA device
+   * selector writes it; a value past HUFFMAN counts as RAW) instead of `coder` for every frame.
+   * The batch then runs every coder's kernels, each on its own frames, and its slot and workspace
+   * sizes are the largest coder's. NULL: `coder` for every frame. */
+  const uint32_t *d_coders;
 } ncclzCudaBatch;
 
 /* Frames in the batch: ceil(n_symbols / frame_symbols). */

@@ -379,11 +379,14 @@ void ncclzReaGpuPlannerDestroy(ncclzReaGpuPlanner *p);
 /* Plans the ceil(n / frame_symbols) frames of d_sym (n symbols in device memory) on `stream` (a
  * cudaStream_t; NULL: the default stream), as ncclzReaPlan(prof, cfg, frame, desc, stage_cap)
  * would each frame (desc->side_bytes: every frame's). Asynchronous; the config and its batch
- * part are copied to the device only when they change. d_clk: NULL, or NCCLZ_REA_CLK_COUNT device
- * words for the clock64 stamps of frame 0's phases (model/rea_device.cuh). */
+ * part are copied to the device only when they change. d_coders: NULL, or a device word a frame
+ * that receives its planned coder (ncclzCudaBatch.d_coders: the encode of Algorithm 1, steps 5-6,
+ * on the GPU, with ncclzReaFallbackBytes as the batch's fallback_bytes). d_clk: NULL, or
+ * NCCLZ_REA_CLK_COUNT device words for the clock64 stamps of frame 0's phases
+ * (model/rea_device.cuh). */
 ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *cfg, const int32_t *d_sym, size_t n,
                                   uint32_t frame_symbols, const ncclzFrameDesc *desc, size_t stage_cap, void *stream,
-                                  unsigned long long *d_clk);
+                                  uint32_t *d_coders, unsigned long long *d_clk);
 /* Waits for the last launch and reads its first nf frames' decisions into res[] as ncclzReaPlan's
  * results (plan only: committed is RAW, nothing is encoded). */
 ncclzStatus ncclzReaGpuPlanResults(ncclzReaGpuPlanner *p, ncclzReaResult *res, size_t nf);
