@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
       row.coder = ncclzCoderName((ncclzCoder)c);
       const int rel_on_device = spec.kind == NCCLZ_QUANT_EB && spec.eb_is_rel && !qq.host_range;
       ncclzStatus st = ncclzCudaCodecBench(x.data(), n, &qp, rel_on_device, spec.eb,
-                                           (ncclzCoder)c, &cp, fs, runs, &row.r, NULL, NULL, NULL);
+                                           (ncclzCoder)c, NULL, &cp, fs, runs, &row.r, NULL, NULL, NULL);
       if (st != NCCLZ_OK) {
         fprintf(stderr, "bench_codecs: %s %s: %s\n", row.quant.c_str(), row.coder.c_str(), ncclzLastError());
         return 1;

@@ -23,6 +23,16 @@ int cli_calibrate(int argc, char **argv);
 typedef struct cli_rea cli_rea;
 cli_rea *cli_rea_open(const char *verb, const char *profile_path, const char *hint);
 void cli_rea_close(cli_rea *r);
+#ifdef NCCLZ_HAVE_CUDA
+#include "ncclz/codecs_cuda.h"
+/* `--coder auto --device gpu`: the REA device selector as ncclzCudaCodecBench's coder per frame,
+ * with the post-check's limits, deciding as cli_rea_encode does on the host for frames of
+ * frame_symbols of n symbols quantized per qp. cli_rea_gpu_close frees what it made. */
+typedef struct cli_rea_gpu cli_rea_gpu;
+cli_rea_gpu *cli_rea_gpu_open(const char *verb, const cli_rea *r, const ncclzQuantParams *qp, const ncclzCoderParams *cp,
+                              size_t n, uint32_t frame_symbols, ncclzCudaCoderChooser *chooser);
+void cli_rea_gpu_close(cli_rea_gpu *g);
+#endif
 ncclzStatus cli_rea_encode(const int32_t *sym, size_t n, const ncclzFrameDesc *d, uint8_t *dst, size_t cap,
                            size_t *len, ncclzCoder *committed, void *ctx);
 

@@ -295,11 +295,11 @@ static ncclzStatus cpu_reference(const codec_opts *o, const void *raw, size_t n,
 }
 
 /* --device gpu: the CUDA codecs timed with CUDA events (warm-up, median of 20 runs); their
- * frames must be byte-identical to the C reference's, and their decode must give the symbols back. */
+ * frames must be byte-identical to the C reference's, and their decode must give the symbols back.
+ * --coder auto: the REA on the GPU, every frame planned by the device selector, encoded with its
+ * coder and post-checked inside the timed encode; the reference is the host's REA on each frame. */
 static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t in_bytes) {
   if (o->dtype != NCCLZ_DTYPE_F32) return cli_usage_error(VERB, "--device gpu takes f32 input");
-  if (o->coder < 0)
-    return cli_usage_error(VERB, "--coder auto runs the REA on the host: use --device cpu, or a fixed coder on the GPU");
   codec_pass p = {0};
   codec_result r = {0};
   ncclzStatus st = cpu_reference(o, raw, n, &p, &r);
@@ -313,10 +313,19 @@ static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t
   ncclzCudaBenchResult res;
   uint8_t *frames = NULL;
   size_t frames_len = 0;
+  const uint32_t fs = (uint32_t)ncclzFrameSymbols(&p.sym, o->chunk);
+  ncclzCudaCoderChooser chooser;
+  cli_rea_gpu *rg = o->coder < 0 ? cli_rea_gpu_open(VERB, o->rea, &p.sym.qp, &cp, n, fs, &chooser) : NULL;
+  if (o->coder < 0 && !rg) {
+    pass_free(&p);
+    return CLI_RUNTIME;
+  }
   int32_t *gsym = malloc((n ? n : 1) * sizeof *gsym);
-  st = gsym ? ncclzCudaCodecBench(raw, n, &p.sym.qp, o->quant.eb_is_rel, o->quant.eb, (ncclzCoder)o->coder, &cp,
-                                  (uint32_t)ncclzFrameSymbols(&p.sym, o->chunk), 20, &res, &frames, &frames_len, gsym)
+  const ncclzCoder coder = o->coder < 0 ? NCCLZ_CODER_RAW : (ncclzCoder)o->coder; /* auto: ignored */
+  st = gsym ? ncclzCudaCodecBench(raw, n, &p.sym.qp, o->quant.eb_is_rel, o->quant.eb, coder, rg ? &chooser : NULL, &cp,
+                                  fs, 20, &res, &frames, &frames_len, gsym)
             : ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
+  cli_rea_gpu_close(rg);
   int rc = CLI_OK;
   if (st != NCCLZ_OK) {
     rc = cli_runtime_error(VERB, "--device gpu: %s", ncclzLastError());

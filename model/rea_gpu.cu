@@ -27,22 +27,27 @@ struct ncclzReaGpuPlanner {
   /* the last launch: what the results need to read it back */
   cudaStream_t stream = nullptr;
   size_t n = 0, frames = 0;
-  uint32_t frame_symbols = 0, dtype_bytes = 4, side_bytes = 0;
+  uint32_t frame_symbols = 0, dtype_bytes = 4, side_bytes = 0, side_bucket = 0;
 };
+
+/* A frame's side bytes: its QSGD scales, a word a bucket (side_bucket), or every frame's. */
+__host__ __device__ static uint32_t frame_side_bytes(uint64_t m, uint32_t side_bytes, uint32_t side_bucket) {
+  return side_bucket ? (uint32_t)(4 * ((m + side_bucket - 1) / side_bucket)) : side_bytes;
+}
 
 /* A cluster per frame; frame f is symbols [f * frame_syms, ...) of sym. coders: NULL, or each
  * frame's planned coder as a word (what a mixed encode batch reads, ncclzCudaBatch.d_coders).
  * clk: NULL, or the phase clocks of frame 0's leader. */
 __global__ static void __launch_bounds__(NCCLZ_REA_PLAN_THREADS, NCCLZ_REA_PLAN_MIN_BLOCKS)
     k_rea_plan(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzReaBatch *batch, const int32_t *sym,
-               uint64_t n, uint32_t frame_syms, uint32_t dtype_bytes, uint32_t side_bytes, ncclzCoderParams cp,
-               ncclzReaDeviceDecision *out, uint32_t *coders, unsigned long long *clk) {
+               uint64_t n, uint32_t frame_syms, uint32_t dtype_bytes, uint32_t side_bytes, uint32_t side_bucket,
+               ncclzCoderParams cp, ncclzReaDeviceDecision *out, uint32_t *coders, unsigned long long *clk) {
   __shared__ ncclzReaBlockShared s;
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const uint32_t f = blockIdx.x / cluster.num_blocks();
   const uint64_t start = (uint64_t)f * frame_syms, m = n - start < frame_syms ? n - start : frame_syms;
-  ncclz_rea_plan_cluster(prof, cfg, batch, sym + start, m, dtype_bytes, side_bytes, cp, s, &out[f],
-                         f == 0 ? clk : nullptr);
+  ncclz_rea_plan_cluster(prof, cfg, batch, sym + start, m, dtype_bytes, frame_side_bytes(m, side_bytes, side_bucket),
+                         cp, s, &out[f], f == 0 ? clk : nullptr);
   /* thread 0 of the leader wrote the decision (fast path or lane 0 of the decision) */
   if (coders && cluster.block_rank() == 0 && threadIdx.x == 0) coders[f] = (uint32_t)out[f].coder;
 }
@@ -108,6 +113,8 @@ ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *c
   if ((s = upload(p, cfg, &b, st)) != NCCLZ_OK) return s;
   p->stream = st, p->n = n, p->frames = frames, p->frame_symbols = frame_symbols;
   p->dtype_bytes = dtype_bytes, p->side_bytes = desc->side_bytes;
+  /* frames that carry their QSGD scales: each frame's own (a batch's last frame has fewer) */
+  p->side_bucket = desc->side_bytes && desc->quant && desc->quant->kind == NCCLZ_QUANT_QSGD ? desc->quant->qsgd_bucket : 0;
   if (!frames) return NCCLZ_OK;
   cudaLaunchAttribute cluster;
   cluster.id = cudaLaunchAttributeClusterDimension;
@@ -117,7 +124,7 @@ ncclzStatus ncclzReaGpuPlanLaunch(ncclzReaGpuPlanner *p, const ncclzReaConfig *c
   lc.attrs = &cluster, lc.numAttrs = 1;
   RCU(cudaLaunchKernelEx(&lc, k_rea_plan, (const ncclzProfile *)p->d_prof, (const ncclzReaConfig *)p->d_cfg,
                          (const ncclzReaBatch *)p->d_batch, d_sym, (uint64_t)n, frame_symbols, dtype_bytes,
-                         desc->side_bytes, desc->coder_params, p->d_out, d_coders, d_clk));
+                         desc->side_bytes, p->side_bucket, desc->coder_params, p->d_out, d_coders, d_clk));
   return NCCLZ_OK;
 }
 
@@ -156,7 +163,7 @@ ncclzStatus ncclzReaGpuPlanResults(ncclzReaGpuPlanner *p, ncclzReaResult *res, s
   }
   for (size_t f = 0; f < nf; f++) {
     const size_t start = f * p->frame_symbols, m = p->n - start < p->frame_symbols ? p->n - start : p->frame_symbols;
-    to_result(&h[f], m, p->dtype_bytes, p->side_bytes, &res[f]);
+    to_result(&h[f], m, p->dtype_bytes, frame_side_bytes(m, p->side_bytes, p->side_bucket), &res[f]);
   }
   free(h);
   return NCCLZ_OK;

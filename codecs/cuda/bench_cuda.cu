@@ -17,11 +17,11 @@ struct Bufs {
   float *x = nullptr, *xr = nullptr, *scales = nullptr, *scales2 = nullptr;
   int32_t *sym = nullptr, *sym2 = nullptr;
   uint8_t *out = nullptr;
-  uint32_t *fbytes = nullptr, *status = nullptr;
+  uint32_t *fbytes = nullptr, *status = nullptr, *coders = nullptr;
   void *wse = nullptr, *wsd = nullptr, *wsq = nullptr;
   ncclzCudaQuantStats *stats = nullptr;
   ~Bufs() {
-    void *all[] = {x, xr, scales, scales2, sym, sym2, out, fbytes, status, wse, wsd, wsq, stats};
+    void *all[] = {x, xr, scales, scales2, sym, sym2, out, fbytes, status, coders, wse, wsd, wsq, stats};
     for (void *p : all)
       if (p) cudaFree(p);
   }
@@ -56,7 +56,8 @@ static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
 } // namespace
 
 ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
-                                ncclzCoder coder, const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
+                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, const ncclzCoderParams *cp,
+                                uint32_t frame_symbols, int runs,
                                 ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
                                 int32_t *syms_out) {
   if (!x || !n || !res || !cp || !frame_symbols) return ncclzSetError(NCCLZ_ERR_ARG, "cuda bench: bad arguments");
@@ -80,6 +81,11 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   b.frame_symbols = frame_symbols;
   b.side_scales = kind == NCCLZ_QUANT_QSGD;
   const uint32_t nf = ncclzCudaBatchFrames(&b);
+  if (chooser) { /* a coder per frame, and the post-check */
+    NZ_CUDA(cudaMalloc(&B.coders, 4 * (size_t)nf));
+    b.d_coders = B.coders;
+    b.fallback_bytes = chooser->fallback_bytes, b.fallback_last_bytes = chooser->fallback_last_bytes;
+  }
   const size_t slot = ncclzCudaFrameSlotBytes(&b), nscales = kind == NCCLZ_QUANT_QSGD ? ncclz_ceil_div(n, q->qsgd_bucket) : 1;
   NZ_CUDA(cudaMalloc(&B.x, 4 * n));
   NZ_CUDA(cudaMalloc(&B.xr, 4 * n));
@@ -109,11 +115,13 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     NZ_CUDA(cudaMemcpyAsync(B.sym, B.x, 4 * n, cudaMemcpyDeviceToDevice, s)); /* quant none: the bits */
     return NCCLZ_OK;
   };
-  auto encode = [&]() {
-    return ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
+  auto encode = [&]() { /* with a chooser, its plan is part of the encode's time */
+    ncclzStatus st = chooser ? chooser->plan(chooser->ctx, B.sym, n, frame_symbols, B.coders, s) : NCCLZ_OK;
+    return st != NCCLZ_OK ? st : ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
   };
+  const unsigned coder_mask = chooser ? 7u : 0u; /* auto: frames of any coder */
   auto decode = [&]() {
-    return ncclzCudaDecodeBatch(&b, 0, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.status, B.wsd, wsd, s);
+    return ncclzCudaDecodeBatch(&b, coder_mask, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.status, B.wsd, wsd, s);
   };
   auto dequantize = [&]() -> ncclzStatus {
     if (kind == NCCLZ_QUANT_EB) return ncclzCudaDequantizeEB(q, d_eb, B.sym2, n, B.xr, B.wsq, wsq, s);

@@ -160,6 +160,10 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
 /* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
+/* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
+ * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
+ * margin over its roofline target is a run's spread). */
+template <bool MIXED>
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb) {
   constexpr int WARPS = FLE_WARPS;
@@ -171,7 +175,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * index order (so every predecessor is running or done and the look-back ends). Taking units
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  if (!sh.takes(fr, f, NCCLZ_CODER_FIXEDLEN)) return; /* a mixed batch's frame of another coder */
+  if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
   const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
   const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
   const int32_t *src = sym + (size_t)f * sh.frame_symbols;
@@ -239,11 +243,14 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   cudaGetDevice(&dev);
   const uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
   if (!bit || !(attributes_set.load(std::memory_order_relaxed) & bit)) {
-    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(k_fl_encode, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    for (auto k : {k_fl_encode<false>, k_fl_encode<true>}) {
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    }
     attributes_set.fetch_or(bit, std::memory_order_relaxed);
   }
-  if (grid) k_fl_encode<<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
+  if (grid && sh.mixed) k_fl_encode<true><<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
+  else if (grid) k_fl_encode<false><<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

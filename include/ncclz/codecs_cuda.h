@@ -114,14 +114,28 @@ typedef struct {
   double max_abs_err;                  /* of the reconstruction against x */
 } ncclzCudaBenchResult;
 
+/* A coder per frame for ncclzCudaCodecBench (`--coder auto`): plan() writes d_coders[k], a word a
+ * frame, for the frames of d_sym (n symbols of frame_symbols each) on `stream`, ahead of the
+ * encode, which then post-checks each frame against fallback_bytes / fallback_last_bytes
+ * (ncclzCudaBatch). The REA device selector (model layer, cli/rea_chooser.c) is the one ncclz
+ * uses; the codecs layer only calls it. */
+typedef struct {
+  ncclzStatus (*plan)(void *ctx, const int32_t *d_sym, size_t n, uint32_t frame_symbols, uint32_t *d_coders,
+                      cudaStream_t stream);
+  void *ctx;
+  uint64_t fallback_bytes, fallback_last_bytes;
+} ncclzCudaCoderChooser;
+
 /* `ncclz codec --device gpu`: uploads x (host floats), quantizes per q (resolved params; for
  * eb:rel pass eb_is_rel/rel_eb to time the device range scan too) and codes in frames of
  * frame_symbols; times encode and decode with CUDA events (warm-up, then the median of runs >= 20
  * runs). When frames_out is non-NULL, *frames_out receives a malloc'd buffer of the frames back to
  * back (the caller frees it; *frames_len its length) for checking against the CPU, and syms_out
- * (n int32, may be NULL) the GPU symbols. */
+ * (n int32, may be NULL) the GPU symbols. chooser: NULL, or a coder per frame (planned inside the
+ * timed encode; `coder` is then ignored). */
 ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
-                                ncclzCoder coder, const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
+                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, const ncclzCoderParams *cp,
+                                uint32_t frame_symbols, int runs,
                                 ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
                                 int32_t *syms_out);
 #ifdef __cplusplus

@@ -378,7 +378,8 @@ ncclzStatus ncclzReaGpuPlannerCreate(const ncclzProfile *prof, ncclzReaGpuPlanne
 void ncclzReaGpuPlannerDestroy(ncclzReaGpuPlanner *p);
 /* Plans the ceil(n / frame_symbols) frames of d_sym (n symbols in device memory) on `stream` (a
  * cudaStream_t; NULL: the default stream), as ncclzReaPlan(prof, cfg, frame, desc, stage_cap)
- * would each frame (desc->side_bytes: every frame's). Asynchronous; the config and its batch
+ * would each frame (desc->side_bytes: every frame's, except that frames carrying QSGD scales,
+ * desc->quant QSGD, each count their own buckets' words). Asynchronous; the config and its batch
  * part are copied to the device only when they change. d_coders: NULL, or a device word a frame
  * that receives its planned coder (ncclzCudaBatch.d_coders: the encode of Algorithm 1, steps 5-6,
  * on the GPU, with ncclzReaFallbackBytes as the batch's fallback_bytes). d_clk: NULL, or
