@@ -25,7 +25,8 @@ static void print_help(void) {
          "                  -g NGPUS [-n ITERS] [-w WARMUP] [--compress off|auto|raw|fixedlen|huffman]\n"
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
-         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1-4]\n\n"
+         "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1-4]\n"
+         "                  [--rea-frames]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data FILE tiles a float32\n"
@@ -40,6 +41,8 @@ static void print_help(void) {
          "path runs slower over its first seconds of traffic; default 0, as nccl-tests).\n"
          "--comm-lanes N (nccl, 1 to 4): units' frames alternate over N communicators and streams, with N\n"
          "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
+         "--rea-frames (nccl, auto): the REA plans every frame on the GPU and codes it with its own coder\n"
+         "(default: the coder planned on a call's first chunk for all its frames; both post-check each frame).\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
@@ -73,6 +76,7 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'W': o->warm_s = atof(arg); break;
   case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
+  case 'F': o->cfg.rea_per_frame = 1; break;
   case 'L':
     if (cli_parse_int(VERB, "--comm-lanes", arg, 1, NCCLZ_MAX_COMM_LANES, &v) != CLI_OK) return CLI_USAGE;
     o->cfg.comm_lanes = (uint32_t)v;
@@ -95,7 +99,7 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
       {"hint", required_argument, 0, 'H'},     {"warm-s", required_argument, 0, 'W'},
       {"stress", required_argument, 0, 'S'},   {"vs-plain", no_argument, 0, 'V'},
-      {"comm-lanes", required_argument, 0, 'L'}, {0, 0, 0, 0}};
+      {"comm-lanes", required_argument, 0, 'L'}, {"rea-frames", no_argument, 0, 'F'}, {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
   o->min_bytes = o->max_bytes = 32 << 20;

@@ -75,6 +75,7 @@ uint64_t ncclzConfigFingerprint(const ncclzConfig *c) {
   MIX(&f, c->coder_params.huffman_segment);
   MIX(&f, c->ndims);
   MIX(&f, c->comm_lanes);
+  MIX(&f, c->rea_per_frame);
   for (int i = 0; i < 3; i++) MIX(&f, c->dims[i]);
   mix_profile(&f, c->profile);
   return f.h;

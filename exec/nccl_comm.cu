@@ -131,7 +131,7 @@ void ncclzCommDestroy(ncclzComm_t c) {
   cudaSetDevice(c->dev);
   ncclzReaGpuPlannerDestroy(c->planner);
   dbuf *bufs[] = {&c->cells_in, &c->cells_out, &c->xf,    &c->yf,     &c->scales, &c->agree, &c->scan,
-                  &c->rbank,    &c->esym,      &c->ews,   &c->arena,  &c->status, &c->fbytes, &c->qstats, &c->qws};
+                  &c->rbank,    &c->esym,      &c->ews,   &c->arena,  &c->status, &c->fbytes, &c->qstats, &c->qws, &c->dcoders};
   for (dbuf *b : bufs) free_dbuf(b);
   for (int l = 0; l < NZ_MAX_LANES; l++) {
     free_dbuf(&c->sbank[l]);

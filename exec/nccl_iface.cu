@@ -240,6 +240,20 @@ decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzD
   return nullptr;
 }
 
+/* The REA config of this call's frames: the communicator's, with the data's class and the step's
+ * chunks as one pipeline (a ring of many ranks sends one chunk a step, whose codec time nothing
+ * hides, where two ranks' steps stream up to max_chunks frames). */
+ncclzReaConfig call_rea_config(const grun *r) {
+  ncclzReaConfig rc = r->c->rea;
+  rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : nullptr);
+  rc.pipeline_frames = (double)r->s.nchunks;
+  return rc;
+}
+
+ncclzStatus ensure_planner(ncclzComm *c) {
+  return c->planner ? NCCLZ_OK : ncclzReaGpuPlannerCreate(&c->profile, &c->planner);
+}
+
 /* REA on this rank's first chunk of codes (a whole frame of the real size), planned on the device
  * where the codes are (the device selector: one frame's cluster and a read-back of its decision,
  * where the host path read back the whole chunk first), then the vote. */
@@ -254,12 +268,8 @@ ncclzStatus decide(grun *r, decision *d) {
       TRY(cells_to_symbols(r, (const float *)r->in, n, (int32_t *)c->esym.p, r->stream));
       sym = (const int32_t *)c->esym.p;
     }
-    if (!c->planner) TRY(ncclzReaGpuPlannerCreate(&c->profile, &c->planner));
-    ncclzReaConfig rc = c->rea;
-    rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : nullptr);
-    /* a step's chunks are one pipeline: a ring of many ranks sends one chunk a step, whose codec
-     * time nothing hides, where two ranks' steps stream up to max_chunks frames */
-    rc.pipeline_frames = (double)r->s.nchunks;
+    TRY(ensure_planner(c));
+    const ncclzReaConfig rc = call_rea_config(r);
     ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
     ncclzReaResult res;
     TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr, nullptr));

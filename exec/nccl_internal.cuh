@@ -95,6 +95,7 @@ struct ncclzComm {
       dws[NZ_MAX_LANES], arena, status, fbytes, qstats, qws;
   hbuf hdr_out, hdr_in, host_small, host_status;
   ncclzReaGpuPlanner *planner = nullptr; /* the auto decision's device selector (made at its first use) */
+  dbuf dcoders; /* rea_per_frame: each send bank's frame coder, as the selector writes it */
   std::vector<decision> decisions;
   ncclzExecStats last;
   int trace = 0;
@@ -126,6 +127,8 @@ struct grun {
   size_t ds, count, n_in, n_out, max_chunk, slot;
   int quantized, root, has_input;
   int post_check = 0; /* auto: a frame whose realized size fails REA's post-check goes as RAW */
+  int per_frame = 0;  /* auto with rea_per_frame: every frame planned on the device */
+  ncclzReaConfig rea_cfg; /* auto: call_rea_config */
   ncclzQuantParams qp;
   size_t n_scales;
   int32_t *in, *work, *out;
@@ -155,6 +158,8 @@ ncclzStatus agree(grun *r, const float *x);
 ncclzStatus quantize(grun *r, const void *sendbuff, const float *x);
 ncclzStatus finish(grun *r, void *recvbuff);
 decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzDtype dt);
+ncclzReaConfig call_rea_config(const grun *r);
+ncclzStatus ensure_planner(ncclzComm *c); /* c->planner, made at its first use */
 ncclzStatus decide(grun *r, decision *d);
 
 /* exec/nccl_pipeline.cu: set-up of one call and the unit pipeline. */

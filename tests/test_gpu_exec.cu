@@ -37,6 +37,7 @@ struct Case {
   size_t count;
   const char *quant;
   ncclzCoderPolicy policy;
+  int per_frame = 0; /* auto: ncclzConfig.rea_per_frame */
 };
 
 /* Input element i of rank r: integers (lossless sums are exact) or smooth values (quantized). */
@@ -88,6 +89,7 @@ static void make_cfg(const Case &k, ncclzConfig *cfg) {
   cfg->profile = &g_prof;
   cfg->hint = NCCLZ_HINT_NET;
   cfg->chunk_bytes = 256 << 10; /* several chunks per block at the larger counts */
+  cfg->rea_per_frame = k.per_frame;
 }
 
 static void run_case(Rank *R, ncclzComm_t comm, const Case &k, cudaStream_t s) {
@@ -162,7 +164,7 @@ static void *rank_main(void *arg) {
   CHECK(!st, "init: %s", ncclzLastError());
   if (st) return nullptr;
   for (const Case &k : *R->cases) {
-    if (!prev || prev->policy != k.policy || strcmp(prev->quant, k.quant)) {
+    if (!prev || prev->policy != k.policy || prev->per_frame != k.per_frame || strcmp(prev->quant, k.quant)) {
       if (comm) ncclzCommDestroy(comm);
       ncclzConfig cfg;
       make_cfg(k, &cfg);
@@ -230,7 +232,8 @@ int main(int argc, char **argv) {
     for (ncclzCoderPolicy p : pols)
       for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
         for (size_t n : counts)
-          if (!quick || n == 7 || n == 300001) cases.push_back({(ncclzCollective)c, n, q, p});
+          if (!quick || n == 7 || n == 300001)
+            for (int pf = 0; pf <= (p == NCCLZ_POLICY_AUTO); pf++) cases.push_back({(ncclzCollective)c, n, q, p, pf});
   ncclzThreadGroup *g = ncclzThreadGroupCreate(NR);
   Rank R[NR];
   pthread_t th[NR];

@@ -65,6 +65,11 @@ typedef struct {
                                   the units' frames alternate over, so that one unit's transfer
                                   starts while the others' run (default 4; the others are split
                                   from the first), with as many staging banks (at least 2) */
+  int rea_per_frame;           /* NCCL backend, auto: 1 plans every frame on the GPU (the REA device
+                                  selector, ahead of the frame's encode on the encode stream) and
+                                  encodes it with its own coder, post-checked; 0 (default): the
+                                  coder planned on the call's first chunk for every frame, each
+                                  post-checked. The host engine plans every frame either way. */
 } ncclzConfig;
 
 void ncclzConfigDefault(ncclzConfig *c);
