@@ -133,6 +133,11 @@ if [ "$NGPU" -ge 2 ]; then
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done
   done
+  # auto with every frame planned on the GPU (--rea-frames), on the default socket path
+  for coll in allreduce alltoall; do
+    perf "socket-$coll-auto-frames" socket threads 100 -c $coll "${SIZES[@]}" -n 3 -w 2 --warm-s 1 --vs-plain --compress auto \
+      --rea-frames --quant $Q --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-socket-$coll-frames.json"
+  done
   # The MPI launch mode.
   perf mpi-nvlink-allreduce-off nvlink mpi 45 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --compress off --data "$GRAD"
   perf mpi-nvlink-allreduce-auto nvlink mpi 60 -c allreduce "${SIZES[@]}" -n 50 -w 5 --warm-s 0.3 --vs-plain --compress auto \

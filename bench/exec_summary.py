@@ -30,13 +30,14 @@ def main(path):
     for r in j["runs"]:
         if r["compress"] != "auto" or r.get("backend") != "nccl":
             continue
+        launch = r["launch"] + (", per frame" if r.get("rea_per_frame") else "")
         pts = [p for p in r["points"] if "vs_plain" in p]
         if not pts:
             continue
         if r["path"] == "nvlink":
             worst = min(pts, key=lambda p: p["vs_plain"])
             sizes = f"{pts[0]['size'] >> 20} MiB..{pts[-1]['size'] >> 20} MiB"
-            print(f"| nvlink | {r['launch']} | {r['collective']} | {sizes} (lowest at {worst['size'] >> 20} MiB) | "
+            print(f"| nvlink | {launch} | {r['collective']} | {sizes} (lowest at {worst['size'] >> 20} MiB) | "
                   f"{fmt_us(worst['plain_us'])} | {fmt_us(worst['time_us'])} | {worst['vs_plain']:.3f} | 1.00 | - | "
                   f"- | 0:0:0 | {sum(p['wrong'] for p in pts)} |")
             continue
@@ -44,7 +45,7 @@ def main(path):
         cr = p["raw_bytes"] / p["wire_bytes"]
         c = p["coders"]
         ex = f"{100 * p['exposed_frac']:.1f}%" if "exposed_frac" in p else "-"
-        print(f"| {r['path']} | {r['launch']} | {r['collective']} | {p['size'] >> 20} MiB | {fmt_us(p['plain_us'])} | "
+        print(f"| {r['path']} | {launch} | {r['collective']} | {p['size'] >> 20} MiB | {fmt_us(p['plain_us'])} | "
               f"{fmt_us(p['time_us'])} | {p['vs_plain']:.2f}x | {cr:.2f} | {p['vs_plain'] / cr:.2f} | {ex} | "
               f"{c['raw']}:{c['fixedlen']}:{c['huffman']} | {p['wrong']} |")
 

@@ -373,6 +373,8 @@ static int write_json(const perf_opts *o, cJSON *points) {
   cJSON_AddStringToObject(j, "dtype", ncclzDtypeName(o->dtype));
   cJSON_AddStringToObject(j, "data", o->data ? o->data : "synthetic");
   cJSON_AddNumberToObject(j, "chunk_bytes", (double)o->cfg.chunk_bytes);
+  cJSON_AddNumberToObject(j, "comm_lanes", o->cfg.comm_lanes);
+  cJSON_AddBoolToObject(j, "rea_per_frame", o->cfg.rea_per_frame);
   cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->nranks));
   cJSON_AddItemToObject(j, "points", points);
   char *s = cJSON_Print(j);

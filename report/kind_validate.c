@@ -269,6 +269,9 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
   if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
     return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
                                         "nranks, points[]), or a bench file with runs[] of them", file), -1;
+  /* the replay plays auto as one planned coder a call: runs that planned every frame
+   * (`ncclz perf --rea-frames`) are not what it models */
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "rea_per_frame"))) return 0;
   cJSON_ArrayForEach(p, pts) {
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(p, "size"), *t = cJSON_GetObjectItemCaseSensitive(p, "time_us");
     const cJSON *cr = cJSON_GetObjectItemCaseSensitive(p, "cr");
