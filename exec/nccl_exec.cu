@@ -29,10 +29,8 @@
  * "bubble") is the host's wait for the encode of the first chunk and for headers whose encode
  * lags the wire; the trace shows it as gaps between NCCL intervals.
  *
- * Auto (REA): one decision per message signature (collective, count, dtype), not per frame:
- * the host enqueues each encode with its coder (the batch encoder takes one), so per-frame
- * decisions would need a read-back of every frame's decision before its encode, a stall per
- * chunk. The first call of a signature (and later ones, NCCLZ_REPLAN calls apart at first, the
+ * Auto (REA): one decision per message signature (collective, count, dtype) by default. The
+ * first call of a signature (and later ones, NCCLZ_REPLAN calls apart at first, the
  * gap doubling up to NCCLZ_REPLAN_MAX while the vote stays the same) plans its first chunk of
  * codes on the device, a frame of the real chunk size, with the REA device selector
  * (ncclzReaGpuPlanLaunch: the decisions of ncclzReaPlan, bit for bit), reads back that decision
@@ -42,7 +40,10 @@
  * message goes as the plain NCCL collective on the original floats ("bypass": RAW frames of int32
  * codes cannot beat it, and it is exact); otherwise every rank encodes with its own planned coder
  * (frames are self-describing; decoders accept every coder), and the encoder post-checks every
- * frame on the device (ncclzCudaBatch.fallback_bytes): one that gains too little goes as RAW. */
+ * frame on the device (ncclzCudaBatch.fallback_bytes): one that gains too little goes as RAW.
+ * With ncclzConfig.rea_per_frame every frame is planned on the device instead, on the encode
+ * stream ahead of its encode, which reads the frame's coder from device memory (plan_frame in
+ * nccl_pipeline.cu): nothing comes back to the host before the encode. */
 
 /* This file: the entry points and one call from start to end. The rest of the backend:
  * nccl_comm.cu (communicator, buffers), nccl_iface.cu (agreement, quantization, auto decision),
