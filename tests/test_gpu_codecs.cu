@@ -370,20 +370,36 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
   all_coders(what, ref.data(), n, 65536, &qp, NULL);
 }
 
-static void qsgd_case(const char *file) {
-  size_t n;
-  std::vector<float> x = load_f32(file, &n);
-  CHECK(n > 0, "load %s", file);
-  if (!n) return;
-  ncclzQuantSpec spec;
+/* A real-data file under qsgd:bits=8,bucket=512 on the CPU: its values, scales and codes. */
+struct QsgdCodes {
+  std::vector<float> x, scales;
+  std::vector<int32_t> codes;
   ncclzQuantParams qp;
+};
+static bool qsgd_codes(const char *file, QsgdCodes *q) {
+  size_t n;
+  q->x = load_f32(file, &n);
+  CHECK(n > 0, "load %s", file);
+  if (!n) return false;
+  ncclzQuantSpec spec;
   ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
-  CHECK(ncclzQuantResolve(&spec, x.data(), n, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
-  size_t nb = ncclzQsgdNumBuckets(&qp, n);
-  std::vector<float> sc(nb), scg(nb), xr(n), xg(n);
-  std::vector<int32_t> ref(n), got(n);
-  ncclzQsgdScales(&qp, x.data(), n, sc.data());
-  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n, sc.data(), ref.data()) == NCCLZ_OK, "cpu qsgd");
+  CHECK(ncclzQuantResolve(&spec, q->x.data(), n, NULL, 0, 3, &q->qp) == NCCLZ_OK, "resolve qsgd");
+  q->scales.resize(ncclzQsgdNumBuckets(&q->qp, n));
+  q->codes.resize(n);
+  ncclzQsgdScales(&q->qp, q->x.data(), n, q->scales.data());
+  CHECK(ncclzQuantizeQsgd(&q->qp, q->x.data(), n, q->scales.data(), q->codes.data()) == NCCLZ_OK, "cpu qsgd");
+  return true;
+}
+
+static void qsgd_case(const char *file) {
+  QsgdCodes c;
+  if (!qsgd_codes(file, &c)) return;
+  const size_t n = c.x.size(), nb = c.scales.size();
+  const std::vector<float> &x = c.x, &sc = c.scales;
+  const std::vector<int32_t> &ref = c.codes;
+  const ncclzQuantParams &qp = c.qp;
+  std::vector<float> scg(nb), xr(n), xg(n);
+  std::vector<int32_t> got(n);
   ncclzDequantizeQsgd(&qp, ref.data(), n, sc.data(), xr.data());
   Dev<float> dx(n), dsc(nb), dxr(n);
   Dev<int32_t> dsym(n);
@@ -405,19 +421,7 @@ static void qsgd_case(const char *file) {
  * frames of full 32-bit noise (larger than RAW), the batch's last frame shorter; the frames that
  * fail must come out as the CPU's RAW frames, the others as its coded ones, byte for byte. Without
  * side data at a minimum gain of 0, and with the QSGD scales as side data at 500 permil. */
-static void fallback_cases(const char *file) {
-  size_t n0;
-  std::vector<float> x = load_f32(file, &n0);
-  CHECK(n0 > 0, "load %s", file);
-  if (!n0) return;
-  ncclzQuantSpec spec;
-  ncclzQuantParams qp;
-  ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
-  CHECK(ncclzQuantResolve(&spec, x.data(), n0, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
-  std::vector<float> sc0(ncclzQsgdNumBuckets(&qp, n0));
-  std::vector<int32_t> codes(n0);
-  ncclzQsgdScales(&qp, x.data(), n0, sc0.data());
-  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n0, sc0.data(), codes.data()) == NCCLZ_OK, "cpu qsgd");
+static void fallback_cases(const QsgdCodes &q) {
   const uint32_t fs = 512 * 32;
   const size_t n = 7 * (size_t)fs + 512 * 5 + 77; /* 7 full frames and a short one */
   ncclzCoderParams cp;
@@ -429,9 +433,9 @@ static void fallback_cases(const char *file) {
     for (size_t i = 0; i < n; i++) {
       const bool real = (i / fs) % 2 == 0;
       const uint64_t r = tu_rand(&rng);
-      s[i] = real ? codes[i % n0] : (int32_t)(uint32_t)(r >> 16);
+      s[i] = real ? q.codes[i % q.codes.size()] : (int32_t)(uint32_t)(r >> 16);
     }
-    for (size_t k = 0; k < sc.size(); k++) sc[k] = sc0[k % sc0.size()];
+    for (size_t k = 0; k < sc.size(); k++) sc[k] = q.scales[k % q.scales.size()];
     ncclzReaConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.min_gain_permil = with_side ? 500 : 0;
@@ -446,7 +450,7 @@ static void fallback_cases(const char *file) {
       char name[160];
       snprintf(name, sizeof name, "post-check %s%s, limit %llu", ncclzCoderName(c), with_side ? " + QSGD scales" : "",
                (unsigned long long)lim);
-      run_case(name, s.data(), n, fs, c, &cp, with_side ? &qp : NULL, with_side ? sc.data() : NULL, lim, lim_last);
+      run_case(name, s.data(), n, fs, c, &cp, with_side ? &q.qp : NULL, with_side ? sc.data() : NULL, lim, lim_last);
       printf("%s: %u frames fell back to RAW, %u kept\n", name, g_fell_back - before, g_kept - kept);
       CHECK(g_fell_back - before >= 3 && g_kept - kept >= 3, "%s: both outcomes in the batch", name);
     }
@@ -457,19 +461,8 @@ static void fallback_cases(const char *file) {
  * them): random and real symbols, coders in turn, at random, all one coder through the array, and
  * out-of-range values (RAW); with and without QSGD side data and the post-check; each frame must be
  * the CPU's frame of its own coder, byte for byte. */
-static void mixed_cases(const char *file, bool quick) {
-  size_t n0;
-  std::vector<float> x = load_f32(file, &n0);
-  CHECK(n0 > 0, "load %s", file);
-  if (!n0) return;
-  ncclzQuantSpec spec;
-  ncclzQuantParams qp;
-  ncclzQuantSpecParse("qsgd:bits=8,bucket=512", &spec);
-  CHECK(ncclzQuantResolve(&spec, x.data(), n0, NULL, 0, 3, &qp) == NCCLZ_OK, "resolve qsgd");
-  std::vector<float> sc0(ncclzQsgdNumBuckets(&qp, n0));
-  std::vector<int32_t> codes(n0), s;
-  ncclzQsgdScales(&qp, x.data(), n0, sc0.data());
-  CHECK(ncclzQuantizeQsgd(&qp, x.data(), n0, sc0.data(), codes.data()) == NCCLZ_OK, "cpu qsgd");
+static void mixed_cases(const QsgdCodes &q, bool quick) {
+  std::vector<int32_t> s;
   ncclzCoderParams cp;
   ncclzFrameCoderParams(&cp);
   const uint32_t fs = 512 * 40;
@@ -481,12 +474,12 @@ static void mixed_cases(const char *file, bool quick) {
       if (data == 0) {
         s.resize(n);
         uint64_t rng = n;
-        for (size_t i = 0; i < n; i++) s[i] = (i / fs) % 3 == 2 ? (int32_t)(uint32_t)(tu_rand(&rng) >> 16) : codes[i % n0];
+        for (size_t i = 0; i < n; i++) s[i] = (i / fs) % 3 == 2 ? (int32_t)(uint32_t)(tu_rand(&rng) >> 16) : q.codes[i % q.codes.size()];
       } else {
         gen(0, n, n + 17, s);
       }
       std::vector<float> sc((n + 511) / 512);
-      for (size_t k = 0; k < sc.size(); k++) sc[k] = sc0[k % sc0.size()];
+      for (size_t k = 0; k < sc.size(); k++) sc[k] = q.scales[k % q.scales.size()];
       for (int pattern = 0; pattern < 4; pattern++) {
         std::vector<uint32_t> coders(nf);
         uint64_t rng = 5 + pattern;
@@ -504,7 +497,7 @@ static void mixed_cases(const char *file, bool quick) {
             char name[160];
             snprintf(name, sizeof name, "mixed n=%zu data %d coders %d%s%s", n, data, pattern, with_side ? " side" : "",
                      post ? " post-check" : "");
-            run_case(name, s.data(), n, fs, NCCLZ_CODER_RAW, &cp, with_side ? &qp : NULL, with_side ? sc.data() : NULL,
+            run_case(name, s.data(), n, fs, NCCLZ_CODER_RAW, &cp, with_side ? &q.qp : NULL, with_side ? sc.data() : NULL,
                      lim, lim_last, coders.data());
           }
       }
@@ -554,7 +547,10 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
-  fallback_cases("resnet18_rank0_64k.f32");
-  mixed_cases("resnet18_rank0_64k.f32", quick);
+  QsgdCodes grad;
+  if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
+    fallback_cases(grad);
+    mixed_cases(grad, quick);
+  }
   return tu_finish("test_gpu_codecs");
 }
