@@ -48,10 +48,6 @@ static ncclzStatus gpu_plan(void *ctx, const int32_t *d_sym, size_t n, uint32_t 
   return ncclzReaGpuPlanLaunch(g->planner, &g->cfg, d_sym, n, fs, &g->desc, CLI_REA_GPU_CAP, stream, d_coders, NULL);
 }
 
-static uint32_t side_of(const ncclzQuantParams *qp, size_t m) {
-  return qp->kind == NCCLZ_QUANT_QSGD ? (uint32_t)(4 * ((m + qp->qsgd_bucket - 1) / qp->qsgd_bucket)) : 0;
-}
-
 cli_rea_gpu *cli_rea_gpu_open(const char *verb, const cli_rea *r, const ncclzQuantParams *qp, const ncclzCoderParams *cp,
                               size_t n, uint32_t frame_symbols, ncclzCudaCoderChooser *chooser) {
   cli_rea_gpu *g = calloc(1, sizeof *g);
@@ -65,13 +61,13 @@ cli_rea_gpu *cli_rea_gpu_open(const char *verb, const cli_rea *r, const ncclzQua
     return NULL;
   }
   ncclzReaConfigFromProfile(&r->prof, r->hint, ncclzDataClassOf(qp), &g->cfg); /* as cli_rea_encode */
-  ncclzFrameDesc d = {NCCLZ_DTYPE_F32, qp, NULL, side_of(qp, frame_symbols), *cp};
+  ncclzFrameDesc d = {NCCLZ_DTYPE_F32, qp, NULL, ncclzReaSideBytes(qp, frame_symbols), *cp};
   g->desc = d;
   const size_t last = n % frame_symbols;
   chooser->plan = gpu_plan;
   chooser->ctx = g;
-  chooser->fallback_bytes = ncclzReaFallbackBytes(&g->cfg, frame_symbols, side_of(qp, frame_symbols), CLI_REA_GPU_CAP);
-  chooser->fallback_last_bytes = last ? ncclzReaFallbackBytes(&g->cfg, last, side_of(qp, last), CLI_REA_GPU_CAP) : 0;
+  chooser->fallback_bytes = ncclzReaFallbackBytes(&g->cfg, frame_symbols, ncclzReaSideBytes(qp, frame_symbols), CLI_REA_GPU_CAP);
+  chooser->fallback_last_bytes = last ? ncclzReaFallbackBytes(&g->cfg, last, ncclzReaSideBytes(qp, last), CLI_REA_GPU_CAP) : 0;
   return g;
 }
 

@@ -117,9 +117,6 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   if (d) {
     if (d->calls == d->next_plan) TRY(decide(r, d));
     r->coder = d->coder;
-    r->post_check = 1;
-    r->per_frame = c->cfg.rea_per_frame;
-    r->rea_cfg = call_rea_config(r);
     if (d->bypass) {
       *bypassed = 1;
       return NCCLZ_OK;

@@ -126,9 +126,6 @@ struct grun {
   ncclzDtype dt;
   size_t ds, count, n_in, n_out, max_chunk, slot;
   int quantized, root, has_input;
-  int post_check = 0; /* auto: a frame whose realized size fails REA's post-check goes as RAW */
-  int per_frame = 0;  /* auto with rea_per_frame: every frame planned on the device */
-  ncclzReaConfig rea_cfg; /* auto: call_rea_config */
   ncclzQuantParams qp;
   size_t n_scales;
   int32_t *in, *work, *out;

@@ -160,12 +160,13 @@ static int32_t *send_source(grun *r, size_t off) {
 
 /* rea_per_frame: the REA device selector plans the n symbols of a frame on s_enc, and the frame's
  * encode batch takes the coder it writes (the bank's word of c->dcoders). */
-static ncclzStatus plan_frame(grun *r, const int32_t *sym, size_t n, int bank, ncclzCudaBatch *b) {
+static ncclzStatus plan_frame(grun *r, const ncclzReaConfig *rc, const int32_t *sym, size_t n, int bank,
+                              ncclzCudaBatch *b) {
   ncclzComm *c = r->c;
   TRY(ensure_planner(c));
   uint32_t *coder = (uint32_t *)c->dcoders.p + bank;
   const ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
-  TRY(ncclzReaGpuPlanLaunch(c->planner, &r->rea_cfg, sym, n, (uint32_t)n, &desc, r->slot, c->s_enc, coder, nullptr));
+  TRY(ncclzReaGpuPlanLaunch(c->planner, rc, sym, n, (uint32_t)n, &desc, r->slot, c->s_enc, coder, nullptr));
   b->d_coders = coder;
   return NCCLZ_OK;
 }
@@ -188,11 +189,15 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
     sym = (const int32_t *)c->esym.p;
   }
   ncclzCudaBatch b = make_batch(r, r->coder, un.slen);
-  /* auto: the frame's realized size is checked on the device, and a frame that gains too little is
-   * rewritten as RAW (Algorithm 1, 5-6); its coder is the one planned on the call's first chunk,
-   * or (rea_per_frame) its own, planned here on the encode stream */
-  if (r->post_check) b.fallback_bytes = ncclzReaFallbackBytes(&r->rea_cfg, un.slen, 0, r->slot);
-  if (r->per_frame) TRY(plan_frame(r, sym, un.slen, bank, &b));
+  /* auto (a framed auto call is one REA did not bypass): the frame's realized size is checked on
+   * the device, and a frame that gains too little is rewritten as RAW (Algorithm 1, 5-6); its
+   * coder is the one planned on the call's first chunk, or (rea_per_frame) its own, planned here on
+   * the encode stream */
+  if (c->cfg.policy == NCCLZ_POLICY_AUTO) {
+    const ncclzReaConfig rc = call_rea_config(r);
+    b.fallback_bytes = ncclzReaFallbackBytes(&rc, un.slen, 0, r->slot);
+    if (c->cfg.rea_per_frame) TRY(plan_frame(r, &rc, sym, un.slen, bank, &b));
+  }
   TRY(ncclzCudaEncodeBatch(&b, sym, nullptr, (uint8_t *)c->sbank[bank].p, r->slot, (uint32_t *)c->fbytes.p + bank,
                            c->ews.p, c->ews.cap, c->s_enc));
   CU(cudaMemcpyAsync(hdr_out(r, u), c->sbank[bank].p, 64, cudaMemcpyDeviceToHost, c->s_enc));

@@ -61,8 +61,7 @@ const char *ncclzReaVerdictName(ncclzReaVerdict v) {
 }
 
 uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n) {
-  if (!q || q->kind != NCCLZ_QUANT_QSGD || q->qsgd_bucket == 0) return 0;
-  return (uint32_t)(4 * ((n + q->qsgd_bucket - 1) / q->qsgd_bucket));
+  return q && q->kind == NCCLZ_QUANT_QSGD ? ncclz_rea_side_bytes(q->qsgd_bucket, n) : 0;
 }
 
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,

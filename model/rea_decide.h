@@ -524,6 +524,11 @@ NCCLZ_REA_FN void ncclz_rea_batch_init(const ncclzProfile *p, const ncclzReaConf
 /* ---------------------------------------------------------- predicted sizes */
 
 
+/* A frame's QSGD side data: a scale word for each bucket of its n symbols (bucket 0: none). */
+NCCLZ_REA_FN uint32_t ncclz_rea_side_bytes(uint32_t bucket, uint64_t n) {
+  return bucket ? (uint32_t)(4 * ((n + bucket - 1) / bucket)) : 0;
+}
+
 /* The RAW frame: header, side data, one word per symbol. */
 NCCLZ_REA_FN uint64_t ncclz_rea_raw_frame_bytes(uint64_t n, uint32_t side_bytes) {
   return NCCLZ_FRAME_HEADER_BYTES + (uint64_t)side_bytes + 4 * n;

@@ -30,9 +30,9 @@ struct ncclzReaGpuPlanner {
   uint32_t frame_symbols = 0, dtype_bytes = 4, side_bytes = 0, side_bucket = 0;
 };
 
-/* A frame's side bytes: its QSGD scales, a word a bucket (side_bucket), or every frame's. */
+/* A frame's side bytes: its own QSGD scales (side_bucket), or every frame's. */
 __host__ __device__ static uint32_t frame_side_bytes(uint64_t m, uint32_t side_bytes, uint32_t side_bucket) {
-  return side_bucket ? (uint32_t)(4 * ((m + side_bucket - 1) / side_bucket)) : side_bytes;
+  return side_bucket ? ncclz_rea_side_bytes(side_bucket, m) : side_bytes;
 }
 
 /* A cluster per frame; frame f is symbols [f * frame_syms, ...) of sym. coders: NULL, or each

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,9 +45,7 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
   }
   /* the coders that may appear: RAW and c after a post-check, any of them in a mixed batch */
   const unsigned mask = coders ? 7u : limit || last_limit ? 1u | 1u << c : 0;
-  ncclzCudaBatch braw = b;
-  braw.coder = NCCLZ_CODER_RAW;
-  size_t slot = std::max(ncclzCudaFrameSlotBytes(&b), mask ? ncclzCudaFrameSlotBytes(&braw) : 0), wse = ncclzCudaEncodeWorkspaceSize(&b),
+  size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
          wsd = ncclzCudaDecodeWorkspaceSize(&b);
   size_t nsc = b.side_scales ? (n + q->qsgd_bucket - 1) / q->qsgd_bucket : 1;
   Dev<int32_t> dsym(n), dsym2(n);
@@ -439,7 +436,8 @@ static void fallback_cases(const QsgdCodes &q) {
     ncclzReaConfig rc;
     memset(&rc, 0, sizeof rc);
     rc.min_gain_permil = with_side ? 500 : 0;
-    const uint32_t side = with_side ? 4 * (fs / 512) : 0, side_last = with_side ? 4 * (uint32_t)((n % fs + 511) / 512) : 0;
+    const ncclzQuantParams *sq = with_side ? &q.qp : NULL; /* side data: the QSGD scales */
+    const uint32_t side = ncclzReaSideBytes(sq, fs), side_last = ncclzReaSideBytes(sq, n % fs);
     for (ncclzCoder c : {NCCLZ_CODER_FIXEDLEN, NCCLZ_CODER_HUFFMAN}) {
       ncclzCudaBatch b;
       memset(&b, 0, sizeof b);
@@ -450,7 +448,7 @@ static void fallback_cases(const QsgdCodes &q) {
       char name[160];
       snprintf(name, sizeof name, "post-check %s%s, limit %llu", ncclzCoderName(c), with_side ? " + QSGD scales" : "",
                (unsigned long long)lim);
-      run_case(name, s.data(), n, fs, c, &cp, with_side ? &q.qp : NULL, with_side ? sc.data() : NULL, lim, lim_last);
+      run_case(name, s.data(), n, fs, c, &cp, sq, with_side ? sc.data() : NULL, lim, lim_last);
       printf("%s: %u frames fell back to RAW, %u kept\n", name, g_fell_back - before, g_kept - kept);
       CHECK(g_fell_back - before >= 3 && g_kept - kept >= 3, "%s: both outcomes in the batch", name);
     }
@@ -490,14 +488,15 @@ static void mixed_cases(const QsgdCodes &q, bool quick) {
           for (int post = 0; post < 2; post++) {
             ncclzReaConfig rc;
             memset(&rc, 0, sizeof rc);
-            const uint32_t side = with_side ? 4 * (fs / 512) : 0;
-            const uint32_t last_n = (uint32_t)(n % fs ? n % fs : fs), side_last = with_side ? 4 * ((last_n + 511) / 512) : 0;
+            const ncclzQuantParams *sq = with_side ? &q.qp : NULL; /* side data: the QSGD scales */
+            const uint32_t last_n = (uint32_t)(n % fs ? n % fs : fs);
+            const uint32_t side = ncclzReaSideBytes(sq, fs), side_last = ncclzReaSideBytes(sq, last_n);
             const uint64_t lim = post ? ncclzReaFallbackBytes(&rc, fs, side, 1u << 30) : 0;
             const uint64_t lim_last = post ? ncclzReaFallbackBytes(&rc, last_n, side_last, 1u << 30) : 0;
             char name[160];
             snprintf(name, sizeof name, "mixed n=%zu data %d coders %d%s%s", n, data, pattern, with_side ? " side" : "",
                      post ? " post-check" : "");
-            run_case(name, s.data(), n, fs, NCCLZ_CODER_RAW, &cp, with_side ? &q.qp : NULL, with_side ? sc.data() : NULL,
+            run_case(name, s.data(), n, fs, NCCLZ_CODER_RAW, &cp, sq, with_side ? sc.data() : NULL,
                      lim, lim_last, coders.data());
           }
       }

@@ -19,10 +19,17 @@ static uint32_t side_per_frame(const ncclzCudaBatch *b) {
   return (uint32_t)ncclz_ceil_div(b->frame_symbols, b->quant->qsgd_bucket);
 }
 
+/* Whether the batch's frames are post-checked (a coder, and a limit). */
+static bool falls_back(const ncclzCudaBatch *b) {
+  return (b->coder != NCCLZ_CODER_RAW || b->d_coders) && (b->fallback_bytes || b->fallback_last_bytes);
+}
+
 size_t ncclzCudaFrameSlotBytes(const ncclzCudaBatch *b) {
   size_t n = b->frame_symbols < b->n_symbols ? b->frame_symbols : (size_t)b->n_symbols, bound = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) /* a mixed batch: the largest coder's */
-    if (b->d_coders || c == (int)b->coder) {
+  /* the largest frame the batch may write: its coder's, any coder's in a mixed batch, and a RAW
+   * frame's where the post-check may fall back */
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
+    if (b->d_coders || c == (int)b->coder || (c == NCCLZ_CODER_RAW && falls_back(b))) {
       const size_t k = ncclzFrameBound((ncclzCoder)c, &b->params, n, 4 * side_per_frame(b));
       bound = k > bound ? k : bound;
     }
@@ -50,11 +57,6 @@ static ncclzCoderParams params_or_default(ncclzCoderParams p) {
   if (p.fixedlen_tile_blocks == 0) p.fixedlen_tile_blocks = d.fixedlen_tile_blocks;
   if (p.huffman_segment == 0) p.huffman_segment = d.huffman_segment;
   return p;
-}
-
-/* Whether the batch's frames are post-checked (a coder, and a limit). */
-static bool falls_back(const ncclzCudaBatch *b) {
-  return (b->coder != NCCLZ_CODER_RAW || b->d_coders) && (b->fallback_bytes || b->fallback_last_bytes);
 }
 
 /* Upper bound of look-back units of any coder for this batch. */
@@ -366,13 +368,6 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu below the slot size %zu (or not 4-aligned)",
                          out_stride, ncclzCudaFrameSlotBytes(b));
   if (b->side_scales && !d_scales) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: side scales missing");
-  if (falls_back(b)) {
-    ncclzCudaBatch r = *b;
-    r.coder = NCCLZ_CODER_RAW;
-    if (out_stride < ncclzCudaFrameSlotBytes(&r))
-      return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu cannot hold the RAW fallback frame (%zu)",
-                           out_stride, ncclzCudaFrameSlotBytes(&r));
-  }
   uint32_t units = lookback_units(b);
   NzLayout L = nz_layout(b, 0, units);
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);

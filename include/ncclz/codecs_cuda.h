@@ -34,8 +34,8 @@ typedef struct {
   int side_scales;                 /* 1: frames carry QSGD scales as side data */
   /* encode, FIXEDLEN and HUFFMAN: a frame whose encoded size (header included) is larger than
    * fallback_bytes is written as a RAW frame instead, in the same slot (REA's post-check,
-   * Algorithm 1 steps 5-6: ncclzReaFallbackBytes gives the limit; out_stride must then hold a RAW
-   * frame too). fallback_last_bytes: the limit of the batch's last frame when it is shorter. 0:
+   * Algorithm 1 steps 5-6: ncclzReaFallbackBytes gives the limit; ncclzCudaFrameSlotBytes then
+   * counts a RAW frame too). fallback_last_bytes: the limit of the batch's last frame when it is shorter. 0:
    * no limit. */
   uint64_t fallback_bytes, fallback_last_bytes;
   /* encode: frame k's coder is d_coders[k] (device memory, a word a frame, as the REA device
