@@ -92,12 +92,36 @@ double ncclzNowSeconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Formats into a local buffer first, so an argument that is ncclzLastError() itself (composing a
+ * cause into a new message) is read whole before the message is overwritten. */
 ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...) {
+  char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(last_error, msg, sizeof msg);
   return s;
+}
+
+int ncclzParseU64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return -1; /* strtoull takes "-", "+" and leading spaces */
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+int ncclzParseDouble(const char *s, double lo, double hi, double *out) {
+  if (!s || !*s || strchr(" \t\n\v\f\r", *s) || strpbrk(s, "xXpP")) return -1; /* no hex */
+  errno = 0;
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno == ERANGE || !(v >= lo && v <= hi)) return -1; /* NaN fails too */
+  *out = v;
+  return 0;
 }
 
 static const char *const coder_names[NCCLZ_CODER_COUNT] = {"raw", "fixedlen", "huffman"};

@@ -40,7 +40,8 @@ typedef enum {
 const char *ncclzStatusString(ncclzStatus s);
 /* The detailed message of the last failure on this thread ("" if none). */
 const char *ncclzLastError(void);
-/* Records a failure message (printf-style) and returns `s`; for use by all layers. */
+/* Records a failure message (printf-style) and returns `s`; for use by all layers. The arguments
+ * may include ncclzLastError() itself, to wrap a cause: "ctx: %s", ncclzLastError(). */
 ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -68,6 +69,12 @@ double ncclzMedian(double *v, size_t n);
  * must be a whole number of bytes from 1 to 1e15. 0 with *out set, or -1. The one size parser
  * of the command line and the scenario files. */
 int ncclzParseBytes(const char *s, uint64_t *out);
+
+/* Strict number parsers, the one way every layer reads a number from text (CLI, specs, JSON
+ * strings): the whole string must be the number (no sign on unsigned values, no leading space,
+ * no hex, no trailing characters), in [lo, hi] (NaN is never in range). 0 with *out set, or -1. */
+int ncclzParseU64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int ncclzParseDouble(const char *s, double lo, double hi, double *out);
 
 /* ------------------------------------------------------------------ types */
 
