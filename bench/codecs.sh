@@ -6,7 +6,7 @@
 # Env: MIB (input size, default 256), SEGMENT (HUFFMAN symbols per segment; default the coder's 512,
 # the executor's frames use 256), SKIP_TESTS=1.
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev) and .devdata/{trefht_member57,
-# resnet18_digits_step100_rank0}.f32 copied from ../shared/data (both git-ignored; carry them).
+# resnet18_digits_step100_rank0}.f32 copied from the reference data set described in tests/data/README.md (both git-ignored; carry them).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

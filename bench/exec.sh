@@ -38,7 +38,6 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 . "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 GRAD=.devdata/resnet18_digits_step100_rank0.f32
-[ -f "$GRAD" ] || GRAD=../shared/data/gradients/resnet18_digits_step100_rank0.f32
 [ -f "$GRAD" ] || GRAD=tests/data/resnet18_rank0_64k.f32
 
 echo "== build ($NGPU GPUs)"

@@ -1,11 +1,7 @@
 #!/usr/bin/env python3
-"""Assembles the two shipped calibration profiles from recorded numbers (no GPU needed):
-
-  h200-x2-provisional.json  codec curves from bench/results/codecs-2026-11-30b.json, transports from
-                            DESIGN.md's measured 2x H200 tables. Provisional: `ncclz calibrate`
-                            (issue 9) replaces it.
-  polaris-a100-paper.json   the paper's platform from the paper's published numbers, codec costs
-                            from the same H200 measurements scaled by the HBM bandwidth ratio.
+"""Assembles calibrate/profiles/polaris-a100-paper.json from recorded numbers (no GPU needed): the
+paper's platform from its published numbers, codec costs from H200 measurements
+(bench/results/codecs-2026-11-30b.json) scaled by the HBM bandwidth ratio.
 
 Every number names its source in metadata.sources (the loader ignores that key).
 Run from the repository root: python3 calibrate/profiles/assemble_profiles.py
@@ -47,44 +43,14 @@ THRESHOLDS = {"fast_path_bytes": 65536, "huff_min_bytes": 262144, "min_gain_perm
               "sample_window_bytes": 65536, "sample_pieces": 8, "frame_bytes": FRAME}
 
 
-def h200(bench):
-    src = {
-        "codecs.*.curves": f"{BENCH}: coder-only encode/decode GB/s (coder_encode_gbps, coder_decode_gbps) at 4 MiB frames, "
-                           "256 MiB of real data, 20 runs, NVIDIA H200; one point per class (time proportional to bytes); "
-                           "classes: none/eb/eb_lorenzo from trefht_member57, qsgd from resnet18 rank 0; default = eb_lorenzo",
-        "codecs.*.lambda_*": "not measured yet (overlap factors come from executor traces, issue 9): 1.0 = no overlap assumed",
-        "codecs.*.alpha_us": "0: no per-frame cost beyond the curves measured",
-        "transports.nvlink.beta_gbps": "DESIGN.md: plain NCCL AllReduce busbw 324 GB/s at 1 GiB over NVLink (nccl-tests -g 2, 2x H200)",
-        "transports.nvlink.alpha_us": "DESIGN.md: a small message costs 13 to 20 us on NVLink; 15 us taken",
-        "transports.net.beta_gbps": "DESIGN.md: NET/Socket over loopback, default socket threads, AllReduce busbw 3.1-3.6 GB/s; 3.6 taken "
-                                    "(1x1 threads: 7.7 GB/s, 4x4: 9.0 GB/s; scenarios/validate-h200.json models all three)",
-        "transports.net.alpha_us": "DESIGN.md: a small message costs 20 to 28 us on the socket path; 24 us taken",
-        "transports.shm": "not measured (the SHM path was not run on 2x H200): a placeholder equal to the NET values",
-        "thresholds": "model/PROFILE.md defaults (frame 4 MiB = the executor's batch); scenarios/tune-default.json recommends values",
-    }
-    return {
-        "version": 1,
-        "metadata": {"device": "NVIDIA H200 (2x, NV18) - PROVISIONAL", "driver": "see bench/results/gpu.txt",
-                     "cuda": "13.0", "nccl": "2.28.3", "date": "2026-11-30",
-                     "method": "PROVISIONAL: assembled from recorded measurements (bench/results/codecs-2026-11-30b.json, "
-                               "DESIGN.md's 2x H200 tables); `ncclz calibrate` (issue 9) will replace it. Sources: metadata.sources",
-                     "sources": src},
-        "transports": {"nvlink": {"alpha_us": 15.0, "beta_gbps": 324.0},
-                       "shm": {"alpha_us": 24.0, "beta_gbps": 3.6},
-                       "net": {"alpha_us": 24.0, "beta_gbps": 3.6}},
-        "codecs": codecs(bench, 1.0),
-        "thresholds": dict(THRESHOLDS),
-    }
-
-
 def polaris(bench):
     src = {
         "transports.net.beta_gbps": "paper, Sec. V-C (Fig. 5): baseline NCCL AllReduce 'roughly 10 GB/s'; Sec. V-D (Fig. 7): "
                                     "'baseline NCCL stays around 10 GB/s or below'. A ring's busbw is its slowest link's "
                                     "bandwidth, so 10 GB/s per node per direction (effective, Slingshot)",
-        "transports.net.alpha_us": "NOT in the paper: 24 us from our 2x H200 socket measurement (DESIGN.md, 20-28 us)",
+        "transports.net.alpha_us": "NOT in the paper: 24 us from our 2x H200 socket measurement (nccl-tests on 2x H200, docs/results.md: 20-28 us)",
         "transports.nvlink.beta_gbps": "paper, ref. [20]: 'up to 600 GB/s NVLink bandwidth' (A100), i.e. 300 GB/s per direction",
-        "transports.nvlink.alpha_us": "NOT in the paper: 15 us from our 2x H200 NVLink measurement (DESIGN.md, 13-20 us)",
+        "transports.nvlink.alpha_us": "NOT in the paper: 15 us from our 2x H200 NVLink measurement (nccl-tests on 2x H200, docs/results.md: 13-20 us)",
         "transports.shm": "NOT in the paper: a placeholder equal to the NET values",
         "codecs.*.curves": f"{BENCH} (H200, coder-only GB/s at 4 MiB frames) with every time multiplied by "
                            f"{HBM_SCALE:.4f} = H200 HBM 4.8 TB/s / A100-40GB HBM 1.555 TB/s (NVIDIA datasheets): the codecs "
@@ -116,7 +82,7 @@ def polaris(bench):
 
 if __name__ == "__main__":
     bench = json.load(open(BENCH))
-    for name, prof in (("h200-x2-provisional", h200(bench)), ("polaris-a100-paper", polaris(bench))):
+    for name, prof in (("polaris-a100-paper", polaris(bench)),):
         with open(f"calibrate/profiles/{name}.json", "w") as f:
             json.dump(prof, f, indent=1)
             f.write("\n")
