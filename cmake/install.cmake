@@ -38,15 +38,17 @@ find_package(Threads REQUIRED)
 target_link_libraries(ncclz_shared PUBLIC cjson PRIVATE Threads::Threads ${NCCLZ_LIBM})
 set(NCCLZ_PC_LIBS "")
 set(NCCLZ_PC_LIBS_PRIVATE "-lm -pthread")
-if(TARGET ncclz_sim)
-  target_link_libraries(ncclz_shared PRIVATE PkgConfig::SIMGRID)
-  string(APPEND NCCLZ_PC_LIBS_PRIVATE " -lsimgrid")
-endif()
+# MPI before SimGrid: libsimgrid defines MPI_* too (SMPI), and the first library in the
+# dependency list is the one the MPI transport's calls bind to.
 if(NCCLZ_MPI)
   target_link_libraries(ncclz_shared PRIVATE MPI::MPI_C)
   foreach(l ${MPI_C_LIB_NAMES})
     string(APPEND NCCLZ_PC_LIBS_PRIVATE " -l${l}")
   endforeach()
+endif()
+if(TARGET ncclz_sim)
+  target_link_libraries(ncclz_shared PRIVATE PkgConfig::SIMGRID)
+  string(APPEND NCCLZ_PC_LIBS_PRIVATE " -lsimgrid")
 endif()
 if(TARGET ncclz_codecs_cuda)
   # exec.h (NCCLZ_HAVE_NCCL) and codecs_cuda.h include cuda_runtime_api.h and nccl.h.
@@ -103,3 +105,13 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ncclzConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ncclzConfig.cmake ${PROJECT_BINARY_DIR}/ncclzConfigVersion.cmake
         DESTINATION ${NCCLZ_CMAKEDIR})
+
+# ---- test: the installed tree as a user sees it (scripts/check_install.sh) ---
+set(_ex_env "CC=${CMAKE_C_COMPILER}" "OMPI_MCA_rmaps_base_oversubscribe=1")
+if(NCCLZ_SANITIZE)
+  # libncclz.so carries the sanitizer runtimes: the examples must be instrumented as well.
+  list(APPEND _ex_env "CFLAGS=-fsanitize=address,undefined" "ASAN_OPTIONS=detect_leaks=0")
+endif()
+add_test(NAME install_check COMMAND ${PROJECT_SOURCE_DIR}/scripts/check_install.sh ${PROJECT_BINARY_DIR}
+         ${PROJECT_BINARY_DIR}/install_check)
+set_tests_properties(install_check PROPERTIES TIMEOUT 600 ENVIRONMENT "${_ex_env}")
