@@ -28,8 +28,11 @@ add_library(ncclz::ncclz ALIAS ncclz_shared)
 set_target_properties(ncclz_shared PROPERTIES OUTPUT_NAME ncclz EXPORT_NAME ncclz
                       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
                       LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/ncclz.map)
-target_link_options(ncclz_shared PRIVATE "LINKER:--version-script=${CMAKE_CURRENT_LIST_DIR}/ncclz.map"
-                    "LINKER:--no-undefined")
+target_link_options(ncclz_shared PRIVATE "LINKER:--version-script=${CMAKE_CURRENT_LIST_DIR}/ncclz.map")
+if(NOT NCCLZ_SANITIZE AND NOT NCCLZ_FUZZ)
+  # Every dependency is named at link time (clang's sanitizer runtimes come with the executable).
+  target_link_options(ncclz_shared PRIVATE "LINKER:--no-undefined")
+endif()
 target_include_directories(ncclz_shared INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
                            $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
                            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
