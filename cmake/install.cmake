@@ -4,8 +4,6 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(NCCLZ_LAYERS ncclz_codecs ncclz_codecs_cuda ncclz_schedule ncclz_model ncclz_model_cuda ncclz_exec
-    ncclz_sim ncclz_calibrate ncclz_report)
 set(_objs "")
 set(_defs "")
 foreach(t ${NCCLZ_LAYERS})
