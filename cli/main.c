@@ -24,9 +24,30 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: ncclz VERB [options]   (ncclz VERB --help for each)\n\nverbs:\n");
+  fprintf(f, "usage: ncclz VERB [options]   (ncclz VERB --help for each)\n"
+             "       ncclz --version\n\nverbs:\n");
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+}
+
+/* The version and what this build can run (a cluster job's first check). */
+static void print_version(void) {
+#ifdef NCCLZ_HAVE_NCCL
+  const char *nccl = "on";
+#else
+  const char *nccl = "off";
+#endif
+#ifdef NCCLZ_HAVE_MPI
+  const char *mpi = "on";
+#else
+  const char *mpi = "off";
+#endif
+#ifdef NCCLZ_HAVE_SIM
+  const char *sim = "on";
+#else
+  const char *sim = "off";
+#endif
+  printf("ncclz %s (CUDA/NCCL %s, MPI %s, SimGrid %s)\n", ncclzVersionString(), nccl, mpi, sim);
 }
 
 int main(int argc, char **argv) {
@@ -36,6 +57,10 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
+    return CLI_OK;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+    print_version();
     return CLI_OK;
   }
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)

@@ -11,8 +11,9 @@
 #define NCCLZ_REA_DECIDE_H
 
 #include "ncclz/model.h"
-/* The coder's own inline alphabet rule, escape bits and table size (host and device share them). */
-#include "../codecs/huff_codebook.h"
+/* The coder's own inline alphabet rule, escape bits and table size (host and device share them);
+ * codecs/ provides it to the layers above through the internal target ncclz_codecs_hd. */
+#include "huff_codebook.h"
 
 #if defined(__CUDACC__)
 #define NCCLZ_REA_FN static inline __host__ __device__

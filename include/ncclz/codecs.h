@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ncclz/version.h" /* every layer's header gives the version macros */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
