@@ -69,44 +69,23 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
   return CLI_OK;
 }
 
-/* One evaluated point. */
+/* One evaluated point: the what-if runner's result and a measurement to compare with. */
 typedef struct {
-  ncclzSimResult r;
-  double speedup;
+  ncclzSimPointResult r;
   double measured_us; /* < 0: none */
 } point_out;
 
-/* The plain-NCCL time of point i: its own when it is "off", else an earlier or fresh "off" run
- * of the same collective, platform and size. */
-static int baseline(const ncclzSimScenario *s, point_out *out, size_t i, const ncclzProfile *prof, double *us) {
-  const ncclzSimPoint *p = &s->points[i];
-  long twin = ncclzSimScenarioPlainTwin(s, i);
-  if (twin >= 0) {
-    *us = out[twin].r.time_us;
-    return CLI_OK;
-  }
-  ncclzSimOptions o = p->options;
-  o.compress = NCCLZ_SIM_OFF;
-  ncclzSimResult r;
-  if (ncclzSimRun(prof, &s->data, &p->platform, &o, &r) != NCCLZ_OK) return cli_runtime_error(VERB, "%s", ncclzLastError());
-  *us = r.time_us;
-  return CLI_OK;
-}
-
 static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, point_out *out) {
+  ncclzSimPointResult *res = calloc(s->npoints ? s->npoints : 1, sizeof *res);
+  if (!res) return cli_runtime_error(VERB, "out of memory");
+  ncclzStatus st = ncclzSimScenarioRun(prof, s, res, NULL, NULL);
   for (size_t i = 0; i < s->npoints; i++) {
-    const ncclzSimPoint *p = &s->points[i];
-    ncclzStatus st = ncclzSimRun(prof, &s->data, &p->platform, &p->options, &out[i].r);
-    if (st == NCCLZ_ERR_ARG) return cli_usage_error(VERB, "point %zu: %s", i, ncclzLastError());
-    if (st != NCCLZ_OK) return cli_runtime_error(VERB, "point %zu: %s", i, ncclzLastError());
-    double base = out[i].r.time_us;
-    if (p->options.compress != NCCLZ_SIM_OFF) {
-      int rc = baseline(s, out, i, prof, &base);
-      if (rc != CLI_OK) return rc;
-    }
-    out[i].speedup = out[i].r.time_us > 0 ? base / out[i].r.time_us : 0.0;
+    out[i].r = res[i];
     out[i].measured_us = -1.0;
   }
+  free(res);
+  if (st == NCCLZ_ERR_ARG) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (st != NCCLZ_OK) return cli_runtime_error(VERB, "%s", ncclzLastError());
   return CLI_OK;
 }
 
@@ -155,7 +134,7 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
   double *e = malloc((s->npoints ? s->npoints : 1) * sizeof *e);
   size_t n = 0;
   for (size_t i = 0; e && i < s->npoints; i++)
-    if (out[i].measured_us > 0) e[n++] = fabs(out[i].r.time_us - out[i].measured_us) / out[i].measured_us;
+    if (out[i].measured_us > 0) e[n++] = fabs(out[i].r.r.time_us - out[i].measured_us) / out[i].measured_us;
   double med = n ? ncclzMedian(e, n) : -1.0;
   free(e);
   return med;
@@ -169,14 +148,14 @@ static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out
           "bytes", "compress", "time_us", "algbw", "busbw", "speedup", "coders", "fidelity");
   for (size_t i = 0; i < s->npoints; i++) {
     const ncclzSimPoint *p = &s->points[i];
-    const ncclzSimResult *r = &out[i].r;
+    const ncclzSimResult *r = &out[i].r.r;
     char mix[96];
     ncclzSimCoderMix(r, ",", mix, sizeof mix);
     int n = p->platform.nodes * p->platform.gpus_per_node;
     fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %9.3f %9.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
             p->platform.nodes, p->platform.gpus_per_node, p->platform.nic_gbps, (unsigned long long)p->options.bytes,
             ncclzSimCompressName(p->options.compress), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
-            ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].speedup, mix,
+            ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].r.speedup, mix,
             ncclzSimFidelityName(r->fidelity), r->actors);
     if (out[i].measured_us > 0)
       fprintf(f, " measured %.2f (%+.1f%%)", out[i].measured_us, 100.0 * (r->time_us / out[i].measured_us - 1.0));
@@ -187,7 +166,7 @@ static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out
 }
 
 static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
-  const ncclzSimResult *r = &o->r;
+  const ncclzSimResult *r = &o->r.r;
   int n = p->platform.nodes * p->platform.gpus_per_node;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "collective", ncclzCollectiveName(p->options.coll));
@@ -199,7 +178,7 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "time_us", r->time_us);
   cJSON_AddNumberToObject(j, "algbw", ncclzSimAlgBw(p->options.bytes, r->time_us));
   cJSON_AddNumberToObject(j, "busbw", ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us));
-  cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->speedup);
+  cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->r.speedup);
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   uint64_t total = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
