@@ -86,6 +86,14 @@ int ncclzParseBytes(const char *s, uint64_t *out) {
   return 0;
 }
 
+void ncclzFormatBytes(double bytes, char *buf, size_t cap) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  while (i < 5 && (bytes >= 1024.0 || bytes <= -1024.0)) bytes /= 1024.0, i++;
+  if (bytes == (double)(long long)bytes) snprintf(buf, cap, "%.0f %s", bytes, unit[i]);
+  else snprintf(buf, cap, "%.3g %s", bytes, unit[i]);
+}
+
 double ncclzNowSeconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

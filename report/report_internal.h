@@ -59,7 +59,7 @@ int fld_known(const cJSON *o, const char *path, const char *const *keys);
 void section_provenance(ncclzReport *r, const run_ctx *c);
 /* The break-even surface of the scenario's "surface" block (a data file and quantizer), if any. */
 ncclzStatus section_surface(ncclzReport *r, const run_ctx *c);
-/* Byte counts for tables: "64K", "4M", "1G", else the number. */
+/* Byte counts for tables: "64 KiB", "4 MiB", "1 GiB" (ncclzFormatBytes). */
 void fmt_bytes(double b, char *buf, size_t cap);
 
 /* The kinds. */
