@@ -92,7 +92,8 @@ typedef struct {
 } series_spec;
 
 /* Groups rows into series by the dimensions that vary (all but xdim) and plots y against x, one
- * line per series (at most 16; the rest are left out and the caption says so). */
+ * line per series, each with its own colour; more than 10 series are split over several plots
+ * (NAME_1, NAME_2, ...), none is left out. */
 /* Appends s as a gnuplot single-quoted string. */
 void gp_quote(sbuf *b, const char *s);
 void plot_series(ncclzReport *r, const series_spec *sp, const xy_row *rows, size_t n);

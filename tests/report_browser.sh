@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 passed=0 failed=0
 check() { if eval "$1"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2"; fi; }
 
-for s in tune-default paper-fig5 validate-h200; do
+for s in whatif-1024 tune-default paper-fig5 validate-h200; do
   dir=$OUT/$s
   rm -rf "$dir"
   if ! "$NCCLZ" run "$SRC/scenarios/$s.json" --out "$dir" >/dev/null 2>"$OUT/$s.err"; then
@@ -40,6 +40,15 @@ for s in tune-default paper-fig5 validate-h200; do
     check '[ -e "$dir/$src" ]' "$s: broken image $src"
   done
   check '[ -s "$dir/screenshot.png" ]' "$s: no screenshot"
+  # The first screen (1400x900) answers the page's question: for a what-if, the first section is the
+  # answer and the first plot its heatmap.
+  "$BROWSER" --headless --no-sandbox --disable-gpu --window-size=1400,900 --screenshot="$dir/first-screen.png" \
+    "file://$dir/index.html" >/dev/null 2>&1
+  if [ "$s" = whatif-1024 ]; then
+    check '[ "$(grep -o "<h2>[^<]*" "$dom" | head -1)" = "<h2>Answer: speedup over plain NCCL" ]' "$s: the page does not open with the answer"
+    check 'grep -o "<a href=\"[a-z_0-9]*\.svg\"" "$dom" | head -1 | grep -q answer_heatmap' "$s: the first plot is not the answer's heatmap"
+    check '! grep -q "series shown of" "$dom"' "$s: a plot leaves series out"
+  fi
 done
 echo "report_browser: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
