@@ -68,6 +68,7 @@ ncclzStatus kind_tune(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_validate(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_measure(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_crtable(ncclzReport *r, run_ctx *c);
+ncclzStatus kind_codec(ncclzReport *r, run_ctx *c);
 
 /* validate's core, shared with measure: compare the perf JSON files with the simulator. */
 ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked);
