@@ -26,8 +26,8 @@ static void print_help(void) {
          "  --out DIR              the report directory (created)\n"
          "  --profile PROFILE.json  instead of the scenario's \"profile\" (without either: $NCCLZ_PROFILE,\n"
          "                         else the built-in H200 profile)\n"
-         "  --data DIR             cr-table: read the full data set from DIR (layout of ../shared/data)\n"
-         "                         instead of the scenario's test slices\n"
+         "  --data DIR             cr-table: read the full data set from DIR (scientific/ and gradients/,\n"
+         "                         or the files side by side) instead of the scenario's test slices\n"
          "Progress goes to stderr when it is a terminal. NCCLZ_GNUPLOT names the gnuplot command.\n"
          "Exit status: 0 ok, 2 bad scenario or usage (the message names the field), 1 runtime failure.\n");
 }

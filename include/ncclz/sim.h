@@ -109,7 +109,7 @@ typedef enum { NCCLZ_FID_AUTO = 0, NCCLZ_FID_FULL = 1, NCCLZ_FID_REDUCED = 2 } n
 const char *ncclzSimFidelityName(ncclzSimFidelity f); /* "auto", "full", "reduced" */
 int ncclzSimFidelityFromName(const char *name);
 
-/* How a receiver learns a variable frame size (DESIGN.md, "Only compressed bytes cross the wire"). */
+/* How a receiver learns a variable frame size (docs/executor.md, "Size protocol: a control lane"). */
 typedef enum {
   NCCLZ_SIZE_PIGGYBACK = 0, /* the header rides one chunk ahead: no extra message */
   NCCLZ_SIZE_HEADER = 1,    /* a 64-byte header message precedes each payload, and the rank waits
