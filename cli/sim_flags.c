@@ -112,7 +112,7 @@ static int data_json(sim_flags *f, const ncclzProfile *prof, int nranks, cJSON *
 }
 
 static int check_flags(const sim_flags *f, double *nic) {
-  if (f->nic && ncclzSimParseBandwidth(f->nic, nic))
+  if (f->nic && ncclzParseBandwidth(f->nic, nic))
     return cli_usage_error(VERB, "--nic %s: expected a bandwidth with its unit, such as 200Gb/s or 25GB/s", f->nic);
   if (ncclzCollectiveFromName(f->coll) < 0)
     return cli_usage_error(VERB, "--coll %s: expected allreduce, reducescatter, allgather, alltoall or broadcast", f->coll);
@@ -172,7 +172,7 @@ static void print_screen(FILE *o, const sim_flags *f, const ncclzSimScenario *s,
   int nr = p->platform.nodes * p->platform.gpus_per_node;
   char size[32], bw[64], coders[128];
   ncclzFormatBytes((double)p->options.bytes, size, sizeof size);
-  ncclzSimFormatBandwidth(p->platform.nic_gbps, bw, sizeof bw);
+  ncclzFormatBandwidth(p->platform.nic_gbps, bw, sizeof bw);
   coders_text(z, coders, sizeof coders);
   fprintf(o, "%s of %s on %d nodes x %d GPUs (%d ranks), %d NIC%s per node at %s\n", ncclzCollectiveName(p->options.coll),
           size, p->platform.nodes, p->platform.gpus_per_node, nr, p->platform.rails, p->platform.rails > 1 ? "s" : "", bw);

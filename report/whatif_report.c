@@ -60,7 +60,7 @@ static ncclzStatus points_table(ncclzReport *r, const wi_results *w) {
     char mix[96], b[32], nic[64];
     ncclzSimCoderMix(&p->r, " ", mix, sizeof mix);
     fmt_bytes((double)p->p.options.bytes, b, sizeof b);
-    ncclzSimFormatBandwidth(p->p.platform.nic_gbps, nic, sizeof nic);
+    ncclzFormatBandwidth(p->p.platform.nic_gbps, nic, sizeof nic);
     ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
                   ncclzCollectiveName(p->p.options.coll), p->p.platform.nodes, p->p.platform.gpus_per_node,
                   nic, b, ncclzSimCompressName(p->p.options.compress), p->r.time_us, p->busbw,

@@ -45,7 +45,7 @@ static int bytes_value(const cJSON *v, const char *field, uint64_t *out) {
 /* A bandwidth with its unit ("200Gb/s", "25GB/s"), into GB/s; the unitless legacy field beside it
  * (nic_gbps: GB/s) may not be given as well. */
 static int bw_value(const cJSON *v, const char *field, double *out) {
-  if (!cJSON_IsString(v) || ncclzSimParseBandwidth(v->valuestring, out))
+  if (!cJSON_IsString(v) || ncclzParseBandwidth(v->valuestring, out))
     return ERR("%s: expected a bandwidth with its unit, such as \"200Gb/s\" or \"25GB/s\"", field), -1;
   return 0;
 }

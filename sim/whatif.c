@@ -1,5 +1,5 @@
 /* The what-if runner shared by `ncclz sim` and the what-if report: every point of a scenario, each
- * with its plain-NCCL baseline on the same platform; and the bandwidth units both read. */
+ * with its plain-NCCL baseline on the same platform; and what a NIC bandwidth may be. */
 #include "sim_internal.h"
 
 #include <math.h>
@@ -56,35 +56,9 @@ ncclzStatus ncclzSimScenarioRun(const ncclzProfile *prof, const ncclzSimScenario
 
 /* ------------------------------------------------------------------ units */
 
-int ncclzSimParseBandwidth(const char *s, double *gbytes_per_s) {
-  static const struct {
-    const char *unit;
-    double gbytes; /* GB/s per unit */
-  } U[] = {{"Tb/s", 125.0}, {"Gb/s", 0.125}, {"Mb/s", 1.25e-4}, {"TB/s", 1000.0}, {"GB/s", 1.0}, {"MB/s", 1e-3}};
-  if (!s || !((*s >= '0' && *s <= '9') || *s == '.')) return -1; /* strtod takes "-", " ", "inf", hex */
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || strpbrk(s, "xX")) return -1;
-  while (*end == ' ') end++;
-  for (size_t k = 0; k < sizeof U / sizeof U[0]; k++)
-    if (!strcmp(end, U[k].unit)) {
-      double g = v * U[k].gbytes;
-      if (!(g > 0.0 && g <= 1e9)) return -1;
-      *gbytes_per_s = g;
-      return 0;
-    }
-  return -1;
-}
-
-void ncclzSimFormatBandwidth(double gbytes_per_s, char *buf, size_t cap) {
-  double gbit = 8.0 * gbytes_per_s;
-  if (gbit >= 1000.0) snprintf(buf, cap, "%.4g Tb/s (%.4g GB/s)", gbit / 1000.0, gbytes_per_s);
-  else snprintf(buf, cap, "%.4g Gb/s (%.4g GB/s)", gbit, gbytes_per_s);
-}
-
 int ncclzSimNicWarning(const char *field, double gbytes_per_s, int unitless, char *buf, size_t cap) {
   char bw[64];
-  ncclzSimFormatBandwidth(gbytes_per_s, bw, sizeof bw);
+  ncclzFormatBandwidth(gbytes_per_s, bw, sizeof bw);
   if (gbytes_per_s > NCCLZ_SIM_NIC_MAX_GBPS) {
     snprintf(buf, cap, "%s: %s per NIC is above what NICs offer (1.6 Tb/s)%s", field, bw,
              unitless ? "; nic_gbps is in GB/s: for Gb/s write \"nic\": \"200Gb/s\"" : "");

@@ -237,13 +237,8 @@ ncclzStatus ncclzSimScenarioRun(const ncclzProfile *prof, const ncclzSimScenario
                                 ncclzSimProgressFn progress, void *ctx);
 
 /* ------------------------------------------------------------------ units */
+/* Bandwidths are read with ncclzParseBandwidth and printed with ncclzFormatBandwidth (codecs.h). */
 
-/* A bandwidth with its unit written out: "200Gb/s", "25 GB/s", "1.6Tb/s" (also Mb/s, MB/s, TB/s;
- * b = bits, B = bytes, powers of 1000) into GB/s (1e9 bytes/s), the unit of every *_gbps field.
- * -1 when the unit is missing or unknown. */
-int ncclzSimParseBandwidth(const char *s, double *gbytes_per_s);
-/* "200 Gb/s (25 GB/s)" */
-void ncclzSimFormatBandwidth(double gbytes_per_s, char *buf, size_t cap);
 /* NICs on offer span 1 Gb/s to 1.6 Tb/s per port. */
 #define NCCLZ_SIM_NIC_MIN_GBPS 0.125
 #define NCCLZ_SIM_NIC_MAX_GBPS 200.0
