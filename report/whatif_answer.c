@@ -178,19 +178,29 @@ static void heatmap(ncclzReport *r, const wi_results *w, const grid *g, int k0, 
   sb_free(&d);
 }
 
-/* "allreduce, 1 GiB: up to 4.23x (8 nodes, 25 Gb/s), faster on 4 of 15 platforms" per panel. */
-static void summary(ncclzReport *r, const grid *g) {
-  sbuf t;
-  sb_init(&t);
+/* One line above the heatmaps: the best point and how often ncclz is faster. */
+static void headline(ncclzReport *r, const grid *g) {
+  int best = 0, faster = 0, cells = 0;
+  for (int k = 0; k < g->npanels; k++) {
+    faster += g->pn[k].faster, cells += g->pn[k].cells;
+    if (g->pn[k].best > g->pn[best].best) best = k;
+  }
+  const panel *b = &g->pn[best];
+  ncclzReportText(r, "ncclz is faster than plain NCCL (by more than 5%%) on %d of %d simulated platforms; the largest "
+                     "speedup is %.2fx (%s, %d nodes, %g Gb/s NICs). Per panel, below the heatmaps.",
+                  faster, cells, b->best, b->title, b->best_nodes, 8.0 * b->best_nic);
+}
+
+/* Per panel: its best speedup, where, and on how many platforms ncclz is faster. */
+static void panel_table(ncclzReport *r, const grid *g) {
+  ncclzTable *t = ncclzTableNew("whatif_answer_panels", "panel	largest speedup	at nodes	at NIC	faster on (> 5%)");
   for (int k = 0; k < g->npanels; k++) {
     const panel *p = &g->pn[k];
-    sb_printf(&t, "%s%s: ", k ? "; " : "", p->title);
-    if (p->faster) sb_printf(&t, "up to %.2fx (%d nodes, %g Gb/s), faster on %d of %d platforms", p->best, p->best_nodes,
-                             8.0 * p->best_nic, p->faster, p->cells);
-    else sb_printf(&t, "no faster platform (best %.2fx)", p->best);
+    char nic[64];
+    ncclzFormatBandwidth(p->best_nic, nic, sizeof nic);
+    ncclzTableAdd(t, "%s\t%.2fx\t%d\t%s\t%d of %d", p->title, p->best, p->best_nodes, nic, p->faster, p->cells);
   }
-  ncclzReportText(r, "%s.", sb_str(&t));
-  sb_free(&t);
+  ncclzReportTable(r, t, "Each panel's largest speedup over plain NCCL, and how many of its platforms ncclz speeds up");
 }
 
 static void answer_csv(ncclzReport *r, const wi_results *w) {
@@ -215,10 +225,11 @@ void whatif_answer(ncclzReport *r, const wi_results *w) {
     free_grid(&g);
     return;
   }
-  summary(r, &g);
+  headline(r, &g);
   int parts = (g.npanels + PANELS_PER_PLOT - 1) / PANELS_PER_PLOT;
   for (int k = 0, part = 1; k < g.npanels; k += PANELS_PER_PLOT, part++)
     heatmap(r, w, &g, k, k + PANELS_PER_PLOT < g.npanels ? k + PANELS_PER_PLOT : g.npanels, part, parts);
+  panel_table(r, &g);
   answer_csv(r, w);
   free_grid(&g);
 }
