@@ -187,8 +187,8 @@ static void headline(ncclzReport *r, const grid *g) {
   }
   const panel *b = &g->pn[best];
   ncclzReportText(r, "ncclz is faster than plain NCCL (by more than 5%%) on %d of %d simulated platforms; the largest "
-                     "speedup is %.2fx (%s, %d nodes, %g Gb/s NICs). Per panel, below the heatmaps.",
-                  faster, cells, b->best, b->title, b->best_nodes, 8.0 * b->best_nic);
+                     "speedup is %.2fx (%s, %d node%s, %g Gb/s NICs). Per panel, below the heatmaps.",
+                  faster, cells, b->best, b->title, b->best_nodes, b->best_nodes == 1 ? "" : "s", 8.0 * b->best_nic);
 }
 
 /* Per panel: its best speedup, where, and on how many platforms ncclz is faster. */
