@@ -40,6 +40,7 @@ static cJSON *point_json(const wi_point *p) {
   cJSON_AddNumberToObject(j, "time_us", p->r.time_us);
   cJSON_AddNumberToObject(j, "nccl_time_us", p->base_us);
   cJSON_AddNumberToObject(j, "algbw", p->algbw);
+  cJSON_AddNumberToObject(j, "algbw_GBps", p->algbw);
   cJSON_AddNumberToObject(j, "busbw", p->busbw);
   cJSON_AddNumberToObject(j, "busbw_GBps", p->busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", p->speedup);
