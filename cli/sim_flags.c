@@ -192,6 +192,9 @@ static void print_screen(FILE *o, const sim_flags *f, const ncclzSimScenario *s,
     fprintf(o, "  why            the wire time the coders would save does not pay for their cost (REA's vote;\n"
                "                 a ring step moves %s per rank)\n", step);
   }
+  if (p->platform.rails > 1 && p->options.coll != NCCLZ_ALLTOALL)
+    fprintf(o, "  note           the executor's one ring leaves each node through one NIC: %d rails replay as 1\n",
+            p->platform.rails);
   fprintf(o, "\nreplay: %s, %d actors, %.2f s\n", ncclzSimFidelityName(z->fidelity), z->actors, z->wall_s + res[0].r.wall_s);
 }
 
