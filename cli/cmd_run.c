@@ -22,12 +22,13 @@ static void print_help(void) {
          "  tune      sweep REA thresholds and frame size over a workload mix and platforms; regret vs an oracle\n"
          "  validate  simulated against measured (`ncclz perf --json` files), median error\n"
          "  measure   GPU runs through the executor (needs a CUDA build and GPUs), then as validate\n"
-         "  cr-table  CR of each coder on real data, in the paper's Table I layout\n\n"
+         "  cr-table  CR of each coder on real data, in the paper's Table I layout\n"
+         "  codec     CR of each coder file by file, from `ncclz codec --json` lines (scripts/codec_report.sh)\n\n"
          "  --out DIR              the report directory (created)\n"
          "  --profile PROFILE.json  instead of the scenario's \"profile\" (without either: $NCCLZ_PROFILE,\n"
          "                         else the built-in H200 profile)\n"
-         "  --data DIR             cr-table: read the full data set from DIR (layout of ../shared/data)\n"
-         "                         instead of the scenario's test slices\n"
+         "  --data DIR             cr-table: read the full data set from DIR (scientific/ and gradients/,\n"
+         "                         or the files side by side) instead of the scenario's test slices\n"
          "Progress goes to stderr when it is a terminal. NCCLZ_GNUPLOT names the gnuplot command.\n"
          "Exit status: 0 ok, 2 bad scenario or usage (the message names the field), 1 runtime failure.\n");
 }

@@ -1,6 +1,7 @@
 /* ncclz sim: replays the executor's schedules in SimGrid for every point of a what-if scenario and
  * prints one row per point (time, algbw, busbw, speedup over plain NCCL, coder mix). With
- * --measured (or the scenario's "measured"), it also compares each point with a measured time. */
+ * --measured (or the scenario's "measured"), it also compares each point with a measured time.
+ * Without --scenario, flags describe one collective on one platform (sim_flags.c). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -17,6 +18,7 @@ int cli_sim(int argc, char **argv) {
 }
 #else
 #include "ncclz/sim.h"
+#include "sim_flags.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -27,21 +29,59 @@ int cli_sim(int argc, char **argv) {
 typedef struct {
   const char *profile, *scenario, *measured;
   int json;
+  sim_flags flags;
 } sim_opts;
 
 static void print_help(void) {
-  printf("usage: ncclz sim [--profile PROFILE.json] --scenario SCENARIO.json [--measured RESULTS.json] [--json]\n\n"
-         "Replays the executor's collective schedules in SimGrid on the platforms of a what-if scenario\n"
-         "(docs/scenarios.md): codec time from PROFILE, wire bytes from the scenario's data profile, coders\n"
-         "from REA. One row per point; the fidelity (full: one actor per rank, reduced: a symmetric ring's\n"
-         "few actors) is chosen per point and reported.\n\n"
-         "  --profile FILE   default $NCCLZ_PROFILE, else the built-in H200 profile\n"
-         "  --measured FILE  JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
-         "                   [, nic_gbps]}: each matching point gets measured_us and error\n"
-         "  --json           one JSON object on stdout: points[] with collective, nodes, gpus_per_node,\n"
-         "                   nic_gbps, bytes, compress, time_us, algbw, busbw, speedup_vs_nccl, coders,\n"
-         "                   fidelity, actors, wall_s (the table goes to stderr)\n"
+  printf("usage: ncclz sim --nodes N [--gpus-per-node G] [--nic BW] [--rails R] [--coll C] [--size BYTES]\n"
+         "                 [--data FILE [--quant SPEC] [--dims AxBxC]] [--compress MODE] [--profile P] [--json]\n"
+         "       ncclz sim [--profile PROFILE.json] --scenario SCENARIO.json [--measured RESULTS.json] [--json]\n\n"
+         "Replays the executor's collective schedules in SimGrid: codec time from PROFILE, wire bytes from the\n"
+         "data's compression ratio, coders from REA; the fidelity (full: one actor per rank, reduced: a\n"
+         "symmetric ring's few actors) is chosen per point and reported.\n\n"
+         "One collective from flags, answered in one screen (plain NCCL against ncclz):\n"
+         "  --nodes N          nodes (default 1 when another flag of this group is given)\n"
+         "  --gpus-per-node G  GPUs (ranks) per node, default 8\n"
+         "  --nic BW           per NIC and direction, with its unit: 200Gb/s, 25GB/s, 1.6Tb/s (default 400Gb/s)\n"
+         "  --rails R          NICs per node, default 1\n"
+         "  --coll C           allreduce (default), reducescatter, allgather, alltoall, broadcast\n"
+         "  --size BYTES       nccl-tests' size: 256M, 1G (default 256M)\n"
+         "  --data FILE        raw float32 (its data profile is computed: the file cut into up to 8 ranks,\n"
+         "                     needs --quant) or a data profile (ncclz profile-data); default: the CESM\n"
+         "                     TREFHT data profile (eb:rel=1e-4,lorenzo=3d), docs/simulator.md\n"
+         "  --quant SPEC       quantizer of a raw --data file (eb:rel=1e-4, qsgd:bits=8,bucket=512, ...)\n"
+         "  --dims AxBxC       shape of a raw --data file (for Lorenzo)\n"
+         "  --compress MODE    auto (REA, default), raw, fixedlen, huffman\n\n"
+         "A scenario (docs/scenarios.md), one row per point:\n"
+         "  --scenario FILE    the what-if scenario\n"
+         "  --measured FILE    JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
+         "                     [, nic_gbps]}: each matching point gets measured_us and error\n\n"
+         "  --profile FILE     default $NCCLZ_PROFILE, else the built-in H200 profile\n"
+         "  --json             one JSON object on stdout (the human text goes to stderr); scenario: points[]\n"
+         "                     with collective, nodes, gpus_per_node, nic_gbps (GB/s), nic_GBps, nic_Gbps,\n"
+         "                     bytes, compress, time_us, algbw, busbw (GB/s), busbw_GBps, speedup_vs_nccl,\n"
+         "                     coders, wire_ratio, fidelity, actors, wall_s\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure.\n");
+}
+
+enum { O_NODES = 256, O_GPN, O_NIC, O_RAILS, O_COLL, O_SIZE, O_DATA, O_QUANT, O_DIMS, O_COMPRESS };
+
+/* The flags of the one-collective what-if; 0, or -1 when c is none of them. */
+static int flag_option(int c, sim_opts *o) {
+  sim_flags *f = &o->flags;
+  switch (c) {
+  case O_NODES: return cli_parse_int(VERB, "--nodes", optarg, 1, 1 << 20, &f->nodes) ? 2 : 0;
+  case O_GPN: return cli_parse_int(VERB, "--gpus-per-node", optarg, 1, 1024, &f->gpus_per_node) ? 2 : 0;
+  case O_RAILS: return cli_parse_int(VERB, "--rails", optarg, 1, 1024, &f->rails) ? 2 : 0;
+  case O_NIC: f->nic = optarg; return 0;
+  case O_COLL: f->coll = optarg; return 0;
+  case O_SIZE: f->size = optarg; return 0;
+  case O_DATA: f->data = optarg; return 0;
+  case O_QUANT: f->quant = optarg; return 0;
+  case O_DIMS: f->dims = optarg; return 0;
+  case O_COMPRESS: f->compress = optarg; return 0;
+  default: return -1;
+  }
 }
 
 static int parse_args(int argc, char **argv, sim_opts *o) {
@@ -50,9 +90,21 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
                                            {"measured", required_argument, 0, 'm'},
                                            {"json", no_argument, 0, 'j'},
                                            {"help", no_argument, 0, 'h'},
+                                           {"nodes", required_argument, 0, O_NODES},
+                                           {"gpus-per-node", required_argument, 0, O_GPN},
+                                           {"nic", required_argument, 0, O_NIC},
+                                           {"rails", required_argument, 0, O_RAILS},
+                                           {"coll", required_argument, 0, O_COLL},
+                                           {"size", required_argument, 0, O_SIZE},
+                                           {"data", required_argument, 0, O_DATA},
+                                           {"quant", required_argument, 0, O_QUANT},
+                                           {"dims", required_argument, 0, O_DIMS},
+                                           {"compress", required_argument, 0, O_COMPRESS},
                                            {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
-  int c;
+  sim_flags *f = &o->flags;
+  f->nodes = 1, f->gpus_per_node = 8, f->rails = 1, f->coll = "allreduce", f->size = "256M", f->compress = "auto";
+  int c, r;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (c) {
@@ -61,52 +113,37 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
     case 'm': o->measured = optarg; break;
     case 'j': o->json = 1; break;
     case 'h': print_help(); return -1;
-    default: return CLI_USAGE;
+    default:
+      if ((r = flag_option(c, o)) < 0) return CLI_USAGE;
+      if (r) return CLI_USAGE;
+      f->given = 1;
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!o->scenario) return cli_usage_error(VERB, "--scenario SCENARIO.json is required");
+  if (o->scenario && f->given) return cli_usage_error(VERB, "--scenario or the platform flags (--nodes, --nic, ...), not both");
+  if (o->measured && f->given) return cli_usage_error(VERB, "--measured needs --scenario");
+  if (!o->scenario && !f->given)
+    return cli_usage_error(VERB, "--scenario SCENARIO.json or --nodes N [--nic BW --coll C --size BYTES ...] is required");
   return CLI_OK;
 }
 
-/* One evaluated point. */
+/* One evaluated point: the what-if runner's result and a measurement to compare with. */
 typedef struct {
-  ncclzSimResult r;
-  double speedup;
+  ncclzSimPointResult r;
   double measured_us; /* < 0: none */
 } point_out;
 
-/* The plain-NCCL time of point i: its own when it is "off", else an earlier or fresh "off" run
- * of the same collective, platform and size. */
-static int baseline(const ncclzSimScenario *s, point_out *out, size_t i, const ncclzProfile *prof, double *us) {
-  const ncclzSimPoint *p = &s->points[i];
-  long twin = ncclzSimScenarioPlainTwin(s, i);
-  if (twin >= 0) {
-    *us = out[twin].r.time_us;
-    return CLI_OK;
-  }
-  ncclzSimOptions o = p->options;
-  o.compress = NCCLZ_SIM_OFF;
-  ncclzSimResult r;
-  if (ncclzSimRun(prof, &s->data, &p->platform, &o, &r) != NCCLZ_OK) return cli_runtime_error(VERB, "%s", ncclzLastError());
-  *us = r.time_us;
-  return CLI_OK;
-}
-
 static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, point_out *out) {
+  ncclzSimPointResult *res = calloc(s->npoints ? s->npoints : 1, sizeof *res);
+  if (!res) return cli_runtime_error(VERB, "out of memory");
+  ncclzStatus st = ncclzSimScenarioRun(prof, s, res, NULL, NULL);
   for (size_t i = 0; i < s->npoints; i++) {
-    const ncclzSimPoint *p = &s->points[i];
-    ncclzStatus st = ncclzSimRun(prof, &s->data, &p->platform, &p->options, &out[i].r);
-    if (st == NCCLZ_ERR_ARG) return cli_usage_error(VERB, "point %zu: %s", i, ncclzLastError());
-    if (st != NCCLZ_OK) return cli_runtime_error(VERB, "point %zu: %s", i, ncclzLastError());
-    double base = out[i].r.time_us;
-    if (p->options.compress != NCCLZ_SIM_OFF) {
-      int rc = baseline(s, out, i, prof, &base);
-      if (rc != CLI_OK) return rc;
-    }
-    out[i].speedup = out[i].r.time_us > 0 ? base / out[i].r.time_us : 0.0;
+    out[i].r = res[i];
     out[i].measured_us = -1.0;
   }
+  free(res);
+  if (st == NCCLZ_ERR_ARG) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (st != NCCLZ_OK) return cli_runtime_error(VERB, "%s", ncclzLastError());
   return CLI_OK;
 }
 
@@ -155,7 +192,7 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
   double *e = malloc((s->npoints ? s->npoints : 1) * sizeof *e);
   size_t n = 0;
   for (size_t i = 0; e && i < s->npoints; i++)
-    if (out[i].measured_us > 0) e[n++] = fabs(out[i].r.time_us - out[i].measured_us) / out[i].measured_us;
+    if (out[i].measured_us > 0) e[n++] = fabs(out[i].r.r.time_us - out[i].measured_us) / out[i].measured_us;
   double med = n ? ncclzMedian(e, n) : -1.0;
   free(e);
   return med;
@@ -165,18 +202,18 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
 
 static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out) {
   fprintf(f, "# scenario %s: %zu points\n", s->name, s->npoints);
-  fprintf(f, "%-13s %5s %4s %8s %11s %8s %12s %9s %9s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_gbps",
-          "bytes", "compress", "time_us", "algbw", "busbw", "speedup", "coders", "fidelity");
+  fprintf(f, "%-13s %5s %4s %8s %11s %8s %12s %10s %10s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_GB/s",
+          "bytes", "compress", "time_us", "algbw_GB/s", "busbw_GB/s", "speedup", "coders", "fidelity");
   for (size_t i = 0; i < s->npoints; i++) {
     const ncclzSimPoint *p = &s->points[i];
-    const ncclzSimResult *r = &out[i].r;
+    const ncclzSimResult *r = &out[i].r.r;
     char mix[96];
     ncclzSimCoderMix(r, ",", mix, sizeof mix);
     int n = p->platform.nodes * p->platform.gpus_per_node;
-    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %9.3f %9.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
+    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %10.3f %10.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
             p->platform.nodes, p->platform.gpus_per_node, p->platform.nic_gbps, (unsigned long long)p->options.bytes,
             ncclzSimCompressName(p->options.compress), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
-            ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].speedup, mix,
+            ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].r.speedup, mix,
             ncclzSimFidelityName(r->fidelity), r->actors);
     if (out[i].measured_us > 0)
       fprintf(f, " measured %.2f (%+.1f%%)", out[i].measured_us, 100.0 * (r->time_us / out[i].measured_us - 1.0));
@@ -187,19 +224,22 @@ static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out
 }
 
 static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
-  const ncclzSimResult *r = &o->r;
-  int n = p->platform.nodes * p->platform.gpus_per_node;
+  const ncclzSimResult *r = &o->r.r;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "collective", ncclzCollectiveName(p->options.coll));
   cJSON_AddNumberToObject(j, "nodes", p->platform.nodes);
   cJSON_AddNumberToObject(j, "gpus_per_node", p->platform.gpus_per_node);
-  cJSON_AddNumberToObject(j, "nic_gbps", p->platform.nic_gbps);
+  cJSON_AddNumberToObject(j, "nic_gbps", p->platform.nic_gbps); /* GB/s: the CLI contract's name */
+  cJSON_AddNumberToObject(j, "nic_GBps", p->platform.nic_gbps);
+  cJSON_AddNumberToObject(j, "nic_Gbps", 8.0 * p->platform.nic_gbps);
   cJSON_AddNumberToObject(j, "bytes", (double)p->options.bytes);
   cJSON_AddStringToObject(j, "compress", ncclzSimCompressName(p->options.compress));
   cJSON_AddNumberToObject(j, "time_us", r->time_us);
-  cJSON_AddNumberToObject(j, "algbw", ncclzSimAlgBw(p->options.bytes, r->time_us));
-  cJSON_AddNumberToObject(j, "busbw", ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us));
-  cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->speedup);
+  cJSON_AddNumberToObject(j, "algbw", o->r.algbw);
+  cJSON_AddNumberToObject(j, "algbw_GBps", o->r.algbw);
+  cJSON_AddNumberToObject(j, "busbw", o->r.busbw);
+  cJSON_AddNumberToObject(j, "busbw_GBps", o->r.busbw);
+  cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->r.speedup);
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   uint64_t total = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
@@ -231,13 +271,25 @@ static int print_json(const sim_opts *o, const ncclzSimScenario *s, const ncclzP
   return cli_emit_json(VERB, root);
 }
 
-static int run(const sim_opts *o, const ncclzProfile *prof, ncclzSimScenario *s) {
+static void print_warnings(const ncclzSimScenario *s) {
+  char buf[sizeof s->warnings];
+  snprintf(buf, sizeof buf, "%s", s->warnings);
+  for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    fprintf(stderr, "ncclz sim: warning: %s\n", line);
+}
+
+static int run(sim_opts *o, const ncclzProfile *prof, ncclzSimScenario *s) {
   point_out *out = calloc(s->npoints ? s->npoints : 1, sizeof *out);
   if (!out) return cli_runtime_error(VERB, "out of memory");
+  print_warnings(s);
   int rc = run_points(s, prof, out);
   const char *meas = o->measured ? o->measured : (s->measured[0] ? s->measured : NULL);
   if (rc == CLI_OK && meas) rc = load_measured(meas, s, out);
-  if (rc == CLI_OK) {
+  if (rc == CLI_OK && o->flags.given) {
+    ncclzSimPointResult res[4];
+    for (size_t i = 0; i < s->npoints && i < 4; i++) res[i] = out[i].r;
+    rc = sim_flags_answer(&o->flags, s, res, o->profile, prof, o->json);
+  } else if (rc == CLI_OK) {
     print_table(o->json ? stderr : stdout, s, out);
     if (o->json) rc = print_json(o, s, prof, out);
   }
@@ -255,8 +307,9 @@ int cli_sim(int argc, char **argv) {
   ncclzSimScenario s;
   memset(&s, 0, sizeof s);
   if (cli_load_profile(VERB, o.profile, prof, &o.profile)) rc = CLI_USAGE;
+  else if (o.flags.given) rc = sim_flags_scenario(&o.flags, prof, &s);
   else if (ncclzSimScenarioLoad(o.scenario, prof, &s) != NCCLZ_OK) rc = cli_usage_error(VERB, "%s", ncclzLastError());
-  else rc = run(&o, prof, &s);
+  if (rc == CLI_OK) rc = run(&o, prof, &s);
   ncclzSimScenarioFree(&s);
   free(prof);
   return rc;

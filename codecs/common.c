@@ -86,6 +86,40 @@ int ncclzParseBytes(const char *s, uint64_t *out) {
   return 0;
 }
 
+void ncclzFormatBytes(double bytes, char *buf, size_t cap) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  while (i < 5 && (bytes >= 1024.0 || bytes <= -1024.0)) bytes /= 1024.0, i++;
+  if (bytes == (double)(long long)bytes) snprintf(buf, cap, "%.0f %s", bytes, unit[i]);
+  else snprintf(buf, cap, "%.3g %s", bytes, unit[i]);
+}
+
+int ncclzParseBandwidth(const char *s, double *gbytes_per_s) {
+  static const struct {
+    const char *unit;
+    double gbytes; /* GB/s per unit */
+  } U[] = {{"Tb/s", 125.0}, {"Gb/s", 0.125}, {"Mb/s", 1.25e-4}, {"TB/s", 1000.0}, {"GB/s", 1.0}, {"MB/s", 1e-3}};
+  if (!s || !((*s >= '0' && *s <= '9') || *s == '.')) return -1; /* strtod takes "-", " ", "inf", hex */
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || strpbrk(s, "xX")) return -1;
+  while (*end == ' ') end++;
+  for (size_t k = 0; k < sizeof U / sizeof U[0]; k++)
+    if (!strcmp(end, U[k].unit)) {
+      double g = v * U[k].gbytes;
+      if (!(g > 0.0 && g <= 1e9)) return -1;
+      *gbytes_per_s = g;
+      return 0;
+    }
+  return -1;
+}
+
+void ncclzFormatBandwidth(double gbytes_per_s, char *buf, size_t cap) {
+  double gbit = 8.0 * gbytes_per_s;
+  if (gbit >= 1000.0) snprintf(buf, cap, "%.4g Tb/s (%.4g GB/s)", gbit / 1000.0, gbytes_per_s);
+  else snprintf(buf, cap, "%.4g Gb/s (%.4g GB/s)", gbit, gbytes_per_s);
+}
+
 double ncclzNowSeconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -1,6 +1,6 @@
 /* The host engine: runs one rank's schedule/ op list over an ncclzTransport, moving real frames.
  *
- * Size protocol: a control lane (DESIGN.md option (a)).
+ * Size protocol: a control lane (docs/executor.md, "Size protocol: a control lane").
  *   Every framed send puts the frame's 64-byte header on NCCLZ_LANE_CTRL and its payload on
  *   NCCLZ_LANE_DATA; the receiver reads the header, validates it, and receives exactly
  *   payload_bytes. Why this one:
@@ -15,7 +15,7 @@
  *     read, which serialises the two lanes that (a) keeps apart, and it needs a first header
  *     anyway;
  *   - the lane lives outside the payload communicator (an in-process queue, MPI messages), so it
- *     never competes with it for NCCL progress (DESIGN.md "Two NCCL communicators").
+ *     never competes with it for NCCL progress (docs/executor.md).
  *   Its cost per chunk is one small message; ncclzExecStats splits the receive wait into the
  *   header wait and the payload wait after the header, which is the bubble the protocol adds
  *   (tests/test_exec.c and bench/exec.sh report it).

@@ -4,7 +4,7 @@
  * requires); completed sends are reaped on later calls and by flush. recv posts MPI_Recv with
  * exactly the length the size protocol announced and checks the received count, so a protocol
  * bug shows as an error, not as silent truncation. The two lanes use different tags: the control
- * lane is the "MPI messages outside NCCL" option of DESIGN.md. Built only with NCCLZ_MPI. */
+ * lane is MPI messages outside NCCL (docs/executor.md, "Size protocol"). Built only with NCCLZ_MPI. */
 #include "ncclz/exec.h"
 
 #include <limits.h>

@@ -107,10 +107,4 @@ int fld_known(const cJSON *o, const char *path, const char *const *keys) {
   return 0;
 }
 
-void fmt_bytes(double b, char *buf, size_t cap) {
-  static const char *const suffix[] = {"", "K", "M", "G", "T"};
-  int i = 0;
-  while (i < 4 && b >= 1024.0 && fmod(b, 1024.0) == 0.0) b /= 1024.0, i++;
-  if (i) snprintf(buf, cap, "%g%s", b, suffix[i]);
-  else snprintf(buf, cap, "%.0f", b);
-}
+void fmt_bytes(double b, char *buf, size_t cap) { ncclzFormatBytes(b, buf, cap); }

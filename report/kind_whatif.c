@@ -9,6 +9,16 @@
 #include <string.h>
 
 #ifndef NCCLZ_HAVE_SIM
+/* The parser's warnings (a NIC bandwidth no NIC offers) on stderr and on the page. */
+static void show_warnings(ncclzReport *r, const char *warnings) {
+  char buf[sizeof ((ncclzSimScenario *)0)->warnings];
+  snprintf(buf, sizeof buf, "%s", warnings);
+  for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    fprintf(stderr, "ncclz run: warning: scenario %s\n", line);
+    ncclzReportNote(r, "Warning: scenario %s", line);
+  }
+}
+
 ncclzStatus kind_whatif(ncclzReport *r, run_ctx *c) {
   (void)r;
   (void)c;
@@ -28,47 +38,39 @@ static ncclzStatus grow(wi_results *w, size_t more) {
   return NCCLZ_OK;
 }
 
-/* Plain-NCCL time of point i: an earlier "off" point of the same collective, platform and size,
- * else a fresh replay. */
-static ncclzStatus baseline(const ncclzSimScenario *s, const wi_point *done, size_t i, const ncclzProfile *prof,
-                            double *us) {
-  const ncclzSimPoint *p = &s->points[i];
-  long twin = ncclzSimScenarioPlainTwin(s, i);
-  if (twin >= 0) {
-    *us = done[twin].r.time_us;
-    return NCCLZ_OK;
-  }
-  ncclzSimOptions o = p->options;
-  o.compress = NCCLZ_SIM_OFF;
-  ncclzSimResult res;
-  ncclzStatus st = ncclzSimRun(prof, &s->data, &p->platform, &o, &res);
-  *us = res.time_us;
-  return st;
+typedef struct {
+  const char *label;
+  size_t done0, total;
+} progress_ctx;
+
+static void progress(void *ctx, size_t done, size_t total) {
+  const progress_ctx *pc = ctx;
+  if (done < total) ncclzProgress(pc->label, pc->done0 + done, pc->total); /* the caller ends the line */
 }
 
+/* Runs one workload's scenario (sim's what-if runner) and appends its points to w. */
 static ncclzStatus run_points(const char *label, const ncclzSimScenario *s, const ncclzProfile *prof, wi_results *w,
                               size_t done0, size_t total) {
-  ncclzStatus st = grow(w, s->npoints);
-  size_t base = w->n;
+  ncclzSimPointResult *res = calloc(s->npoints ? s->npoints : 1, sizeof *res);
+  ncclzStatus st = res ? grow(w, s->npoints) : ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
+  progress_ctx pc = {label, done0, total};
+  if (st == NCCLZ_OK) st = ncclzSimScenarioRun(prof, s, res, progress, &pc);
   for (size_t i = 0; i < s->npoints && st == NCCLZ_OK; i++) {
-    wi_point *o = &w->pt[base + i];
+    wi_point *o = &w->pt[w->n + i];
     memset(o, 0, sizeof *o);
     snprintf(o->workload, sizeof o->workload, "%s", label);
     o->p = s->points[i];
+    o->r = res[i].r;
+    o->base_us = res[i].base_us;
+    o->speedup = res[i].speedup;
+    o->busbw = res[i].busbw;
+    o->algbw = res[i].algbw;
     o->wire_cr_fixedlen = ncclzSimDataCr(&s->data, NCCLZ_CODER_FIXEDLEN, 1);
     o->wire_cr_huffman = ncclzSimDataCr(&s->data, NCCLZ_CODER_HUFFMAN, 1);
-    ncclzProgress(label, done0 + i, total);
-    st = ncclzSimRun(prof, &s->data, &o->p.platform, &o->p.options, &o->r);
-    if (st != NCCLZ_OK) break;
-    o->base_us = o->r.time_us;
-    if (o->p.options.compress != NCCLZ_SIM_OFF) st = baseline(s, &w->pt[base], i, prof, &o->base_us);
-    o->speedup = o->r.time_us > 0 ? o->base_us / o->r.time_us : 0;
-    int nr = o->p.platform.nodes * o->p.platform.gpus_per_node;
-    o->busbw = ncclzSimBusBw(o->p.options.coll, nr, o->p.options.bytes, o->r.time_us);
-    o->algbw = ncclzSimAlgBw(o->p.options.bytes, o->r.time_us);
   }
+  free(res);
   if (st == NCCLZ_OK) w->n += s->npoints;
-  else if (st != NCCLZ_ERR_ARG) ncclzSetError(st, "what-if %s, point %zu: %s", label, base, ncclzLastError());
+  else if (st != NCCLZ_ERR_ARG) ncclzSetError(st, "what-if %s, %s", label, ncclzLastError());
   return st;
 }
 
@@ -155,6 +157,16 @@ static void record_inputs(run_ctx *c) {
   }
 }
 
+/* The parser's warnings (a NIC bandwidth no NIC offers) on stderr and on the page. */
+static void show_warnings(ncclzReport *r, const char *warnings) {
+  char buf[sizeof ((ncclzSimScenario *)0)->warnings];
+  snprintf(buf, sizeof buf, "%s", warnings);
+  for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    fprintf(stderr, "ncclz run: warning: scenario %s\n", line);
+    ncclzReportNote(r, "Warning: scenario %s", line);
+  }
+}
+
 ncclzStatus kind_whatif(ncclzReport *r, run_ctx *c) {
   ncclzSimScenario sc[WI_MAX_WORKLOADS];
   char labels[WI_MAX_WORKLOADS][64];
@@ -169,6 +181,7 @@ ncclzStatus kind_whatif(ncclzReport *r, run_ctx *c) {
     done += sc[i].npoints;
   }
   ncclzProgress("what-if", total, total);
+  if (st == NCCLZ_OK && n > 0) show_warnings(r, sc[0].warnings);
   for (int i = 0; i < n; i++) ncclzSimScenarioFree(&sc[i]);
   if (st == NCCLZ_OK) {
     record_inputs(c);

@@ -59,7 +59,7 @@ int fld_known(const cJSON *o, const char *path, const char *const *keys);
 void section_provenance(ncclzReport *r, const run_ctx *c);
 /* The break-even surface of the scenario's "surface" block (a data file and quantizer), if any. */
 ncclzStatus section_surface(ncclzReport *r, const run_ctx *c);
-/* Byte counts for tables: "64K", "4M", "1G", else the number. */
+/* Byte counts for tables: "64 KiB", "4 MiB", "1 GiB" (ncclzFormatBytes). */
 void fmt_bytes(double b, char *buf, size_t cap);
 
 /* The kinds. */
@@ -68,6 +68,7 @@ ncclzStatus kind_tune(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_validate(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_measure(ncclzReport *r, run_ctx *c);
 ncclzStatus kind_crtable(ncclzReport *r, run_ctx *c);
+ncclzStatus kind_codec(ncclzReport *r, run_ctx *c);
 
 /* validate's core, shared with measure: compare the perf JSON files with the simulator. */
 ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked);
@@ -92,7 +93,8 @@ typedef struct {
 } series_spec;
 
 /* Groups rows into series by the dimensions that vary (all but xdim) and plots y against x, one
- * line per series (at most 16; the rest are left out and the caption says so). */
+ * line per series, each with its own colour; more than 10 series are split over several plots
+ * (NAME_1, NAME_2, ...), none is left out. */
 /* Appends s as a gnuplot single-quoted string. */
 void gp_quote(sbuf *b, const char *s);
 void plot_series(ncclzReport *r, const series_spec *sp, const xy_row *rows, size_t n);

@@ -19,6 +19,7 @@ static const struct {
     {"validate", kind_validate, 1, "Simulated against measured"},
     {"measure", kind_measure, 1, "Measurement on this machine's GPUs"},
     {"cr-table", kind_crtable, 0, "Compression ratio of each coder on real data"},
+    {"codec", kind_codec, 0, "Compression ratio of each coder, file by file"},
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
@@ -32,7 +33,7 @@ static int find_kind(const cJSON *root, size_t *k) {
   if (fld_string(root, "", "kind", 1, &kind)) return -1;
   for (*k = 0; *k < NKINDS; (*k)++)
     if (!strcmp(KINDS[*k].name, kind)) return 0;
-  return SCN_ERR("kind: expected one of what-if, tune, validate, measure, cr-table (got \"%s\")", kind), -1;
+  return SCN_ERR("kind: expected one of what-if, tune, validate, measure, cr-table, codec (got \"%s\")", kind), -1;
 }
 
 /* The profile: --profile, else the scenario's "profile" (relative to the scenario file), else,

@@ -42,16 +42,21 @@ static int load_workload(run_ctx *c, const cJSON *o, const char *path, tn_worklo
 }
 
 static int load_platform(const run_ctx *c, const cJSON *o, const char *path, tn_platform *p) {
-  static const char *const keys[] = {"label", "hint", "bandwidth_gbps", NULL};
-  const char *label = NULL, *hint = "net";
-  if (!cJSON_IsObject(o)) return SCN_ERR("%s: expected an object {label, hint, bandwidth_gbps}", path), -1;
+  static const char *const keys[] = {"label", "hint", "bandwidth", "bandwidth_gbps", NULL};
+  const char *label = NULL, *hint = "net", *bw = NULL;
+  if (!cJSON_IsObject(o)) return SCN_ERR("%s: expected an object {label, hint, bandwidth}", path), -1;
   if (fld_known(o, path, keys) || fld_string(o, path, "label", 1, &label) || fld_string(o, path, "hint", 0, &hint))
     return -1;
   int h = ncclzHintFromName(hint);
   if (h < 0) return SCN_ERR("%s.hint: expected nvlink, shm or net", path), -1;
   p->hint = (ncclzTransportHint)h;
   p->bw = c->prof->transport[h].beta_gbps;
-  if (fld_number(o, path, "bandwidth_gbps", 0, 1e-6, 1e9, &p->bw)) return -1;
+  if (fld_number(o, path, "bandwidth_gbps", 0, 1e-6, 1e9, &p->bw) || fld_string(o, path, "bandwidth", 0, &bw)) return -1;
+  /* "bandwidth": with its unit ("400Gb/s"); bandwidth_gbps: GB/s, for older files */
+  if (bw && cJSON_GetObjectItemCaseSensitive(o, "bandwidth_gbps"))
+    return SCN_ERR("%s: give bandwidth or bandwidth_gbps, not both", path), -1;
+  if (bw && ncclzParseBandwidth(bw, &p->bw))
+    return SCN_ERR("%s.bandwidth: expected a bandwidth with its unit, such as \"400Gb/s\" or \"50GB/s\"", path), -1;
   snprintf(p->label, sizeof p->label, "%s", label);
   return 0;
 }

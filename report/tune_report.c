@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A threshold's value for people: permil as is, byte counts in KiB/MiB. */
+static void par_text(int k, double v, char *buf, size_t cap) {
+  if (k == PAR_GAIN) snprintf(buf, cap, "%g", v);
+  else fmt_bytes(v, buf, cap);
+}
+
 static void config_text(const tn_setup *s, const tn_config *cf, char *buf, size_t cap) {
   char v[PAR_COUNT][32];
-  for (int k = 0; k < PAR_COUNT; k++) {
-    if (k == PAR_GAIN) snprintf(v[k], 32, "%g", s->v[k][cf->idx[k]]);
-    else fmt_bytes(s->v[k][cf->idx[k]], v[k], 32);
-  }
+  for (int k = 0; k < PAR_COUNT; k++) par_text(k, s->v[k][cf->idx[k]], v[k], 32);
   snprintf(buf, cap, "T_huff %s, minGain %s, fast %s, window %s, frame %s", v[0], v[1], v[2], v[3], v[4]);
 }
 
@@ -82,14 +85,34 @@ static ncclzStatus recommended_table(ncclzReport *r, const run_ctx *c, const tn_
   for (int k = 0; k < PAR_COUNT; k++) {
     sbuf vals;
     sb_init(&vals);
-    for (int j = 0; j < s->nv[k]; j++) sb_printf(&vals, "%s%.0f", j ? " " : "", s->v[k][j]);
-    ncclzTableAdd(t, "%s\t%.0f\t%.0f\t%s", TN_PAR_NAMES[k], s->v[k][best->idx[k]], s->v[k][current->idx[k]], sb_str(&vals));
+    char rv[32], pv[32], v[32];
+    for (int j = 0; j < s->nv[k]; j++) {
+      par_text(k, s->v[k][j], v, sizeof v);
+      sb_printf(&vals, "%s%s", j ? ", " : "", v);
+    }
+    par_text(k, s->v[k][best->idx[k]], rv, sizeof rv);
+    par_text(k, s->v[k][current->idx[k]], pv, sizeof pv);
+    ncclzTableAdd(t, "%s\t%s\t%s\t%s", TN_PAR_NAMES[k], rv, pv, sb_str(&vals));
     cJSON_AddNumberToObject(rec, TN_PAR_NAMES[k], s->v[k][best->idx[k]]);
     sb_free(&vals);
   }
   cJSON_AddNumberToObject(rec, "sample_pieces", c->prof->thresholds.sample_pieces);
   ncclzTableAdd(t, "sample_pieces\t%u\t%u\tnot swept", c->prof->thresholds.sample_pieces, c->prof->thresholds.sample_pieces);
   return ncclzReportTable(r, t, "Recommended thresholds (the profile's \"thresholds\" block, PROFILE.md)");
+}
+
+/* A parameter whose every value gives every platform the same regret (within 0.01 points) has no
+ * plot to show: one line says so. rows: value-major, platform-minor. */
+static int flat_line(ncclzReport *r, const tn_setup *s, int k, const xy_row *rows, size_t n) {
+  for (size_t i = (size_t)s->np; i < n; i++)
+    if (rows[i].y > rows[i % (size_t)s->np].y + 0.01 || rows[i].y < rows[i % (size_t)s->np].y - 0.01) return 0;
+  sbuf t;
+  sb_init(&t);
+  for (int p = 0; p < s->np; p++) sb_printf(&t, "%s%s %.2f%%", p ? ", " : "", s->p[p].label, rows[p].y);
+  ncclzReportText(r, "Regret against %s (the other thresholds at the recommendation): the same for each of its %d "
+                     "values (%s).", TN_PAR_NAMES[k], s->nv[k], sb_str(&t));
+  sb_free(&t);
+  return 1;
 }
 
 /* Regret against each parameter's values, the others at the recommendation, per platform. */
@@ -109,6 +132,7 @@ static void sensitivity(ncclzReport *r, const tn_setup *s, const tn_config *cfgs
         rows[n].y = 100.0 * cfgs[i].regret[p];
       }
     }
+    if (flat_line(r, s, k, rows, n)) continue;
     char name[64], cap[160], xl[96];
     snprintf(name, sizeof name, "tune_%s", TN_PAR_NAMES[k]);
     snprintf(cap, sizeof cap, "Regret against %s (the other thresholds at the recommendation)", TN_PAR_NAMES[k]);
@@ -121,6 +145,10 @@ static void sensitivity(ncclzReport *r, const tn_setup *s, const tn_config *cfgs
 ncclzStatus tune_report(ncclzReport *r, run_ctx *c, const tn_setup *s, const tn_config *cfgs, size_t ncfg, size_t best,
                         const tn_config *current, const tn_config *fixed) {
   ncclzReportHeading(r, "Recommended arbitration thresholds");
+  const ncclzProfileMeta *m = &c->prof->meta;
+  ncclzReportText(r, "For the calibration profile %s: %s, measured %s (%s).", c->profile_path,
+                  m->device[0] ? m->device : "device not named", m->date[0] ? m->date : "(no date)",
+                  m->method[0] ? m->method : "no method recorded");
   ncclzReportText(r, "%zu configurations (every combination of the swept values; the profile's own values are added "
                      "to each axis) x %d workloads x %d platforms, evaluated with REA's own decision functions on "
                      "sampled statistics and charged the realized cost (frames actually encoded). The oracle picks "
@@ -138,9 +166,12 @@ ncclzStatus tune_report(ncclzReport *r, run_ctx *c, const tn_setup *s, const tn_
   if (st == NCCLZ_OK) sensitivity(r, s, cfgs, best);
   ncclzTable *t = ncclzTableNew("tune_workloads", "workload\tfile\tquantizer\tweight\tframe bytes\tCR raw\tCR fixedlen\tCR huffman");
   for (int i = 0; i < s->nw; i++)
-    for (int f = 0; f < s->w[i].nf; f++)
-      ncclzTableAdd(t, "%s\t%s\t%s\t%g\t%g\t%.3f\t%.3f\t%.3f", s->w[i].label, s->w[i].path, s->w[i].quant, s->w[i].weight,
-                    s->w[i].f_bytes[f], s->w[i].cr[f][0], s->w[i].cr[f][1], s->w[i].cr[f][2]);
+    for (int f = 0; f < s->w[i].nf; f++) {
+      char fb[32];
+      fmt_bytes(s->w[i].f_bytes[f], fb, sizeof fb);
+      ncclzTableAdd(t, "%s\t%s\t%s\t%g\t%s\t%.3f\t%.3f\t%.3f", s->w[i].label, s->w[i].path, s->w[i].quant, s->w[i].weight,
+                    fb, s->w[i].cr[f][0], s->w[i].cr[f][1], s->w[i].cr[f][2]);
+    }
   if (st == NCCLZ_OK) st = ncclzReportTable(r, t, "Workloads: realized CR per frame size (the oracle's and the charged costs use these)");
   else ncclzTableFree(t);
   if (st == NCCLZ_OK) st = section_surface(r, c);

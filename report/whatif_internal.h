@@ -21,4 +21,6 @@ typedef struct {
 } wi_results;
 
 ncclzStatus whatif_report(ncclzReport *r, run_ctx *c, const wi_results *w);
+/* The answer, first on the page: speedup by nodes x NIC, a heatmap per collective and size. */
+void whatif_answer(ncclzReport *r, const wi_results *w);
 #endif

@@ -1,5 +1,6 @@
-/* The what-if report: every point (table, CSV, JSON), speedup over plain NCCL against node count
- * and NIC bandwidth, busbw against message size, and the published numbers side by side. */
+/* The what-if report: the answer first (speedup over plain NCCL by nodes x NIC, one heatmap per
+ * collective and size), then speedup and busbw against each axis, every point (table, CSV, JSON),
+ * and the published numbers side by side. */
 #ifdef NCCLZ_HAVE_SIM
 #include "whatif_internal.h"
 
@@ -20,7 +21,7 @@ static void point_dims(const wi_point *p, dims_text *d) {
   snprintf(d->v[D_COLL], 72, "%s", ncclzCollectiveName(p->p.options.coll));
   snprintf(d->v[D_NODES], 72, "%d", p->p.platform.nodes);
   snprintf(d->v[D_GPN], 72, "%d", p->p.platform.gpus_per_node);
-  snprintf(d->v[D_NIC], 72, "%gGB/s", p->p.platform.nic_gbps);
+  snprintf(d->v[D_NIC], 72, "%g Gb/s", 8.0 * p->p.platform.nic_gbps);
   fmt_bytes((double)p->p.options.bytes, d->v[D_BYTES], 72);
   snprintf(d->v[D_COMP], 72, "%s", ncclzSimCompressName(p->p.options.compress));
 }
@@ -31,13 +32,17 @@ static cJSON *point_json(const wi_point *p) {
   cJSON_AddStringToObject(j, "collective", ncclzCollectiveName(p->p.options.coll));
   cJSON_AddNumberToObject(j, "nodes", p->p.platform.nodes);
   cJSON_AddNumberToObject(j, "gpus_per_node", p->p.platform.gpus_per_node);
-  cJSON_AddNumberToObject(j, "nic_gbps", p->p.platform.nic_gbps);
+  cJSON_AddNumberToObject(j, "nic_gbps", p->p.platform.nic_gbps); /* GB/s, the scenario's name */
+  cJSON_AddNumberToObject(j, "nic_GBps", p->p.platform.nic_gbps);
+  cJSON_AddNumberToObject(j, "nic_Gbps", 8.0 * p->p.platform.nic_gbps);
   cJSON_AddNumberToObject(j, "bytes", (double)p->p.options.bytes);
   cJSON_AddStringToObject(j, "compress", ncclzSimCompressName(p->p.options.compress));
   cJSON_AddNumberToObject(j, "time_us", p->r.time_us);
   cJSON_AddNumberToObject(j, "nccl_time_us", p->base_us);
   cJSON_AddNumberToObject(j, "algbw", p->algbw);
+  cJSON_AddNumberToObject(j, "algbw_GBps", p->algbw);
   cJSON_AddNumberToObject(j, "busbw", p->busbw);
+  cJSON_AddNumberToObject(j, "busbw_GBps", p->busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", p->speedup);
   cJSON_AddNumberToObject(j, "wire_ratio", p->r.wire_bytes > 0 ? p->r.raw_bytes / p->r.wire_bytes : 1.0);
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
@@ -48,17 +53,18 @@ static cJSON *point_json(const wi_point *p) {
 }
 
 static ncclzStatus points_table(ncclzReport *r, const wi_results *w) {
-  ncclzTable *t = ncclzTableNew("whatif_points", "data\tcollective\tnodes\tgpus/node\tNIC GB/s\tbytes\tcompress\t"
+  ncclzTable *t = ncclzTableNew("whatif_points", "data\tcollective\tnodes\tgpus/node\tNIC\tsize\tcompress\t"
                                                  "time us\tbusbw GB/s\tspeedup vs NCCL\twire CR\tcoders\tfidelity");
   cJSON *arr = cJSON_AddArrayToObject(ncclzReportJson(r), "points");
   for (size_t i = 0; i < w->n; i++) {
     const wi_point *p = &w->pt[i];
-    char mix[96], b[32];
+    char mix[96], b[32], nic[64];
     ncclzSimCoderMix(&p->r, " ", mix, sizeof mix);
     fmt_bytes((double)p->p.options.bytes, b, sizeof b);
-    ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%g\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
+    ncclzFormatBandwidth(p->p.platform.nic_gbps, nic, sizeof nic);
+    ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
                   ncclzCollectiveName(p->p.options.coll), p->p.platform.nodes, p->p.platform.gpus_per_node,
-                  p->p.platform.nic_gbps, b, ncclzSimCompressName(p->p.options.compress), p->r.time_us, p->busbw,
+                  nic, b, ncclzSimCompressName(p->p.options.compress), p->r.time_us, p->busbw,
                   p->speedup, p->r.wire_bytes > 0 ? p->r.raw_bytes / p->r.wire_bytes : 1.0, mix,
                   ncclzSimFidelityName(p->r.fidelity), p->r.actors);
     cJSON_AddItemToArray(arr, point_json(p));
@@ -75,7 +81,7 @@ static size_t collect(const wi_results *w, int x_dim, int busbw, dims_text *dt, 
     if (!busbw && p->p.options.compress == NCCLZ_SIM_OFF) continue;
     point_dims(p, &dt[n]);
     for (int d = 0; d < D_COUNT; d++) rows[n].dim[d] = dt[n].v[d];
-    rows[n].x = x_dim == D_NODES ? p->p.platform.nodes : x_dim == D_NIC ? p->p.platform.nic_gbps : (double)p->p.options.bytes;
+    rows[n].x = x_dim == D_NODES ? p->p.platform.nodes : x_dim == D_NIC ? 8.0 * p->p.platform.nic_gbps : (double)p->p.options.bytes;
     rows[n].y = busbw ? p->busbw : p->speedup;
     n++;
   }
@@ -97,7 +103,7 @@ static void plots(ncclzReport *r, const wi_results *w) {
     const char *name, *caption, *xlabel, *ylabel;
   } P[] = {
       {D_NODES, 0, 2, 0, "speedup_nodes", "Speedup over plain NCCL against node count", "nodes", "speedup over NCCL (x)"},
-      {D_NIC, 0, 2, 0, "speedup_nic", "Speedup over plain NCCL against NIC bandwidth", "NIC bandwidth per direction (GB/s)",
+      {D_NIC, 0, 2, 0, "speedup_nic", "Speedup over plain NCCL against NIC bandwidth", "NIC bandwidth per direction (Gb/s)",
        "speedup over NCCL (x)"},
       {D_BYTES, 0, 2, 1, "speedup_size", "Speedup over plain NCCL against message size", "message size (bytes)",
        "speedup over NCCL (x)"},
@@ -214,11 +220,9 @@ static ncclzStatus paper_table(ncclzReport *r, const run_ctx *c, const wi_result
 }
 
 ncclzStatus whatif_report(ncclzReport *r, run_ctx *c, const wi_results *w) {
-  ncclzReportHeading(r, "Speedup over NCCL");
-  double best = 0;
-  for (size_t i = 0; i < w->n; i++) best = w->pt[i].speedup > best ? w->pt[i].speedup : best;
-  ncclzReportText(r, "%zu simulated points (SimGrid replay of the executor's schedules; fidelity chosen per point). "
-                     "Largest speedup over plain NCCL: %.2fx.", w->n, best);
+  whatif_answer(r, w);
+  ncclzReportHeading(r, "Speedup and busbw along each axis");
+  ncclzReportText(r, "%zu simulated points (SimGrid replay of the executor's schedules; fidelity chosen per point).", w->n);
   plots(r, w);
   ncclzStatus st = points_table(r, w);
   if (st == NCCLZ_OK) st = paper_table(r, c, w);

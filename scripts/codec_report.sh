@@ -3,14 +3,17 @@
 # bound and the optimal (unlimited) Huffman code of the same symbols, plus max error vs bound.
 #   scripts/codec_report.sh DATA_DIR OUT_DIR
 # DATA_DIR holds either scientific/fields.json + gradients/*.f32 (the full data set layout) or a
-# flat fields.json with "fields" and "gradients" (tests/data). Writes OUT_DIR/codec.jsonl (one
-# `ncclz codec --json` object per line), OUT_DIR/codec-table.md and OUT_DIR/codec-cr.svg.
+# flat fields.json with "fields" and "gradients" (tests/data). Runs `ncclz codec --json` on each
+# (file, quantizer, coder) into OUT_DIR/codec.jsonl, then `ncclz run` on a "codec" scenario
+# writes the page: OUT_DIR/index.html, results.json, codec_cr.csv and codec_cr.svg (docs/reports.md).
 set -euo pipefail
 DATA=$1
 OUT=$2
 NCCLZ=${NCCLZ:-build/ncclz}
 mkdir -p "$OUT"
 : >"$OUT/codec.jsonl"
+ERR=$(mktemp)
+trap 'rm -f "$ERR"' EXIT
 
 if [ -f "$DATA/scientific/fields.json" ]; then
   FIELDS_DIR=$DATA/scientific GRAD_DIR=$DATA/gradients
@@ -26,7 +29,7 @@ run() { # file dims spec
   for coder in raw fixedlen huffman; do
     progress "$(basename "$1") $3 $coder"
     "$NCCLZ" codec --input "$1" ${2:+--dims "$2"} --quant "$3" --coder "$coder" --repeat 1 --json \
-      2>"$OUT/last.err" >>"$OUT/codec.jsonl" || { echo; echo "ncclz: FAILED on $1 $3 $coder: $(tail -1 "$OUT/last.err")"; } >&2
+      2>"$ERR" >>"$OUT/codec.jsonl" || { echo; echo "ncclz: FAILED on $1 $3 $coder: $(tail -1 "$ERR")"; } >&2
   done
 }
 
@@ -44,37 +47,10 @@ for g in $GRADS; do
 done
 progress ""; [ -t 2 ] && echo >&2
 
-# One row per (file, quant): the three coders side by side.
-jq -s -r '
-  group_by([.input, .quant]) | map({
-    file: (.[0].input | split("/") | last), quant: .[0].quant,
-    q: .[0].cr_quant, ent: .[0].entropy_cr, opt: .[0].huffman_opt_cr, ideal: .[0].fixedlen_ideal_cr,
-    raw: (map(select(.coder=="raw"))[0].cr), fl: (map(select(.coder=="fixedlen"))[0].cr),
-    hf: (map(select(.coder=="huffman"))[0].cr),
-    ok: (all(.lossless_ok and .bound_ok)),
-    err: (map(.max_abs_err/(if .error_bound>0 then .error_bound else 1 end)) | max)}) |
-  ("| file | quantizer | quant only | RAW | FIXEDLEN | HUFFMAN | entropy bound | optimal Huffman | HUFFMAN / optimal | FIXEDLEN / ideal widths | max err / bound | round trip |",
-   "|---|---|---|---|---|---|---|---|---|---|---|---|",
-   (.[] | "| \(.file) | `\(.quant)` | \(.q*100|round/100) | \(.raw*100|round/100) | \(.fl*100|round/100) | \(.hf*100|round/100) | \(.ent*100|round/100) | \(.opt*100|round/100) | \(.hf/.opt*1000|round/10)% | \(.fl/.ideal*1000|round/10)% | \(.err*1000|round/1000) | \(if .ok then "ok" else "FAIL" end) |"))
-' "$OUT/codec.jsonl" >"$OUT/codec-table.md"
-
-# CR per file for each coder, as a bar chart.
-jq -s -r 'group_by([.input, .quant]) | .[] |
-  "\(.[0].input|split("/")|last|sub("\\.f32$";""))[\(.[0].quant|sub(",fill=[^,]*";"")|sub("eb:rel=1e-4";"rel")|sub(",bucket=512";"")|sub("qsgd:bits=";"q"))]\t\(map(select(.coder=="fixedlen"))[0].cr)\t\(map(select(.coder=="huffman"))[0].cr)\t\(.[0].huffman_opt_cr)"' \
-  "$OUT/codec.jsonl" >"$OUT/codec-cr.tsv"
-gnuplot <<GP
-set terminal svg size 1200,560 dynamic font "sans,10" noenhanced
-set output "$OUT/codec-cr.svg"
-set title "Compression ratio per coder (input bytes / frame bytes)"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set datafile separator "\t"
-set xtics rotate by -45 scale 0 font ",8"
-set bmargin 14
-set ylabel "CR"
-set key outside top center horizontal
-set grid ytics
-plot "$OUT/codec-cr.tsv" using 2:xtic(1) title "FIXEDLEN", "" using 3 title "HUFFMAN", "" using 4 title "optimal Huffman (no tables)"
-GP
-echo "ncclz: wrote $OUT/codec-table.md, $OUT/codec.jsonl and $OUT/codec-cr.svg" >&2
+# The page, like every other report: a "codec" scenario over the results.
+cat >"$OUT/codec-scenario.json" <<JSON
+{"kind": "codec", "name": "Compression ratio of each coder on $DATA",
+ "description": "ncclz codec on every field (REL 1e-4, with and without Lorenzo) and gradient (QSGD 8 and 4 bits) of $DATA, with each coder; the entropy bound and the optimal Huffman code are of the same symbols, without headers or tables.",
+ "results": "codec.jsonl"}
+JSON
+"$NCCLZ" run "$OUT/codec-scenario.json" --out "$OUT"

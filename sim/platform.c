@@ -1,7 +1,7 @@
 /* Platforms: defaults, validation, rank placement, and the SimGrid XML generated from them.
  *
- * C cannot build a SimGrid platform in 3.32, so we write XML. Layout (DESIGN.md, "Notes on
- * SimGrid 3.32"):
+ * C cannot build a SimGrid platform in 3.32, so we write XML. Layout (docs/simulator.md,
+ * "Platform"):
  *   - a top zone with Full routing whose children are one zone per node;
  *   - in a node zone, one host per GPU, an NVLink link per GPU and one link per NIC rail, every
  *     link SPLITDUPLEX (the up and down directions are separate constraints), and a router as the

@@ -315,7 +315,7 @@ static void ctx_free(rank_ctx *c) {
  * ASan follows) make the tests 10x slower, so we keep raw contexts there too. */
 #define CONTEXT_FACTORY "--cfg=contexts/factory:raw"
 
-/* The engine settings of DESIGN.md: CM02 without cross-traffic and TCP window (gamma 0), unit
+/* The engine settings of docs/simulator.md: CM02 without cross-traffic and TCP window (gamma 0), unit
  * latency and bandwidth factors (the calibrated factor is applied to the links themselves). */
 static void engine_init(void) {
   static char *argv[] = {"ncclz-sim",

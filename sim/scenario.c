@@ -42,6 +42,23 @@ static int bytes_value(const cJSON *v, const char *field, uint64_t *out) {
   return 0;
 }
 
+/* A bandwidth with its unit ("200Gb/s", "25GB/s"), into GB/s; the unitless legacy field beside it
+ * (nic_gbps: GB/s) may not be given as well. */
+static int bw_value(const cJSON *v, const char *field, double *out) {
+  if (!cJSON_IsString(v) || ncclzParseBandwidth(v->valuestring, out))
+    return ERR("%s: expected a bandwidth with its unit, such as \"200Gb/s\" or \"25GB/s\"", field), -1;
+  return 0;
+}
+
+static int bw_field(const cJSON *obj, const char *path, const char *key, const char *legacy, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) return 0;
+  if (cJSON_GetObjectItemCaseSensitive(obj, legacy)) return ERR("%s: give %s or %s, not both", path, key, legacy), -1;
+  char field[64];
+  snprintf(field, sizeof field, "%s.%s", path, key);
+  return bw_value(v, field, out);
+}
+
 /* An enum given by name. */
 static int name_field(const cJSON *obj, const char *path, const char *key, int (*from)(const char *), const char *expect,
                       int *out) {
@@ -83,7 +100,10 @@ static int parse_platform(const cJSON *o, ncclzSimPlatform *p) {
       name_field(o, "platform", "placement", place_from, "contiguous, strided or random", &pl) ||
       int_field(o, "platform", "stride", 1, 1 << 20, &p->stride) ||
       num_field(o, "platform", "seed", 0, 9e15, &seed) ||
-      num_field(o, "platform", "bandwidth_factor", 1e-6, 1e6, &p->bandwidth_factor))
+      num_field(o, "platform", "bandwidth_factor", 1e-6, 1e6, &p->bandwidth_factor) ||
+      bw_field(o, "platform", "nic", "nic_gbps", &p->nic_gbps) ||
+      bw_field(o, "platform", "nvlink", "nvlink_gbps", &p->nvlink_gbps) ||
+      bw_field(o, "platform", "nic_flow", "nic_flow_gbps", &p->nic_flow_gbps))
     return -1;
   p->topology = (ncclzSimTopology)t;
   p->placement = (ncclzSimPlacement)pl;
@@ -304,6 +324,22 @@ static int axis_numbers(const cJSON *sw, const char *key, double lo, double hi, 
   return 0;
 }
 
+/* sweep.nic: bandwidths with their units, the same axis as nic_gbps. */
+static int axis_bandwidths(const cJSON *sw, axes *a) {
+  const cJSON *arr;
+  int len = axis_len(sw, "nic", &arr);
+  if (!len) return 0;
+  if (a->nnic) return ERR("sweep: give nic or nic_gbps, not both"), -1;
+  if (!(a->nic = malloc((size_t)len * sizeof *a->nic))) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
+  for (int i = 0; i < len; i++) {
+    char field[48];
+    snprintf(field, sizeof field, "sweep.nic[%d]", i);
+    if (bw_value(axis_item(arr, i), field, &a->nic[i])) return -1;
+  }
+  a->nnic = len;
+  return 0;
+}
+
 static int to_ints(double *d, int n, int **out) {
   *out = malloc((size_t)(n ? n : 1) * sizeof **out);
   if (!*out) return -1;
@@ -338,6 +374,7 @@ static int parse_axes(const cJSON *sw, const ncclzSimPoint *base, axes *a) {
   }
   if (!rc) rc = axis_numbers(sw, "nic_gbps", 1e-6, 1e9, 0, &a->nic, &a->nnic);
   const cJSON *arr;
+  if (!rc) rc = axis_bandwidths(sw, a);
   int len = rc ? 0 : axis_len(sw, "bytes", &arr);
   if (len) {
     a->bytes = malloc((size_t)len * sizeof *a->bytes);
@@ -414,6 +451,29 @@ static int parse_root(const cJSON *root, const char *base_dir, const ncclzProfil
   return 0;
 }
 
+/* One warning per distinct NIC bandwidth outside what NICs offer (or a unitless nic_gbps that looks
+ * like Gb/s), into s->warnings. */
+static void nic_warnings(const cJSON *root, ncclzSimScenario *s) {
+  const cJSON *plat = cJSON_GetObjectItemCaseSensitive(root, "platform"), *sw = cJSON_GetObjectItemCaseSensitive(root, "sweep");
+  int unitless = cJSON_GetObjectItemCaseSensitive(plat, "nic_gbps") || cJSON_GetObjectItemCaseSensitive(sw, "nic_gbps");
+  const char *field = cJSON_GetObjectItemCaseSensitive(sw, "nic") ? "sweep.nic"
+                      : cJSON_GetObjectItemCaseSensitive(sw, "nic_gbps") ? "sweep.nic_gbps"
+                      : unitless ? "platform.nic_gbps" : "platform.nic";
+  double seen[8];
+  int nseen = 0;
+  size_t used = 0;
+  for (size_t i = 0; i < s->npoints && nseen < 8; i++) {
+    double g = s->points[i].platform.nic_gbps;
+    int k = 0;
+    while (k < nseen && seen[k] != g) k++;
+    if (k < nseen) continue;
+    seen[nseen++] = g;
+    char line[300];
+    if (ncclzSimNicWarning(field, g, unitless, line, sizeof line) && used < sizeof s->warnings)
+      used += (size_t)snprintf(s->warnings + used, sizeof s->warnings - used, "%s%s", used ? "\n" : "", line);
+  }
+}
+
 ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
                                   ncclzSimScenario *out) {
   memset(out, 0, sizeof *out);
@@ -421,6 +481,7 @@ ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base
   if (!root) return ncclzSetError(NCCLZ_ERR_ARG, "scenario: not valid JSON (near byte %ld)",
                                   (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : 0));
   int rc = parse_root(root, base_dir, prof, out);
+  if (!rc) nic_warnings(root, out);
   cJSON_Delete(root);
   if (rc) {
     ncclzSimScenarioFree(out);

@@ -15,10 +15,16 @@ mkdir -p "$OUT"
 passed=0 failed=0
 check() { if eval "$1"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2"; fi; }
 
-for s in tune-default paper-fig5 validate-h200; do
+# A scenario's report, or the codec report (scripts/codec_report.sh over the test slices).
+make_report() {
+  if [ "$1" = codec-report ]; then NCCLZ=$NCCLZ "$SRC/scripts/codec_report.sh" "$SRC/tests/data" "$2"
+  else "$NCCLZ" run "$SRC/scenarios/$1.json" --out "$2"; fi
+}
+
+for s in whatif-1024 tune-default paper-fig5 validate-h200 codec-report; do
   dir=$OUT/$s
   rm -rf "$dir"
-  if ! "$NCCLZ" run "$SRC/scenarios/$s.json" --out "$dir" >/dev/null 2>"$OUT/$s.err"; then
+  if ! make_report "$s" "$dir" >/dev/null 2>"$OUT/$s.err"; then
     failed=$((failed + 1)); echo "FAIL: ncclz run $s: $(tail -1 "$OUT/$s.err")"; continue
   fi
   dom=$OUT/$s.dom.html
@@ -40,6 +46,17 @@ for s in tune-default paper-fig5 validate-h200; do
     check '[ -e "$dir/$src" ]' "$s: broken image $src"
   done
   check '[ -s "$dir/screenshot.png" ]' "$s: no screenshot"
+  # The first screen (1400x900) answers the page's question: for a what-if, the first section is the
+  # answer and the first plot its heatmap.
+  "$BROWSER" --headless --no-sandbox --disable-gpu --window-size=1400,900 --screenshot="$dir/first-screen.png" \
+    "file://$dir/index.html" >/dev/null 2>&1
+  if [ "$s" = whatif-1024 ]; then
+    check '[ "$(grep -o "<h2>[^<]*" "$dom" | head -1)" = "<h2>Answer: speedup over plain NCCL" ]' "$s: the page does not open with the answer"
+    check 'grep -o "<a href=\"[a-z_0-9]*\.svg\"" "$dom" | head -1 | grep -q answer_heatmap' "$s: the first plot is not the answer's heatmap"
+    check '! grep -q "series shown of" "$dom"' "$s: a plot leaves series out"
+  fi
+  # Every report is an HTML page of the same kind: no markdown table, no stray error file.
+  check '[ -z "$(ls "$dir"/*.md "$dir"/*.err 2>/dev/null)" ]' "$s: a markdown or .err file beside the page"
 done
 echo "report_browser: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

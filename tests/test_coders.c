@@ -472,8 +472,33 @@ static void test_parse_bytes(void) {
   }
 }
 
+/* Bandwidths with their unit (b = bits, B = bytes, powers of 1000) into GB/s; byte counts for people. */
+static void test_units(void) {
+  static const struct {
+    const char *text;
+    double gbytes; /* < 0: refused */
+  } bw[] = {{"200Gb/s", 25.0}, {"25GB/s", 25.0}, {"1.6Tb/s", 200.0}, {"400 Gb/s", 50.0}, {"100Mb/s", 0.0125},
+            {"200", -1}, {"200gb/s", -1}, {"-5GB/s", -1}, {"GB/s", -1}, {"0GB/s", -1}, {"200Gb/s ", -1}, {"inf GB/s", -1}};
+  for (size_t i = 0; i < sizeof bw / sizeof bw[0]; i++) {
+    double g = -1.0;
+    int rc = ncclzParseBandwidth(bw[i].text, &g);
+    CHECK(bw[i].gbytes < 0 ? rc == -1 : rc == 0 && fabs(g - bw[i].gbytes) < 1e-12 * bw[i].gbytes, "'%s': rc %d, %g GB/s",
+          bw[i].text, rc, g);
+  }
+  static const struct {
+    double bytes;
+    const char *text;
+  } fb[] = {{268435456, "256 MiB"}, {1073741824, "1 GiB"}, {1048576, "1 MiB"}, {1536, "1.5 KiB"}, {100, "100 B"}};
+  for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
+    char buf[32];
+    ncclzFormatBytes(fb[i].bytes, buf, sizeof buf);
+    CHECK(!strcmp(buf, fb[i].text), "%g bytes -> '%s' (want '%s')", fb[i].bytes, buf, fb[i].text);
+  }
+}
+
 int main(void) {
   test_parse_bytes();
+  test_units();
   test_huffman_golden();
   test_fixedlen_golden();
   test_canonical();

@@ -66,6 +66,9 @@ static void schema_errors(void) {
   expect_error("{\"kind\": \"cr-table\", \"nodes\": [2], \"datasets\": [{\"label\": \"a\", \"quant\": \"eb:rel=1e-4\", "
                "\"files\": [\"nope.f32\"]}]}", "datasets[0].files");
   expect_error("{\"kind\": \"cr-table\", \"nodes\": [2, \"x\"], \"datasets\": []}", "nodes[1]");
+  expect_error("{\"kind\": \"codec\"}", "results");
+  expect_error("{\"kind\": \"codec\", \"results\": \"nope.jsonl\"}", "nope.jsonl");
+  expect_error("{\"kind\": \"codec\", \"results\": \"" DATA "/fields.json\"}", "line 1");
 #ifdef NCCLZ_HAVE_SIM
   expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"sweep\": {\"nodes\": [0]}}",
                "sweep.nodes[0]");

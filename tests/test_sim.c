@@ -399,12 +399,35 @@ static void test_scenario(void) {
       {"{\"kind\":\"what-if\",\"data\":{\"cr\":{\"fixedlen\":4}}}", "data.cr.huffman"},
       {"{\"kind\":\"what-if\",\"options\":{\"size_protocol\":\"mpi\"}}", "options.size_protocol"},
       {"{\"kind\":\"what-if\",", "JSON"},
+      {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200\"}}", "platform.nic"},
+      {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200Gb/s\",\"nic_gbps\":25}}", "nic or nic_gbps"},
+      {"{\"kind\":\"what-if\",\"sweep\":{\"nic\":[\"25GB/s\",25]}}", "sweep.nic[1]"},
+      {"{\"kind\":\"what-if\",\"sweep\":{\"nic\":[\"25GB/s\"],\"nic_gbps\":[25]}}", "nic or nic_gbps"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ncclzStatus st = ncclzSimScenarioParse(bad[i].json, strlen(bad[i].json), NULL, &prof, &s);
     CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), bad[i].field), "bad[%zu]: '%s' should name %s", i,
           ncclzLastError(), bad[i].field);
   }
+  /* Bandwidths with their units: the same platform as nic_gbps in GB/s. */
+  const char *units = "{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200Gb/s\",\"nvlink\":\"450GB/s\"},"
+                      "\"sweep\":{\"nic\":[\"100 Gb/s\",\"1.6Tb/s\",\"12.5GB/s\"]}}";
+  CHECK(ncclzSimScenarioParse(units, strlen(units), NULL, &prof, &s) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(s.npoints == 3 && s.points[0].platform.nic_gbps == 12.5 && s.points[1].platform.nic_gbps == 200.0 &&
+            s.points[2].platform.nic_gbps == 12.5 && s.points[0].platform.nvlink_gbps == 450.0 && !s.warnings[0],
+        "sweep.nic in GB/s: %g %g, warnings '%s'", s.npoints ? s.points[0].platform.nic_gbps : -1,
+        s.npoints > 1 ? s.points[1].platform.nic_gbps : -1, s.warnings);
+  ncclzSimScenarioFree(&s);
+  /* An old file's nic_gbps is GB/s and keeps working; 200 there (meant as Gb/s?) and a 3.2 Tb/s NIC warn. */
+  const char *old = "{\"kind\":\"what-if\",\"platform\":{\"nic_gbps\":200}}";
+  CHECK(ncclzSimScenarioParse(old, strlen(old), NULL, &prof, &s) == NCCLZ_OK && s.points[0].platform.nic_gbps == 200.0 &&
+            strstr(s.warnings, "platform.nic_gbps") && strstr(s.warnings, "GB/s"),
+        "nic_gbps 200: warning '%s'", s.warnings);
+  ncclzSimScenarioFree(&s);
+  const char *fast = "{\"kind\":\"what-if\",\"platform\":{\"nic\":\"3.2Tb/s\"}}";
+  CHECK(ncclzSimScenarioParse(fast, strlen(fast), NULL, &prof, &s) == NCCLZ_OK && strstr(s.warnings, "above"),
+        "3.2 Tb/s: warning '%s'", s.warnings);
+  ncclzSimScenarioFree(&s);
   /* CR from real data through the model's sample profiling. */
   size_t len;
   void *raw = tu_read_file("resnet18_rank0_64k.f32", &len);

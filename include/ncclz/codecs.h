@@ -71,6 +71,14 @@ double ncclzMedian(double *v, size_t n);
  * must be a whole number of bytes from 1 to 1e15. 0 with *out set, or -1. The one size parser
  * of the command line and the scenario files. */
 int ncclzParseBytes(const char *s, uint64_t *out);
+/* A byte count for people: "256 MiB", "1 GiB", "1.5 KiB", "100 B" (powers of 1024). */
+void ncclzFormatBytes(double bytes, char *buf, size_t cap);
+/* A bandwidth with its unit written out: "200Gb/s", "25 GB/s", "1.6Tb/s" (also Mb/s, MB/s, TB/s;
+ * b = bits, B = bytes, powers of 1000) into GB/s (1e9 bytes/s), the unit of every *_gbps field.
+ * -1 when the unit is missing or unknown. The one bandwidth parser of the CLI and the scenarios. */
+int ncclzParseBandwidth(const char *s, double *gbytes_per_s);
+/* "200 Gb/s (25 GB/s)" */
+void ncclzFormatBandwidth(double gbytes_per_s, char *buf, size_t cap);
 
 /* Strict number parsers, the one way every layer reads a number from text (CLI, specs, JSON
  * strings): the whole string must be the number (no sign on unsigned values, no leading space,

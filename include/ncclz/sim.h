@@ -42,7 +42,7 @@ typedef struct {
   double nvlink_gbps;        /* per GPU and direction (GB/s, 1e9 bytes/s) */
   double nvlink_latency_us;  /* one intra-node hop */
   int rails;                 /* NICs per node; GPU g uses NIC g % rails */
-  double nic_gbps;           /* per NIC and direction */
+  double nic_gbps;           /* per NIC and direction, GB/s (scenario files: "nic": "200Gb/s") */
   double nic_latency_us;     /* one inter-node hop (NIC to NIC, through the first switch level) */
   double nic_flow_gbps;      /* optional (0: none): the most one transfer moves through a NIC, for a
                                 transport whose one connection cannot fill the NIC (NCCL's socket
@@ -109,7 +109,7 @@ typedef enum { NCCLZ_FID_AUTO = 0, NCCLZ_FID_FULL = 1, NCCLZ_FID_REDUCED = 2 } n
 const char *ncclzSimFidelityName(ncclzSimFidelity f); /* "auto", "full", "reduced" */
 int ncclzSimFidelityFromName(const char *name);
 
-/* How a receiver learns a variable frame size (DESIGN.md, "Only compressed bytes cross the wire"). */
+/* How a receiver learns a variable frame size (docs/executor.md, "Size protocol: a control lane"). */
 typedef enum {
   NCCLZ_SIZE_PIGGYBACK = 0, /* the header rides one chunk ahead: no extra message */
   NCCLZ_SIZE_HEADER = 1,    /* a 64-byte header message precedes each payload, and the rank waits
@@ -205,6 +205,7 @@ typedef struct {
   size_t npoints;
   ncclzSimPoint *points;
   char measured[512];         /* optional path of measured results to compare with ("" if none) */
+  char warnings[1024];        /* lines the caller should show (a NIC bandwidth out of range), "" if none */
 } ncclzSimScenario;
 
 /* Parses a scenario; NCCLZ_ERR_ARG with the field named ("scenario sweep.nodes[2]: must be >= 1").
@@ -216,6 +217,34 @@ void ncclzSimScenarioFree(ncclzSimScenario *s);
 /* The plain-NCCL twin of point i, for its speedup: an earlier point that is "off" on the same
  * collective, platform and size (its index), or -1 when the caller must replay one. */
 long ncclzSimScenarioPlainTwin(const ncclzSimScenario *s, size_t i);
+
+/* One point of a what-if run: the replay, plain NCCL on the same platform, and what follows. */
+typedef struct {
+  ncclzSimResult r;
+  double base_us;       /* plain NCCL on the same collective, platform and size */
+  double speedup;       /* base_us / r.time_us */
+  double algbw, busbw;  /* GB/s, nccl-tests' definitions, of this point */
+  double base_busbw;    /* GB/s, of plain NCCL */
+  double wire_cr;       /* raw bytes / wire bytes of the frames sent (1 when plain) */
+} ncclzSimPointResult;
+
+typedef void (*ncclzSimProgressFn)(void *ctx, size_t done, size_t total);
+/* Runs point i into out[i]; out[0..i-1] are the points run before (their plain twins). */
+ncclzStatus ncclzSimScenarioRunPoint(const ncclzProfile *prof, const ncclzSimScenario *s, ncclzSimPointResult *out,
+                                     size_t i);
+/* Every point in order into out[s->npoints]; the error names the point ("point 3: ..."). */
+ncclzStatus ncclzSimScenarioRun(const ncclzProfile *prof, const ncclzSimScenario *s, ncclzSimPointResult *out,
+                                ncclzSimProgressFn progress, void *ctx);
+
+/* ------------------------------------------------------------------ units */
+/* Bandwidths are read with ncclzParseBandwidth and printed with ncclzFormatBandwidth (codecs.h). */
+
+/* NICs on offer span 1 Gb/s to 1.6 Tb/s per port. */
+#define NCCLZ_SIM_NIC_MIN_GBPS 0.125
+#define NCCLZ_SIM_NIC_MAX_GBPS 200.0
+/* 1 and a one-line warning in buf when a NIC bandwidth lies outside that range, or when a
+ * unitless nic_gbps (GB/s) looks like it was meant in Gb/s; 0 otherwise. */
+int ncclzSimNicWarning(const char *field, double gbytes_per_s, int unitless, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }
