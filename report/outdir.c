@@ -85,7 +85,7 @@ static void remove_stale_stages(int dirfd) {
   struct dirent *e;
   while ((e = readdir(d)) && n < 16)
     if (!strncmp(e->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX)) && strlen(e->d_name) < 64)
-      snprintf(names[n++], 64, "%s", e->d_name);
+      memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
   closedir(d);
   for (int i = 0; i < n; i++) remove_tree(dirfd, names[i]);
 }
