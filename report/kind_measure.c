@@ -213,7 +213,7 @@ static ncclzStatus run_call(const perf_call *p) {
   for (int a = 0; a < p->argc; a++) sb_printf(&shown, "%s%s", a ? " " : "", p->argv[a]);
   fprintf(stderr, "ncclz run: %s\n", sb_str(&shown));
   sb_free(&shown);
-  report_child ch = {p->argv, p->envp, NULL, NULL, NULL};
+  report_child ch = {p->argv, p->envp, NULL, NULL};
   int code;
   if (report_spawn(&ch, &code))
     return ncclzSetError(NCCLZ_ERR_RUNTIME, "measure: cannot start '%s' for %s: %s", p->argv[0], p->where, strerror(errno));

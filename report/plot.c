@@ -1,7 +1,7 @@
 /* Plots through gnuplot: the data and the script go to temporary files, gnuplot renders an SVG
  * into the report directory, and the SVG is copied inline into the page. gnuplot runs as a child
- * process (report_spawn: an argv array, no shell) in the report's staging directory, so that a
- * crash or a syntax error there cannot take the run down and the script names no path; its stderr
+ * process (report_spawn: an argv array, no shell; the file names as gnuplot -c arguments, never in
+ * the script's text) so that a crash or a syntax error there cannot take the run down; its stderr
  * is kept and shown on the page when a plot fails. */
 #include "report_internal.h"
 
@@ -17,7 +17,7 @@ static const char *gnuplot_cmd(void) {
 
 int ncclzReportHaveGnuplot(void) {
   const char *argv[] = {gnuplot_cmd(), "--version", NULL};
-  report_child ch = {argv, NULL, NULL, "/dev/null", "/dev/null"};
+  report_child ch = {argv, NULL, "/dev/null", "/dev/null"};
   int code;
   return report_spawn(&ch, &code) == 0 && code == 0;
 }
@@ -65,22 +65,20 @@ static void note_missing(ncclzReport *r) {
 
 /* Runs gnuplot on script + data; 0 when the SVG was written. err receives gnuplot's stderr. */
 static int render(ncclzReport *r, const char *name, const char *script, const char *data, sbuf *err) {
-  char dpath[1100], spath[1100], epath[1200], svg[300];
-  snprintf(svg, sizeof svg, "%s.svg", name);
-  if (!report_file_name_ok(svg) || temp_file(r, data, dpath, sizeof dpath)) return -1;
+  char dpath[1100], spath[1100], epath[1200], svg[1200];
+  snprintf(svg, sizeof svg, "%s/%s.svg", r->dir, name);
+  if (!report_file_name_ok(name) || temp_file(r, data, dpath, sizeof dpath)) return -1;
   sbuf s;
   sb_init(&s);
-  sb_printf(&s, "set terminal svg size 900,480 dynamic font 'sans,11' noenhanced background '#ffffff'\nset output ");
-  gp_quote(&s, svg); /* names relative to the staging directory, where gnuplot runs */
-  sb_puts(&s, "\nDATA = ");
-  gp_quote(&s, strrchr(dpath, '/') + 1);
-  sb_printf(&s, "\nset grid\nset key outside right top\n%s\nunset output\n", script);
+  /* the paths arrive as ARG1 and ARG2 (gnuplot -c): no path is ever parsed as gnuplot text */
+  sb_printf(&s, "set terminal svg size 900,480 dynamic font 'sans,11' noenhanced background '#ffffff'\n"
+                "set output ARG1\nDATA = ARG2\nset grid\nset key outside right top\n%s\nunset output\n", script);
   int rc = temp_file(r, sb_str(&s), spath, sizeof spath);
   sb_free(&s);
   if (!rc) {
     snprintf(epath, sizeof epath, "%s.err", spath);
-    const char *argv[] = {gnuplot_cmd(), strrchr(spath, '/') + 1, NULL};
-    report_child ch = {argv, NULL, r->dir, "/dev/null", strrchr(epath, '/') + 1};
+    const char *argv[] = {gnuplot_cmd(), "-c", spath, svg, dpath, NULL};
+    report_child ch = {argv, NULL, "/dev/null", epath};
     int code;
     rc = report_spawn(&ch, &code) == 0 && code == 0 ? 0 : -1;
     size_t len;

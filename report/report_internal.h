@@ -56,12 +56,11 @@ void report_shown_path(const ncclzReport *r, const char *path, char *buf, size_t
 /* Internal form of ncclzReportOpen that returns the status. */
 ncclzStatus report_open(const char *dir, const char *title, ncclzReport **out);
 
-/* A child program (spawn.c): run with fork and execvp from an argv array, never a shell. */
+/* A child program (spawn.c): run with posix_spawnp from an argv array, never a shell. */
 typedef struct {
   const char *const *argv;         /* NULL-terminated; argv[0] looked up in PATH when it has no '/' */
   const char *const *env_add;      /* "KEY=VALUE" set over this process's environment (NULL: none) */
-  const char *cwd;                 /* its working directory (NULL: this one) */
-  const char *out_path, *err_path; /* its stdout / stderr go to these files, relative to cwd (NULL: ours) */
+  const char *out_path, *err_path; /* its stdout / stderr go to these files (NULL: ours) */
 } report_child;
 /* Runs the child and waits: 0 with *exit_code (128 + signal when killed), or -1 with errno when it
  * could not start (no such program, a redirection failed). */

@@ -1,14 +1,14 @@
-/* Child programs (gnuplot, `ncclz perf`) run from an argv array with fork and execvp: no shell
- * ever reads a command line built from scenario fields, so a quote in a field is only a quote. */
+/* Child programs (gnuplot, `ncclz perf`) run with posix_spawnp from an argv array: no shell ever
+ * reads a command line built from scenario fields, so a quote in a field is only a quote. */
 #include "report_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 extern char **environ;
 
@@ -36,50 +36,23 @@ static char **child_env(const char *const *add) {
   return env;
 }
 
-/* The child's side: only async-signal-safe calls between fork and exec. Reports errno on the
- * close-on-exec pipe `fail` when it cannot start. */
-static void child(const report_child *ch, char **env, int fail) {
-  int e = 0;
-  if (ch->cwd && chdir(ch->cwd)) e = errno;
-  const char *paths[2] = {ch->out_path, ch->err_path};
-  for (int i = 0; i < 2 && !e; i++) {
-    if (!paths[i]) continue;
-    int fd = open(paths[i], O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || dup2(fd, i + 1) < 0) e = errno;
-  }
-  if (!e) {
-    environ = env;
-    execvp(ch->argv[0], (char *const *)ch->argv);
-    e = errno;
-  }
-  ssize_t w = write(fail, &e, sizeof e);
-  (void)w;
-  _exit(127);
-}
-
 int report_spawn(const report_child *ch, int *exit_code) {
-  int pipefd[2];
+  posix_spawn_file_actions_t fa;
   char **env = child_env(ch->env_add);
   if (!env) return errno = ENOMEM, -1;
-  if (pipe(pipefd)) return free(env), -1;
-  fcntl(pipefd[0], F_SETFD, FD_CLOEXEC);
-  fcntl(pipefd[1], F_SETFD, FD_CLOEXEC); /* closed by a successful exec: EOF tells the parent */
-  fflush(NULL); /* buffered output must not be written twice */
-  pid_t pid = fork();
-  if (pid == 0) child(ch, env, pipefd[1]);
-  int saved = errno;
+  int rc = posix_spawn_file_actions_init(&fa);
+  const char *paths[2] = {ch->out_path, ch->err_path};
+  for (int i = 0; i < 2 && !rc; i++)
+    if (paths[i]) rc = posix_spawn_file_actions_addopen(&fa, i + 1, paths[i], O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+  fflush(NULL); /* the child's output follows ours */
+  pid_t pid;
+  if (!rc) rc = posix_spawnp(&pid, ch->argv[0], &fa, NULL, (char *const *)ch->argv, env);
+  posix_spawn_file_actions_destroy(&fa);
   free(env);
-  close(pipefd[1]);
-  if (pid < 0) return close(pipefd[0]), errno = saved, -1;
-  int e = 0;
-  ssize_t got;
-  while ((got = read(pipefd[0], &e, sizeof e)) < 0 && errno == EINTR) {
-  }
-  close(pipefd[0]);
+  if (rc) return errno = rc, -1; /* no such program, or a redirection failed */
   int st;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -1;
-  if (got == (ssize_t)sizeof e) return errno = e, -1; /* exec (or a redirection) failed */
   *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return 0;
 }
