@@ -43,7 +43,9 @@ int report_spawn(const report_child *ch, int *exit_code) {
   int rc = posix_spawn_file_actions_init(&fa);
   const char *paths[2] = {ch->out_path, ch->err_path};
   for (int i = 0; i < 2 && !rc; i++)
-    if (paths[i]) rc = posix_spawn_file_actions_addopen(&fa, i + 1, paths[i], O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+    if (paths[i]) /* no link followed, but /dev/null may be one (some containers) */
+      rc = posix_spawn_file_actions_addopen(&fa, i + 1, paths[i],
+                                            O_WRONLY | O_CREAT | O_TRUNC | (strcmp(paths[i], "/dev/null") ? O_NOFOLLOW : 0), 0644);
   fflush(NULL); /* the child's output follows ours */
   pid_t pid;
   if (!rc) rc = posix_spawnp(&pid, ch->argv[0], &fa, NULL, (char *const *)ch->argv, env);

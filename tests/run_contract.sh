@@ -73,6 +73,17 @@ min_bytes|min_bytes="1G"
 path|path="nowhere"
 EOF
 
+python3 - "$DATA" >badpaths.json <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1] + "/scenario_measure_cpu.json"))
+s["profile"] = sys.argv[1] + "/" + s["profile"]
+s["runs"][0]["data_file"] = sys.argv[1] + "/" + s["runs"][0]["data_file"]
+s["paths"]["threads"]["gpus_per_node"] = 0
+print(json.dumps(s))
+EOF
+expect 2 "measure with a bad validate path" -- "$NCCLZ" run badpaths.json --out badpaths
+check 'grep -q "paths.threads" err && ! grep -q " perf -c " err && [ ! -e badpaths ]' "bad paths: $(cat err)"
+
 # 3. --out: empty, a symbolic link, an entry that is a link.
 measure >ok.json
 cat >cr.json <<EOF
