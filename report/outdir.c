@@ -183,6 +183,8 @@ ncclzStatus report_dir_open(ncclzReport *r, const char *dir) {
   if (!dir || !*dir) return ncclzSetError(NCCLZ_ERR_ARG, "report: the output directory is an empty name");
   if (strlen(dir) > sizeof r->out - 64) return ncclzSetError(NCCLZ_ERR_ARG, "report: the output directory name is too long");
   snprintf(r->out, sizeof r->out, "%s", dir);
+  for (size_t n = strlen(r->out); n > 1 && r->out[n - 1] == '/'; n--) r->out[n - 1] = 0; /* "link/" follows link */
+  dir = r->out;
   if (make_dirs(dir, &r->created))
     return ncclzSetError(NCCLZ_ERR_IO, "report: cannot create directory '%s': %s", dir, strerror(errno));
   r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -93,7 +93,10 @@ EOF
 expect 2 "--out ''" -- "$NCCLZ" run ok.json --out ''
 mkdir real && ln -s real linked
 expect 2 "--out a symbolic link" -- "$NCCLZ" run ok.json --out linked
+expect 2 "--out a symbolic link with a trailing /" -- "$NCCLZ" run ok.json --out linked//
 check '[ -z "$(ls -A real)" ]' "a report was written through a linked --out"
+touch afile
+expect 2 "--out a regular file" -- "$NCCLZ" run cr.json --out afile
 echo secret >target
 mkdir victim && ln -s ../target victim/results.json
 expect 2 "results.json a symbolic link" -- "$NCCLZ" run ok.json --out victim
