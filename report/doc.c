@@ -4,11 +4,9 @@
 #include "report_internal.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct ncclzTable {

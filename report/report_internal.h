@@ -12,7 +12,7 @@ struct ncclzReport {
   char out[1024];       /* the output directory the files are renamed into at close */
   int dirfd, stagefd, lockfd; /* open on out, dir and out/.ncclz-lock (-1: not open) */
   int created, locked;  /* out did not exist before this report; the lock is held */
-  char title[256];
+  char title[320];       /* "ncclz KIND: " and a name of up to 255 bytes, never cut */
   sbuf body;
   cJSON *json;
   int gnuplot;          /* -1 unknown, 0 missing (noted on the page), 1 available */

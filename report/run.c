@@ -113,8 +113,9 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   memset(&c, 0, sizeof c);
   c.opt = opt;
   if (!opt->out_dir || !*opt->out_dir) return ncclzSetError(NCCLZ_ERR_ARG, "--out: the report directory is an empty name");
-  if (!utf8_valid(opt->scenario) || !utf8_valid(opt->out_dir))
-    return ncclzSetError(NCCLZ_ERR_ARG, "the scenario's path and --out must be valid UTF-8 text (results.json holds them)");
+  if (!utf8_valid(opt->scenario)) /* results.json holds the paths */
+    return ncclzSetError(NCCLZ_ERR_ARG, "the scenario's path is not valid UTF-8 text");
+  if (!utf8_valid(opt->out_dir)) return ncclzSetError(NCCLZ_ERR_ARG, "--out: the path is not valid UTF-8 text");
   size_t len;
   char *text = ncclzReadFile(NULL, opt->scenario, &len);
   if (!text) return NCCLZ_ERR_ARG; /* a scenario that cannot be read is bad input */
