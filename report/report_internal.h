@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 struct ncclzReport {
-  char dir[1024];       /* the staging directory every file is written into (outdir.c) */
+  char dir[1100];       /* the staging directory every file is written into (outdir.c) */
   char out[1024];       /* the output directory the files are renamed into at close */
   int dirfd, stagefd, lockfd; /* open on out, dir and out/.ncclz-lock (-1: not open) */
   int created, locked;  /* out did not exist before this report; the lock is held */
