@@ -65,7 +65,7 @@ static void note_missing(ncclzReport *r) {
 
 /* Runs gnuplot on script + data; 0 when the SVG was written. err receives gnuplot's stderr. */
 static int render(ncclzReport *r, const char *name, const char *script, const char *data, sbuf *err) {
-  char dpath[1100], spath[1100], epath[1200], svg[1200];
+  char dpath[1200], spath[1200], epath[1300], svg[1200];
   snprintf(svg, sizeof svg, "%s/%s.svg", r->dir, name);
   if (!report_file_name_ok(name) || temp_file(r, data, dpath, sizeof dpath)) return -1;
   sbuf s;
