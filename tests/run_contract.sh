@@ -25,18 +25,11 @@ expect() {
 
 # The CPU measure scenario with absolute paths, runs[0] changed by KEY=JSON arguments.
 measure() {
-  python3 - "$DATA" "$@" <<'EOF'
-import json, sys
-data = sys.argv[1]
-s = json.load(open(data + "/scenario_measure_cpu.json"))
-s["profile"] = data + "/" + s["profile"]
-run = s["runs"][0]
-run["data_file"] = data + "/" + run["data_file"]
-for a in sys.argv[2:]:
-    k, v = a.split("=", 1)
-    run[k] = json.loads(v)
-print(json.dumps(s))
-EOF
+  local patch='{}' a
+  for a in "$@"; do patch=$(jq -cn --argjson p "$patch" --arg k "${a%%=*}" --argjson v "${a#*=}" '$p + {($k): $v}'); done
+  jq --arg d "$DATA" --argjson p "$patch" \
+    '.profile = $d + "/" + .profile | .runs[0].data_file = $d + "/" + .runs[0].data_file | .runs[0] += $p' \
+    "$DATA/scenario_measure_cpu.json"
 }
 
 # 1. A quote in a field is only a quote: the reproducer exits 2 and runs nothing.
@@ -73,14 +66,7 @@ min_bytes|min_bytes="1G"
 path|path="nowhere"
 EOF
 
-python3 - "$DATA" >badpaths.json <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1] + "/scenario_measure_cpu.json"))
-s["profile"] = sys.argv[1] + "/" + s["profile"]
-s["runs"][0]["data_file"] = sys.argv[1] + "/" + s["runs"][0]["data_file"]
-s["paths"]["threads"]["gpus_per_node"] = 0
-print(json.dumps(s))
-EOF
+measure | jq '.paths.threads.gpus_per_node = 0' >badpaths.json
 expect 2 "measure with a bad validate path" -- "$NCCLZ" run badpaths.json --out badpaths
 check 'grep -q "paths.threads" err && ! grep -q " perf -c " err && [ ! -e badpaths ]' "bad paths: $(cat err)"
 
@@ -162,7 +148,7 @@ for bad in '\xc0\xaf' '\xed\xa0\x80' '\xf4\x90\x80\x80' '\xe2\x82'; do
   printf "{\"kind\": \"cr-table\", \"description\": \"x${bad}y\", \"nodes\": [1], \"datasets\": []}" >bad8.json
   expect 2 "description with $bad" -- "$NCCLZ" run bad8.json --out bad8
 done
-long=$(python3 -c 'print("\u00e9" * 300)')
+long=$(printf '\303\251%.0s' $(seq 300)) # 300 x U+00E9, 600 bytes: cut to fit 255
 sed "s/\"kind\"/\"name\": \"$long\", \"kind\"/" cr.json >long.json
 expect 0 "a long UTF-8 name" -- "$NCCLZ" run long.json --out long
 check 'iconv -f UTF-8 -t UTF-8 long/results.json >/dev/null 2>&1 && jq -e ".name | startswith(\"\u00e9\u00e9\")" long/results.json >/dev/null' \
