@@ -24,12 +24,13 @@ static void print_help(void) {
          "  measure   GPU runs through the executor (needs a CUDA build and GPUs), then as validate\n"
          "  cr-table  CR of each coder on real data, in the paper's Table I layout\n"
          "  codec     CR of each coder file by file, from `ncclz codec --json` lines (scripts/codec_report.sh)\n\n"
-         "  --out DIR              the report directory (created)\n"
+         "  --out DIR              the report directory (created; its files are replaced only when the\n"
+         "                         report is complete; one run at a time: docs/reports.md)\n"
          "  --profile PROFILE.json  instead of the scenario's \"profile\" (without either: $NCCLZ_PROFILE,\n"
          "                         else the built-in H200 profile)\n"
          "  --data DIR             cr-table: read the full data set from DIR (scientific/ and gradients/,\n"
          "                         or the files side by side) instead of the scenario's test slices\n"
-         "Progress goes to stderr when it is a terminal. NCCLZ_GNUPLOT names the gnuplot command.\n"
+         "Progress goes to stderr when it is a terminal. NCCLZ_GNUPLOT names the gnuplot program.\n"
          "Exit status: 0 ok, 2 bad scenario or usage (the message names the field), 1 runtime failure.\n");
 }
 
@@ -55,6 +56,7 @@ static int parse_args(int argc, char **argv, ncclzRunOptions *o) {
   o->scenario = argv[optind++];
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
   if (!o->out_dir) return cli_usage_error(VERB, "--out DIR is required");
+  if (!*o->out_dir) return cli_usage_error(VERB, "--out: the report directory is an empty name");
   return CLI_OK;
 }
 

@@ -8,6 +8,11 @@
 #include <string.h>
 #include <time.h>
 
+void run_path(const run_ctx *c, const char *rel, char *out, size_t cap) {
+  int n = rel[0] == '/' || !c->dir[0] ? snprintf(out, cap, "%s", rel) : snprintf(out, cap, "%s/%s", c->dir, rel);
+  if (n < 0 || (size_t)n >= cap) out[cap - 1] = 0; /* truncated: the open fails and names the path */
+}
+
 void run_input(run_ctx *c, const char *what, const char *path, const char *quant, const char *note) {
   if (!c->inputs) return;
   cJSON *o = cJSON_CreateObject();

@@ -4,11 +4,9 @@
 #include "report_internal.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct ncclzTable {
@@ -19,38 +17,31 @@ struct ncclzTable {
   size_t nrows;
 };
 
-/* mkdir -p. */
-static int make_dirs(const char *dir) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s", dir);
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(path, 0777) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-ncclzReport *ncclzReportOpen(const char *dir, const char *title) {
-  if (make_dirs(dir)) {
-    ncclzSetError(NCCLZ_ERR_IO, "report: cannot create directory '%s': %s", dir, strerror(errno));
-    return NULL;
-  }
+ncclzStatus report_open(const char *dir, const char *title, ncclzReport **out) {
+  *out = NULL;
   ncclzReport *r = calloc(1, sizeof *r);
   cJSON *json = cJSON_CreateObject();
   if (!r || !json) {
     free(r);
     cJSON_Delete(json);
-    ncclzSetError(NCCLZ_ERR_NOMEM, "report: out of memory");
-    return NULL;
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "report: out of memory");
   }
-  snprintf(r->dir, sizeof r->dir, "%s", dir);
-  snprintf(r->title, sizeof r->title, "%s", title);
   sb_init(&r->body);
   r->json = json;
   r->gnuplot = -1;
-  return r;
+  snprintf(r->title, sizeof r->title, "%s", title);
+  ncclzStatus st = report_dir_open(r, dir);
+  if (st != NCCLZ_OK) {
+    ncclzReportAbort(r);
+    return st;
+  }
+  *out = r;
+  return NCCLZ_OK;
+}
+
+ncclzReport *ncclzReportOpen(const char *dir, const char *title) {
+  ncclzReport *r;
+  return report_open(dir, title, &r) == NCCLZ_OK ? r : NULL;
 }
 
 void ncclzReportHeading(ncclzReport *r, const char *text) {
@@ -160,14 +151,22 @@ static void each_line(const char *text, void (*fn)(void *, const char *, size_t)
 
 static void csv_cb(void *f, const char *line, size_t len) { csv_line((FILE *)f, line, len); }
 
+/* A new file in the report's staging directory, for writing. */
+static FILE *report_file(const ncclzReport *r, const char *name) {
+  int fd = report_file_open(r, name);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f && fd >= 0) close(fd), ncclzSetError(NCCLZ_ERR_NOMEM, "report: out of memory");
+  return f;
+}
+
 static int write_csv(const ncclzReport *r, const ncclzTable *t) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/%s.csv", r->dir, t->name);
-  FILE *f = fopen(path, "w");
-  if (!f) return ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1;
+  char name[128];
+  snprintf(name, sizeof name, "%s.csv", t->name);
+  FILE *f = report_file(r, name);
+  if (!f) return -1;
   csv_line(f, sb_str(&t->header), t->header.len);
   each_line(sb_str(&t->rows), csv_cb, f);
-  return fclose(f) ? (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1) : 0;
+  return fclose(f) ? (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s/%s'", r->out, name), -1) : 0;
 }
 
 typedef struct {
@@ -232,8 +231,12 @@ static const char *const STYLE =
     ".note{background:#fff4d6;border-left:4px solid #e0a000;padding:.4em .8em}"
     ".plot svg{max-width:100%;height:auto}";
 
-static int write_text(const char *path, const char *text) {
-  return ncclzWriteFile("report", path, text, strlen(text)) ? -1 : 0;
+static int write_text(const ncclzReport *r, const char *name, const char *text) {
+  FILE *f = report_file(r, name);
+  if (!f) return -1;
+  int bad = fputs(text, f) < 0;
+  if (fclose(f) || bad) return ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s/%s'", r->out, name), -1;
+  return 0;
 }
 
 static int write_html(const ncclzReport *r) {
@@ -247,35 +250,47 @@ static int write_html(const ncclzReport *r) {
   sb_puts(&page, sb_str(&r->body));
   sb_puts(&page, "<hr><p>Written by <code>ncclz run</code>; the numbers are in results.json and the CSV files "
                  "beside this page.</p>\n</body></html>\n");
-  char path[1200];
-  snprintf(path, sizeof path, "%s/index.html", r->dir);
-  int rc = page.oom || r->body.oom ? (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1)
-                                    : write_text(path, sb_str(&page));
+  int rc = page.oom || r->body.oom ? (ncclzSetError(NCCLZ_ERR_NOMEM, "report: out of memory"), -1)
+                                    : write_text(r, "index.html", sb_str(&page));
   sb_free(&page);
   return rc;
 }
 
-static int write_json(const ncclzReport *r) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/results.json", r->dir);
-  char *text = cJSON_Print(r->json);
-  int rc = text ? write_text(path, text) : (ncclzSetError(NCCLZ_ERR_IO, "report: cannot write '%s'", path), -1);
-  free(text);
-  return rc;
+/* The first string (value or key) under j that is not valid UTF-8, or NULL. */
+static const cJSON *non_utf8(const cJSON *j) {
+  if ((j->string && !utf8_valid(j->string)) || (cJSON_IsString(j) && !utf8_valid(j->valuestring))) return j;
+  const cJSON *it, *bad = NULL;
+  cJSON_ArrayForEach(it, j) if (!bad) bad = non_utf8(it);
+  return bad;
 }
 
-void ncclzReportAbort(ncclzReport *r) {
-  if (!r) return;
+static ncclzStatus write_json(const ncclzReport *r) {
+  const cJSON *bad = non_utf8(r->json); /* every input string was checked: this is the net under them */
+  if (bad)
+    return ncclzSetError(NCCLZ_ERR_ARG, "report: results.json would hold text that is not UTF-8 (in \"%s\")",
+                         bad->string && utf8_valid(bad->string) ? bad->string : "a key");
+  char *text = cJSON_Print(r->json);
+  int rc = text ? write_text(r, "results.json", text) : (ncclzSetError(NCCLZ_ERR_NOMEM, "report: out of memory"), -1);
+  free(text);
+  return rc ? NCCLZ_ERR_IO : NCCLZ_OK;
+}
+
+static void report_free(ncclzReport *r, int failed) {
+  report_dir_close(r, failed);
   sb_free(&r->body);
   cJSON_Delete(r->json);
   free(r);
 }
 
+void ncclzReportAbort(ncclzReport *r) {
+  if (r) report_free(r, 1);
+}
+
 ncclzStatus ncclzReportClose(ncclzReport *r) {
-  int rc = write_html(r);
-  if (!rc) rc = write_json(r);
-  ncclzReportAbort(r);
-  return rc ? NCCLZ_ERR_IO : NCCLZ_OK;
+  ncclzStatus st = write_html(r) ? NCCLZ_ERR_IO : write_json(r);
+  if (st == NCCLZ_OK) st = report_dir_publish(r);
+  report_free(r, st != NCCLZ_OK);
+  return st;
 }
 
 void ncclzProgress(const char *what, size_t done, size_t total) {

@@ -6,12 +6,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+int utf8_valid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p++;
+    int more = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+    if (more < 0) return 0;
+    unsigned cp = more ? c & (0x3F >> more) : c;
+    for (int i = 0; i < more; i++, p++) {
+      if ((*p & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
+      cp = cp << 6 | (*p & 0x3F);
+    }
+    static const unsigned min_cp[4] = {0, 0x80, 0x800, 0x10000}; /* shorter forms are overlong */
+    if (cp < min_cp[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  }
+  return 1;
+}
 
 int fld_string(const cJSON *o, const char *path, const char *key, int required, const char **out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v) return required ? (SCN_ERR("%s%s%s: required (a string)", path, *path ? "." : "", key), -1) : 0;
   if (!cJSON_IsString(v)) return SCN_ERR("%s%s%s: expected a string", path, *path ? "." : "", key), -1;
+  if (!utf8_valid(v->valuestring)) return SCN_ERR("%s%s%s: not valid UTF-8 text", path, *path ? "." : "", key), -1;
   *out = v->valuestring;
+  return 0;
+}
+
+int fld_int(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  const char *dot = *path ? "." : "";
+  if (!v) return required ? (SCN_ERR("%s%s%s: required (an integer in [%g, %g])", path, dot, key, lo, hi), -1) : 0;
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) || v->valuedouble != floor(v->valuedouble))
+    return SCN_ERR("%s%s%s: expected an integer in [%g, %g]", path, dot, key, lo, hi), -1;
+  *out = v->valuedouble;
   return 0;
 }
 

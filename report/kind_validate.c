@@ -11,10 +11,15 @@
 #include <string.h>
 
 #ifndef NCCLZ_HAVE_SIM
-ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
-  (void)r, (void)c, (void)files, (void)nfiles, (void)looked;
+ncclzStatus validate_check(run_ctx *c) {
+  (void)c;
   return ncclzSetError(NCCLZ_ERR_RUNTIME, "validate needs the simulator, and this build has none (SimGrid was not "
                                            "found when it was configured; install libsimgrid-dev and rebuild)");
+}
+
+ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
+  (void)r, (void)files, (void)nfiles, (void)looked;
+  return validate_check(c);
 }
 #else
 #include "ncclz/sim.h"
@@ -580,6 +585,15 @@ static void summary(ncclzReport *r, const va_points *v, const char *looked, int 
   }
 }
 
+ncclzStatus validate_check(run_ctx *c) {
+  va_path paths[VA_MAX_PATHS];
+  int np = 0;
+  memset(paths, 0, sizeof paths);
+  ncclzStatus st = parse_paths(c, paths, &np) ? NCCLZ_ERR_ARG : NCCLZ_OK;
+  for (int i = 0; i < np; i++) ncclzSimScenarioFree(&paths[i].sc);
+  return st;
+}
+
 ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked) {
   va_path paths[VA_MAX_PATHS];
   int np = 0;
@@ -588,10 +602,12 @@ ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files,
   ncclzStatus st = parse_paths(c, paths, &np) ? NCCLZ_ERR_ARG : NCCLZ_OK;
   for (int i = 0; i < nfiles && st == NCCLZ_OK; i++) {
     const char *sep = strchr(files[i], '\t'); /* "FILE\tPATH" */
-    char file[512];
+    char file[1200];
     snprintf(file, sizeof file, "%.*s", (int)(sep - files[i]), files[i]);
+    char shown[1200]; /* a file measure wrote: where it will be once the report is in place */
+    report_shown_path(r, file, shown, sizeof shown);
     if (read_perf_file(file, sep + 1, &v)) st = NCCLZ_ERR_ARG;
-    else run_input(c, "measurement", file, "", sep + 1);
+    else run_input(c, "measurement", shown, "", sep + 1);
   }
   if (st == NCCLZ_OK && !nfiles && predictions(c, paths, np, &v)) st = NCCLZ_ERR_ARG;
   if (st == NCCLZ_OK) st = simulate_all(c, paths, np, &v);

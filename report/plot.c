@@ -1,13 +1,13 @@
 /* Plots through gnuplot: the data and the script go to temporary files, gnuplot renders an SVG
  * into the report directory, and the SVG is copied inline into the page. gnuplot runs as a child
- * process (system) so that a crash or a syntax error there cannot take the run down; its stderr
+ * process (report_spawn: an argv array, no shell; the file names as gnuplot -c arguments, never in
+ * the script's text) so that a crash or a syntax error there cannot take the run down; its stderr
  * is kept and shown on the page when a plot fails. */
 #include "report_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *gnuplot_cmd(void) {
@@ -16,16 +16,15 @@ static const char *gnuplot_cmd(void) {
 }
 
 int ncclzReportHaveGnuplot(void) {
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", gnuplot_cmd());
-  int st = system(cmd);
-  return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  const char *argv[] = {gnuplot_cmd(), "--version", NULL};
+  report_child ch = {argv, NULL, "/dev/null", "/dev/null"};
+  int code;
+  return report_spawn(&ch, &code) == 0 && code == 0;
 }
 
-/* A temporary file holding text; path receives its name. */
-static int temp_file(const char *text, char *path, size_t cap) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(path, cap, "%s/ncclz-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+/* A scratch file holding text in the staging directory; path receives its name. */
+static int temp_file(const ncclzReport *r, const char *text, char *path, size_t cap) {
+  snprintf(path, cap, "%s/.plot-XXXXXX", r->dir);
   int fd = mkstemp(path);
   if (fd < 0) return -1;
   FILE *f = fdopen(fd, "w");
@@ -66,22 +65,22 @@ static void note_missing(ncclzReport *r) {
 
 /* Runs gnuplot on script + data; 0 when the SVG was written. err receives gnuplot's stderr. */
 static int render(ncclzReport *r, const char *name, const char *script, const char *data, sbuf *err) {
-  char dpath[512], spath[512], epath[600], svg[1200];
+  char dpath[1200], spath[1200], epath[1300], svg[1200];
   snprintf(svg, sizeof svg, "%s/%s.svg", r->dir, name);
-  if (temp_file(data, dpath, sizeof dpath)) return -1;
+  if (!report_file_name_ok(name) || temp_file(r, data, dpath, sizeof dpath)) return -1;
   sbuf s;
   sb_init(&s);
+  /* the paths arrive as ARG1 and ARG2 (gnuplot -c): no path is ever parsed as gnuplot text */
   sb_printf(&s, "set terminal svg size 900,480 dynamic font 'sans,11' noenhanced background '#ffffff'\n"
-                "set output '%s'\nDATA = '%s'\nset grid\nset key outside right top\n%s\nunset output\n",
-            svg, dpath, script);
-  int rc = temp_file(sb_str(&s), spath, sizeof spath);
+                "set output ARG1\nDATA = ARG2\nset grid\nset key outside right top\n%s\nunset output\n", script);
+  int rc = temp_file(r, sb_str(&s), spath, sizeof spath);
   sb_free(&s);
   if (!rc) {
     snprintf(epath, sizeof epath, "%s.err", spath);
-    char cmd[2000];
-    snprintf(cmd, sizeof cmd, "%s '%s' 2>'%s' >/dev/null", gnuplot_cmd(), spath, epath);
-    int st = system(cmd);
-    rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    const char *argv[] = {gnuplot_cmd(), "-c", spath, svg, dpath, NULL};
+    report_child ch = {argv, NULL, "/dev/null", epath};
+    int code;
+    rc = report_spawn(&ch, &code) == 0 && code == 0 ? 0 : -1;
     size_t len;
     char *e = ncclzReadFile(NULL, epath, &len);
     if (e) sb_puts(err, e);

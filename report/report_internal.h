@@ -8,8 +8,11 @@
 #include <cjson/cJSON.h>
 
 struct ncclzReport {
-  char dir[1024];
-  char title[256];
+  char dir[1100];       /* the staging directory every file is written into (outdir.c) */
+  char out[1024];       /* the output directory the files are renamed into at close */
+  int dirfd, stagefd, lockfd; /* open on out, dir and out/.ncclz-lock (-1: not open) */
+  int created, locked;  /* out did not exist before this report; the lock is held */
+  char title[320];       /* "ncclz KIND: " and a name of up to 255 bytes, never cut */
   sbuf body;
   cJSON *json;
   int gnuplot;          /* -1 unknown, 0 missing (noted on the page), 1 available */
@@ -36,6 +39,33 @@ typedef struct {
   cJSON *inputs;          /* data inputs the kind read: [{what, path, quant, note}] (provenance) */
 } run_ctx;
 
+/* The output directory (outdir.c, docs/reports.md): report_dir_open refuses an empty name or a
+ * symbolic link (NCCLZ_ERR_ARG), takes the directory's lock (another run holding it: ERR_ARG)
+ * and makes the staging directory r->dir; report_dir_publish renames the report's files into
+ * place and removes the previous report's files this one did not write; report_dir_close removes
+ * the staging directory (and, after a failure, the directory this report created). */
+ncclzStatus report_dir_open(ncclzReport *r, const char *dir);
+ncclzStatus report_dir_publish(ncclzReport *r);
+void report_dir_close(ncclzReport *r, int failed);
+/* A new file `name` in the staging directory (a plain name: letters, digits, '.', '_', '-', not
+ * starting with '.'); -1 with the error set. */
+int report_file_open(const ncclzReport *r, const char *name);
+int report_file_name_ok(const char *name);
+/* A path in the staging directory as it will be once published (other paths unchanged). */
+void report_shown_path(const ncclzReport *r, const char *path, char *buf, size_t cap);
+/* Internal form of ncclzReportOpen that returns the status. */
+ncclzStatus report_open(const char *dir, const char *title, ncclzReport **out);
+
+/* A child program (spawn.c): run with posix_spawnp from an argv array, never a shell. */
+typedef struct {
+  const char *const *argv;         /* NULL-terminated; argv[0] looked up in PATH when it has no '/' */
+  const char *const *env_add;      /* "KEY=VALUE" set over this process's environment (NULL: none) */
+  const char *out_path, *err_path; /* its stdout / stderr go to these files (NULL: ours) */
+} report_child;
+/* Runs the child and waits: 0 with *exit_code (128 + signal when killed), or -1 with errno when it
+ * could not start (no such program, a redirection failed). */
+int report_spawn(const report_child *ch, int *exit_code);
+
 /* Records one data input for the provenance section. */
 void run_input(run_ctx *c, const char *what, const char *path, const char *quant, const char *note);
 
@@ -46,6 +76,11 @@ void run_path(const run_ctx *c, const char *rel, char *out, size_t cap);
  * and return 0 unless `required`. */
 int fld_string(const cJSON *o, const char *path, const char *key, int required, const char **out);
 int fld_number(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, double *out);
+/* The same, for a whole number. */
+int fld_int(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, double *out);
+/* 1 when s is valid UTF-8 (no overlong form, surrogate or code point past U+10FFFF): strings that
+ * reach results.json must be (fld_string refuses the others, naming the field). */
+int utf8_valid(const char *s);
 /* An array of numbers (or one number) in [lo, hi]; integer when asked; *out malloc'd. */
 int fld_numbers(const cJSON *o, const char *path, const char *key, int required, double lo, double hi, int integer,
                 double **out, int *n);
@@ -72,6 +107,8 @@ ncclzStatus kind_codec(ncclzReport *r, run_ctx *c);
 
 /* validate's core, shared with measure: compare the perf JSON files with the simulator. */
 ncclzStatus validate_files(ncclzReport *r, run_ctx *c, const char *const *files, int nfiles, const char *looked);
+/* The scenario's validate paths, checked (and a build with the simulator) before measure runs. */
+ncclzStatus validate_check(run_ctx *c);
 
 /* ------------------------------------------------------------ series plots */
 

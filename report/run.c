@@ -23,11 +23,6 @@ static const struct {
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
-void run_path(const run_ctx *c, const char *rel, char *out, size_t cap) {
-  int n = rel[0] == '/' || !c->dir[0] ? snprintf(out, cap, "%s", rel) : snprintf(out, cap, "%s/%s", c->dir, rel);
-  if (n < 0 || (size_t)n >= cap) out[cap - 1] = 0; /* truncated: the open fails and names the path */
-}
-
 static int find_kind(const cJSON *root, size_t *k) {
   const char *kind = NULL;
   if (fld_string(root, "", "kind", 1, &kind)) return -1;
@@ -56,7 +51,20 @@ static int load_profile(run_ctx *c, int needed) {
     snprintf(msg, sizeof msg, "%s", ncclzLastError());
     return SCN_ERR("profile: '%s': %s", c->profile_path, msg), -1;
   }
+  if (!utf8_valid(c->profile_path)) return SCN_ERR("profile: the path is not valid UTF-8 text"), -1;
   return 0;
+}
+
+/* Copies s into out[cap], cut at a character boundary when it is too long (a cut inside a UTF-8
+ * sequence would make results.json invalid). */
+static void copy_text(char *out, size_t cap, const char *s) {
+  size_t n = strlen(s);
+  if (n >= cap) {
+    n = cap - 1;
+    while (n && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* s[n] starts the character left out */
+  }
+  memcpy(out, s, n);
+  out[n] = 0;
 }
 
 static int parse_common(run_ctx *c, size_t *kind) {
@@ -67,7 +75,7 @@ static int parse_common(run_ctx *c, size_t *kind) {
   const char *desc = NULL;
   if (fld_string(c->root, "", "description", 0, &desc)) return -1;
   snprintf(c->kind, sizeof c->kind, "%s", KINDS[*kind].name);
-  snprintf(c->name, sizeof c->name, "%s", name ? name : KINDS[*kind].title);
+  copy_text(c->name, sizeof c->name, name ? name : KINDS[*kind].title);
   return load_profile(c, KINDS[*kind].needs_profile);
 }
 
@@ -81,8 +89,9 @@ static void scenario_dir(run_ctx *c, const char *path) {
 static ncclzStatus run_kind(run_ctx *c, size_t k) {
   char title[400];
   snprintf(title, sizeof title, "ncclz %s: %s", c->kind, c->name);
-  ncclzReport *r = ncclzReportOpen(c->opt->out_dir, title);
-  if (!r) return NCCLZ_ERR_IO;
+  ncclzReport *r;
+  ncclzStatus st = report_open(c->opt->out_dir, title, &r);
+  if (st != NCCLZ_OK) return st;
   cJSON *j = ncclzReportJson(r);
   cJSON_AddStringToObject(j, "scenario", c->opt->scenario);
   cJSON_AddStringToObject(j, "kind", c->kind);
@@ -91,7 +100,7 @@ static ncclzStatus run_kind(run_ctx *c, size_t k) {
   const char *desc = NULL;
   fld_string(c->root, "", "description", 0, &desc);
   if (desc) ncclzReportText(r, "%s", desc);
-  ncclzStatus st = KINDS[k].fn(r, c);
+  st = KINDS[k].fn(r, c);
   if (st != NCCLZ_OK) {
     ncclzReportAbort(r);
     return st;
@@ -104,6 +113,10 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   run_ctx c;
   memset(&c, 0, sizeof c);
   c.opt = opt;
+  if (!opt->out_dir || !*opt->out_dir) return ncclzSetError(NCCLZ_ERR_ARG, "--out: the report directory is an empty name");
+  if (!utf8_valid(opt->scenario)) /* results.json holds the paths */
+    return ncclzSetError(NCCLZ_ERR_ARG, "the scenario's path is not valid UTF-8 text");
+  if (!utf8_valid(opt->out_dir)) return ncclzSetError(NCCLZ_ERR_ARG, "--out: the path is not valid UTF-8 text");
   size_t len;
   char *text = ncclzReadFile(NULL, opt->scenario, &len);
   if (!text) return NCCLZ_ERR_ARG; /* a scenario that cannot be read is bad input */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define OK(c) CHECK(c, "%s", ncclzLastError())
@@ -69,6 +70,8 @@ static void schema_errors(void) {
   expect_error("{\"kind\": \"codec\"}", "results");
   expect_error("{\"kind\": \"codec\", \"results\": \"nope.jsonl\"}", "nope.jsonl");
   expect_error("{\"kind\": \"codec\", \"results\": \"" DATA "/fields.json\"}", "line 1");
+  /* results.json is UTF-8: a name that is not is refused, naming the field */
+  expect_error("{\"kind\": \"cr-table\", \"name\": \"caf\xe9\", \"nodes\": [2], \"datasets\": []}", "name: not valid UTF-8");
 #ifdef NCCLZ_HAVE_SIM
   expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"sweep\": {\"nodes\": [0]}}",
                "sweep.nodes[0]");
@@ -298,6 +301,43 @@ static void crtable_run(void) {
   OK(exists("cr", "table1.csv") && exists("cr", "cr_per_ranks_summed.csv"));
 }
 
+/* The output directory through the API (tests/run_contract.sh has the command line's cases): an
+ * empty name and a second writer are refused, an aborted report leaves no directory it created, a
+ * results.json that is a link is never written through, and a report removes its previous files. */
+static void output_dir(void) {
+  ncclzRunOptions o = {scenario("cr0", "{\"kind\": \"cr-table\", \"nodes\": [1], \"datasets\": []}"), "", NULL, NULL, NULL};
+  CHECK(ncclzRunScenario(&o) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "--out"), "--out '': %s", ncclzLastError());
+  char dir[160], path[220];
+  snprintf(dir, sizeof dir, "%s/locked", tmp);
+  ncclzReport *a = ncclzReportOpen(dir, "a");
+  OK(a != NULL);
+  ncclzReport *b = ncclzReportOpen(dir, "b");
+  CHECK(!b && strstr(ncclzLastError(), "another ncclz run is writing"), "a second writer: %s", ncclzLastError());
+  ncclzReportAbort(a);
+  CHECK(access(dir, F_OK) != 0, "an aborted report left the directory it created");
+
+  snprintf(dir, sizeof dir, "%s/linked", tmp);
+  OK(mkdir(dir, 0777) == 0);
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  OK(symlink("../target.txt", path) == 0);
+  CHECK(!ncclzReportOpen(dir, "l") && strstr(ncclzLastError(), "symbolic link"), "link: %s", ncclzLastError());
+  snprintf(path, sizeof path, "%s/target.txt", tmp);
+  CHECK(access(path, F_OK) != 0, "the link's target was created");
+
+  snprintf(dir, sizeof dir, "%s/twice", tmp);
+  const char *names[2] = {"first", "second"};
+  for (int k = 0; k < 2; k++) {
+    ncclzReport *r = ncclzReportOpen(dir, names[k]);
+    OK(r != NULL);
+    if (!r) return;
+    ncclzTable *t = ncclzTableNew(names[k], "x");
+    ncclzTableAdd(t, "1");
+    OK(ncclzReportTable(r, t, "t") == NCCLZ_OK && ncclzReportClose(r) == NCCLZ_OK);
+  }
+  CHECK(!exists("twice", "first.csv") && exists("twice", "second.csv") && exists("twice", "results.json"),
+        "the second report did not replace the first's files");
+}
+
 int main(void) {
   snprintf(tmp, sizeof tmp, "/tmp/ncclz-test-run-XXXXXX");
   if (!mkdtemp(tmp)) return 1;
@@ -309,6 +349,7 @@ int main(void) {
   validate_calibrated_run();
   validate_spread_run();
   validate_best_coder_run();
+  output_dir();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

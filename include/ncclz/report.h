@@ -6,8 +6,8 @@
  *
  * A report is a directory: index.html (one page, every SVG plot inline, no external file),
  * results.json (everything the page shows, machine-readable), one CSV per table and one SVG per
- * plot. Plots are rendered by gnuplot (run as a child process on a temporary script and data
- * file); without gnuplot the page says so and still holds every table.
+ * plot. Plots are rendered by gnuplot (run as a child process, without a shell, on a scratch
+ * script and data file); without gnuplot the page says so and still holds every table.
  *
  * Scenario schema: docs/scenarios.md; report layout: docs/reports.md. */
 #ifndef NCCLZ_REPORT_H
@@ -27,7 +27,10 @@ typedef struct ncclzReport ncclzReport;
 typedef struct ncclzTable ncclzTable;
 struct cJSON;
 
-/* Creates DIR (and its parents) and starts a page. NULL with the error set on failure. */
+/* Creates DIR (and its parents), takes its lock (DIR/.ncclz-lock; another report holding it is an
+ * error) and starts a page in a staging directory inside DIR. NULL with the error set on failure:
+ * an empty name, DIR or its results.json / index.html a symbolic link, DIR locked. The rules for
+ * DIR are docs/reports.md's "The output directory". */
 ncclzReport *ncclzReportOpen(const char *dir, const char *title);
 /* A section heading (<h2>) and paragraphs of plain text (HTML-escaped). */
 void ncclzReportHeading(ncclzReport *r, const char *text);
@@ -63,17 +66,19 @@ ncclzStatus ncclzReportCsvOnly(ncclzReport *r, ncclzTable *t, const char *captio
 /* A plot: `script` holds gnuplot commands after the terminal and output lines, and names its
  * data file DATA (`plot DATA index 0 using 1:2 ...`); `data` is the text of that file. The SVG
  * goes to DIR/NAME.svg and inline into the page. An empty `data` gives a note, not an empty plot.
- * Without gnuplot (NCCLZ_GNUPLOT names another command), the page says so once. */
+ * Without gnuplot (NCCLZ_GNUPLOT names another program), the page says so once. */
 ncclzStatus ncclzReportPlot(ncclzReport *r, const char *name, const char *caption, const char *script,
                             const char *data);
-/* 1 when the gnuplot command ($NCCLZ_GNUPLOT, default "gnuplot") runs. */
+/* 1 when the gnuplot program ($NCCLZ_GNUPLOT, default "gnuplot", looked up in PATH) runs. */
 int ncclzReportHaveGnuplot(void);
 
 /* The results.json root object: each section adds its own key. */
 struct cJSON *ncclzReportJson(ncclzReport *r);
-/* Writes index.html and results.json and frees the report (also on failure). */
+/* Writes index.html and results.json, renames the report's files into DIR (refused when the place
+ * of one holds a symbolic link), removes the previous report's files this one did not write, and
+ * frees the report (also on failure, which leaves DIR's previous report as it was). */
 ncclzStatus ncclzReportClose(ncclzReport *r);
-/* Frees without writing anything more. */
+/* Frees without publishing anything: DIR keeps its previous report. */
 void ncclzReportAbort(ncclzReport *r);
 
 /* Progress on stderr, only when stderr is a terminal: "\r[#####.....] what 12/40". done ==
