@@ -116,7 +116,9 @@ static int has_name(const name_list *l, const char *name) {
 }
 
 static void add_name(name_list *l, const char *name) {
-  if (l->n < MAX_FILES && report_file_name_ok(name) && !has_name(l, name)) snprintf(l->name[l->n++], 208, "%s", name);
+  size_t len = strlen(name);
+  if (l->n < MAX_FILES && len < sizeof l->name[0] && report_file_name_ok(name) && !has_name(l, name))
+    memcpy(l->name[l->n++], name, len + 1);
 }
 
 /* The report files in the staging directory: regular files whose names a report writes
