@@ -217,10 +217,8 @@ struct Codec {
   void quantize() {
     if (qp.kind == NCCLZ_QUANT_EB)
       NZ(ncclzCudaQuantizeEB(&qp, spec.eb_is_rel, spec.eb, x, n, sym, stats, wsq, n_wsq, s));
-    else {
-      NZ(ncclzCudaQsgdScales(&qp, x, n, scales, s));
-      NZ(ncclzCudaQuantizeQsgd(&qp, x, n, scales, sym, s));
-    }
+    else
+      NZ(ncclzCudaQsgdQuantize(&qp, x, n, scales, sym, s));
   }
   void dequantize() {
     if (qp.kind == NCCLZ_QUANT_EB)
@@ -385,7 +383,8 @@ int main(int argc, char **argv) {
       c.set_coder(0, (uint32_t)(4 << 20) / 4, &prof); /* b.d_abs_eb for the dequantizer */
       c.quantize();
       CK(cudaMemcpyAsync(c.sym2, c.sym, 4 * n, cudaMemcpyDeviceToDevice, s));
-      CK(cudaMemcpyAsync(c.scales2, c.scales, 4 * ((n + 511) / 512), cudaMemcpyDeviceToDevice, s));
+      if (c.qp.kind == NCCLZ_QUANT_QSGD)
+        CK(cudaMemcpyAsync(c.scales2, c.scales, 4 * ((n + 511) / 512), cudaMemcpyDeviceToDevice, s));
       QRow q;
       q.quant = qc.name;
       const double tq = time_pass(s, 20, [&]() { c.quantize(); });

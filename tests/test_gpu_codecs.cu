@@ -413,6 +413,44 @@ static void qsgd_case(const char *file) {
   all_coders(file, ref.data(), n, 512 * 64, &qp, sc.data());
 }
 
+/* ncclzCudaQsgdQuantize (scales and codes in one pass) against the CPU, byte for byte: buckets of
+ * 128, 256 and 512 (the one-pass kernel) and 96 (its two-pass fallback), 4 and 8 bits, whole
+ * arrays, a ragged end (n not a multiple of 4 nor of the bucket) and less than one bucket, with a
+ * NaN and an Inf planted (code 0; the Inf's bucket scales to Inf). */
+static void qsgd_fused_cases(const char *file) {
+  size_t n0;
+  std::vector<float> x = load_f32(file, &n0);
+  CHECK(n0 > 4096, "load %s", file);
+  if (n0 <= 4096) return;
+  x[1000] = NAN;
+  x[3000] = INFINITY;
+  const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=256",
+                         "qsgd:bits=8,bucket=96"};
+  const size_t ns[] = {n0, n0 - 3, 1001};
+  Dev<float> dx(n0), dsc(n0);
+  Dev<int32_t> dsym(n0);
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n0, cudaMemcpyHostToDevice));
+  for (const char *spec_text : specs)
+    for (size_t n : ns) {
+      ncclzQuantSpec spec;
+      ncclzQuantParams qp;
+      ncclzQuantSpecParse(spec_text, &spec);
+      memset(&qp, 0, sizeof qp);
+      qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 12345, qp.rank = 3;
+      const size_t nb = ncclzQsgdNumBuckets(&qp, n);
+      std::vector<float> sc(nb), scg(nb);
+      std::vector<int32_t> ref(n), got(n);
+      ncclzQsgdScales(&qp, x.data(), n, sc.data());
+      ncclzQuantizeQsgd(&qp, x.data(), n, sc.data(), ref.data()); /* NCCLZ_ERR_NONFINITE: the codes are written */
+      CU(cudaMemset(dsym.p, 0xA5, 4 * n0));
+      CHECK(ncclzCudaQsgdQuantize(&qp, dx.p, n, dsc.p, dsym.p, 0) == NCCLZ_OK, "gpu qsgd one pass: %s", ncclzLastError());
+      CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+      CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+      CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0, "%s %s n=%zu: one-pass scales identical", file, spec_text, n);
+      CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s n=%zu: one-pass codes identical", file, spec_text, n);
+    }
+}
+
 /* The post-check on the GPU (ncclzCudaBatch.fallback_bytes, from ncclzReaFallbackBytes as the
  * executor sets it): frames of real codes (QSGD 8-bit, which gain 760-900 permil) alternate with
  * frames of full 32-bit noise (larger than RAW), the batch's last frame shorter; the frames that
@@ -546,6 +584,7 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
+  qsgd_fused_cases("resnet18_rank0_64k.f32");
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
     fallback_cases(grad);
