@@ -16,7 +16,8 @@
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
 #   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
 #   codec-latency.json   bench_latency (step latency): one call per frame size, every coder x
-#                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table
+#                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table,
+#                        latency-nopdl.txt the same with NCCLZ_CUDA_PDL=0
 #   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
 # STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
@@ -188,6 +189,10 @@ if want latency && [ "$(left)" -gt 60 ]; then
     --commit "${NCCLZ_COMMIT:-unknown}" --date "$(date -u +%FT%TZ)" >"$OUTDIR/latency.txt" 2>&1
   LAT_RC=$?
   cat "$OUTDIR/latency.txt"
+  # the same without programmatic dependent launch (codecs/cuda/internal.cuh, nz_launch)
+  NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+    --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
+  head -n 49 "$OUTDIR/latency-nopdl.txt"
 fi
 
 LNCU_RC=skipped

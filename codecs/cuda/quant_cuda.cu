@@ -74,6 +74,7 @@ static __device__ __forceinline__ uint32_t eb_term(const float *x, size_t i, con
 
 __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                            ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   eb_ready(p, resolved, st); /* eb:rel resolved on the device */
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -123,6 +124,7 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
 __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                                                       ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   eb_ready(p, resolved, st);
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   const size_t n4 = n / 4;
@@ -168,6 +170,7 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
 template <int E>
 __global__ void __launch_bounds__(LZ_THREADS, 2) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
                                                          uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   extern __shared__ uint32_t s_lz[];
   eb_ready(p, resolved, st);
   const uint32_t P = p.d1 * p.d2, tid = threadIdx.x;
@@ -270,6 +273,7 @@ static __device__ void atomic_fmax(float *a, float v) {
 
 __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
                                                     ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   float lo = INFINITY, hi = -INFINITY;
   auto take = [&](float v) {
     if ((has_fill && v == fill) || !(fabsf(v) < NCCLZ_EB_HUGE_VALUE)) return;
@@ -318,6 +322,7 @@ static __device__ double half_float_ulp(double m) {
 /* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
  * as eb_bounds in quant_eb.c. */
 __global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   float flo = st->vmin, fhi = st->vmax;
   if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
   double lo = flo, hi = fhi;
@@ -327,6 +332,7 @@ __global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
 }
 
 __global__ void k_stats_init(ncclzCudaQuantStats *st, double abs_eb, double bound) {
+  nz_pdl_enter();
   st->nonfinite = st->out_of_range = st->unbounded = 0;
   st->first_bad = ~0ull;
   st->abs_eb = abs_eb;
@@ -364,25 +370,25 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     e.lorenzo = 1;
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
-  k_stats_init<<<1, 1, 0, s>>>(d_stats, e.abs_eb, e.bound);
+  nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
   NZ_LAUNCHED();
   if (eb_is_rel) {
-    k_eb_range2<<<grid_for(n), 256, 0, s>>>(d_x, n, p->has_fill, p->fill_value, d_stats);
+    nz_launch(k_eb_range2, grid_for(n), 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
     NZ_LAUNCHED();
-    k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
+    nz_launch(k_eb_resolve, 1, 1, 0, s, rel_eb, d_stats);
     NZ_LAUNCHED();
   }
   const uint32_t P = e.d1 * e.d2;
   if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
-    k_eb_quant_vec<<<grid_for(n / 4), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
   } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
     auto k = lz_fwd_kernel(P);
     if (smem > 48 * 1024) NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
-    k<<<(unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s>>>(e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else {
-    k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+    nz_launch(k_eb_quant, grid_for(n), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -391,6 +397,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
 /* 1D rows: each thread reconstructs a contiguous run; rows are independent. For 2D/3D a column
  * pass follows the row pass (the inverse of a separable sum) when there are no fill codes. */
 __global__ void k_scan_rows(const int32_t *in, int32_t *out, size_t rows, uint32_t w) {
+  nz_pdl_enter();
   size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (r >= rows) return;
   uint32_t acc = 0;
@@ -401,6 +408,7 @@ __global__ void k_scan_rows(const int32_t *in, int32_t *out, size_t rows, uint32
 }
 /* out[o][l][i] = sum over l' <= l (stride inner), thread per (o, i). */
 __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner) {
+  nz_pdl_enter();
   size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (t >= outer * inner) return;
   size_t o = t / inner, i = t % inner;
@@ -420,6 +428,7 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
  * rows and columns in shared memory and writes the dequantized floats. */
 __global__ void __launch_bounds__(256) k_lz_chunk_sum(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc,
                                                       uint32_t *agg) {
+  nz_pdl_enter();
   const uint32_t e = blockIdx.x * 256 + threadIdx.x, c = blockIdx.y;
   if (e >= P) return;
   const uint32_t p0 = c * ppc, p1 = min(p0 + ppc, d0);
@@ -432,6 +441,7 @@ __global__ void __launch_bounds__(256) k_lz_chunk_sum(const int32_t *d, uint32_t
 /* 32 elements x 32 groups of chunks per CTA: group sums, their exclusive scan, then each group
  * rewrites its chunk sums as exclusive prefixes. */
 __global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t P, uint32_t nc) {
+  nz_pdl_enter();
   __shared__ uint32_t part[32][33];
   const uint32_t e = blockIdx.x * 32 + threadIdx.x, g = threadIdx.y, gs = (nc + 31) / 32;
   const uint32_t c0 = min(g * gs, nc), c1 = min(c0 + gs, nc);
@@ -461,6 +471,7 @@ __global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t
 __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, const uint32_t *carry, int L, uint32_t d0,
                                                           uint32_t d1, uint32_t d2, uint32_t ppc, double abs_eb,
                                                           const double *d_abs_eb, float *x) {
+  nz_pdl_enter();
   extern __shared__ uint32_t s_lz[];
   uint32_t *s = s_lz, *part = s_lz + d1 * d2; /* plane, then LZ_THREADS column partials */
   if (d_abs_eb) abs_eb = *d_abs_eb;
@@ -533,6 +544,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
 
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
                                                      const int32_t *c, size_t n, float *x) {
+  nz_pdl_enter();
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
   auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
@@ -570,14 +582,14 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
         carry = (uint32_t *)d_ws; /* nc * P <= n words */
-        k_lz_chunk_sum<<<dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s>>>(d_sym, P, (uint32_t)d0, ppc, carry);
+        nz_launch(k_lz_chunk_sum, dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s, d_sym, P, (uint32_t)d0, ppc, carry);
         NZ_LAUNCHED();
-        k_lz_chunk_carry<<<(unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s>>>(carry, P, nc);
+        nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
       }
       const size_t smem = 4ull * (P + LZ_THREADS);
       NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
-      k_lz_inverse<<<nc, LZ_THREADS, smem, s>>>(d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
+      nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
                                                 p->abs_eb, d_abs_eb, d_x);
       NZ_LAUNCHED();
       return NCCLZ_OK;
@@ -585,19 +597,19 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
     int32_t *w = (int32_t *)d_ws;
     /* Without fill codes the inverse is a prefix sum along each predicted axis (wrapping). */
     size_t rows = n / d2;
-    k_scan_rows<<<(unsigned)(rows / 128 + 1), 128, 0, s>>>(d_sym, w, rows, (uint32_t)d2);
+    nz_launch(k_scan_rows, (unsigned)(rows / 128 + 1), 128, 0, s, d_sym, w, rows, (uint32_t)d2);
     NZ_LAUNCHED();
     if (L >= 2) {
-      k_scan_axis<<<(unsigned)(d0 * d2 / 128 + 1), 128, 0, s>>>(w, d0, (uint32_t)d1, d2);
+      nz_launch(k_scan_axis, (unsigned)(d0 * d2 / 128 + 1), 128, 0, s, w, d0, (uint32_t)d1, d2);
       NZ_LAUNCHED();
     }
     if (L == 3) {
-      k_scan_axis<<<(unsigned)(d1 * d2 / 128 + 1), 128, 0, s>>>(w, 1, (uint32_t)d0, d1 * d2);
+      nz_launch(k_scan_axis, (unsigned)(d1 * d2 / 128 + 1), 128, 0, s, w, 1, (uint32_t)d0, d1 * d2);
       NZ_LAUNCHED();
     }
     codes = w;
   }
-  k_eb_dequant<<<grid_for(n / 4), 256, 0, s>>>(p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
+  nz_launch(k_eb_dequant, grid_for(n / 4), 256, 0, s, p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -605,6 +617,7 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
 /* ------------------------------------------------------------ QSGD */
 
 __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *scales) {
+  nz_pdl_enter();
   size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32;
   size_t start = b * bucket;
   if (start >= n) return;
@@ -635,6 +648,7 @@ static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s,
 
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
                              const float *scales, int32_t *sym) {
+  nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
     sym[i] = qsgd_code(__ldg(x + i), __ldg(scales + i / bucket), s, seed, rank, i);
@@ -647,6 +661,7 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
 template <int V>
 __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
                                                     uint32_t rank, float *scales, int32_t *sym) {
+  nz_pdl_enter();
   const uint32_t lane = threadIdx.x & 31;
   const size_t nb = (n + bucket - 1) / bucket, warps = (size_t)gridDim.x * (blockDim.x / 32);
   for (size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32; b < nb; b += warps) {
@@ -698,6 +713,7 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
  * whole groups of 4; the rest scalar. */
 __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t n, uint32_t bucket, double s,
                                                       const float *scales, float *x) {
+  nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   auto one = [&](int32_t c, double scale) { return (float)((double)c * scale / s); };
   size_t done = 0;
@@ -730,7 +746,7 @@ ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, siz
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
   size_t nb = ncclz_ceil_div(n, p->qsgd_bucket);
-  if (nb) k_qsgd_scales<<<(unsigned)ncclz_ceil_div(nb, 8), 256, 0, s>>>(d_x, n, p->qsgd_bucket, d_scales);
+  if (nb) nz_launch(k_qsgd_scales, (unsigned)ncclz_ceil_div(nb, 8), 256, 0, s, d_x, n, p->qsgd_bucket, d_scales);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -739,7 +755,7 @@ ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, s
                                   int32_t *d_sym, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  k_qsgd_quant<<<grid_for(n), 256, 0, s>>>(d_x, n, p->qsgd_bucket, (1 << (p->qsgd_bits - 1)) - 1, p->seed, p->rank,
+  nz_launch(k_qsgd_quant, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, (1 << (p->qsgd_bits - 1)) - 1, p->seed, p->rank,
                                            d_scales, d_sym);
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -757,9 +773,9 @@ ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, s
   const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
   const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
   const int lv = (1 << (p->qsgd_bits - 1)) - 1;
-  if (V == 1) k_qsgd_fused<1><<<grid, 256, 0, s>>>(d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
-  else if (V == 2) k_qsgd_fused<2><<<grid, 256, 0, s>>>(d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
-  else k_qsgd_fused<4><<<grid, 256, 0, s>>>(d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  if (V == 1) nz_launch(k_qsgd_fused<1>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else if (V == 2) nz_launch(k_qsgd_fused<2>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else nz_launch(k_qsgd_fused<4>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -768,7 +784,7 @@ ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_
                                     float *d_x, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  k_qsgd_dequant<<<grid_for(n), 256, 0, s>>>(d_sym, n, p->qsgd_bucket, (double)((1 << (p->qsgd_bits - 1)) - 1),
+  nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, (double)((1 << (p->qsgd_bits - 1)) - 1),
                                              d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
