@@ -344,14 +344,27 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
   size_t wsq = ncclzCudaQuantWorkspaceSize(n);
   Dev<uint8_t> dws(wsq);
   CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dstats.p, 0xA5, sizeof(ncclzCudaQuantStats))); /* every field must be written */
   st = ncclzCudaQuantizeEB(&qp, spec.eb_is_rel, spec.eb, dx.p, n, dsym.p, dstats.p, dws.p, wsq, 0);
   CHECK(st == NCCLZ_OK, "gpu eb: %s", ncclzLastError());
   ncclzCudaQuantStats hs;
   CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
   CHECK(hs.abs_eb == qp.abs_eb, "%s %s: abs_eb gpu %.17g cpu %.17g", file, spec_text, hs.abs_eb, qp.abs_eb);
-  CHECK(hs.nonfinite == 0 && hs.out_of_range == 0 && hs.unbounded == 0, "%s: no quantization errors", spec_text);
+  CHECK(hs.nonfinite == 0 && hs.out_of_range == 0 && hs.unbounded == 0 && hs.first_bad == ~0ull,
+        "%s: no quantization errors", spec_text);
   CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: gpu codes identical", file, spec_text);
+  if (spec.eb_is_rel) { /* without a workspace the range goes through the stats (more launches): same */
+    CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+    CU(cudaMemset(dstats.p, 0xA5, sizeof hs));
+    st = ncclzCudaQuantizeEB(&qp, 1, spec.eb, dx.p, n, dsym.p, dstats.p, NULL, 0, 0);
+    CHECK(st == NCCLZ_OK, "gpu eb, no workspace: %s", ncclzLastError());
+    CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
+    CHECK(hs.abs_eb == qp.abs_eb && hs.unbounded == 0 && hs.first_bad == ~0ull, "%s %s: no workspace, abs_eb gpu %.17g",
+          file, spec_text, hs.abs_eb);
+    CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: no workspace, gpu codes identical", file, spec_text);
+  }
   if (!(qp.lorenzo && qp.has_fill)) {
     std::vector<float> xr(n), xg(n);
     std::vector<int32_t> c2(n);
@@ -441,7 +454,8 @@ static void qsgd_fused_cases(const char *file) {
       std::vector<float> sc(nb), scg(nb);
       std::vector<int32_t> ref(n), got(n);
       ncclzQsgdScales(&qp, x.data(), n, sc.data());
-      ncclzQuantizeQsgd(&qp, x.data(), n, sc.data(), ref.data()); /* NCCLZ_ERR_NONFINITE: the codes are written */
+      /* its own scales (an Inf scale is refused when passed in); NCCLZ_ERR_NONFINITE, codes written */
+      ncclzQuantizeQsgd(&qp, x.data(), n, NULL, ref.data());
       CU(cudaMemset(dsym.p, 0xA5, 4 * n0));
       CHECK(ncclzCudaQsgdQuantize(&qp, dx.p, n, dsc.p, dsym.p, 0) == NCCLZ_OK, "gpu qsgd one pass: %s", ncclzLastError());
       CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));

@@ -30,8 +30,8 @@ struct Bufs {
 
 /* Times fn() runs times after warm-up; returns the median in seconds. Each timed run replays a
  * CUDA graph of one fn() call, captured once after the warm-up (the shape's graph): one launch
- * from the host instead of one per kernel, which on one H200 took 15-22 us of a 1 MiB FIXEDLEN
- * call's 25-37 (bench/results/codec-latency.json, encode_us against encode_graph_us). */
+ * from the host instead of one per kernel. Issued kernel by kernel, a small frame's call is bound
+ * by the host's launches (bench_latency: encode_us against encode_graph_us and encode_issue_us). */
 template <typename F>
 static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
   cudaEvent_t a, b;

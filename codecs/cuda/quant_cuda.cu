@@ -17,12 +17,65 @@ struct EbParams {
   float fill;
   uint32_t d0, d1, d2;
   double step, inv_step; /* 2 abs_eb and its reciprocal: set by eb_ready in each kernel */
+  /* eb:rel resolved from the range pass's per-block (min, max) pairs (k_eb_range_part) by each
+   * block of the quantizer; NULL: from the stats (k_eb_resolve) */
+  const float2 *part;
+  uint32_t nparts;
+  double rel;
 };
+
+/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
+static __device__ double half_float_ulp(double m) {
+  if (!(m >= 0x1p-126)) return 0x1p-150;
+  int e;
+  frexp(m, &e);
+  return ldexp(1.0, e - 25);
+}
+
+/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
+ * as eb_bounds in quant_eb.c; flo > fhi: no values. */
+static __device__ void eb_bound_of(double rel, float flo, float fhi, double *bound, double *abs_eb) {
+  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
+  const double lo = flo, hi = fhi;
+  *bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
+  *abs_eb = *bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
+}
+
+/* The whole array's (min, max) from the range pass's per-block pairs, reduced by every block of
+ * the quantizer (min and max of finite values: the same in any order), and the bound from it;
+ * block 0 records both in the stats as k_eb_resolve does. One launch instead of two small ones
+ * (the stats' reset and the resolve) in a call that is mostly launches on small frames. */
+static __device__ void eb_resolve_block(EbParams &p, ncclzCudaQuantStats *st) {
+  __shared__ float s_lo[32], s_hi[32];
+  float lo = INFINITY, hi = -INFINITY;
+  for (uint32_t i = threadIdx.x; i < p.nparts; i += blockDim.x) {
+    const float2 v = p.part[i];
+    lo = fminf(lo, v.x);
+    hi = fmaxf(hi, v.y);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fminf(lo, __shfl_xor_sync(NZ_FULL, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(NZ_FULL, hi, o));
+  }
+  const uint32_t warp = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
+  if ((threadIdx.x & 31) == 0) s_lo[warp] = lo, s_hi[warp] = hi;
+  __syncthreads();
+  lo = s_lo[0], hi = s_hi[0];
+  for (uint32_t w = 1; w < nw; w++) lo = fminf(lo, s_lo[w]), hi = fmaxf(hi, s_hi[w]);
+  eb_bound_of(p.rel, lo, hi, &p.bound, &p.abs_eb);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    st->vmin = lo, st->vmax = hi, st->bound = p.bound, st->abs_eb = p.abs_eb;
+    if (!(p.abs_eb > 0)) atomicAdd(&st->unbounded, ~0ull >> 1); /* below float resolution: NCCLZ_ERR_RANGE */
+  }
+}
 
 /* A kernel's parameters ready for eb_code: the bound resolved on the device for eb:rel, the
  * step and its reciprocal once per thread (not a division per element). */
-static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, const ncclzCudaQuantStats *st) {
-  if (resolved) {
+static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, ncclzCudaQuantStats *st) {
+  if (resolved && p.part) {
+    eb_resolve_block(p, st);
+  } else if (resolved) {
     p.abs_eb = st->abs_eb;
     p.bound = st->bound;
   }
@@ -271,9 +324,9 @@ static __device__ void atomic_fmax(float *a, float v) {
   }
 }
 
-__global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
-                                                    ncclzCudaQuantStats *st) {
-  nz_pdl_enter();
+/* This block's (min, max) of the finite non-fill values (valid in thread 0); (INF, -INF): none. */
+static __device__ void eb_range_block(const float *x, size_t n, int has_fill, float fill, float *lo_out,
+                                      float *hi_out) {
   float lo = INFINITY, hi = -INFINITY;
   auto take = [&](float v) {
     if ((has_fill && v == fill) || !(fabsf(v) < NCCLZ_EB_HUGE_VALUE)) return;
@@ -301,8 +354,15 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   /* finite values only (take() drops the rest): min and max are the same in any order */
   typedef cub::BlockReduce<float, 256> Reduce;
   __shared__ typename Reduce::TempStorage ts_lo, ts_hi;
-  lo = Reduce(ts_lo).Reduce(lo, cuda::minimum<float>());
-  hi = Reduce(ts_hi).Reduce(hi, cuda::maximum<float>());
+  *lo_out = Reduce(ts_lo).Reduce(lo, cuda::minimum<float>());
+  *hi_out = Reduce(ts_hi).Reduce(hi, cuda::maximum<float>());
+}
+
+__global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
+                                                    ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
+  float lo, hi;
+  eb_range_block(x, n, has_fill, fill, &lo, &hi);
   if (threadIdx.x == 0) { /* one atomic pair per block */
     if (lo <= hi) {
       atomic_fmin(&st->vmin, lo);
@@ -311,23 +371,23 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   }
 }
 
-/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
-static __device__ double half_float_ulp(double m) {
-  if (!(m >= 0x1p-126)) return 0x1p-150;
-  int e;
-  frexp(m, &e);
-  return ldexp(1.0, e - 25);
+/* The range pass of the one-launch resolve: each block's pair to part[blockIdx.x]; block 0 also
+ * resets the error counters (the quantizer's block 0 writes the range and the bound). */
+__global__ void __launch_bounds__(256) k_eb_range_part(const float *x, size_t n, int has_fill, float fill,
+                                                        float2 *part, ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
+  float lo, hi;
+  eb_range_block(x, n, has_fill, fill, &lo, &hi);
+  if (threadIdx.x == 0) part[blockIdx.x] = make_float2(lo, hi);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    st->nonfinite = st->out_of_range = st->unbounded = 0;
+    st->first_bad = ~0ull;
+  }
 }
 
-/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
- * as eb_bounds in quant_eb.c. */
 __global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
   nz_pdl_enter();
-  float flo = st->vmin, fhi = st->vmax;
-  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
-  double lo = flo, hi = fhi;
-  st->bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
-  st->abs_eb = st->bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
+  eb_bound_of(rel, st->vmin, st->vmax, &st->bound, &st->abs_eb);
   if (!(st->abs_eb > 0)) st->unbounded = ~0ull >> 1; /* below float resolution: NCCLZ_ERR_RANGE */
 }
 
@@ -360,22 +420,30 @@ static unsigned grid_for(size_t n) {
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t s) {
-  (void)d_ws; /* reserved: the quantizer needs no scratch today */
-  (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
-  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2], 0.0, 0.0};
+  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0],
+                p->dims[1], p->dims[2], 0.0, 0.0, nullptr, 0, rel_eb};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
     e.lorenzo = 1;
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
-  nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
-  NZ_LAUNCHED();
-  if (eb_is_rel) {
-    nz_launch(k_eb_range2, grid_for(n), 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
+  const unsigned range_grid = grid_for(n);
+  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
+    /* the range pass's pairs in the workspace, resolved by the quantizer's blocks: two launches */
+    e.part = (const float2 *)d_ws, e.nparts = range_grid;
+    nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
+    NZ_LAUNCHED();
+  } else if (eb_is_rel) { /* no workspace: the stats carry the range (four launches) */
+    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
+    NZ_LAUNCHED();
+    nz_launch(k_eb_range2, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
     NZ_LAUNCHED();
     nz_launch(k_eb_resolve, 1, 1, 0, s, rel_eb, d_stats);
+    NZ_LAUNCHED();
+  } else {
+    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
     NZ_LAUNCHED();
   }
   const uint32_t P = e.d1 * e.d2;

@@ -83,7 +83,8 @@ typedef struct {
 
 size_t ncclzCudaQuantWorkspaceSize(size_t n);
 /* EB: resolves eb:rel on the device into d_stats->abs_eb/bound as ncclzQuantResolve does (rel_eb is
- * the X of rel=X), or takes p->abs_eb/p->bound (eb_is_rel 0);
+ * the X of rel=X; with a workspace of ncclzCudaQuantWorkspaceSize(n) in two launches, else four),
+ * or takes p->abs_eb/p->bound (eb_is_rel 0);
  * then quantizes, with Lorenzo (p->lorenzo, p->dims) fused, to d_sym. Errors are counted in
  * d_stats; symbols of bad elements are unspecified. */
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
