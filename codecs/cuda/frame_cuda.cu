@@ -383,7 +383,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   }
   ncclzCudaBatch cb = *b;
   /* one FIXEDLEN frame without a post-check: the encoder's last CTA writes its header, one launch
-   * fewer for the host to issue (bench_latency: 9-10 us instead of 14-15 to issue a 1 MiB QSGD
+   * fewer for the host to issue (bench_latency: 9.0 us instead of 14.5 to issue a 1 MiB QSGD
    * encode). Not for batches: the fence in every CTA cost 256 MiB in 4 MiB frames 9% of its encode
    * rate (1,460 GB/s against 1,602, bench/results/device-2026-12-01c) */
   const bool fl_alone = !mixed && b->coder == NCCLZ_CODER_FIXEDLEN && !falls_back(b) && nf == 1;
