@@ -157,17 +157,6 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
   return mine;
 }
 
-/* Counts a CTA of frame f done; the last of its `units` writes the frame's header. Out of line:
- * inlined, the header's bytes cost the encoder registers (spills in its main loop). */
-static __device__ __noinline__ void fl_finish_frame(const NzShape &sh, NzFrame *fr, uint32_t f, uint32_t units,
-                                                    const NzFinalize &fin, uint8_t *out, size_t stride) {
-  if (atomicAdd(&fr[f].done, 1u) != units - 1) return;
-  __threadfence();
-  const volatile NzFrame *F = &fr[f];
-  nz_write_header(sh, fin.t.b, fin.d_abs_eb, fin.dtype_size, out, stride, f, F->check, F->coded_bytes, 0, 0,
-                  fin.frame_bytes);
-}
-
 /* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
@@ -176,8 +165,7 @@ static __device__ __noinline__ void fl_finish_frame(const NzShape &sh, NzFrame *
  * margin over its roofline target is a run's spread). */
 template <bool MIXED>
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
-                                                         NzFrame *fr, unsigned long long *lb, NzFinalize fin,
-                                                         int finalize) {
+                                                         NzFrame *fr, unsigned long long *lb) {
   nz_pdl_enter();
   constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
@@ -236,19 +224,11 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
     chk += nz_chk(v, base + i);
   }
   nz_add_check_warp(chk, &fr[f].check);
-  const uint32_t units = (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS);
-  if (tid == 0 && lc == units - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
-  if (!finalize) return;
-  /* the frame's last CTA to finish writes its header, with every CTA's check and the size in (a
-   * fence by each writer before the count, one by the last after it: the reduction pattern of
-   * the CUDA samples' threadFenceReduction) */
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) fl_finish_frame(sh, fr, f, units, fin, out, stride);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lb, const NzFinalize *fin, cudaStream_t s) {
+                               unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
@@ -270,10 +250,15 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
     }
     attributes_set.fetch_or(bit, std::memory_order_relaxed);
   }
-  const NzFinalize none = {};
-  const NzFinalize &f = fin ? *fin : none;
-  if (grid && sh.mixed) nz_launch(k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb, f, 0);
-  else if (grid) nz_launch(k_fl_encode<false>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb, f, fin != nullptr);
+  /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
+   * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
+   * instead of 1,198-1,756 (bench/results/device-2026-12-02/codecs-f571aeb.txt), as if with 4 CTAs
+   * an SM instead of 6; which of the two did it was not established. */
+  const int carve = cudaSharedmemCarveoutMaxShared;
+  if (grid && sh.mixed)
+    nz_launch_opt(false, carve, k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
+  else if (grid)
+    nz_launch_opt(false, carve, k_fl_encode<false>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -232,9 +232,28 @@ __global__ void k_finalize_encode(NzShape sh, NzHeaderTemplates t, const double 
   nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
-  const NzFrame z = fr[f];
-  nz_write_header(sh, t.coder[z.coder < NCCLZ_CODER_COUNT ? z.coder : 0].b, d_abs_eb, dtype_size, out, stride, f,
-                  z.check, z.coded_bytes, z.centre, z.radius, frame_bytes);
+  uint8_t *h = out + f * stride;
+  uint8_t b[64];
+  const uint8_t *tb = t.coder[fr[f].coder < NCCLZ_CODER_COUNT ? fr[f].coder : 0].b;
+  for (int i = 0; i < 64; i++) b[i] = tb[i];
+  uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
+  ncclz_store_u32(b + 12, n);
+  ncclz_store_u32(b + 16, payload);
+  ncclz_store_u32(b + 20, side);
+  if (b[5] == NCCLZ_CODER_HUFFMAN) {
+    ncclz_store_u32(b + 32, (uint32_t)fr[f].centre);
+    ncclz_store_u32(b + 36, fr[f].radius);
+  }
+  if (d_abs_eb) {
+    unsigned long long v = __double_as_longlong(*d_abs_eb);
+    ncclz_store_u32(b + 40, (uint32_t)v);
+    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
+  }
+  ncclz_store_u32(b + 52, fr[f].check ^ payload);
+  ncclz_store_u32(b + 56, n * dtype_size);
+  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
+  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
+  frame_bytes[f] = 64 + payload;
 }
 
 /* ------------------------------------------------------------ decode kernels */
@@ -382,19 +401,9 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     NZ_LAUNCHED();
   }
   ncclzCudaBatch cb = *b;
-  /* one FIXEDLEN frame without a post-check: the encoder's last CTA writes its header, one launch
-   * fewer for the host to issue (bench_latency: 9.0 us instead of 14.5 to issue a 1 MiB QSGD
-   * encode). Not for batches: the fence in every CTA cost 256 MiB in 4 MiB frames 9% of its encode
-   * rate (1,460 GB/s against 1,602, bench/results/device-2026-12-01c) */
-  const bool fl_alone = !mixed && b->coder == NCCLZ_CODER_FIXEDLEN && !falls_back(b) && nf == 1;
   if (mixed || b->coder == NCCLZ_CODER_FIXEDLEN) {
     cb.coder = NCCLZ_CODER_FIXEDLEN;
-    NzFinalize fin = {nz_header_template(b, NCCLZ_CODER_FIXEDLEN), b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype),
-                      d_frame_bytes};
-    if ((st = nz_fixedlen_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, fl_alone ? &fin : nullptr, s)) !=
-        NCCLZ_OK)
-      return st;
-    if (fl_alone) return NCCLZ_OK;
+    if ((st = nz_fixedlen_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, s)) != NCCLZ_OK) return st;
   }
   if (mixed || b->coder == NCCLZ_CODER_HUFFMAN) {
     /* the two coders number their look-back units alike: FIXEDLEN's published words would read

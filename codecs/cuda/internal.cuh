@@ -31,17 +31,33 @@ static __device__ __forceinline__ void nz_pdl_enter() {
 /* Whether launches use programmatic dependent launch: on unless NCCLZ_CUDA_PDL=0 (read once). */
 bool nz_pdl_on();
 
-/* kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch when
- * nz_pdl_on(); launch errors land in cudaGetLastError as with <<<>>>. */
+/* kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch when pdl and
+ * nz_pdl_on(), with a shared-memory carveout (percent) as a launch attribute when carveout >= 0
+ * (so that a CUDA graph's node carries it too); launch errors land in cudaGetLastError as with
+ * <<<>>>. */
 template <typename... K, typename... A>
-static inline void nz_launch(void (*kernel)(K...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A &&...args) {
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+static inline void nz_launch_opt(bool pdl, int carveout, void (*kernel)(K...), dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t s, A &&...args) {
+  cudaLaunchAttribute attr[2];
+  unsigned na = 0;
+  if (pdl && nz_pdl_on()) {
+    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[na++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (carveout >= 0) {
+    attr[na].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[na++].val.sharedMemCarveout = (unsigned)carveout;
+  }
   cudaLaunchConfig_t c = {};
   c.gridDim = grid, c.blockDim = block, c.dynamicSmemBytes = smem, c.stream = s;
-  c.attrs = &attr, c.numAttrs = nz_pdl_on() ? 1 : 0;
+  c.attrs = attr, c.numAttrs = na;
   (void)cudaLaunchKernelEx(&c, kernel, static_cast<A &&>(args)...);
+}
+
+/* The default: a programmatic dependent launch (when nz_pdl_on()). */
+template <typename... K, typename... A>
+static inline void nz_launch(void (*kernel)(K...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A &&...args) {
+  nz_launch_opt(true, -1, kernel, grid, block, smem, s, static_cast<A &&>(args)...);
 }
 
 /* Returns NCCLZ_ERR_CUDA with the call's text on failure (host side). */
@@ -79,7 +95,6 @@ struct NzFrame {
   uint64_t src;          /* decode: byte offset of the frame in the input */
   uint32_t side_check;   /* encode: the check of the side data alone (a RAW fallback restarts from it) */
   uint32_t fallback;     /* encode: 1 when the frame is rewritten as RAW (ncclzCudaBatch.fallback_bytes) */
-  uint32_t done;         /* encode: CTAs of the frame finished (a coder that writes the header itself) */
 };
 
 /* Everything a kernel needs to know about the batch, passed by value. */
@@ -114,43 +129,6 @@ struct NzHeaderTemplate {
 struct NzHeaderTemplates {
   NzHeaderTemplate coder[NCCLZ_CODER_COUNT];
 };
-
-/* What writing a frame's header takes (k_finalize_encode, or the coder's last CTA of the frame). */
-struct NzFinalize {
-  NzHeaderTemplate t;
-  const double *d_abs_eb; /* the EB bound resolved on the device, or NULL */
-  uint32_t dtype_size;
-  uint32_t *frame_bytes;
-};
-
-/* Frame f's header: the template plus the per-frame fields and both checks; its total size to
- * frame_bytes[f]. One thread. */
-static __device__ inline void nz_write_header(const NzShape &sh, const uint8_t *tb, const double *d_abs_eb,
-                                              uint32_t dtype_size, uint8_t *out, size_t stride, uint32_t f,
-                                              uint32_t check, uint32_t coded_bytes, int32_t centre, uint32_t radius,
-                                              uint32_t *frame_bytes) {
-  uint8_t *h = out + f * stride;
-  uint8_t b[64];
-  for (int i = 0; i < 64; i++) b[i] = tb[i];
-  const uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + coded_bytes;
-  ncclz_store_u32(b + 12, n);
-  ncclz_store_u32(b + 16, payload);
-  ncclz_store_u32(b + 20, side);
-  if (b[5] == NCCLZ_CODER_HUFFMAN) {
-    ncclz_store_u32(b + 32, (uint32_t)centre);
-    ncclz_store_u32(b + 36, radius);
-  }
-  if (d_abs_eb) {
-    unsigned long long v = __double_as_longlong(*d_abs_eb);
-    ncclz_store_u32(b + 40, (uint32_t)v);
-    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
-  }
-  ncclz_store_u32(b + 52, check ^ payload);
-  ncclz_store_u32(b + 56, n * dtype_size);
-  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
-  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
-  frame_bytes[f] = 64 + payload;
-}
 
 /* Workspace layout: all offsets 256-byte aligned. */
 struct NzLayout {
@@ -237,9 +215,8 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 #define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
-/* fin: NULL, or the encoder writes each frame's header itself (no finalize launch after it). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lookback, const NzFinalize *fin, cudaStream_t s);
+                               unsigned long long *lookback, cudaStream_t s);
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
