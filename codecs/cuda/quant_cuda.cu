@@ -217,9 +217,10 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
 
 /* E: elements a thread holds, ceil(P / LZ_THREADS) rounded up to an instantiated size, so that a
  * 64x128 plane keeps its 16 prefetched values a thread in registers (2 CTAs an SM; the codes are
- * read back from shared memory) instead of LZ_MAXE codes. Which neighbours an element has depends only on its place in the
- * plane: two bit masks, computed once. The next plane's values are loaded before this plane's
- * prediction, so that its reads overlap that work rather than wait behind a barrier. */
+ * read back from shared memory) instead of LZ_MAXE codes. Which neighbours an element has
+ * depends only on its place in the plane: two bit masks, computed once. The next plane's values
+ * are loaded before this plane's prediction, so that its reads overlap that work rather than wait
+ * behind a barrier. */
 template <int E>
 __global__ void __launch_bounds__(LZ_THREADS, 2) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
                                                          uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
