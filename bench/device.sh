@@ -15,6 +15,10 @@
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
 #   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
+#   codec-latency.json   bench_latency (step latency): one call per frame size, every coder x
+#                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table,
+#                        latency-nopdl.txt the same with NCCLZ_CUDA_PDL=0
+#   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
 # STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
@@ -22,6 +26,9 @@
 #   kernels    ncu over `ncclz codec --device gpu` on one 4 MiB frame of the ResNet gradients
 #   kernels-sci  ncu kernel times of HUFFMAN and FIXEDLEN over 256 MiB of TREFHT (REL 1e-4, none)
 #   ncu        ncu's detail sections of the kernels matching NCU_KERNEL (kernels-detail.txt)
+#   latency    bench/bench_latency (needs .devdata: carry it)
+#   latency-ncu  ncu kernel times of `ncclz codec --device gpu` on one 1 MiB frame (TREFHT at REL
+#              1e-4 with and without 3D Lorenzo, the gradients at QSGD 8/512; fixedlen, huffman, auto)
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of each test in SANITIZE,
@@ -51,7 +58,8 @@ LOG="$OUTDIR/tests.log"
 
 echo "== build (steps:$STEPS)"
 TESTS=${TESTS:-test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit}
-ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS || exit 1
+EXTRA=""; want latency && EXTRA=bench_latency
+ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS $EXTRA || exit 1
 rm -f "$OUTDIR/build.log"
 
 declare -A RC
@@ -173,6 +181,36 @@ if want ncu && [ "$(left)" -gt 60 ]; then
     "$OUTDIR/kernels-detail.txt" | awk '!/stalled/ || $NF > 0.3' | head -60
 fi
 
+LAT_RC=skipped
+if want latency && [ "$(left)" -gt 60 ]; then
+  echo "== latency ($(left) s left)"
+  timeout $(($(left) - 10)) "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+    --grad .devdata/resnet18_digits_step100_rank0.f32 --json "$OUTDIR/codec-latency.json" \
+    --commit "${NCCLZ_COMMIT:-unknown}" --date "$(date -u +%FT%TZ)" >"$OUTDIR/latency.txt" 2>&1
+  LAT_RC=$?
+  cat "$OUTDIR/latency.txt"
+  # the same without programmatic dependent launch (codecs/cuda/internal.cuh, nz_launch)
+  NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+    --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
+  head -n 49 "$OUTDIR/latency-nopdl.txt"
+fi
+
+LNCU_RC=skipped
+if want latency-ncu && [ "$(left)" -gt 60 ]; then
+  echo "== ncu: one 1 MiB frame ($(left) s left)"
+  head -c 1048576 .devdata/trefht_member57.f32 >/tmp/sci1m.f32
+  head -c 1048576 .devdata/resnet18_digits_step100_rank0.f32 >/tmp/grad1m.f32
+  for q in eb:rel=1e-4 eb:rel=1e-4,lorenzo=3d qsgd:bits=8,bucket=512; do
+    in=/tmp/sci1m.f32; dims=(--dims 32x64x128); [ "${q%%:*}" = qsgd ] && in=/tmp/grad1m.f32 dims=()
+    for coder in fixedlen huffman auto; do
+      [ "$(left)" -gt 40 ] || break
+      ncu_times "$q/$coder" 60 --input $in --quant $q "${dims[@]}" --coder $coder --repeat 1
+      LNCU_RC=$?
+    done
+  done >"$OUTDIR/latency-kernels.txt"
+  mean_times 52 <"$OUTDIR/latency-kernels.txt"
+fi
+
 EXEC_RC=skipped
 if want exec && [ "$(left)" -gt 300 ]; then
   echo "== executor benchmark ($(left) s left)"
@@ -222,6 +260,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
+echo "latency rc=$LAT_RC latency-ncu rc=$LNCU_RC"
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4

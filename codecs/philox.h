@@ -18,10 +18,15 @@
 #define NCCLZ_PHILOX_W1 0xBB67AE85u /* sqrt(3) - 1 */
 
 NCCLZ_INLINE void ncclz_philox_round(uint32_t ctr[4], const uint32_t key[2]) {
+#ifdef __CUDA_ARCH__ /* the same products as 32-bit halves: nvcc made 64-bit multiplies of the C form */
+  uint32_t hi0 = __umulhi(NCCLZ_PHILOX_M0, ctr[0]), lo0 = NCCLZ_PHILOX_M0 * ctr[0];
+  uint32_t hi1 = __umulhi(NCCLZ_PHILOX_M1, ctr[2]), lo1 = NCCLZ_PHILOX_M1 * ctr[2];
+#else
   uint64_t p0 = (uint64_t)NCCLZ_PHILOX_M0 * ctr[0];
   uint64_t p1 = (uint64_t)NCCLZ_PHILOX_M1 * ctr[2];
   uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
   uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+#endif
   uint32_t c1 = ctr[1], c3 = ctr[3];
   ctr[0] = hi1 ^ c1 ^ key[0];
   ctr[1] = lo1;

@@ -344,14 +344,27 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
   size_t wsq = ncclzCudaQuantWorkspaceSize(n);
   Dev<uint8_t> dws(wsq);
   CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dstats.p, 0xA5, sizeof(ncclzCudaQuantStats))); /* every field must be written */
   st = ncclzCudaQuantizeEB(&qp, spec.eb_is_rel, spec.eb, dx.p, n, dsym.p, dstats.p, dws.p, wsq, 0);
   CHECK(st == NCCLZ_OK, "gpu eb: %s", ncclzLastError());
   ncclzCudaQuantStats hs;
   CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
   CHECK(hs.abs_eb == qp.abs_eb, "%s %s: abs_eb gpu %.17g cpu %.17g", file, spec_text, hs.abs_eb, qp.abs_eb);
-  CHECK(hs.nonfinite == 0 && hs.out_of_range == 0 && hs.unbounded == 0, "%s: no quantization errors", spec_text);
+  CHECK(hs.nonfinite == 0 && hs.out_of_range == 0 && hs.unbounded == 0 && hs.first_bad == ~0ull,
+        "%s: no quantization errors", spec_text);
   CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: gpu codes identical", file, spec_text);
+  if (spec.eb_is_rel) { /* without a workspace the range goes through the stats (more launches): same */
+    CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+    CU(cudaMemset(dstats.p, 0xA5, sizeof hs));
+    st = ncclzCudaQuantizeEB(&qp, 1, spec.eb, dx.p, n, dsym.p, dstats.p, NULL, 0, 0);
+    CHECK(st == NCCLZ_OK, "gpu eb, no workspace: %s", ncclzLastError());
+    CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
+    CHECK(hs.abs_eb == qp.abs_eb && hs.unbounded == 0 && hs.first_bad == ~0ull, "%s %s: no workspace, abs_eb gpu %.17g",
+          file, spec_text, hs.abs_eb);
+    CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: no workspace, gpu codes identical", file, spec_text);
+  }
   if (!(qp.lorenzo && qp.has_fill)) {
     std::vector<float> xr(n), xg(n);
     std::vector<int32_t> c2(n);
@@ -411,6 +424,45 @@ static void qsgd_case(const char *file) {
   CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: qsgd codes identical", file);
   CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s: qsgd reconstruction identical", file);
   all_coders(file, ref.data(), n, 512 * 64, &qp, sc.data());
+}
+
+/* ncclzCudaQsgdQuantize (scales and codes in one pass) against the CPU, byte for byte: buckets of
+ * 128, 256 and 512 (the one-pass kernel) and 96 (its two-pass fallback), 4 and 8 bits, whole
+ * arrays, a ragged end (n not a multiple of 4 nor of the bucket) and less than one bucket, with a
+ * NaN and an Inf planted (code 0; the Inf's bucket scales to Inf). */
+static void qsgd_fused_cases(const char *file) {
+  size_t n0;
+  std::vector<float> x = load_f32(file, &n0);
+  CHECK(n0 > 4096, "load %s", file);
+  if (n0 <= 4096) return;
+  x[1000] = NAN;
+  x[3000] = INFINITY;
+  const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=256",
+                         "qsgd:bits=8,bucket=96"};
+  const size_t ns[] = {n0, n0 - 3, 1001};
+  Dev<float> dx(n0), dsc(n0);
+  Dev<int32_t> dsym(n0);
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n0, cudaMemcpyHostToDevice));
+  for (const char *spec_text : specs)
+    for (size_t n : ns) {
+      ncclzQuantSpec spec;
+      ncclzQuantParams qp;
+      ncclzQuantSpecParse(spec_text, &spec);
+      memset(&qp, 0, sizeof qp);
+      qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 12345, qp.rank = 3;
+      const size_t nb = ncclzQsgdNumBuckets(&qp, n);
+      std::vector<float> sc(nb), scg(nb);
+      std::vector<int32_t> ref(n), got(n);
+      ncclzQsgdScales(&qp, x.data(), n, sc.data());
+      /* its own scales (an Inf scale is refused when passed in); NCCLZ_ERR_NONFINITE, codes written */
+      ncclzQuantizeQsgd(&qp, x.data(), n, NULL, ref.data());
+      CU(cudaMemset(dsym.p, 0xA5, 4 * n0));
+      CHECK(ncclzCudaQsgdQuantize(&qp, dx.p, n, dsc.p, dsym.p, 0) == NCCLZ_OK, "gpu qsgd one pass: %s", ncclzLastError());
+      CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+      CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+      CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0, "%s %s n=%zu: one-pass scales identical", file, spec_text, n);
+      CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s n=%zu: one-pass codes identical", file, spec_text, n);
+    }
 }
 
 /* The post-check on the GPU (ncclzCudaBatch.fallback_bytes, from ncclzReaFallbackBytes as the
@@ -546,6 +598,7 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
+  qsgd_fused_cases("resnet18_rank0_64k.f32");
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
     fallback_cases(grad);

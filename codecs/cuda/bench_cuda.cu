@@ -1,6 +1,7 @@
 /* ncclzCudaCodecBench: the GPU half of `ncclz codec --device gpu`. It owns its buffers (this is
  * a measurement, not the hot path), times quantize+encode and decode+dequantize with CUDA
- * events (warm-up, then the median of individual runs), and returns the frames for checking
+ * events (warm-up, then the median of individual runs, each the replay of the call's CUDA graph),
+ * and returns the frames for checking
  * against the CPU reference. */
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +28,10 @@ struct Bufs {
   }
 };
 
-/* Times fn() runs times after warm-up; returns the median in seconds. */
+/* Times fn() runs times after warm-up; returns the median in seconds. Each timed run replays a
+ * CUDA graph of one fn() call, captured once after the warm-up (the shape's graph): one launch
+ * from the host instead of one per kernel. Issued kernel by kernel, a small frame's call is bound
+ * by the host's launches (bench_latency: encode_us against encode_graph_us and encode_issue_us). */
 template <typename F>
 static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
   cudaEvent_t a, b;
@@ -35,16 +39,28 @@ static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
   NZ_CUDA(cudaEventCreate(&b));
   ncclzStatus st = NCCLZ_OK;
   for (int i = 0; i < 3 && st == NCCLZ_OK; i++) st = fn();
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  if (st == NCCLZ_OK) {
+    NZ_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    st = fn();
+    const cudaError_t e = cudaStreamEndCapture(s, &g);
+    if (st == NCCLZ_OK && e != cudaSuccess) st = ncclzSetError(NCCLZ_ERR_CUDA, "cuda bench: capture: %s", cudaGetErrorString(e));
+    if (st == NCCLZ_OK && cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
+      st = ncclzSetError(NCCLZ_ERR_CUDA, "cuda bench: graph instantiation failed");
+  }
   std::vector<float> ms;
   for (int i = 0; i < runs && st == NCCLZ_OK; i++) {
     cudaEventRecord(a, s);
-    st = fn();
+    if (cudaGraphLaunch(ge, s) != cudaSuccess) st = ncclzSetError(NCCLZ_ERR_CUDA, "cuda bench: graph launch failed");
     cudaEventRecord(b, s);
     cudaEventSynchronize(b);
     float t = 0;
     cudaEventElapsedTime(&t, a, b);
     ms.push_back(t);
   }
+  if (ge) cudaGraphExecDestroy(ge);
+  if (g) cudaGraphDestroy(g);
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   if (st != NCCLZ_OK) return st;
@@ -109,8 +125,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   auto quantize = [&]() -> ncclzStatus {
     if (kind == NCCLZ_QUANT_EB) return ncclzCudaQuantizeEB(q, eb_is_rel, rel_eb, B.x, n, B.sym, B.stats, B.wsq, wsq, s);
     if (kind == NCCLZ_QUANT_QSGD) {
-      ncclzStatus st = ncclzCudaQsgdScales(q, B.x, n, B.scales, s);
-      return st != NCCLZ_OK ? st : ncclzCudaQuantizeQsgd(q, B.x, n, B.scales, B.sym, s);
+      return ncclzCudaQsgdQuantize(q, B.x, n, B.scales, B.sym, s);
     }
     NZ_CUDA(cudaMemcpyAsync(B.sym, B.x, 4 * n, cudaMemcpyDeviceToDevice, s)); /* quant none: the bits */
     return NCCLZ_OK;

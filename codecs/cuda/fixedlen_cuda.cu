@@ -166,6 +166,7 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
 template <bool MIXED>
 __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb) {
+  nz_pdl_enter();
   constexpr int WARPS = FLE_WARPS;
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
   __shared__ uint32_t s_words[WARPS];
@@ -249,8 +250,15 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
     }
     attributes_set.fetch_or(bit, std::memory_order_relaxed);
   }
-  if (grid && sh.mixed) k_fl_encode<true><<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
-  else if (grid) k_fl_encode<false><<<grid, FLE_THREADS, smem, s>>>(sh, d_sym, d_out, stride, fr, lb);
+  /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
+   * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
+   * instead of 1,198-1,756 (bench/results/device-2026-12-02/codecs-f571aeb.txt), as if with 4 CTAs
+   * an SM instead of 6; which of the two did it was not established. */
+  const int carve = cudaSharedmemCarveoutMaxShared;
+  if (grid && sh.mixed)
+    nz_launch_opt(false, carve, k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
+  else if (grid)
+    nz_launch_opt(false, carve, k_fl_encode<false>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -260,6 +268,7 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
 static __device__ void fail(NzFrame *f, uint32_t r) { atomicCAS(&f->status, 0u, NZ_CORRUPT(r)); }
 
 __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+  nz_pdl_enter();
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   __shared__ typename Scan::TempStorage scan_ts;
   __shared__ uint32_t s_pack[FL_BLOCKS * 32];
@@ -359,7 +368,7 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
 
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s) {
   uint32_t tiles = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), sh.p0);
-  k_fl_decode<<<dim3(tiles, sh.n_frames), FL_THREADS, 0, s>>>(sh, d_in, d_sym, fr);
+  nz_launch(k_fl_decode, dim3(tiles, sh.n_frames), FL_THREADS, 0, s, sh, d_in, d_sym, fr);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -1,6 +1,7 @@
 /* Batched frames on the GPU: workspace layout, the frame header (built once on the host by the
  * reference packer, patched per frame on the device), side data, RAW, header parsing and the
  * payload check, and the encode/decode entry points that dispatch to the coders. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.cuh"
@@ -8,6 +9,14 @@
 #define RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+bool nz_pdl_on() {
+  static const bool on = [] {
+    const char *v = getenv("NCCLZ_CUDA_PDL");
+    return !(v && !strcmp(v, "0"));
+  }();
+  return on;
+}
 
 uint32_t ncclzCudaBatchFrames(const ncclzCudaBatch *b) {
   if (!b || b->frame_symbols == 0) return 0;
@@ -133,6 +142,7 @@ NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder) {
  * FIXEDLEN batch's time did not measurably change, 1d7e9b6). */
 __global__ void k_init(NzShape sh, const float *scales, uint8_t *out, size_t stride, NzFrame *fr, uint32_t nf,
                        unsigned long long *lb, size_t nlb, const uint32_t *coders, uint32_t coder) {
+  nz_pdl_enter();
   __shared__ uint32_t s_chk;
   for (uint32_t f = blockIdx.x; f < nf; f += gridDim.x) {
     uint32_t chk = 0;
@@ -167,7 +177,7 @@ static void launch_init(const NzShape &sh, const float *scales, uint8_t *out, si
                         unsigned long long *lb, size_t nlb, const uint32_t *coders, uint32_t coder, cudaStream_t s) {
   size_t lb_blocks = nlb / NZ_INIT_THREADS + 1, blocks = nf > lb_blocks ? nf : lb_blocks;
   if (blocks > 1024) blocks = 1024;
-  k_init<<<(unsigned)blocks, NZ_INIT_THREADS, 0, s>>>(sh, sh.side_per_frame ? scales : nullptr, out, stride, fr, nf, lb,
+  nz_launch(k_init, (unsigned)blocks, NZ_INIT_THREADS, 0, s, sh, sh.side_per_frame ? scales : nullptr, out, stride, fr, nf, lb,
                                                      nlb, coders, coder);
 }
 
@@ -188,6 +198,7 @@ static __device__ void raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32
  * payload. */
 __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr,
                              int only_fallback) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
   /* the whole block returns or none of it: fr[f] is the same for all its threads */
   if (only_fallback ? !fr[f].fallback : !sh.takes(fr, f, NCCLZ_CODER_RAW)) return;
@@ -201,6 +212,7 @@ __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_
  * restarts from the side data's and k_raw_encode(only_fallback) rewrites its payload. One thread
  * a frame. */
 __global__ void k_fallback_mark(NzShape sh, uint64_t limit, uint64_t last_limit, NzFrame *fr) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   const uint32_t n = sh.frame_n(f);
@@ -217,6 +229,7 @@ __global__ void k_fallback_mark(NzShape sh, uint64_t limit, uint64_t last_limit,
  * per-frame fields and both checks. */
 __global__ void k_finalize_encode(NzShape sh, NzHeaderTemplates t, const double *d_abs_eb, uint32_t dtype_size,
                                   uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   uint8_t *h = out + f * stride;
@@ -249,6 +262,7 @@ __global__ void k_finalize_encode(NzShape sh, NzHeaderTemplates t, const double 
  * batch's own (symbol count, coder mask, coder parameter). */
 __global__ void k_parse(NzShape sh, const uint8_t *in, const uint64_t *offsets, size_t in_stride, size_t in_len,
                         unsigned mask, uint32_t p0f, uint32_t p0h, NzFrame *fr) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   NzFrame z;
@@ -299,6 +313,7 @@ __global__ void k_parse(NzShape sh, const uint8_t *in, const uint64_t *offsets, 
 }
 
 __global__ void k_side_decode(NzShape sh, const uint8_t *in, float *scales, NzFrame *fr) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.y;
   if (fr[f].status) return;
   uint32_t nw = fr[f].side_bytes / 4;
@@ -313,6 +328,7 @@ __global__ void k_side_decode(NzShape sh, const uint8_t *in, float *scales, NzFr
 }
 
 __global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.y;
   if (fr[f].status || fr[f].coder != NCCLZ_CODER_RAW) return;
   uint32_t n = fr[f].n, sw = fr[f].side_bytes / 4;
@@ -327,6 +343,7 @@ __global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFram
 
 /* The payload check comes before the coder's checks in the reference's order, so it wins. */
 __global__ void k_finalize_decode(NzShape sh, NzFrame *fr, uint32_t *status) {
+  nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
   NzFrame z = fr[f];
@@ -380,7 +397,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
    * mixed batch: the kernels skip the others' frames; the shape carries each coder's parameter) */
   const bool mixed = b->d_coders != nullptr;
   if (mixed || b->coder == NCCLZ_CODER_RAW) {
-    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 0);
+    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 0);
     NZ_LAUNCHED();
   }
   ncclzCudaBatch cb = *b;
@@ -398,14 +415,14 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
       return st;
   }
   if (falls_back(b)) {
-    k_fallback_mark<<<(nf + 127) / 128, 128, 0, s>>>(sh, b->fallback_bytes, b->fallback_last_bytes, fr);
+    nz_launch(k_fallback_mark, (nf + 127) / 128, 128, 0, s, sh, b->fallback_bytes, b->fallback_last_bytes, fr);
     NZ_LAUNCHED();
-    k_raw_encode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_sym, d_out, out_stride, fr, 1);
+    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
   NzHeaderTemplates t;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
-  k_finalize_encode<<<(nf + 127) / 128, 128, 0, s>>>(sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+  nz_launch(k_finalize_encode, (nf + 127) / 128, 128, 0, s, sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -431,15 +448,15 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
   hb.coder = NCCLZ_CODER_HUFFMAN;
   /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
   NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
-  k_parse<<<(nf + 127) / 128, 128, 0, s>>>(sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
+  nz_launch(k_parse, (nf + 127) / 128, 128, 0, s, sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
   NZ_LAUNCHED();
   if (sh.side_per_frame) {
-    k_side_decode<<<dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s>>>(
+    nz_launch(k_side_decode, dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s, 
         sh, d_in, d_scales, fr);
     NZ_LAUNCHED();
   }
   if (mask & 1u) {
-    k_raw_decode<<<dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s>>>(sh, d_in, d_sym, fr);
+    nz_launch(k_raw_decode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_in, d_sym, fr);
     NZ_LAUNCHED();
   }
   if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, d_sym, fr, s)) != NCCLZ_OK) return st;
@@ -447,7 +464,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
       (st = nz_huffman_decode(shh, d_in, d_sym, fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
           NCCLZ_OK)
     return st;
-  k_finalize_decode<<<(nf + 127) / 128, 128, 0, s>>>(sh, fr, d_status);
+  nz_launch(k_finalize_decode, (nf + 127) / 128, 128, 0, s, sh, fr, d_status);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

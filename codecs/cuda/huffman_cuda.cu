@@ -31,6 +31,7 @@ static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame
 /* The alphabet's sample (as sample_alphabet in coder_huffman.c): median and extremes of up to
  * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block radix sort. */
 __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
+  nz_pdl_enter();
   typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
   __shared__ typename Sort::TempStorage ts;
   const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
@@ -67,6 +68,7 @@ static uint32_t hist_chunk(const NzShape &sh) {
 
 __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist,
                                                           uint32_t chunk) {
+  nz_pdl_enter();
   __shared__ uint32_t h[HF_K];
   uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * chunk;
   if (i0 >= n || !sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
@@ -266,6 +268,7 @@ static __device__ uint32_t table_head_word(const BookShared &s, uint32_t q, uint
 
 __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame *fr, const uint32_t *hist,
                                                               uint32_t *table, uint8_t *out, size_t stride) {
+  nz_pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   BookShared &s = *reinterpret_cast<BookShared *>(smem);
   const uint32_t f = blockIdx.x, t = threadIdx.x;
@@ -361,6 +364,7 @@ static __host__ __device__ uint32_t seg_stage_words(uint32_t S) { return (S * NC
 __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const int32_t *sym, const uint32_t *table,
                                                               uint8_t *out, size_t stride, NzFrame *fr,
                                                               unsigned long long *lb) {
+  nz_pdl_enter();
   extern __shared__ __align__(16) uint32_t stage[];
   __shared__ uint32_t s_prefix, s_segw[ENC_WARPS], s_excl[ENC_WARPS], s_agg;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -442,18 +446,18 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
   const uint32_t chunk = hist_chunk(sh);
   dim3 g((unsigned)ncclz_ceil_div(sh.frame_symbols, chunk), nf);
-  k_hf_median<<<nf, 1024, 0, s>>>(sh, d_sym, fr);
+  nz_launch(k_hf_median, nf, 1024, 0, s, sh, d_sym, fr);
   NZ_LAUNCHED();
-  k_hf_hist<<<g, HIST_THREADS, 0, s>>>(sh, d_sym, fr, hist, chunk);
+  nz_launch(k_hf_hist, g, HIST_THREADS, 0, s, sh, d_sym, fr, hist, chunk);
   NZ_LAUNCHED();
   size_t book_smem = sizeof(BookShared);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_book, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)book_smem));
-  k_hf_book<<<nf, BOOK_THREADS, book_smem, s>>>(sh, fr, hist, table, d_out, stride);
+  nz_launch(k_hf_book, nf, BOOK_THREADS, book_smem, s, sh, fr, hist, table, d_out, stride);
   NZ_LAUNCHED();
   size_t enc_smem = sizeof(uint32_t) * ENC_WARPS * seg_stage_words(sh.p0);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)enc_smem));
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(nf - 1), sh.p0), ENC_WARPS);
-  k_hf_encode<<<(nf - 1) * sh.units_per_frame + last, ENC_WARPS * 32, enc_smem, s>>>(sh, d_sym, table, d_out, stride,
+  nz_launch(k_hf_encode, (nf - 1) * sh.units_per_frame + last, ENC_WARPS * 32, enc_smem, s, sh, d_sym, table, d_out, stride,
                                                                                      fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -534,6 +538,7 @@ static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitma
  * (index << 4 | length, 0 for the slow path) and the canonical tables for long codes. */
 __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const uint8_t *in, NzFrame *fr, uint32_t *lut,
                                                                uint32_t *tables) {
+  nz_pdl_enter();
   extern __shared__ __align__(16) unsigned char smem[];
   TableShared &s = *reinterpret_cast<TableShared *>(smem);
   const uint32_t f = blockIdx.x, t = threadIdx.x;
@@ -715,6 +720,7 @@ static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
                                                            uint32_t seg_words) {
+  nz_pdl_enter();
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
   __shared__ int32_t stage[DEC_THREADS / 32][32][33];
@@ -829,12 +835,12 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
                               uint32_t *tables, cudaStream_t s) {
   size_t smem = sizeof(TableShared);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  k_hf_table<<<sh.n_frames, BOOK_THREADS, smem, s>>>(sh, d_in, fr, lut, tables);
+  nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
   uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0), seg_words = dec_seg_words(sh.p0);
   size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
-  k_hf_decode<<<dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s>>>(
+  nz_launch(k_hf_decode, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s, 
       sh, d_in, d_sym, fr, lut, tables, seg_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;

@@ -15,6 +15,51 @@
 
 #define NZ_FULL 0xFFFFFFFFu
 
+/* Programmatic dependent launch (Hopper): every kernel here is launched through nz_launch, which
+ * lets the stream start it while the kernel before it finishes, and begins with nz_pdl_enter,
+ * which waits for that kernel's completion and memory before anything else (so that waiting on
+ * the one before also covers every earlier one), then lets the next kernel be launched. A call's
+ * chain of small kernels then pays the launch latency once rather than at every kernel
+ * (bench_latency with NCCLZ_CUDA_PDL=0 measures without). */
+static __device__ __forceinline__ void nz_pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+/* Whether launches use programmatic dependent launch: on unless NCCLZ_CUDA_PDL=0 (read once). */
+bool nz_pdl_on();
+
+/* kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch when pdl and
+ * nz_pdl_on(), with a shared-memory carveout (percent) as a launch attribute when carveout >= 0
+ * (so that a CUDA graph's node carries it too); launch errors land in cudaGetLastError as with
+ * <<<>>>. */
+template <typename... K, typename... A>
+static inline void nz_launch_opt(bool pdl, int carveout, void (*kernel)(K...), dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t s, A &&...args) {
+  cudaLaunchAttribute attr[2];
+  unsigned na = 0;
+  if (pdl && nz_pdl_on()) {
+    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[na++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (carveout >= 0) {
+    attr[na].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[na++].val.sharedMemCarveout = (unsigned)carveout;
+  }
+  cudaLaunchConfig_t c = {};
+  c.gridDim = grid, c.blockDim = block, c.dynamicSmemBytes = smem, c.stream = s;
+  c.attrs = attr, c.numAttrs = na;
+  (void)cudaLaunchKernelEx(&c, kernel, static_cast<A &&>(args)...);
+}
+
+/* The default: a programmatic dependent launch (when nz_pdl_on()). */
+template <typename... K, typename... A>
+static inline void nz_launch(void (*kernel)(K...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A &&...args) {
+  nz_launch_opt(true, -1, kernel, grid, block, smem, s, static_cast<A &&>(args)...);
+}
+
 /* Returns NCCLZ_ERR_CUDA with the call's text on failure (host side). */
 #define NZ_CUDA(call)                                                                           \
   do {                                                                                          \

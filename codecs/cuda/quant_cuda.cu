@@ -17,12 +17,65 @@ struct EbParams {
   float fill;
   uint32_t d0, d1, d2;
   double step, inv_step; /* 2 abs_eb and its reciprocal: set by eb_ready in each kernel */
+  /* eb:rel resolved from the range pass's per-block (min, max) pairs (k_eb_range_part) by each
+   * block of the quantizer; NULL: from the stats (k_eb_resolve) */
+  const float2 *part;
+  uint32_t nparts;
+  double rel;
 };
+
+/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
+static __device__ double half_float_ulp(double m) {
+  if (!(m >= 0x1p-126)) return 0x1p-150;
+  int e;
+  frexp(m, &e);
+  return ldexp(1.0, e - 25);
+}
+
+/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
+ * as eb_bounds in quant_eb.c; flo > fhi: no values. */
+static __device__ void eb_bound_of(double rel, float flo, float fhi, double *bound, double *abs_eb) {
+  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
+  const double lo = flo, hi = fhi;
+  *bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
+  *abs_eb = *bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
+}
+
+/* The whole array's (min, max) from the range pass's per-block pairs, reduced by every block of
+ * the quantizer (min and max of finite values: the same in any order), and the bound from it;
+ * block 0 records both in the stats as k_eb_resolve does. One launch instead of two small ones
+ * (the stats' reset and the resolve) in a call that is mostly launches on small frames. */
+static __device__ void eb_resolve_block(EbParams &p, ncclzCudaQuantStats *st) {
+  __shared__ float s_lo[32], s_hi[32];
+  float lo = INFINITY, hi = -INFINITY;
+  for (uint32_t i = threadIdx.x; i < p.nparts; i += blockDim.x) {
+    const float2 v = p.part[i];
+    lo = fminf(lo, v.x);
+    hi = fmaxf(hi, v.y);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fminf(lo, __shfl_xor_sync(NZ_FULL, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(NZ_FULL, hi, o));
+  }
+  const uint32_t warp = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
+  if ((threadIdx.x & 31) == 0) s_lo[warp] = lo, s_hi[warp] = hi;
+  __syncthreads();
+  lo = s_lo[0], hi = s_hi[0];
+  for (uint32_t w = 1; w < nw; w++) lo = fminf(lo, s_lo[w]), hi = fmaxf(hi, s_hi[w]);
+  eb_bound_of(p.rel, lo, hi, &p.bound, &p.abs_eb);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    st->vmin = lo, st->vmax = hi, st->bound = p.bound, st->abs_eb = p.abs_eb;
+    if (!(p.abs_eb > 0)) atomicAdd(&st->unbounded, ~0ull >> 1); /* below float resolution: NCCLZ_ERR_RANGE */
+  }
+}
 
 /* A kernel's parameters ready for eb_code: the bound resolved on the device for eb:rel, the
  * step and its reciprocal once per thread (not a division per element). */
-static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, const ncclzCudaQuantStats *st) {
-  if (resolved) {
+static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, ncclzCudaQuantStats *st) {
+  if (resolved && p.part) {
+    eb_resolve_block(p, st);
+  } else if (resolved) {
     p.abs_eb = st->abs_eb;
     p.bound = st->bound;
   }
@@ -74,6 +127,7 @@ static __device__ __forceinline__ uint32_t eb_term(const float *x, size_t i, con
 
 __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                            ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   eb_ready(p, resolved, st); /* eb:rel resolved on the device */
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -123,6 +177,7 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
 __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
                                                       ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   eb_ready(p, resolved, st);
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   const size_t n4 = n / 4;
@@ -160,8 +215,16 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
 #define LZ_MAXP 12288 /* plane elements for the shared-memory paths */
 #define LZ_MAXE (LZ_MAXP / LZ_THREADS)
 
-__global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
+/* E: elements a thread holds, ceil(P / LZ_THREADS) rounded up to an instantiated size, so that a
+ * 64x128 plane keeps its 16 prefetched values a thread in registers (2 CTAs an SM; the codes are
+ * read back from shared memory) instead of LZ_MAXE codes. Which neighbours an element has
+ * depends only on its place in the plane: two bit masks, computed once. The next plane's values
+ * are loaded before this plane's prediction, so that its reads overlap that work rather than wait
+ * behind a barrier. */
+template <int E>
+__global__ void __launch_bounds__(LZ_THREADS, 2) k_eb_lz_fwd(EbParams p, int resolved, const float *x, int32_t *sym,
                                                          uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
   extern __shared__ uint32_t s_lz[];
   eb_ready(p, resolved, st);
   const uint32_t P = p.d1 * p.d2, tid = threadIdx.x;
@@ -176,46 +239,57 @@ __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolv
       prev[e] = p.has_fill && v == p.fill ? 0u : (uint32_t)eb_code(v, p, &bad);
     }
   }
+  uint32_t hk = 0, hj = 0; /* bit k: element tid + k LZ_THREADS has a left / an upper neighbour */
+  float v[E];
+#pragma unroll
+  for (int k = 0; k < E; k++) {
+    const uint32_t e = tid + k * LZ_THREADS;
+    hk |= (uint32_t)(e % p.d2 > 0) << k;
+    hj |= (uint32_t)(L >= 2 && e / p.d2 > 0) << k;
+    v[k] = e < P && p0 < p1 ? __ldg(x + (size_t)p0 * P + e) : 0.0f;
+  }
   for (uint32_t pl = p0; pl < p1; pl++) {
     const size_t base = (size_t)pl * P;
-    int32_t c[LZ_MAXE];
     uint32_t isfill = 0;
 #pragma unroll
-    for (int k = 0; k < LZ_MAXE; k++) {
+    for (int k = 0; k < E; k++) {
       uint32_t e = tid + k * LZ_THREADS;
-      c[k] = 0;
       if (e < P) {
-        float v = __ldg(x + base + e);
-        if (p.has_fill && v == p.fill) {
+        if (p.has_fill && v[k] == p.fill) {
           isfill |= 1u << k;
           cur[e] = 0u;
         } else {
           int bad = 0;
-          c[k] = eb_code(v, p, &bad);
-          cur[e] = (uint32_t)c[k];
+          cur[e] = (uint32_t)eb_code(v[k], p, &bad);
           if (bad) eb_count_failure(st, bad, base + e);
         }
       }
     }
     __syncthreads();
+    if (pl + 1 < p1) {
+#pragma unroll
+      for (int k = 0; k < E; k++) {
+        const uint32_t e = tid + k * LZ_THREADS;
+        if (e < P) v[k] = __ldg(x + base + P + e);
+      }
+    }
     const int hi = L == 3 && pl > 0;
 #pragma unroll
-    for (int k = 0; k < LZ_MAXE; k++) {
+    for (int k = 0; k < E; k++) {
       uint32_t e = tid + k * LZ_THREADS;
       if (e < P) {
         int32_t out = NCCLZ_FILL_CODE;
         if (!(isfill >> k & 1)) {
-          uint32_t kk = e % p.d2, j = e / p.d2;
-          int hk = kk > 0, hj = L >= 2 && j > 0;
+          const int k1 = hk >> k & 1, j1 = hj >> k & 1;
           uint32_t pred = 0;
-          if (hk) pred += cur[e - 1];
-          if (hj) pred += cur[e - p.d2];
-          if (hj && hk) pred -= cur[e - p.d2 - 1];
+          if (k1) pred += cur[e - 1];
+          if (j1) pred += cur[e - p.d2];
+          if (j1 && k1) pred -= cur[e - p.d2 - 1];
           if (hi) pred += prev[e];
-          if (hi && hk) pred -= prev[e - 1];
-          if (hi && hj) pred -= prev[e - p.d2];
-          if (hi && hj && hk) pred += prev[e - p.d2 - 1];
-          out = (int32_t)((uint32_t)c[k] - pred);
+          if (hi && k1) pred -= prev[e - 1];
+          if (hi && j1) pred -= prev[e - p.d2];
+          if (hi && j1 && k1) pred += prev[e - p.d2 - 1];
+          out = (int32_t)(cur[e] - pred);
         }
         sym[base + e] = out;
       }
@@ -225,6 +299,12 @@ __global__ void __launch_bounds__(LZ_THREADS) k_eb_lz_fwd(EbParams p, int resolv
     prev = cur;
     cur = t;
   }
+}
+
+/* The instance of k_eb_lz_fwd for planes of P elements. */
+static void (*lz_fwd_kernel(uint32_t P))(EbParams, int, const float *, int32_t *, uint32_t, ncclzCudaQuantStats *) {
+  const uint32_t e = (P + LZ_THREADS - 1) / LZ_THREADS;
+  return e <= 4 ? k_eb_lz_fwd<4> : e <= 8 ? k_eb_lz_fwd<8> : e <= 16 ? k_eb_lz_fwd<16> : k_eb_lz_fwd<LZ_MAXE>;
 }
 
 /* Float min/max via CAS loops (rare: one per warp). */
@@ -245,8 +325,9 @@ static __device__ void atomic_fmax(float *a, float v) {
   }
 }
 
-__global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
-                                                    ncclzCudaQuantStats *st) {
+/* This block's (min, max) of the finite non-fill values (valid in thread 0); (INF, -INF): none. */
+static __device__ void eb_range_block(const float *x, size_t n, int has_fill, float fill, float *lo_out,
+                                      float *hi_out) {
   float lo = INFINITY, hi = -INFINITY;
   auto take = [&](float v) {
     if ((has_fill && v == fill) || !(fabsf(v) < NCCLZ_EB_HUGE_VALUE)) return;
@@ -274,8 +355,15 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   /* finite values only (take() drops the rest): min and max are the same in any order */
   typedef cub::BlockReduce<float, 256> Reduce;
   __shared__ typename Reduce::TempStorage ts_lo, ts_hi;
-  lo = Reduce(ts_lo).Reduce(lo, cuda::minimum<float>());
-  hi = Reduce(ts_hi).Reduce(hi, cuda::maximum<float>());
+  *lo_out = Reduce(ts_lo).Reduce(lo, cuda::minimum<float>());
+  *hi_out = Reduce(ts_hi).Reduce(hi, cuda::maximum<float>());
+}
+
+__global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int has_fill, float fill,
+                                                    ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
+  float lo, hi;
+  eb_range_block(x, n, has_fill, fill, &lo, &hi);
   if (threadIdx.x == 0) { /* one atomic pair per block */
     if (lo <= hi) {
       atomic_fmin(&st->vmin, lo);
@@ -284,26 +372,28 @@ __global__ void __launch_bounds__(256) k_eb_range2(const float *x, size_t n, int
   }
 }
 
-/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
-static __device__ double half_float_ulp(double m) {
-  if (!(m >= 0x1p-126)) return 0x1p-150;
-  int e;
-  frexp(m, &e);
-  return ldexp(1.0, e - 25);
+/* The range pass of the one-launch resolve: each block's pair to part[blockIdx.x]; block 0 also
+ * resets the error counters (the quantizer's block 0 writes the range and the bound). */
+__global__ void __launch_bounds__(256) k_eb_range_part(const float *x, size_t n, int has_fill, float fill,
+                                                        float2 *part, ncclzCudaQuantStats *st) {
+  nz_pdl_enter();
+  float lo, hi;
+  eb_range_block(x, n, has_fill, fill, &lo, &hi);
+  if (threadIdx.x == 0) part[blockIdx.x] = make_float2(lo, hi);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    st->nonfinite = st->out_of_range = st->unbounded = 0;
+    st->first_bad = ~0ull;
+  }
 }
 
-/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
- * as eb_bounds in quant_eb.c. */
 __global__ void k_eb_resolve(double rel, ncclzCudaQuantStats *st) {
-  float flo = st->vmin, fhi = st->vmax;
-  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
-  double lo = flo, hi = fhi;
-  st->bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
-  st->abs_eb = st->bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
+  nz_pdl_enter();
+  eb_bound_of(rel, st->vmin, st->vmax, &st->bound, &st->abs_eb);
   if (!(st->abs_eb > 0)) st->unbounded = ~0ull >> 1; /* below float resolution: NCCLZ_ERR_RANGE */
 }
 
 __global__ void k_stats_init(ncclzCudaQuantStats *st, double abs_eb, double bound) {
+  nz_pdl_enter();
   st->nonfinite = st->out_of_range = st->unbounded = 0;
   st->first_bad = ~0ull;
   st->abs_eb = abs_eb;
@@ -331,34 +421,43 @@ static unsigned grid_for(size_t n) {
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t s) {
-  (void)d_ws; /* reserved: the quantizer needs no scratch today */
-  (void)ws_bytes;
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
-  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0], p->dims[1], p->dims[2], 0.0, 0.0};
+  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0],
+                p->dims[1], p->dims[2], 0.0, 0.0, nullptr, 0, rel_eb};
   if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
     e.lorenzo = 1;
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
-  k_stats_init<<<1, 1, 0, s>>>(d_stats, e.abs_eb, e.bound);
-  NZ_LAUNCHED();
-  if (eb_is_rel) {
-    k_eb_range2<<<grid_for(n), 256, 0, s>>>(d_x, n, p->has_fill, p->fill_value, d_stats);
+  const unsigned range_grid = grid_for(n);
+  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
+    /* the range pass's pairs in the workspace, resolved by the quantizer's blocks: two launches */
+    e.part = (const float2 *)d_ws, e.nparts = range_grid;
+    nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
     NZ_LAUNCHED();
-    k_eb_resolve<<<1, 1, 0, s>>>(rel_eb, d_stats);
+  } else if (eb_is_rel) { /* no workspace: the stats carry the range (four launches) */
+    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
+    NZ_LAUNCHED();
+    nz_launch(k_eb_range2, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
+    NZ_LAUNCHED();
+    nz_launch(k_eb_resolve, 1, 1, 0, s, rel_eb, d_stats);
+    NZ_LAUNCHED();
+  } else {
+    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
     NZ_LAUNCHED();
   }
   const uint32_t P = e.d1 * e.d2;
   if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
-    k_eb_quant_vec<<<grid_for(n / 4), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
   } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
-    NZ_CUDA(cudaFuncSetAttribute(k_eb_lz_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
-    k_eb_lz_fwd<<<(unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s>>>(e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+    auto k = lz_fwd_kernel(P);
+    if (smem > 48 * 1024) NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
+    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else {
-    k_eb_quant<<<grid_for(n), 256, 0, s>>>(e, eb_is_rel, d_x, n, d_sym, d_stats);
+    nz_launch(k_eb_quant, grid_for(n), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -367,6 +466,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
 /* 1D rows: each thread reconstructs a contiguous run; rows are independent. For 2D/3D a column
  * pass follows the row pass (the inverse of a separable sum) when there are no fill codes. */
 __global__ void k_scan_rows(const int32_t *in, int32_t *out, size_t rows, uint32_t w) {
+  nz_pdl_enter();
   size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (r >= rows) return;
   uint32_t acc = 0;
@@ -377,6 +477,7 @@ __global__ void k_scan_rows(const int32_t *in, int32_t *out, size_t rows, uint32
 }
 /* out[o][l][i] = sum over l' <= l (stride inner), thread per (o, i). */
 __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner) {
+  nz_pdl_enter();
   size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (t >= outer * inner) return;
   size_t o = t / inner, i = t % inner;
@@ -396,6 +497,7 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
  * rows and columns in shared memory and writes the dequantized floats. */
 __global__ void __launch_bounds__(256) k_lz_chunk_sum(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc,
                                                       uint32_t *agg) {
+  nz_pdl_enter();
   const uint32_t e = blockIdx.x * 256 + threadIdx.x, c = blockIdx.y;
   if (e >= P) return;
   const uint32_t p0 = c * ppc, p1 = min(p0 + ppc, d0);
@@ -408,6 +510,7 @@ __global__ void __launch_bounds__(256) k_lz_chunk_sum(const int32_t *d, uint32_t
 /* 32 elements x 32 groups of chunks per CTA: group sums, their exclusive scan, then each group
  * rewrites its chunk sums as exclusive prefixes. */
 __global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t P, uint32_t nc) {
+  nz_pdl_enter();
   __shared__ uint32_t part[32][33];
   const uint32_t e = blockIdx.x * 32 + threadIdx.x, g = threadIdx.y, gs = (nc + 31) / 32;
   const uint32_t c0 = min(g * gs, nc), c1 = min(c0 + gs, nc);
@@ -437,6 +540,7 @@ __global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t
 __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, const uint32_t *carry, int L, uint32_t d0,
                                                           uint32_t d1, uint32_t d2, uint32_t ppc, double abs_eb,
                                                           const double *d_abs_eb, float *x) {
+  nz_pdl_enter();
   extern __shared__ uint32_t s_lz[];
   uint32_t *s = s_lz, *part = s_lz + d1 * d2; /* plane, then LZ_THREADS column partials */
   if (d_abs_eb) abs_eb = *d_abs_eb;
@@ -509,6 +613,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
 
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
                                                      const int32_t *c, size_t n, float *x) {
+  nz_pdl_enter();
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
   auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
@@ -546,14 +651,14 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
         carry = (uint32_t *)d_ws; /* nc * P <= n words */
-        k_lz_chunk_sum<<<dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s>>>(d_sym, P, (uint32_t)d0, ppc, carry);
+        nz_launch(k_lz_chunk_sum, dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s, d_sym, P, (uint32_t)d0, ppc, carry);
         NZ_LAUNCHED();
-        k_lz_chunk_carry<<<(unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s>>>(carry, P, nc);
+        nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
       }
       const size_t smem = 4ull * (P + LZ_THREADS);
       NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
-      k_lz_inverse<<<nc, LZ_THREADS, smem, s>>>(d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
+      nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
                                                 p->abs_eb, d_abs_eb, d_x);
       NZ_LAUNCHED();
       return NCCLZ_OK;
@@ -561,19 +666,19 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
     int32_t *w = (int32_t *)d_ws;
     /* Without fill codes the inverse is a prefix sum along each predicted axis (wrapping). */
     size_t rows = n / d2;
-    k_scan_rows<<<(unsigned)(rows / 128 + 1), 128, 0, s>>>(d_sym, w, rows, (uint32_t)d2);
+    nz_launch(k_scan_rows, (unsigned)(rows / 128 + 1), 128, 0, s, d_sym, w, rows, (uint32_t)d2);
     NZ_LAUNCHED();
     if (L >= 2) {
-      k_scan_axis<<<(unsigned)(d0 * d2 / 128 + 1), 128, 0, s>>>(w, d0, (uint32_t)d1, d2);
+      nz_launch(k_scan_axis, (unsigned)(d0 * d2 / 128 + 1), 128, 0, s, w, d0, (uint32_t)d1, d2);
       NZ_LAUNCHED();
     }
     if (L == 3) {
-      k_scan_axis<<<(unsigned)(d1 * d2 / 128 + 1), 128, 0, s>>>(w, 1, (uint32_t)d0, d1 * d2);
+      nz_launch(k_scan_axis, (unsigned)(d1 * d2 / 128 + 1), 128, 0, s, w, 1, (uint32_t)d0, d1 * d2);
       NZ_LAUNCHED();
     }
     codes = w;
   }
-  k_eb_dequant<<<grid_for(n / 4), 256, 0, s>>>(p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
+  nz_launch(k_eb_dequant, grid_for(n / 4), 256, 0, s, p->abs_eb, d_abs_eb, p->has_fill, p->fill_value, codes, n, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -581,6 +686,7 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
 /* ------------------------------------------------------------ QSGD */
 
 __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *scales) {
+  nz_pdl_enter();
   size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32;
   size_t start = b * bucket;
   if (start >= n) return;
@@ -596,30 +702,107 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
+/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes). */
+static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
+                                                    size_t i) {
+  if (!isfinite(v) || scale == 0.0f) return 0;
+  const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
+  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
+  const double l = floor(t), frac = t - l;
+  double level = l + ((double)u < frac ? 1.0 : 0.0);
+  if (level > (double)s) level = (double)s;
+  const int32_t c = (int32_t)level;
+  return v < 0.0f ? -c : c;
+}
+
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
                              const float *scales, int32_t *sym) {
+  nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    float v = __ldg(x + i), scale = __ldg(scales + i / bucket);
-    int32_t c = 0;
-    if (isfinite(v) && scale != 0.0f) {
-      float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
-      double t = ((double)fabsf(v) / (double)scale) * (double)s;
-      double l = floor(t), frac = t - l;
-      double level = l + ((double)u < frac ? 1.0 : 0.0);
-      if (level > (double)s) level = (double)s;
-      c = (int32_t)level;
-      c = v < 0.0f ? -c : c;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
+    sym[i] = qsgd_code(__ldg(x + i), __ldg(scales + i / bucket), s, seed, rank, i);
+}
+
+/* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
+ * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction (NaN never
+ * compares greater, 0 to start: the reference's bucket_max_abs, in any order), then the codes
+ * from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
+template <int V>
+__global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
+                                                    uint32_t rank, float *scales, int32_t *sym) {
+  nz_pdl_enter();
+  const uint32_t lane = threadIdx.x & 31;
+  const size_t nb = (n + bucket - 1) / bucket, warps = (size_t)gridDim.x * (blockDim.x / 32);
+  for (size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32; b < nb; b += warps) {
+    const size_t q0 = b * (bucket / 4); /* the bucket's first float4 */
+    float4 v[V];
+    float m = 0.0f;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+      const size_t e = 4 * (q0 + lane + 32 * k);
+      if (e + 3 < n) {
+        v[k] = __ldg((const float4 *)x + q0 + lane + 32 * k);
+      } else { /* the array's ragged end: scalar, NaN where there is no element (never taken) */
+        v[k].x = e < n ? __ldg(x + e) : NAN;
+        v[k].y = e + 1 < n ? __ldg(x + e + 1) : NAN;
+        v[k].z = e + 2 < n ? __ldg(x + e + 2) : NAN;
+        v[k].w = NAN;
+      }
+      const float a[4] = {fabsf(v[k].x), fabsf(v[k].y), fabsf(v[k].z), fabsf(v[k].w)};
+#pragma unroll
+      for (int j = 0; j < 4; j++)
+        if (a[j] > m) m = a[j];
     }
-    sym[i] = c;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float y = __shfl_xor_sync(NZ_FULL, m, o);
+      if (y > m) m = y;
+    }
+    if (lane == 0) scales[b] = m;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+      const size_t e = 4 * (q0 + lane + 32 * k);
+      int4 c;
+      c.x = qsgd_code(v[k].x, m, s, seed, rank, e);
+      c.y = qsgd_code(v[k].y, m, s, seed, rank, e + 1);
+      c.z = qsgd_code(v[k].z, m, s, seed, rank, e + 2);
+      c.w = qsgd_code(v[k].w, m, s, seed, rank, e + 3);
+      if (e + 3 < n) {
+        ((int4 *)sym)[q0 + lane + 32 * k] = c;
+      } else {
+        if (e < n) sym[e] = c.x;
+        if (e + 1 < n) sym[e + 1] = c.y;
+        if (e + 2 < n) sym[e + 2] = c.z;
+      }
+    }
   }
 }
 
-__global__ void k_qsgd_dequant(const int32_t *sym, size_t n, uint32_t bucket, double s, const float *scales,
-                               float *x) {
-  size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    x[i] = (float)((double)sym[i] * (double)__ldg(scales + i / bucket) / s);
+/* int4 in, float4 out (two in flight a thread) when both are 16-byte aligned and a bucket holds
+ * whole groups of 4; the rest scalar. */
+__global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t n, uint32_t bucket, double s,
+                                                      const float *scales, float *x) {
+  nz_pdl_enter();
+  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  auto one = [&](int32_t c, double scale) { return (float)((double)c * scale / s); };
+  size_t done = 0;
+  if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 4 == 0) {
+    const size_t n4 = n / 4;
+    for (size_t q0 = gid; q0 < n4; q0 += 2 * stride) {
+      int4 c[2];
+#pragma unroll
+      for (int u = 0; u < 2; u++) c[u] = q0 + u * stride < n4 ? __ldg((const int4 *)sym + q0 + u * stride) : int4{};
+#pragma unroll
+      for (int u = 0; u < 2; u++) {
+        const size_t q = q0 + u * stride;
+        if (q >= n4) break;
+        const double scale = (double)__ldg(scales + 4 * q / bucket);
+        ((float4 *)x)[q] = make_float4(one(c[u].x, scale), one(c[u].y, scale), one(c[u].z, scale), one(c[u].w, scale));
+      }
+    }
+    done = 4 * n4;
+  }
+  for (size_t i = done + gid; i < n; i += stride) x[i] = one(sym[i], (double)__ldg(scales + i / bucket));
 }
 
 static ncclzStatus check_qsgd(const ncclzQuantParams *p) {
@@ -632,7 +815,7 @@ ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, siz
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
   size_t nb = ncclz_ceil_div(n, p->qsgd_bucket);
-  if (nb) k_qsgd_scales<<<(unsigned)ncclz_ceil_div(nb, 8), 256, 0, s>>>(d_x, n, p->qsgd_bucket, d_scales);
+  if (nb) nz_launch(k_qsgd_scales, (unsigned)ncclz_ceil_div(nb, 8), 256, 0, s, d_x, n, p->qsgd_bucket, d_scales);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -641,8 +824,27 @@ ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, s
                                   int32_t *d_sym, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  k_qsgd_quant<<<grid_for(n), 256, 0, s>>>(d_x, n, p->qsgd_bucket, (1 << (p->qsgd_bits - 1)) - 1, p->seed, p->rank,
+  nz_launch(k_qsgd_quant, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, (1 << (p->qsgd_bits - 1)) - 1, p->seed, p->rank,
                                            d_scales, d_sym);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
+                                 int32_t *d_sym, cudaStream_t s) {
+  ncclzStatus st = check_qsgd(p);
+  if (st != NCCLZ_OK || !n) return st;
+  const uint32_t b = p->qsgd_bucket, V = b / 128;
+  if (b % 128 || V > 4 || V == 3 || (((uintptr_t)d_x | (uintptr_t)d_sym) & 15)) { /* the two passes */
+    if ((st = ncclzCudaQsgdScales(p, d_x, n, d_scales, s)) != NCCLZ_OK) return st;
+    return ncclzCudaQuantizeQsgd(p, d_x, n, d_scales, d_sym, s);
+  }
+  const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
+  const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
+  const int lv = (1 << (p->qsgd_bits - 1)) - 1;
+  if (V == 1) nz_launch(k_qsgd_fused<1>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else if (V == 2) nz_launch(k_qsgd_fused<2>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else nz_launch(k_qsgd_fused<4>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -651,7 +853,7 @@ ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_
                                     float *d_x, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  k_qsgd_dequant<<<grid_for(n), 256, 0, s>>>(d_sym, n, p->qsgd_bucket, (double)((1 << (p->qsgd_bits - 1)) - 1),
+  nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, (double)((1 << (p->qsgd_bits - 1)) - 1),
                                              d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;

@@ -83,7 +83,8 @@ typedef struct {
 
 size_t ncclzCudaQuantWorkspaceSize(size_t n);
 /* EB: resolves eb:rel on the device into d_stats->abs_eb/bound as ncclzQuantResolve does (rel_eb is
- * the X of rel=X), or takes p->abs_eb/p->bound (eb_is_rel 0);
+ * the X of rel=X; with a workspace of ncclzCudaQuantWorkspaceSize(n) in two launches, else four),
+ * or takes p->abs_eb/p->bound (eb_is_rel 0);
  * then quantizes, with Lorenzo (p->lorenzo, p->dims) fused, to d_sym. Errors are counted in
  * d_stats; symbols of bad elements are unspecified. */
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
@@ -96,6 +97,11 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
 ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
                                 cudaStream_t stream);
 ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, size_t n, const float *d_scales,
+                                  int32_t *d_sym, cudaStream_t stream);
+/* Both in one pass (what ncclzCudaQsgdScales then ncclzCudaQuantizeQsgd write: the scales to
+ * d_scales, the codes to d_sym); buckets of 128, 256 or 512 with 16-byte aligned x and sym read x
+ * once, others take the two passes. */
+ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
                                   int32_t *d_sym, cudaStream_t stream);
 ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n,
                                     const float *d_scales, float *d_x, cudaStream_t stream);
@@ -129,7 +135,7 @@ typedef struct {
 /* `ncclz codec --device gpu`: uploads x (host floats), quantizes per q (resolved params; for
  * eb:rel pass eb_is_rel/rel_eb to time the device range scan too) and codes in frames of
  * frame_symbols; times encode and decode with CUDA events (warm-up, then the median of runs >= 20
- * runs). When frames_out is non-NULL, *frames_out receives a malloc'd buffer of the frames back to
+ * runs, each the replay of the call's CUDA graph, captured once). When frames_out is non-NULL, *frames_out receives a malloc'd buffer of the frames back to
  * back (the caller frees it; *frames_len its length) for checking against the CPU, and syms_out
  * (n int32, may be NULL) the GPU symbols. chooser: NULL, or a coder per frame (planned inside the
  * timed encode; `coder` is then ignored). */
