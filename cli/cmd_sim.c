@@ -132,8 +132,10 @@ static int load_measured(const char *path, const ncclzSimScenario *s, point_out 
   size_t len;
   char *text = cli_read_file(VERB, path, &len);
   if (!text) return CLI_USAGE;
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  cJSON *root;
+  ncclzStatus js = ncclzJsonParse(path, text, len, &root);
   free(text);
+  if (js != NCCLZ_OK) return cli_usage_error(VERB, "measured points: %s", ncclzLastError());
   const cJSON *pts = root ? cJSON_GetObjectItemCaseSensitive(root, "points") : NULL;
   if (!cJSON_IsArray(pts)) {
     cJSON_Delete(root);

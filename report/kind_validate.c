@@ -294,10 +294,8 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
 
 /* A `ncclz perf --json` file, or a bench/exec.sh results file holding runs[] of them. */
 static int read_perf_file(const char *file, const char *path, va_points *v) {
-  size_t len;
-  char *text = ncclzReadFile(NULL, file, &len);
-  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-  free(text);
+  cJSON *root;
+  if (ncclzJsonLoad("measured file", file, &root) != NCCLZ_OK) return -1;
   const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs"), *run;
   int rc = 0;
   if (cJSON_IsArray(runs)) {

@@ -109,12 +109,12 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   c.text = text;
   c.len = len;
   scenario_dir(&c, opt->scenario);
-  c.root = cJSON_ParseWithLength(text, len);
-  ncclzStatus st;
+  char name[1100];
+  snprintf(name, sizeof name, "scenario %s", opt->scenario);
+  ncclzStatus st = ncclzJsonParse(name, text, len, &c.root);
   size_t kind = 0;
-  if (!c.root) {
-    const char *e = cJSON_GetErrorPtr();
-    st = ncclzSetError(NCCLZ_ERR_ARG, "scenario: not valid JSON (near byte %ld)", e ? (long)(e - text) : 0L);
+  if (st != NCCLZ_OK) {
+    /* the strict reader's one-line error */
   } else if (parse_common(&c, &kind)) {
     st = NCCLZ_ERR_ARG;
   } else {
