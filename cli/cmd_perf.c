@@ -10,6 +10,7 @@
 #include "perf.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -72,8 +73,13 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
     if (!(o->cfg.chunk_bytes = (size_t)cli_parse_size(arg)))
       return cli_usage_error(VERB, "--chunk: expected a byte size like 4M, got '%s'", arg);
     break;
-  case 'E': o->cfg.final_error_bound = atof(arg); break;
-  case 'W': o->warm_s = atof(arg); break;
+  case 'E':
+    if (ncclzParseDouble(arg, DBL_MIN, DBL_MAX, &o->cfg.final_error_bound))
+      return cli_usage_error(VERB, "--final-bound %s: expected a number > 0", arg);
+    break;
+  case 'W':
+    if (ncclzParseDouble(arg, 0, 600, &o->warm_s)) return cli_usage_error(VERB, "--warm-s %s: need 0..600 seconds", arg);
+    break;
   case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
   case 'F': o->cfg.rea_per_frame = 1; break;
@@ -123,7 +129,10 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       if (!(*(c == 'b' ? &o->min_bytes : &o->max_bytes) = (size_t)cli_parse_size(optarg)))
         return cli_usage_error(VERB, "-%c: expected a byte size like 1M, got '%s'", c, optarg);
       break;
-    case 'f': o->factor = atof(optarg); break;
+    case 'f':
+      if (ncclzParseDouble(optarg, 1, 1e6, &o->factor) || o->factor == 1)
+        return cli_usage_error(VERB, "-f %s: expected a factor > 1", optarg);
+      break;
     case 'g':
       if ((rc = cli_parse_int(VERB, "-g", optarg, 1, 64, &o->ngpus)) != CLI_OK) return rc;
       break;
@@ -138,8 +147,7 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!(o->warm_s >= 0 && o->warm_s <= 600)) return cli_usage_error(VERB, "--warm-s: need 0..600 seconds");
-  if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
+  if (o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -b <= -e");
   o->nranks = o->ngpus;
   if (o->hint && ncclzHintFromName(o->hint) < 0) return cli_usage_error(VERB, "--hint %s: nvlink|shm|net", o->hint);
   if (ncclzQuantSpecParse(o->quant_text, &o->cfg.quant)) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
@@ -417,6 +425,40 @@ static int load_inputs(perf_opts *o) {
   return rc;
 }
 
+/* The first element of the --data files that a quantized collective refuses (NaN, Inf, or for
+ * eb an unflagged value past NCCLZ_EB_HUGE_VALUE, after rounding to --dtype); 0 when none. */
+static int bad_data(const perf_opts *o) {
+  const ncclzQuantSpec *q = &o->cfg.quant;
+  if (q->kind == NCCLZ_QUANT_NONE) return CLI_OK;
+  for (int f = 0; f < o->nfiles; f++)
+    for (size_t i = 0; i < o->file_n[f]; i++) {
+      float v = o->file[f][i];
+      uint16_t h;
+      if (o->dtype != NCCLZ_DTYPE_F32) ncclzFromFloat(&v, 1, o->dtype, &h), ncclzToFloat(&h, o->dtype, 1, &v);
+      if (q->kind == NCCLZ_QUANT_EB && q->has_fill && v == q->fill_value) continue;
+      if (!isfinite(v))
+        return cli_usage_error(VERB, "--data: file %d element %zu is %g: quantized collectives need finite data", f,
+                               i, (double)v);
+      if (q->kind == NCCLZ_QUANT_EB && fabsf(v) >= NCCLZ_EB_HUGE_VALUE)
+        return cli_usage_error(VERB, "--data: file %d element %zu is %g: fill values? give fill=V in --quant", f, i,
+                               (double)v);
+    }
+  return CLI_OK;
+}
+
+/* Everything the first call would refuse, refused before it (exit 2, one line, no table). */
+static int check_config(const perf_opts *o) {
+  if (o->cfg.quant.kind == NCCLZ_QUANT_EB && o->cfg.quant.lorenzo)
+    return cli_usage_error(VERB, "--quant %s: perf has no --dims, and Lorenzo needs the array's shape "
+                                 "(measure Lorenzo with `ncclz codec --dims`)", o->quant_text);
+  if (o->cfg.chunk_bytes < NCCLZ_CHUNK_MIN_BYTES)
+    return cli_usage_error(VERB, "--chunk %zu: need at least %d bytes", o->cfg.chunk_bytes, NCCLZ_CHUNK_MIN_BYTES);
+  if (o->cfg.final_error_bound > 0 && o->cfg.quant.kind != NCCLZ_QUANT_EB)
+    return cli_usage_error(VERB, "--final-bound: needs an eb: quantizer (--quant %s)", o->quant_text);
+  if (ncclzConfigCheck(&o->cfg) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError()); /* the rest */
+  return bad_data(o);
+}
+
 /* Sizes MIN, MIN*FACTOR, ... <= MAX, as element counts per rank's block (nccl-tests' rule). */
 size_t perf_make_points(const perf_opts *o, perf_point **pts) {
   size_t n = 0, ds = ncclzDtypeSize(o->dtype);
@@ -544,7 +586,7 @@ int cli_perf(int argc, char **argv) {
 #endif
   if (o.root < 0 || o.root >= o.nranks) return cli_usage_error(VERB, "--root %d: need 0..%d", o.root, o.nranks - 1);
   if (o.hint) o.cfg.hint = (ncclzTransportHint)ncclzHintFromName(o.hint);
-  if ((rc = load_inputs(&o)) != CLI_OK) {
+  if ((rc = load_inputs(&o)) != CLI_OK || (rc = check_config(&o)) != CLI_OK) {
     for (int f = 0; f < o.nfiles; f++) free(o.file[f]); /* the files read before the bad one */
     return rc;
   }

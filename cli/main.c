@@ -4,7 +4,7 @@
 
 #include <cjson/cJSON.h>
 
-#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,10 +104,8 @@ int cli_parse_dims(const char *s, unsigned dims[3]) {
 }
 
 int cli_parse_int(const char *verb, const char *opt, const char *arg, long lo, long hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (end == arg || *end || errno || v < lo || v > hi)
+  uint64_t v;
+  if (lo < 0 || hi > INT_MAX || ncclzParseU64(arg, (uint64_t)lo, (uint64_t)hi, &v)) /* digits only: no sign, space */
     return cli_usage_error(verb, "%s %s: expected an integer in %ld..%ld", opt, arg, lo, hi);
   *out = (int)v;
   return CLI_OK;
