@@ -44,10 +44,12 @@ int main(int argc, char **argv) {
   return CLI_USAGE;
 }
 
+/* One write per line, so that the lines of an mpirun job's ranks do not interleave. */
 static void vreport(const char *verb, const char *fmt, va_list ap) {
-  fprintf(stderr, "ncclz %s: ", verb);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  char line[2048];
+  int n = snprintf(line, sizeof line, "ncclz %s: ", verb);
+  vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  fprintf(stderr, "%s\n", line);
 }
 
 int cli_usage_error(const char *verb, const char *fmt, ...) {
