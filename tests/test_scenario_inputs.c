@@ -137,6 +137,40 @@ static void composed_errors(void) {
 #endif
 }
 
+/* The replay's budget: a full replay of 4,096 ranks is refused at once with its estimate; a small
+ * one runs, and is refused under a budget it does not fit. */
+static void replay_budget(void) {
+#ifdef NCCLZ_HAVE_SIM
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult r;
+  ncclzSimPlatformDefault(&p);
+  ncclzSimOptionsDefault(&o);
+  p.nodes = 512, p.gpus_per_node = 8;
+  o.coll = NCCLZ_ALLTOALL, o.bytes = 256u << 20;
+  double t0 = ncclzNowSeconds();
+  ncclzStatus st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  double dt = ncclzNowSeconds() - t0;
+  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of alltoall on 4096 ranks") &&
+            one_clean_line("past the budget of 120 s and 2048 MiB"),
+        "4096-rank alltoall: %d '%s'", (int)st, ncclzLastError());
+  CHECK(dt < 2.0, "refused in %.3f s", dt);
+  printf("  4096-rank full alltoall: refused in %.3f s: %s\n", dt, ncclzLastError());
+  o.coll = NCCLZ_ALLREDUCE, o.fidelity = NCCLZ_FID_FULL, o.every_step = 1;
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of allreduce on 4096 ranks"), "4096 full allreduce: '%s'",
+        ncclzLastError());
+  p.nodes = 4, p.gpus_per_node = 2;
+  o.coll = NCCLZ_ALLTOALL, o.fidelity = NCCLZ_FID_AUTO, o.every_step = 0;
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_OK && r.time_us > 0, "8-rank alltoall runs: %s", ncclzLastError());
+  o.max_replay_s = 1e-4;
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("past the budget of 0.0001 s"), "8-rank alltoall, 0.1 ms budget: '%s'",
+        ncclzLastError());
+#endif
+}
+
 int main(void) {
   snprintf(tmp, sizeof tmp, "/tmp/ncclz_scenario_inputs_XXXXXX");
   if (!mkdtemp(tmp)) return 1;
@@ -144,6 +178,7 @@ int main(void) {
   strict_json();
   huge_byte_counts();
   composed_errors();
+  replay_budget();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   if (system(cmd)) fprintf(stderr, "cannot remove %s\n", tmp);
