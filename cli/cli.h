@@ -42,9 +42,8 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* A whole decimal integer in [lo, hi] (0 <= lo, hi <= INT_MAX; digits only) into *out; else
- * "ncclz VERB: OPT VALUE: expected an integer in lo..hi" and CLI_USAGE (atoi would take "4x" as 4
- * and "abc" as 0, strtol " +4" as 4). */
+/* A whole decimal integer in [lo, hi] into *out; else "ncclz VERB: OPT VALUE: expected an integer
+ * in lo..hi" and CLI_USAGE (atoi would take "4x" as 4 and "abc" as 0). */
 int cli_parse_int(const char *verb, const char *opt, const char *arg, long lo, long hi, int *out);
 /* Same, returning CLI_RUNTIME. */
 int cli_runtime_error(const char *verb, const char *fmt, ...)
