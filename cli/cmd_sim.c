@@ -121,9 +121,10 @@ static int measured_match(const cJSON *m, const ncclzSimPoint *p) {
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "nic_gbps");
   if (!cJSON_IsString(c) || strcmp(c->valuestring, ncclzCollectiveName(p->options.coll))) return 0;
   if (!cJSON_IsString(k) || strcmp(k->valuestring, ncclzSimCompressName(p->options.compress))) return 0;
-  if (!cJSON_IsNumber(n) || (int)n->valuedouble != p->platform.nodes) return 0;
-  if (!cJSON_IsNumber(g) || (int)g->valuedouble != p->platform.gpus_per_node) return 0;
-  if (!cJSON_IsNumber(b) || (uint64_t)b->valuedouble != p->options.bytes) return 0;
+  /* compared as doubles: a cast of an out-of-range number would be undefined */
+  if (!cJSON_IsNumber(n) || n->valuedouble != (double)p->platform.nodes) return 0;
+  if (!cJSON_IsNumber(g) || g->valuedouble != (double)p->platform.gpus_per_node) return 0;
+  if (!cJSON_IsNumber(b) || b->valuedouble != (double)p->options.bytes) return 0;
   if (cJSON_IsNumber(w) && fabs(w->valuedouble - p->platform.nic_gbps) > 0.01 * p->platform.nic_gbps) return 0;
   return 1;
 }

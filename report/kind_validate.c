@@ -266,7 +266,8 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
   const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
   const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
   const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
-  if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
+  if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr) ||
+      !(nr->valuedouble >= 1 && nr->valuedouble <= 1 << 20))
     return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
                                         "nranks, points[]), or a bench file with runs[] of them", file), -1;
   /* the replay plays auto as one planned coder a call: runs that planned every frame
