@@ -41,8 +41,8 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
   return len;
 }
 
-/* One pass over the text: NUL bytes, invalid UTF-8, and the escape \u0000 inside a string (cJSON
- * would cut the string there). */
+/* One pass over the text: NUL bytes, invalid UTF-8, control characters inside a string (JSON
+ * wants them escaped; cJSON takes them) and the escape \u0000 (cJSON would cut the string there). */
 static ncclzStatus scan_text(const char *name, const char *text, size_t len) {
   const unsigned char *s = (const unsigned char *)text;
   int in_string = 0;
@@ -51,6 +51,7 @@ static ncclzStatus scan_text(const char *name, const char *text, size_t len) {
     size_t n = utf8_len(s + i, len - i);
     if (!n) return at_error(name, text, i, "not valid UTF-8");
     if (s[i] == '"') in_string = !in_string;
+    if (in_string && s[i] < 0x20) return at_error(name, text, i, "control character in a string");
     if (in_string && s[i] == '\\' && i + 1 < len) {
       if (s[i + 1] == 'u' && i + 6 <= len && !memcmp(s + i + 2, "0000", 4))
         return at_error(name, text, i, "\\u0000 (a NUL character) in a string");

@@ -762,6 +762,8 @@ static void test_json_strict(void) {
       {"{\"a\": \"\xe2\x82\"}", 0, "t: not valid UTF-8 at line 1, column 8"},      /* cut short */
       {"{\"a\": 1, \"b\": {\"c\": [{\"d\": 1, \"d\": 2}]}}", 0, "t: duplicate key 'b.c[0].d'"},
       {"{\"a\": 1, \"a\": 1}", 0, "t: duplicate key 'a'"},
+      {"{\"a\": \"line\nbreak\"}", 0, "t: control character in a string at line 1, column 12"},
+      {"{\"a\tb\": 1}", 0, "t: control character in a string at line 1, column 4"},
       {"{\"a\": \n  [1, 2,]}", 0, "t: invalid JSON at line 2, column"},
       {"", 0, "t: invalid JSON at line 1, column 1"},
   };
