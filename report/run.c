@@ -109,9 +109,7 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   c.text = text;
   c.len = len;
   scenario_dir(&c, opt->scenario);
-  char name[1100];
-  snprintf(name, sizeof name, "scenario %s", opt->scenario);
-  ncclzStatus st = ncclzJsonParse(name, text, len, &c.root);
+  ncclzStatus st = ncclzJsonParse("scenario", text, len, &c.root); /* `ncclz run` names the file */
   size_t kind = 0;
   if (st != NCCLZ_OK) {
     /* the strict reader's one-line error */

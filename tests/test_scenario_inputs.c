@@ -86,11 +86,11 @@ static void strict_json(void) {
   char want[256];
   const char *dup = write_file("dup.json", "{\"kind\": \"tune\",\n \"platforms\": [{\"label\": \"a\", \"label\": \"b\"}]}");
   CHECK(run(dup) == NCCLZ_ERR_ARG, "duplicate key refused");
-  snprintf(want, sizeof want, "scenario %s: duplicate key 'platforms[0].label'", dup);
+  snprintf(want, sizeof want, "scenario: duplicate key 'platforms[0].label'"); /* `ncclz run` adds the path */
   CHECK(one_clean_line(want), "duplicate key: '%s'", ncclzLastError());
   const char *trail = write_file("trail.json", "{\"kind\": \"tune\"}\n}");
   CHECK(run(trail) == NCCLZ_ERR_ARG, "trailing characters refused");
-  snprintf(want, sizeof want, "scenario %s: characters after the JSON value at line 2, column 1", trail);
+  snprintf(want, sizeof want, "scenario: characters after the JSON value at line 2, column 1");
   CHECK(one_clean_line(want), "trailing: '%s'", ncclzLastError());
   const char *name = write_file("name.json", "{\"kind\": \"tune\", \"name\": \"caf\xe9\"}");
   CHECK(run(name) == NCCLZ_ERR_ARG && one_clean_line("not valid UTF-8 at line 1, column 30"), "latin-1 name: '%s'",
