@@ -49,8 +49,8 @@ static ncclzStatus baseline(const ncclzSimScenario *s, const wi_point *done, siz
 static ncclzStatus run_points(const char *label, const ncclzSimScenario *s, const ncclzProfile *prof, wi_results *w,
                               size_t done0, size_t total) {
   ncclzStatus st = grow(w, s->npoints);
-  size_t base = w->n, i;
-  for (i = 0; i < s->npoints && st == NCCLZ_OK; i++) {
+  size_t base = w->n;
+  for (size_t i = 0; i < s->npoints && st == NCCLZ_OK; i++) {
     wi_point *o = &w->pt[base + i];
     memset(o, 0, sizeof *o);
     snprintf(o->workload, sizeof o->workload, "%s", label);
@@ -62,14 +62,13 @@ static ncclzStatus run_points(const char *label, const ncclzSimScenario *s, cons
     if (st != NCCLZ_OK) break;
     o->base_us = o->r.time_us;
     if (o->p.options.compress != NCCLZ_SIM_OFF) st = baseline(s, &w->pt[base], i, prof, &o->base_us);
-    if (st != NCCLZ_OK) break; /* i names the failing point */
     o->speedup = o->r.time_us > 0 ? o->base_us / o->r.time_us : 0;
     int nr = o->p.platform.nodes * o->p.platform.gpus_per_node;
     o->busbw = ncclzSimBusBw(o->p.options.coll, nr, o->p.options.bytes, o->r.time_us);
     o->algbw = ncclzSimAlgBw(o->p.options.bytes, o->r.time_us);
   }
   if (st == NCCLZ_OK) w->n += s->npoints;
-  else if (st != NCCLZ_ERR_ARG) ncclzSetError(st, "what-if %s, point %zu: %s", label, i, ncclzLastError());
+  else if (st != NCCLZ_ERR_ARG) ncclzSetError(st, "what-if %s, point %zu: %s", label, base, ncclzLastError());
   return st;
 }
 
