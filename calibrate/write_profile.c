@@ -642,8 +642,11 @@ void ncclzCalReport(const ncclzCalResult *r, FILE *f) {
 }
 
 char *ncclzCalPointsMerge(const char *a, const char *b) {
-  cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+  cJSON *ja = NULL, *jb = NULL;
   char *out = NULL;
+  if (ncclzJsonParse("points merge", a, strlen(a), &ja) != NCCLZ_OK ||
+      ncclzJsonParse("points merge", b, strlen(b), &jb) != NCCLZ_OK)
+    goto done;
   if (!cJSON_IsObject(ja) || !cJSON_IsObject(jb)) {
     ncclzSetError(NCCLZ_ERR_ARG, "points merge: not JSON objects");
     goto done;
