@@ -114,8 +114,10 @@ static ncclzStatus summarize(const ncclzProfile *prof, ncclzCalCheck *c) {
 
 ncclzStatus ncclzCalCheckPoints(const ncclzProfile *prof, const char *json, size_t len, ncclzCalCheck *out) {
   memset(out, 0, offsetof(ncclzCalCheck, rows)); /* the rows are filled as they come */
-  cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root || !cJSON_IsObject(root)) {
+  cJSON *root;
+  ncclzStatus js = ncclzJsonParse("check points", json, len, &root);
+  if (js != NCCLZ_OK) return js;
+  if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return ncclzSetError(NCCLZ_ERR_ARG, "check points: not a JSON object");
   }

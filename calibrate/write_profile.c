@@ -32,10 +32,10 @@ ncclzStatus ncclz_cal_read_points(const cJSON *arr, const char *where, ncclzCalP
   const cJSON *it;
   cJSON_ArrayForEach(it, arr) {
     double b, t;
-    if (cJSON_IsArray(it) && cJSON_GetArraySize(it) >= 2 && cJSON_IsNumber(cJSON_GetArrayItem(it, 0)) &&
-        cJSON_IsNumber(cJSON_GetArrayItem(it, 1))) {
-      b = cJSON_GetArrayItem(it, 0)->valuedouble;
-      t = cJSON_GetArrayItem(it, 1)->valuedouble;
+    const cJSON *first = cJSON_IsArray(it) ? it->child : NULL, *second = first ? first->next : NULL;
+    if (cJSON_IsNumber(first) && cJSON_IsNumber(second)) {
+      b = first->valuedouble;
+      t = second->valuedouble;
     } else if (cJSON_IsObject(it) && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(it, "bytes")) &&
                cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(it, "us"))) {
       b = cJSON_GetObjectItemCaseSensitive(it, "bytes")->valuedouble;
@@ -373,8 +373,10 @@ static int slowest_path(const ncclzCalResult *r) {
 
 ncclzStatus ncclzCalFitPoints(const char *json, size_t len, ncclzCalResult *out) {
   memset(out, 0, sizeof *out);
-  cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root || !cJSON_IsObject(root)) {
+  cJSON *root;
+  ncclzStatus js = ncclzJsonParse("points", json, len, &root);
+  if (js != NCCLZ_OK) return js;
+  if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return ncclzSetError(NCCLZ_ERR_ARG, "points: not a JSON object");
   }
@@ -640,8 +642,11 @@ void ncclzCalReport(const ncclzCalResult *r, FILE *f) {
 }
 
 char *ncclzCalPointsMerge(const char *a, const char *b) {
-  cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+  cJSON *ja = NULL, *jb = NULL;
   char *out = NULL;
+  if (ncclzJsonParse("points merge", a, strlen(a), &ja) != NCCLZ_OK ||
+      ncclzJsonParse("points merge", b, strlen(b), &jb) != NCCLZ_OK)
+    goto done;
   if (!cJSON_IsObject(ja) || !cJSON_IsObject(jb)) {
     ncclzSetError(NCCLZ_ERR_ARG, "points merge: not JSON objects");
     goto done;

@@ -1,8 +1,10 @@
 /* ncclz perf: nccl-tests' table for the compressed collectives, plus cr, coders and maxerr.
  *
- * Backends: `cpu` runs the executor's engine over the in-process thread transport (one thread per
- * rank, -g of them): it measures nothing about GPUs, but it runs the same schedules, frames, size
- * protocol and checks everywhere (CI). `nccl` (CUDA builds) is the GPU executor. Sizes, busbw
+ * Backends (perf.h): `cpu` runs the executor's engine over the in-process thread transport (one
+ * thread per rank, -g of them) or, under mpirun, the MPI transport: it measures nothing about GPUs,
+ * but it runs the same schedules, frames, size protocol and checks everywhere (CI). `nccl` (CUDA
+ * builds) is the GPU executor. Every option is checked before the first call; under mpirun the
+ * ranks agree on them first (a hash of options, config, profile and data). Sizes, busbw
  * factors and columns follow nccl-tests: algbw = size / time, busbw = algbw x ncclzBusBwFactor,
  * all on uncompressed bytes. #wrong counts elements outside the derived bound (lossless: not
  * bit-exact against the exact sum), checked on every rank against all ranks' inputs. */
@@ -10,6 +12,7 @@
 #include "perf.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -19,6 +22,12 @@
 #include <unistd.h>
 
 #define VERB PERF_VERB
+
+#ifdef NCCLZ_HAVE_NCCL
+#define NCCLZ_PERF_DEFAULT_BACKEND "nccl"
+#else
+#define NCCLZ_PERF_DEFAULT_BACKEND "cpu"
+#endif
 
 static void print_help(void) {
   printf("usage: ncclz perf -c allreduce|reducescatter|allgather|alltoall|broadcast -b MIN -e MAX -f FACTOR\n"
@@ -72,8 +81,13 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
     if (!(o->cfg.chunk_bytes = (size_t)cli_parse_size(arg)))
       return cli_usage_error(VERB, "--chunk: expected a byte size like 4M, got '%s'", arg);
     break;
-  case 'E': o->cfg.final_error_bound = atof(arg); break;
-  case 'W': o->warm_s = atof(arg); break;
+  case 'E':
+    if (ncclzParseDouble(arg, DBL_MIN, DBL_MAX, &o->cfg.final_error_bound))
+      return cli_usage_error(VERB, "--final-bound %s: expected a number > 0", arg);
+    break;
+  case 'W':
+    if (ncclzParseDouble(arg, 0, 600, &o->warm_s)) return cli_usage_error(VERB, "--warm-s %s: need 0..600 seconds", arg);
+    break;
   case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
   case 'F': o->cfg.rea_per_frame = 1; break;
@@ -123,7 +137,10 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       if (!(*(c == 'b' ? &o->min_bytes : &o->max_bytes) = (size_t)cli_parse_size(optarg)))
         return cli_usage_error(VERB, "-%c: expected a byte size like 1M, got '%s'", c, optarg);
       break;
-    case 'f': o->factor = atof(optarg); break;
+    case 'f':
+      if (ncclzParseDouble(optarg, 1, 1e6, &o->factor) || o->factor == 1)
+        return cli_usage_error(VERB, "-f %s: expected a factor > 1", optarg);
+      break;
     case 'g':
       if ((rc = cli_parse_int(VERB, "-g", optarg, 1, 64, &o->ngpus)) != CLI_OK) return rc;
       break;
@@ -138,226 +155,13 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
-  if (!(o->warm_s >= 0 && o->warm_s <= 600)) return cli_usage_error(VERB, "--warm-s: need 0..600 seconds");
-  if (!(o->factor > 1) || o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -f > 1 and -b <= -e");
+  if (o->min_bytes > o->max_bytes) return cli_usage_error(VERB, "need -b <= -e");
   o->nranks = o->ngpus;
   if (o->hint && ncclzHintFromName(o->hint) < 0) return cli_usage_error(VERB, "--hint %s: nvlink|shm|net", o->hint);
   if (ncclzQuantSpecParse(o->quant_text, &o->cfg.quant)) return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
   if (o->cfg.policy == NCCLZ_POLICY_OFF && o->cfg.quant.kind != NCCLZ_QUANT_NONE)
     return cli_usage_error(VERB, "--compress off is the plain collective: it takes no --quant");
   return CLI_OK;
-}
-
-/* ------------------------------------------------------------------ data */
-
-size_t perf_in_elems(const perf_opts *o, size_t count) {
-  return o->coll == NCCLZ_REDUCESCATTER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
-}
-size_t perf_out_elems(const perf_opts *o, size_t count) {
-  return o->coll == NCCLZ_ALLGATHER || o->coll == NCCLZ_ALLTOALL ? count * (size_t)o->nranks : count;
-}
-
-/* Input i of rank r: the file tiled from a per-rank offset, else integers (lossless modes stay
- * exactly checkable) or a smooth field (quantized modes). Rounded to the dtype. */
-float perf_input_value(const perf_opts *o, int r, size_t i) {
-  float v;
-  if (o->nfiles) {
-    /* rank r reads file r mod N; ranks that share a file start at different offsets */
-    int f = r % o->nfiles, sharers = (o->nranks + o->nfiles - 1 - f) / o->nfiles;
-    size_t n = o->file_n[f], off = (size_t)(r / o->nfiles) * (n / (size_t)sharers + 7919);
-    v = o->file[f][(off + i) % n];
-  } else if (o->cfg.quant.kind == NCCLZ_QUANT_NONE) {
-    v = (float)((long)((r * 7 + (long)(i % 1000003) * 13) % 61) - 30);
-  } else {
-    v = (float)(10.0 * sin(0.001 * (double)i + r) + 0.01 * (double)((i * 2654435761u + (size_t)r) % 101));
-  }
-  uint16_t h;
-  if (o->dtype != NCCLZ_DTYPE_F32) {
-    ncclzFromFloat(&v, 1, o->dtype, &h);
-    ncclzToFloat(&h, o->dtype, 1, &v);
-  }
-  return v;
-}
-
-static double expected(const perf_opts *o, size_t count, int me, size_t i) {
-  double s = 0;
-  switch (o->coll) {
-  case NCCLZ_ALLREDUCE:
-    for (int q = 0; q < o->nranks; q++) s += perf_input_value(o, q, i);
-    return s;
-  case NCCLZ_REDUCESCATTER:
-    for (int q = 0; q < o->nranks; q++) s += perf_input_value(o, q, (size_t)me * count + i);
-    return s;
-  case NCCLZ_ALLGATHER: return perf_input_value(o, (int)(i / count), i % count);
-  case NCCLZ_ALLTOALL: return perf_input_value(o, (int)(i / count), (size_t)me * count + i % count);
-  default: return perf_input_value(o, o->root, i);
-  }
-}
-
-/* ----------------------------------------------------------- cpu backend */
-
-
-
-typedef struct {
-  const perf_opts *o;
-  ncclzThreadGroup *g;
-  int rank;
-  size_t count;
-  void *in, *out;
-  double secs;
-  ncclzStatus st;
-  char err[256];
-  ncclzExecStats stats;
-} rank_job;
-
-static void *rank_main(void *arg) {
-  rank_job *j = arg;
-  ncclzHostComm *c = NULL;
-  ncclzTransport *t = ncclzThreadGroupTransport(j->g, j->rank);
-  j->st = ncclzHostCommInit(&c, t, &j->o->cfg);
-  double v = 0;
-  for (int i = 0; !j->st && i < j->o->warmup + j->o->iters; i++) {
-    if (i == j->o->warmup) {
-      t->allreduce_max(t, &v, 1); /* a barrier: every rank starts timing together */
-      j->secs = ncclzNowSeconds();
-    }
-    j->st = ncclzHostRun(c, j->o->coll, j->in, j->out, j->count, j->o->dtype, j->o->root, &j->stats);
-  }
-  j->secs = (ncclzNowSeconds() - j->secs) / j->o->iters;
-  snprintf(j->err, sizeof j->err, "%s", ncclzLastError());
-  ncclzHostCommDestroy(c);
-  return NULL;
-}
-
-static void make_inputs(const perf_opts *o, rank_job *jobs, size_t count) {
-  size_t ds = ncclzDtypeSize(o->dtype), ni = perf_in_elems(o, count), no = perf_out_elems(o, count);
-  float *x = malloc((ni + 1) * sizeof *x);
-  for (int r = 0; r < o->ngpus; r++) {
-    for (size_t i = 0; i < ni; i++) x[i] = perf_input_value(o, r, i);
-    jobs[r].in = malloc((ni + 1) * ds);
-    jobs[r].out = calloc(no + 1, ds);
-    ncclzFromFloat(x, ni, o->dtype, jobs[r].in);
-  }
-  free(x);
-}
-
-/* Wrong elements and max error of one rank's output (host copy, dtype); every `stride`-th element. */
-void perf_check_output(const perf_opts *o, size_t count, int rank, const void *out, double bound, size_t stride,
-                         perf_point *p) {
-  size_t no = perf_out_elems(o, count);
-  float *y = malloc((no + 1) * sizeof *y);
-  ncclzToFloat(out, o->dtype, no, y);
-  int lossless = o->cfg.quant.kind == NCCLZ_QUANT_NONE;
-  for (size_t i = 0; i < no; i += stride) {
-    double e = expected(o, count, rank, i), err = fabs((double)y[i] - e);
-    if (lossless) {
-      float ef = (float)e;
-      uint16_t h;
-      if (o->dtype != NCCLZ_DTYPE_F32) {
-        ncclzFromFloat(&ef, 1, o->dtype, &h);
-        ncclzToFloat(&h, o->dtype, 1, &ef);
-      }
-      p->wrong += memcmp(&ef, &y[i], 4) != 0 && !o->nfiles; /* file data: float sums depend on order */
-    } else if (bound < 0) { /* plain NCCL ran (auto kept everything RAW): float rounding only */
-      double eps = o->dtype == NCCLZ_DTYPE_BF16 ? 0x1p-8 : o->dtype == NCCLZ_DTYPE_F16 ? 0x1p-11 : 0x1p-23;
-      p->wrong += !(err <= o->nranks * eps * fabs(e) + 1e-30);
-    } else {
-      p->wrong += !(err <= bound);
-    }
-    if (err > p->maxerr) p->maxerr = err;
-  }
-  free(y);
-}
-
-static void check_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
-  perf_check_output(o, j->count, j->rank, j->out, j->stats.error_bound, 1, p);
-}
-
-static int run_point_cpu(const perf_opts *o, size_t count, perf_point *p) {
-  rank_job *jobs = calloc((size_t)o->ngpus, sizeof *jobs);
-  pthread_t *th = calloc((size_t)o->ngpus, sizeof *th);
-  ncclzThreadGroup *g = ncclzThreadGroupCreate(o->ngpus);
-  make_inputs(o, jobs, count);
-  for (int r = 0; r < o->ngpus; r++) {
-    jobs[r] = (rank_job){o, g, r, count, jobs[r].in, jobs[r].out, 0, NCCLZ_OK, "", {0}};
-    pthread_create(&th[r], NULL, rank_main, &jobs[r]);
-  }
-  for (int r = 0; r < o->ngpus; r++) pthread_join(th[r], NULL);
-  int rc = CLI_OK;
-  for (int r = 0; r < o->ngpus; r++) {
-    if (jobs[r].st && rc == CLI_OK) rc = cli_runtime_error(VERB, "rank %d: %s", r, jobs[r].err);
-    if (jobs[r].st) continue;
-    check_rank(o, &jobs[r], p);
-    p->time_us = fmax(p->time_us, jobs[r].secs * 1e6);
-    p->raw += jobs[r].stats.raw_bytes;
-    p->frames_b += jobs[r].stats.frame_bytes;
-    p->wire += jobs[r].stats.wire_bytes;
-    p->bound = fmax(p->bound, jobs[r].stats.error_bound);
-    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) p->mix[c] += jobs[r].stats.coder_mix[c];
-  }
-  for (int r = 0; r < o->ngpus; r++) {
-    free(jobs[r].in);
-    free(jobs[r].out);
-  }
-  ncclzThreadGroupDestroy(g);
-  free(jobs);
-  free(th);
-  return rc;
-}
-
-/* ---------------------------------------------------------------- output */
-
-void perf_print_header(const perf_opts *o) {
-  fprintf(stderr, "# ncclz perf: %s, %d ranks (%s backend), compress %s, quant %s, dtype %s\n",
-          ncclzCollectiveName(o->coll), o->nranks, o->backend, ncclzPolicyName(o->cfg.policy), o->quant_text,
-          ncclzDtypeName(o->dtype));
-  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s%s\n", "size", "count", "type", "redop", "root",
-          "time", "algbw", "busbw", "#wrong", "cr", "coders", "maxerr", o->vs_plain ? "   plain   vs plain" : "");
-  fprintf(stderr, "#%11s %12s %6s %6s %5s %10s %8s %8s %7s %7s %14s %10s%s\n", "(B)", "(elements)", "", "", "", "(us)",
-          "(GB/s)", "(GB/s)", "", "", "(r:f:h)", "", o->vs_plain ? "    (us)          " : "");
-}
-
-void perf_print_point(const perf_opts *o, const perf_point *p) {
-  char mix[48];
-  snprintf(mix, sizeof mix, "%llu:%llu:%llu", (unsigned long long)p->mix[0], (unsigned long long)p->mix[1],
-           (unsigned long long)p->mix[2]);
-  int red = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_REDUCESCATTER;
-  fprintf(stderr, "%12zu %12zu %6s %6s %5d %10.1f %8.3f %8.3f %7llu %7.2f %14s %10.3g", p->size, p->count,
-          ncclzDtypeName(o->dtype), red ? "sum" : "none", o->coll == NCCLZ_BROADCAST ? o->root : -1, p->time_us,
-          p->algbw, p->busbw, (unsigned long long)p->wrong, p->cr, mix, p->maxerr);
-  if (o->vs_plain) fprintf(stderr, " %8.1f %9.3fx", p->plain_us, p->time_us > 0 ? p->plain_us / p->time_us : 0);
-  fprintf(stderr, "\n");
-}
-
-cJSON *perf_point_json(const perf_point *p) {
-  cJSON *j = cJSON_CreateObject(), *mix = cJSON_CreateObject();
-  cJSON_AddNumberToObject(j, "size", (double)p->size);
-  cJSON_AddNumberToObject(j, "count", (double)p->count);
-  cJSON_AddNumberToObject(j, "time_us", p->time_us);
-  cJSON_AddNumberToObject(j, "algbw", p->algbw);
-  cJSON_AddNumberToObject(j, "busbw", p->busbw);
-  cJSON_AddNumberToObject(j, "wrong", (double)p->wrong);
-  cJSON_AddNumberToObject(j, "cr", p->cr);
-  cJSON_AddNumberToObject(j, "maxerr", p->maxerr);
-  cJSON_AddNumberToObject(j, "error_bound", p->bound);
-  cJSON_AddNumberToObject(j, "raw_bytes", (double)p->raw);
-  cJSON_AddNumberToObject(j, "frame_bytes", (double)p->frames_b);
-  cJSON_AddNumberToObject(j, "wire_bytes", (double)p->wire);
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)p->mix[c]);
-  cJSON_AddItemToObject(j, "coders", mix);
-  if (p->plain_us > 0) {
-    cJSON_AddNumberToObject(j, "plain_us", p->plain_us);
-    cJSON_AddNumberToObject(j, "vs_plain", p->time_us > 0 ? p->plain_us / p->time_us : 0);
-  }
-  if (p->host_unit_us > 0) cJSON_AddNumberToObject(j, "host_unit_us", p->host_unit_us);
-  if (p->traced) {
-    cJSON_AddNumberToObject(j, "codec_us", p->codec_us);
-    cJSON_AddNumberToObject(j, "exposed_us", p->exposed_us);
-    cJSON_AddNumberToObject(j, "exposed_frac", p->codec_us > 0 ? p->exposed_us / p->codec_us : 0);
-    cJSON_AddNumberToObject(j, "comm_us", p->comm_us);
-    cJSON_AddNumberToObject(j, "iface_us", p->iface_us);
-  }
-  return j;
 }
 
 static int write_json(const perf_opts *o, cJSON *points) {
@@ -417,160 +221,161 @@ static int load_inputs(perf_opts *o) {
   return rc;
 }
 
-/* Sizes MIN, MIN*FACTOR, ... <= MAX, as element counts per rank's block (nccl-tests' rule). */
-size_t perf_make_points(const perf_opts *o, perf_point **pts) {
-  size_t n = 0, ds = ncclzDtypeSize(o->dtype);
-  for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes * 1.000001; sz *= o->factor) n++;
-  *pts = calloc(n + 1, sizeof **pts);
-  size_t k = 0;
-  for (double sz = (double)o->min_bytes; k < n; sz *= o->factor, k++) {
-    size_t per = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_BROADCAST ? 1 : (size_t)o->nranks;
-    (*pts)[k].count = (size_t)sz / ds / per;
-    (*pts)[k].size = (*pts)[k].count * ds * per;
+/* The first element of the --data files that a quantized collective refuses (NaN, Inf, or for
+ * eb an unflagged value past NCCLZ_EB_HUGE_VALUE, after rounding to --dtype); 0 when none. */
+static int bad_data(const perf_opts *o) {
+  const ncclzQuantSpec *q = &o->cfg.quant;
+  if (q->kind == NCCLZ_QUANT_NONE) return CLI_OK;
+  for (int f = 0; f < o->nfiles; f++)
+    for (size_t i = 0; i < o->file_n[f]; i++) {
+      float v = o->file[f][i];
+      uint16_t h;
+      if (o->dtype != NCCLZ_DTYPE_F32) ncclzFromFloat(&v, 1, o->dtype, &h), ncclzToFloat(&h, o->dtype, 1, &v);
+      if (q->kind == NCCLZ_QUANT_EB && q->has_fill && v == q->fill_value) continue;
+      if (!isfinite(v))
+        return cli_usage_error(VERB, "--data: file %d element %zu is %g: quantized collectives need finite data", f,
+                               i, (double)v);
+      if (q->kind == NCCLZ_QUANT_EB && fabsf(v) >= NCCLZ_EB_HUGE_VALUE)
+        return cli_usage_error(VERB, "--data: file %d element %zu is %g: fill values? give fill=V in --quant", f, i,
+                               (double)v);
+    }
+  return CLI_OK;
+}
+
+/* Everything the first call would refuse, refused before it (exit 2, one line, no table). */
+static int check_config(const perf_opts *o) {
+  if (o->cfg.quant.kind == NCCLZ_QUANT_EB && o->cfg.quant.lorenzo)
+    return cli_usage_error(VERB, "--quant %s: perf has no --dims, and Lorenzo needs the array's shape "
+                                 "(measure Lorenzo with `ncclz codec --dims`)", o->quant_text);
+  if (o->cfg.chunk_bytes < NCCLZ_CHUNK_MIN_BYTES)
+    return cli_usage_error(VERB, "--chunk %zu: need at least %d bytes", o->cfg.chunk_bytes, NCCLZ_CHUNK_MIN_BYTES);
+  if (o->cfg.final_error_bound > 0 && o->cfg.quant.kind != NCCLZ_QUANT_EB)
+    return cli_usage_error(VERB, "--final-bound: needs an eb: quantizer (--quant %s)", o->quant_text);
+  if (ncclzConfigCheck(&o->cfg) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError()); /* the rest */
+  return bad_data(o);
+}
+
+/* ------------------------------------------------------------- launch */
+
+/* The world size an MPI launcher gave this process (mpirun or mpiexec of Open MPI, MPICH or
+ * MVAPICH; srun with PMI), with the variable that says so; 1 when none did. */
+static int launcher_size(const char **var) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", NULL};
+  for (const char *const *k = vars; *k; k++) {
+    uint64_t n;
+    const char *v = getenv(*k);
+    if (v && ncclzParseU64(v, 1, 1u << 20, &n) == 0) return *var = *k, (int)n;
   }
-  return n;
+  return 1;
 }
 
-void perf_finish_point(const perf_opts *o, perf_point *p) {
-  double secs = p->time_us * 1e-6;
-  p->algbw = secs > 0 ? (double)p->size / secs / 1e9 : 0;
-  p->busbw = p->algbw * ncclzBusBwFactor(o->coll, o->nranks);
-  p->cr = p->frames_b ? (double)p->raw / (double)p->frames_b : 1.0;
+static uint64_t fnv64(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
 }
 
+static uint64_t fnv64_str(uint64_t h, const char *s) { return fnv64(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
-/* ---------------------------------------------------------------- stress */
-
-void perf_stress_init(perf_stress *st) {
-  memset(st, 0, sizeof *st);
-  st->x = 0x9E3779B97F4A7C15ull;
+/* Everything that must be the same on every rank: the options, the executor's config (profile
+ * thresholds included), the profile's curves and the --data files' contents. */
+static uint64_t options_hash(const perf_opts *o) {
+  uint64_t h = 0xcbf29ce484222325ull, fp = ncclzConfigFingerprint(&o->cfg);
+  uint64_t num[] = {(uint64_t)o->coll, o->min_bytes, o->max_bytes, (uint64_t)o->ngpus, (uint64_t)o->iters,
+                    (uint64_t)o->warmup, (uint64_t)o->root, (uint64_t)o->stress, (uint64_t)o->vs_plain,
+                    (uint64_t)o->dtype, (uint64_t)o->nfiles, fp};
+  double real[] = {o->factor, o->warm_s};
+  h = fnv64(h, num, sizeof num);
+  h = fnv64(h, real, sizeof real);
+  h = fnv64_str(fnv64_str(fnv64_str(h, o->quant_text), o->backend), o->hint);
+  if (o->cfg.profile) h = fnv64(h, o->cfg.profile, sizeof *o->cfg.profile); /* zeroed before it is read */
+  for (int f = 0; f < o->nfiles; f++) h = fnv64(h, o->file[f], o->file_n[f] * sizeof *o->file[f]);
+  return h;
 }
 
-size_t perf_stress_next(perf_stress *st, perf_opts *oo) {
-  static const ncclzCollective colls[] = {NCCLZ_ALLREDUCE, NCCLZ_REDUCESCATTER, NCCLZ_ALLGATHER, NCCLZ_ALLTOALL,
-                                          NCCLZ_BROADCAST};
-  uint64_t x = st->x;
-  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-  st->x = x;
-  int k = (int)(x % 5);
-  oo->coll = colls[k];
-  oo->root = (int)((x >> 8) % (uint64_t)oo->nranks);
-  st->counts[oo->coll]++;
-  st->calls++;
-  return (size_t)exp2((double)((x >> 16) % 22001) / 1000.0) - 1;
+/* Under mpirun: every rank learns whether every rank accepted its options and whether they are
+ * the same, so that all refuse together (exit 2) or all run. rc: this rank's own verdict. */
+static int agree_ranks(perf_opts *o, int rc) {
+  ncclzTransport *t = ncclzMpiTransportCreate();
+  if (!t) return cli_runtime_error(VERB, "MPI transport: %s", ncclzLastError());
+  o->rank = t->rank;
+  if (t->nranks != o->nranks && rc == CLI_OK)
+    rc = cli_usage_error(VERB, "rank %d: the launcher said %d ranks, MPI has %d", t->rank, o->nranks, t->nranks);
+  uint64_t h = rc == CLI_OK ? options_hash(o) : 0;
+  double v[5] = {(double)(h >> 32), (double)(h & 0xffffffffu), -(double)(h >> 32), -(double)(h & 0xffffffffu),
+                 rc != CLI_OK};
+  ncclzStatus st = t->allreduce_max(t, v, 5);
+  t->destroy(t);
+  if (rc != CLI_OK) return rc; /* this rank's own message is out */
+  if (st != NCCLZ_OK) return cli_runtime_error(VERB, "MPI: %s", ncclzLastError());
+  if (v[4] > 0) return cli_usage_error(VERB, "rank %d: another rank refused its options", o->rank);
+  if (v[0] != -v[2] || v[1] != -v[3])
+    return cli_usage_error(VERB, "rank %d: the ranks were started with different options or --data files "
+                                 "(every rank needs the same command line)", o->rank);
+  return CLI_OK;
 }
 
-void perf_stress_progress(const perf_stress *st, int total) {
-  if (isatty(2) && st->calls % 50 == 0) fprintf(stderr, "\r# stress: %d/%d calls", st->calls, total);
+/* The options that depend on the backend and the launch, after parse_args. */
+static int check_launch(perf_opts *o) {
+  if (o->warm_s > 0 && strcmp(o->backend, "nccl")) return cli_usage_error(VERB, "--warm-s needs the nccl backend");
+  if (o->vs_plain && (strcmp(o->backend, "nccl") || o->cfg.policy == NCCLZ_POLICY_OFF || o->stress))
+    return cli_usage_error(VERB, "--vs-plain needs the nccl backend, a --compress other than off, and no --stress");
+  if (strcmp(o->backend, "cpu") && strcmp(o->backend, "nccl"))
+    return cli_usage_error(VERB, "--backend %s: cpu|nccl", o->backend);
+#ifndef NCCLZ_HAVE_NCCL
+  if (!strcmp(o->backend, "nccl")) return cli_usage_error(VERB, "--backend nccl: this build has no CUDA/NCCL");
+#endif
+  if (o->mpi && o->ngpus != 1) return cli_usage_error(VERB, "under mpirun: -g 1 (one rank per process)");
+  if (o->root < 0 || o->root >= o->nranks) return cli_usage_error(VERB, "--root %d: need 0..%d", o->root, o->nranks - 1);
+  return CLI_OK;
 }
 
-void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed) {
-  if (isatty(2)) fprintf(stderr, "\n"); /* after the progress line */
-  fprintf(stderr, "# stress: %d calls (allreduce %llu, reducescatter %llu, allgather %llu, alltoall %llu, broadcast %llu) "
-         "on %d ranks, %s, %llu wrong elements%s\n",
-         st->calls, (unsigned long long)st->counts[NCCLZ_ALLREDUCE], (unsigned long long)st->counts[NCCLZ_REDUCESCATTER],
-         (unsigned long long)st->counts[NCCLZ_ALLGATHER], (unsigned long long)st->counts[NCCLZ_ALLTOALL],
-         (unsigned long long)st->counts[NCCLZ_BROADCAST], o->nranks, ncclzPolicyName(o->cfg.policy),
-         (unsigned long long)st->wrong, failed ? ", stopped by an error" : "");
+static const perf_backend *backend_of(const perf_opts *o) {
+#ifdef NCCLZ_HAVE_NCCL
+  if (!strcmp(o->backend, "nccl")) return &perf_backend_nccl;
+#endif
+  return &perf_backend_cpu;
 }
 
-/* --stress on the cpu backend: each call one run_point_cpu (its output checked on every rank). */
-static int stress_cpu(const perf_opts *o, uint64_t *wrong) {
-  perf_opts oo = *o;
-  oo.warmup = 0, oo.iters = 1;
-  perf_stress st;
-  perf_stress_init(&st);
-  int rc = CLI_OK;
-  while (rc == CLI_OK && !st.wrong && st.calls < o->stress) {
-    perf_point p = {0};
-    p.count = perf_stress_next(&st, &oo);
-    rc = run_point_cpu(&oo, p.count, &p);
-    st.wrong += p.wrong;
-    perf_stress_progress(&st, o->stress);
-  }
-  perf_stress_report(&st, o, rc != CLI_OK);
-  *wrong += st.wrong;
-  return rc;
-}
-
-static int run_cpu(perf_opts *o, cJSON *points, uint64_t *wrong) {
-  if (o->stress) return stress_cpu(o, wrong);
-  perf_point *pts;
-  size_t np = perf_make_points(o, &pts);
-  int rc = CLI_OK;
-  perf_print_header(o);
-  for (size_t k = 0; rc == CLI_OK && k < np; k++) {
-    perf_point *p = &pts[k];
-    rc = run_point_cpu(o, p->count, p);
-    perf_finish_point(o, p);
-    *wrong += p->wrong;
-    perf_print_point(o, p);
-    cJSON_AddItemToArray(points, perf_point_json(p));
-  }
-  free(pts);
+/* Options, inputs and config checked, and under mpirun agreed by every rank: CLI_OK or the exit. */
+static int prepare(perf_opts *o, int rc) {
+  if (rc == CLI_OK) rc = check_launch(o);
+  if (rc == CLI_OK && backend_of(o)->defaults) backend_of(o)->defaults(o);
+  if (o->hint) o->cfg.hint = (ncclzTransportHint)ncclzHintFromName(o->hint);
+  if (rc == CLI_OK) rc = load_inputs(o);
+  if (rc == CLI_OK) rc = check_config(o);
+  if (o->mpi) rc = agree_ranks(o, rc);
   return rc;
 }
 
 int cli_perf(int argc, char **argv) {
   perf_opts o;
   memset(&o, 0, sizeof o);
+  const char *wsvar = NULL;
+  int ws = launcher_size(&wsvar);
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc < 0 ? CLI_OK : rc;
-#ifdef NCCLZ_HAVE_NCCL
-  if (!o.backend) o.backend = "nccl";
-  const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
-  o.mpi = !strcmp(o.backend, "nccl") && ws && atoi(ws) > 1;
-  /* Without this check each of mpirun's processes would run alone, as a 1-rank job, and print
-   * numbers that look valid. */
-  if (o.mpi && !ncclzMpiAvailable())
-    return cli_runtime_error(VERB, "started by mpirun (%s ranks), but this build has no MPI launcher "
-                                   "(configure with -DNCCLZ_MPI=ON and Open MPI installed)", ws);
-  if (o.mpi) {
-    if (o.ngpus != 1) return cli_usage_error(VERB, "under mpirun: -g 1 (one rank per GPU)");
+  if (rc < 0) return CLI_OK; /* --help */
+  if (!o.backend) o.backend = NCCLZ_PERF_DEFAULT_BACKEND;
+  if (ws > 1) {
+    /* Without MPI each of the launcher's processes would run alone, as a 1-rank job, and print
+     * numbers that look valid: every one refuses instead. */
+    if (!ncclzMpiAvailable())
+      return cli_usage_error(VERB, "started by an MPI launcher (%s=%d), but this build has no MPI transport "
+                                   "(configure with -DNCCLZ_MPI=ON and Open MPI installed)", wsvar, ws);
     if (ncclzMpiInit(&argc, &argv)) return cli_runtime_error(VERB, "MPI: %s", ncclzLastError());
-    o.nranks = atoi(ws);
+    o.mpi = 1;
+    o.nranks = ws;
   }
-  if (!strcmp(o.backend, "nccl")) perf_nccl_defaults(&o);
-#else
-  if (!o.backend) o.backend = "cpu";
-#endif
-  if (o.warm_s > 0 && strcmp(o.backend, "nccl")) return cli_usage_error(VERB, "--warm-s needs the nccl backend");
-  if (o.vs_plain && (strcmp(o.backend, "nccl") || o.cfg.policy == NCCLZ_POLICY_OFF || o.stress))
-    return cli_usage_error(VERB, "--vs-plain needs the nccl backend, a --compress other than off, and no --stress");
-  if (strcmp(o.backend, "cpu") && strcmp(o.backend, "nccl"))
-    return cli_usage_error(VERB, "--backend %s: cpu|nccl", o.backend);
-#ifndef NCCLZ_HAVE_NCCL
-  if (!strcmp(o.backend, "nccl")) return cli_usage_error(VERB, "--backend nccl: this build has no CUDA/NCCL");
-#endif
-  if (o.root < 0 || o.root >= o.nranks) return cli_usage_error(VERB, "--root %d: need 0..%d", o.root, o.nranks - 1);
-  if (o.hint) o.cfg.hint = (ncclzTransportHint)ncclzHintFromName(o.hint);
-  if ((rc = load_inputs(&o)) != CLI_OK) {
-    for (int f = 0; f < o.nfiles; f++) free(o.file[f]); /* the files read before the bad one */
-    return rc;
-  }
+  rc = prepare(&o, rc);
   cJSON *points = cJSON_CreateArray();
   uint64_t wrong = 0;
-#ifdef NCCLZ_HAVE_NCCL
-  if (!strcmp(o.backend, "nccl"))
-    rc = perf_run_nccl(&o, points, &wrong);
-  else
-#endif
-    rc = run_cpu(&o, points, &wrong);
-  int me = 0;
-#ifdef NCCLZ_HAVE_NCCL
-  if (o.mpi) {
-    const char *r = getenv("OMPI_COMM_WORLD_RANK");
-    me = r ? atoi(r) : 0;
-  }
-#endif
-  if (o.json && rc == CLI_OK && me == 0)
+  if (rc == CLI_OK) rc = backend_of(&o)->run(&o, points, &wrong);
+  if (o.json && rc == CLI_OK && o.rank == 0)
     rc = write_json(&o, points);
   else
     cJSON_Delete(points);
   for (int f = 0; f < o.nfiles; f++) free(o.file[f]);
-#ifdef NCCLZ_HAVE_NCCL
   if (o.mpi) ncclzMpiFinalize();
-#endif
   if (rc == CLI_OK && wrong) rc = cli_runtime_error(VERB, "%llu wrong elements", (unsigned long long)wrong);
   return rc;
 }

@@ -158,9 +158,10 @@ static int measured_match(const cJSON *m, const ncclzSimPoint *p) {
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "nic_gbps");
   if (!cJSON_IsString(c) || strcmp(c->valuestring, ncclzCollectiveName(p->options.coll))) return 0;
   if (!cJSON_IsString(k) || strcmp(k->valuestring, ncclzSimCompressName(p->options.compress))) return 0;
-  if (!cJSON_IsNumber(n) || (int)n->valuedouble != p->platform.nodes) return 0;
-  if (!cJSON_IsNumber(g) || (int)g->valuedouble != p->platform.gpus_per_node) return 0;
-  if (!cJSON_IsNumber(b) || (uint64_t)b->valuedouble != p->options.bytes) return 0;
+  /* compared as doubles: a cast of an out-of-range number would be undefined */
+  if (!cJSON_IsNumber(n) || n->valuedouble != (double)p->platform.nodes) return 0;
+  if (!cJSON_IsNumber(g) || g->valuedouble != (double)p->platform.gpus_per_node) return 0;
+  if (!cJSON_IsNumber(b) || b->valuedouble != (double)p->options.bytes) return 0;
   if (cJSON_IsNumber(w) && fabs(w->valuedouble - p->platform.nic_gbps) > 0.01 * p->platform.nic_gbps) return 0;
   return 1;
 }
@@ -169,8 +170,10 @@ static int load_measured(const char *path, const ncclzSimScenario *s, point_out 
   size_t len;
   char *text = cli_read_file(VERB, path, &len);
   if (!text) return CLI_USAGE;
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  cJSON *root;
+  ncclzStatus js = ncclzJsonParse(path, text, len, &root);
   free(text);
+  if (js != NCCLZ_OK) return cli_usage_error(VERB, "measured points: %s", ncclzLastError());
   const cJSON *pts = root ? cJSON_GetObjectItemCaseSensitive(root, "points") : NULL;
   if (!cJSON_IsArray(pts)) {
     cJSON_Delete(root);

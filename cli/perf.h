@@ -1,6 +1,7 @@
-/* ncclz perf, shared by its two files: cmd_perf.c (options, inputs, checks, the table, the cpu
- * backend) and perf_nccl.c (the nccl backend: the GPU executor, one thread per GPU or one MPI
- * rank per process). */
+/* ncclz perf: cmd_perf.c (options, inputs, the checks before the first call, the MPI launch,
+ * --json) runs one backend (perf_cpu.c: the host engine; perf_nccl.c: the GPU executor), and the
+ * backends share one harness (perf_harness.c: inputs, output checks, sizes, the table, --stress).
+ * Calls go one way: cmd_perf -> backend -> harness. */
 #ifndef NCCLZ_CLI_PERF_H
 #define NCCLZ_CLI_PERF_H
 
@@ -25,6 +26,7 @@ typedef struct {
   int vs_plain;                /* --vs-plain: time plain NCCL too, interleaved, in the same process (nccl) */
   int nranks;                  /* all ranks: ngpus, or the MPI world size under mpirun */
   int mpi;                     /* launched by mpirun: one rank per process */
+  int rank;                    /* this process's rank under mpirun, else 0: the one that prints */
   const char *hint;
   ncclzDtype dtype;
   ncclzConfig cfg;
@@ -79,11 +81,20 @@ void perf_stress_progress(const perf_stress *st, int total);
 /* The summary line (print it from one rank); failed: an error stopped the calls. */
 void perf_stress_report(const perf_stress *st, const perf_opts *o, int failed);
 
+/* ------------------------------------------------------------ backends */
+
+/* A backend runs every size (or --stress) on o->ngpus threads, or as this process's rank of an
+ * MPI job (o->mpi), prints the table on rank 0, adds the JSON rows to points and counts the
+ * elements outside the bound over all ranks in *wrong. The options are checked before. */
+typedef struct {
+  const char *name;
+  int (*run)(perf_opts *o, cJSON *points, uint64_t *wrong);
+  void (*defaults)(perf_opts *o); /* after the options are read (NULL: none) */
+} perf_backend;
+
+extern const perf_backend perf_backend_cpu;
 #ifdef NCCLZ_HAVE_NCCL
-/* The nccl backend's defaults (--hint from NCCL_P2P_DISABLE). */
-void perf_nccl_defaults(perf_opts *o);
-/* Runs every size (or --stress) on the GPUs: a thread per GPU, or this process as one MPI rank. */
-int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong);
+extern const perf_backend perf_backend_nccl; /* a thread per GPU, or one MPI rank per process */
 #endif
 
 #endif

@@ -316,14 +316,14 @@ static void *gpu_rank_main(void *arg) {
   return NULL;
 }
 
-void perf_nccl_defaults(perf_opts *o) {
+static void nccl_defaults(perf_opts *o) {
   const char *p2p = getenv("NCCL_P2P_DISABLE");
   if (!o->hint) o->hint = p2p && atoi(p2p) ? "net" : "nvlink";
   o->cfg.hint = (ncclzTransportHint)ncclzHintFromName(o->hint);
 }
 
 /* One process, a thread per GPU (-g N), or this process as one MPI rank (mpirun ... -g 1). */
-int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
+static int run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
   perf_point *pts;
   int ndev = 0;
   cudaGetDeviceCount(&ndev);
@@ -365,5 +365,7 @@ int perf_run_nccl(perf_opts *o, cJSON *points, uint64_t *wrong) {
   free(th);
   return rc;
 }
+
+const perf_backend perf_backend_nccl = {"nccl", run_nccl, nccl_defaults};
 
 #endif

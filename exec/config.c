@@ -1,6 +1,7 @@
 /* Executor config: defaults, policy names, and the fingerprint that ranks compare at init. */
 #include "ncclz/exec.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const policy_names[NCCLZ_POLICY_COUNT] = {"off", "raw", "fixedlen", "huffman", "auto"};
@@ -22,6 +23,27 @@ void ncclzConfigDefault(ncclzConfig *c) {
   c->hint = NCCLZ_HINT_NET;
   c->comm_lanes = 4; /* socket: 1 GiB AllReduce 8.1-9.2x with 4 lanes, 5.6-5.8x with 2 (bench/results/device-2026-12-01b/lanes-93c8c24.txt) */
   ncclzFrameCoderParams(&c->coder_params); /* HUFFMAN segments for one frame at a time (model.h) */
+}
+
+ncclzStatus ncclzConfigCheck(const ncclzConfig *cfg) {
+  if ((unsigned)cfg->policy >= NCCLZ_POLICY_COUNT)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config policy: %d is not a coder policy", (int)cfg->policy);
+  if (cfg->policy == NCCLZ_POLICY_AUTO && !cfg->profile)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config profile: the auto policy (REA) needs a calibration profile");
+  if (cfg->comm_lanes < 1 || cfg->comm_lanes > NCCLZ_MAX_COMM_LANES)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config comm_lanes: %u (1 to %d)", cfg->comm_lanes, NCCLZ_MAX_COMM_LANES);
+  if (cfg->chunk_bytes < NCCLZ_CHUNK_MIN_BYTES || cfg->max_chunks < 1)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes/max_chunks: need chunk_bytes >= %d, max_chunks >= 1",
+                         NCCLZ_CHUNK_MIN_BYTES);
+  if (!(cfg->final_error_bound >= 0) || isinf(cfg->final_error_bound))
+    return ncclzSetError(NCCLZ_ERR_ARG, "config final_error_bound: must be a finite number >= 0 (0: the spec's)");
+  if (cfg->final_error_bound > 0 && cfg->quant.kind != NCCLZ_QUANT_EB)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config final_error_bound: needs an eb: quantizer");
+  if (cfg->quant.lorenzo && cfg->quant.has_fill)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config quant: Lorenzo with fill values is not supported in collectives");
+  if (cfg->policy == NCCLZ_POLICY_OFF && cfg->quant.kind != NCCLZ_QUANT_NONE)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config: policy off is the plain collective; it takes quant none");
+  return NCCLZ_OK;
 }
 
 /* FNV-1a over the fields one at a time (never over struct padding, which is indeterminate). */

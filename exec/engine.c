@@ -33,21 +33,7 @@
 ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const ncclzConfig *cfg) {
   *out = NULL;
   if (!t || !cfg) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzHostCommInit: NULL transport or config");
-  ncclzStatus st = NCCLZ_OK;
-  if ((unsigned)cfg->policy >= NCCLZ_POLICY_COUNT)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config policy: %d is not a coder policy", (int)cfg->policy);
-  else if (cfg->policy == NCCLZ_POLICY_AUTO && !cfg->profile)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config profile: the auto policy (REA) needs a calibration profile");
-  else if (cfg->comm_lanes < 1 || cfg->comm_lanes > NCCLZ_MAX_COMM_LANES)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config comm_lanes: %u (1 to %d)", cfg->comm_lanes, NCCLZ_MAX_COMM_LANES);
-  else if (cfg->chunk_bytes < 64 || cfg->max_chunks < 1)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes/max_chunks: need chunk_bytes >= 64, max_chunks >= 1");
-  else if (cfg->final_error_bound > 0 && cfg->quant.kind != NCCLZ_QUANT_EB)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config final_error_bound: needs an eb: quantizer");
-  else if (cfg->quant.lorenzo && cfg->quant.has_fill)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config quant: Lorenzo with fill values is not supported in collectives");
-  else if (cfg->policy == NCCLZ_POLICY_OFF && cfg->quant.kind != NCCLZ_QUANT_NONE)
-    st = ncclzSetError(NCCLZ_ERR_ARG, "config: policy off is the plain collective; it takes quant none");
+  ncclzStatus st = ncclzConfigCheck(cfg);
   /* Every rank compares fingerprints even when its own config is bad, so nobody is left waiting. */
   uint64_t fp = ncclzConfigFingerprint(cfg);
   double v[5] = {(double)(fp >> 32), (double)(fp & 0xffffffffu), -(double)(fp >> 32), -(double)(fp & 0xffffffffu),

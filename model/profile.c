@@ -228,20 +228,22 @@ static ncclzStatus parse_curve(const cJSON *parent, const Path *pp, const char *
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(parent, key);
   if (!arr) return field_error(&p, "missing");
   if (!cJSON_IsArray(arr)) return field_error(&p, "must be an array of {\"bytes\", \"us\"} points");
-  int n = cJSON_GetArraySize(arr);
+  int n = (int)ncclzJsonCount(arr, NCCLZ_CURVE_MAX_POINTS);
   if (n < 1 || n > NCCLZ_CURVE_MAX_POINTS) {
     char msg[64];
     snprintf(msg, sizeof msg, "must have 1 to %d points", NCCLZ_CURVE_MAX_POINTS);
     return field_error(&p, msg);
   }
-  for (int i = 0; i < n; i++) {
-    const cJSON *pt = cJSON_GetArrayItem(arr, i);
+  const cJSON *pt;
+  int i = 0;
+  cJSON_ArrayForEach(pt, arr) {
     Path pi = path_index(&p, i), pb;
     if (!cJSON_IsObject(pt)) return field_error(&pi, "must be an object");
     TRY(get_positive(pt, &pi, "bytes", &c->bytes[i]));
     TRY(get_nonnegative(pt, &pi, "us", &c->us[i]));
     pb = path_join(&pi, "bytes");
     if (i > 0 && !(c->bytes[i] > c->bytes[i - 1])) return field_error(&pb, "must be larger than the previous point's");
+    i++;
   }
   c->n_points = (uint32_t)n;
   return NCCLZ_OK;
@@ -370,14 +372,8 @@ double ncclzProfilePlainUs(const ncclzProfile *p, const char *path, const char *
 
 /* ------------------------------------------------------------------ loader */
 
-ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
-  if (!json || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileParse: NULL argument");
+static ncclzStatus parse_root(cJSON *root, ncclzProfile *out) {
   memset(out, 0, sizeof *out);
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-  if (!root) {
-    return ncclzSetError(NCCLZ_ERR_ARG, "profile: invalid JSON near byte %ld", end ? (long)(end - json) : 0L);
-  }
   ncclzStatus s = cJSON_IsObject(root) ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_ARG, "profile: must be a JSON object");
   if (s == NCCLZ_OK) s = parse_version(root, out);
   if (s == NCCLZ_OK) s = parse_metadata(root, &out->meta);
@@ -390,6 +386,14 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
   return s;
 }
 
+ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
+  if (!json || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileParse: NULL argument");
+  memset(out, 0, sizeof *out);
+  cJSON *root;
+  ncclzStatus s = ncclzJsonParse("profile", json, len, &root);
+  return s == NCCLZ_OK ? parse_root(root, out) : s;
+}
+
 extern const unsigned char ncclz_default_profile_json[];
 extern const size_t ncclz_default_profile_len;
 
@@ -399,10 +403,8 @@ ncclzStatus ncclzProfileDefault(ncclzProfile *out) {
 
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out) {
   if (!path || !out) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzProfileLoad: NULL argument");
-  size_t len = 0;
-  char *buf = ncclzReadFile("profile", path, &len);
-  if (!buf) return NCCLZ_ERR_IO;
-  ncclzStatus s = ncclzProfileParse(buf, len, out);
-  free(buf);
-  return s;
+  memset(out, 0, sizeof *out);
+  cJSON *root;
+  ncclzStatus s = ncclzJsonLoad("profile", path, &root);
+  return s == NCCLZ_OK ? parse_root(root, out) : s;
 }

@@ -26,10 +26,8 @@ void run_input(run_ctx *c, const char *what, const char *path, const char *quant
 /* The profile's own "sources" (an object or array of strings, ignored by the loader) as
  * "key: text" rows. */
 static void profile_sources(ncclzReport *r, const char *path, cJSON *out) {
-  size_t len;
-  char *text = ncclzReadFile(NULL, path, &len);
-  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-  free(text);
+  cJSON *root;
+  if (ncclzJsonLoad("profile", path, &root) != NCCLZ_OK) return; /* loaded once already: read it the same way */
   const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
   const cJSON *src = cJSON_GetObjectItemCaseSensitive(meta, "sources");
   if (!src) src = cJSON_GetObjectItemCaseSensitive(root, "sources");

@@ -52,12 +52,15 @@ int fld_number(const cJSON *o, const char *path, const char *key, int required, 
   return 0;
 }
 
-/* "64K", "4M", "1G", "1.5M" (powers of 1024) or a plain number; -1 when not a byte count. */
+/* "64K", "4M", "1G", "1.5M" (powers of 1024) or a plain number, up to 1e15; -1 when not a byte count. */
 static double parse_bytes(const cJSON *e) {
-  if (cJSON_IsNumber(e)) return e->valuedouble >= 1 && e->valuedouble == floor(e->valuedouble) ? e->valuedouble : -1;
   uint64_t v;
-  return cJSON_IsString(e) && ncclzParseBytes(e->valuestring, &v) == 0 ? (double)v : -1;
+  return ncclzJsonBytes(e, &v) == 0 ? (double)v : -1;
 }
+
+/* The array's items one after the other, or the one value that stands for an array of one. */
+static const cJSON *first_item(const cJSON *arr) { return cJSON_IsArray(arr) ? arr->child : arr; }
+static const cJSON *next_item(const cJSON *arr, const cJSON *e) { return cJSON_IsArray(arr) ? e->next : NULL; }
 
 static int items(const cJSON *o, const char *path, const char *key, int required, const char *what, const cJSON **arr,
                  int *n) {
@@ -66,7 +69,7 @@ static int items(const cJSON *o, const char *path, const char *key, int required
   *arr = v;
   *n = 0;
   if (!v) return required ? (SCN_ERR("%s%s%s: required (%s)", path, dot, key, what), -1) : 0;
-  *n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+  *n = cJSON_IsArray(v) ? (int)ncclzJsonCount(v, 10000) : 1; /* counted no further than the limit */
   if (*n < 1 || *n > 10000) return SCN_ERR("%s%s%s: expected %s (1 to 10000 values)", path, dot, key, what), -1;
   return 0;
 }
@@ -81,8 +84,8 @@ int fld_numbers(const cJSON *o, const char *path, const char *key, int required,
   if (!len) return 0;
   double *v = malloc((size_t)len * sizeof *v);
   if (!v) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
-  for (int i = 0; i < len; i++) {
-    const cJSON *e = cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr;
+  int i = 0;
+  for (const cJSON *e = first_item(arr); e; e = next_item(arr, e), i++) {
     if (!cJSON_IsNumber(e) || !(e->valuedouble >= lo && e->valuedouble <= hi) ||
         (integer && e->valuedouble != floor(e->valuedouble))) {
       free(v);
@@ -104,8 +107,9 @@ int fld_bytes(const cJSON *o, const char *path, const char *key, int required, d
   if (!len) return 0;
   double *v = malloc((size_t)len * sizeof *v);
   if (!v) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
-  for (int i = 0; i < len; i++) {
-    v[i] = parse_bytes(cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr);
+  int i = 0;
+  for (const cJSON *e = first_item(arr); e; e = next_item(arr, e), i++) {
+    v[i] = parse_bytes(e);
     if (v[i] < 0) {
       free(v);
       return SCN_ERR("%s%s%s[%d]: expected a byte count such as 65536 or \"4M\"", path, *path ? "." : "", key, i), -1;

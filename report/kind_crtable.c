@@ -125,7 +125,8 @@ static int measure_row(run_ctx *c, const cJSON *ds, int i, double frame, ct_row 
 /* The paper's value of a column group ("quant", "fixedlen", "huffman") at index j (nodes..., avg). */
 static double paper_value(const ct_row *row, const char *key, int j) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(row->paper, key);
-  const cJSON *v = cJSON_GetArrayItem(a, j);
+  const cJSON *v = NULL;
+  cJSON_ArrayForEach(v, a) if (j-- == 0) break; /* j is at most CT_MAX_NODES: the walk is short */
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
@@ -199,19 +200,21 @@ ncclzStatus kind_crtable(ncclzReport *r, run_ctx *c) {
   double *nodes = NULL, rpn = 4, *fb = NULL;
   int nn = 0, nfb = 0;
   const cJSON *ds = cJSON_GetObjectItemCaseSensitive(c->root, "datasets");
-  int nr = cJSON_IsArray(ds) ? cJSON_GetArraySize(ds) : 0;
+  int nr = cJSON_IsArray(ds) ? (int)ncclzJsonCount(ds, 16) : 0;
   if (fld_known(c->root, "", keys) || fld_numbers(c->root, "", "nodes", 1, 1, 1 << 16, 1, &nodes, &nn) ||
       fld_number(c->root, "", "ranks_per_node", 0, 1, 1024, &rpn) || fld_bytes(c->root, "", "frame_bytes", 0, &fb, &nfb))
     return free(nodes), free(fb), NCCLZ_ERR_ARG;
   double frame = nfb ? fb[0] : 4194304.0;
   free(fb);
+  if (frame > 4294967295.0) return free(nodes), SCN_ERR("frame_bytes: at most 4294967295 (4 GiB - 1), as a profile's");
   if (nr < 1 || nr > 16) return free(nodes), SCN_ERR("datasets: required, an array of 1 to 16 objects");
   if (nn > CT_MAX_NODES) return free(nodes), SCN_ERR("nodes: at most %d values", CT_MAX_NODES);
   ct_row *rows = calloc((size_t)nr, sizeof *rows);
   ncclzStatus st = rows ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
-  for (int i = 0; i < nr && st == NCCLZ_OK; i++) {
+  const cJSON *row = ds ? ds->child : NULL;
+  for (int i = 0; i < nr && st == NCCLZ_OK; i++, row = row->next) {
     ncclzProgress("cr-table: datasets", (size_t)i, (size_t)nr);
-    if (measure_row(c, cJSON_GetArrayItem(ds, i), i, frame, &rows[i])) st = NCCLZ_ERR_ARG;
+    if (measure_row(c, row, i, frame, &rows[i])) st = NCCLZ_ERR_ARG;
   }
   ncclzProgress("cr-table: datasets", (size_t)nr, (size_t)nr);
   sbuf plot;

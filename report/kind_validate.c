@@ -271,7 +271,8 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
   const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
   const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
   const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
-  if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr))
+  if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr) ||
+      !(nr->valuedouble >= 1 && nr->valuedouble <= 1 << 20))
     return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
                                         "nranks, points[]), or a bench file with runs[] of them", file), -1;
   /* the replay plays auto as one planned coder a call: runs that planned every frame
@@ -299,10 +300,8 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
 
 /* A `ncclz perf --json` file, or a bench/exec.sh results file holding runs[] of them. */
 static int read_perf_file(const char *file, const char *path, va_points *v) {
-  size_t len;
-  char *text = ncclzReadFile(NULL, file, &len);
-  cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
-  free(text);
+  cJSON *root;
+  if (ncclzJsonLoad("measured file", file, &root) != NCCLZ_OK) return -1;
   const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs"), *run;
   int rc = 0;
   if (cJSON_IsArray(runs)) {

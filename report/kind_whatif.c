@@ -97,11 +97,11 @@ static char *workload_text(const cJSON *root, const cJSON *wl, int idx) {
 
 static int parse_workloads(run_ctx *c, const cJSON *wls, ncclzSimScenario *sc, char labels[][64], int *n) {
   static const char *const keys[] = {"label", "data", "bytes", "note", NULL};
-  int count = cJSON_GetArraySize(wls);
+  int count = (int)ncclzJsonCount(wls, WI_MAX_WORKLOADS), i = 0;
   if (!cJSON_IsArray(wls) || count < 1 || count > WI_MAX_WORKLOADS)
     return SCN_ERR("workloads: expected an array of 1 to %d objects {label, data, bytes}", WI_MAX_WORKLOADS), -1;
-  for (int i = 0; i < count; i++) {
-    const cJSON *wl = cJSON_GetArrayItem(wls, i);
+  const cJSON *wl;
+  for (wl = wls->child; wl; wl = wl->next, i++) {
     char path[48];
     snprintf(path, sizeof path, "workloads[%d]", i);
     const char *label = NULL;
@@ -133,9 +133,9 @@ static ncclzStatus parse_all(run_ctx *c, ncclzSimScenario *sc, char labels[][64]
 static void record_inputs(run_ctx *c) {
   const cJSON *wls = cJSON_GetObjectItemCaseSensitive(c->root, "workloads"), *wl;
   const cJSON *one = cJSON_GetObjectItemCaseSensitive(c->root, "data");
-  int count = wls ? cJSON_GetArraySize(wls) : 1;
-  for (int i = 0; i < count; i++) {
-    wl = wls ? cJSON_GetArrayItem(wls, i) : NULL;
+  int count = wls ? (int)ncclzJsonCount(wls, WI_MAX_WORKLOADS) : 1;
+  wl = wls ? wls->child : NULL;
+  for (int i = 0; i < count; i++, wl = wl ? wl->next : NULL) {
     const cJSON *d = wl ? cJSON_GetObjectItemCaseSensitive(wl, "data") : one;
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(d, "profile");
     if (!f) f = cJSON_GetObjectItemCaseSensitive(d, "file");

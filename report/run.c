@@ -123,12 +123,10 @@ ncclzStatus ncclzRunScenario(const ncclzRunOptions *opt) {
   c.text = text;
   c.len = len;
   scenario_dir(&c, opt->scenario);
-  c.root = cJSON_ParseWithLength(text, len);
-  ncclzStatus st;
+  ncclzStatus st = ncclzJsonParse("scenario", text, len, &c.root); /* `ncclz run` names the file */
   size_t kind = 0;
-  if (!c.root) {
-    const char *e = cJSON_GetErrorPtr();
-    st = ncclzSetError(NCCLZ_ERR_ARG, "scenario: not valid JSON (near byte %ld)", e ? (long)(e - text) : 0L);
+  if (st != NCCLZ_OK) {
+    /* the strict reader's one-line error */
   } else if (parse_common(&c, &kind)) {
     st = NCCLZ_ERR_ARG;
   } else {

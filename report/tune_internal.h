@@ -54,4 +54,9 @@ typedef struct {
 } tn_config;
 
 extern const char *const TN_PAR_NAMES[PAR_COUNT];
+
+/* The scenario's workloads, platforms and sweep into s (tune_parse.c); free with tune_free, also
+ * after an error. */
+ncclzStatus tune_parse(run_ctx *c, tn_setup *s);
+void tune_free(tn_setup *s);
 #endif

@@ -90,13 +90,15 @@ static int load_sweep(const run_ctx *c, const cJSON *sw, tn_setup *s) {
 
 static int load_list(run_ctx *c, const char *key, int max, int *n, tn_setup *s) {
   const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->root, key);
-  *n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+  *n = cJSON_IsArray(arr) ? (int)ncclzJsonCount(arr, (size_t)max) : 0;
   if (*n < 1 || *n > max) return SCN_ERR("%s: required, an array of 1 to %d objects", key, max), -1;
-  for (int i = 0; i < *n; i++) {
+  const cJSON *o;
+  int i = 0;
+  cJSON_ArrayForEach(o, arr) {
     char path[48];
     snprintf(path, sizeof path, "%s[%d]", key, i);
-    const cJSON *o = cJSON_GetArrayItem(arr, i);
-    int rc = !strcmp(key, "workloads") ? load_workload(c, o, path, &s->w[i]) : load_platform(c, o, path, &s->p[i]);
+    i++;
+    int rc = !strcmp(key, "workloads") ? load_workload(c, o, path, &s->w[i - 1]) : load_platform(c, o, path, &s->p[i - 1]);
     if (rc) return -1;
   }
   return 0;

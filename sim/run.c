@@ -280,7 +280,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   child_report r;
   memset(&r, 0, sizeof r);
   if (make_layout(&j, p, j.reduced)) st = ncclzSetError(NCCLZ_ERR_NOMEM, "sim: out of memory");
-  else st = run_forked(&j, &r);
+  else if ((st = sim_check_budget(&j)) == NCCLZ_OK) st = run_forked(&j, &r);
   free(j.lay.node_of);
   free(j.lay.gpu_of);
   if (st != NCCLZ_OK) return st;

@@ -31,14 +31,7 @@ static int int_field(const cJSON *obj, const char *path, const char *key, double
 
 /* A byte count: a number, or a string with a K/M/G suffix (powers of 1024). */
 static int bytes_value(const cJSON *v, const char *field, uint64_t *out) {
-  double d = -1.0;
-  if (cJSON_IsNumber(v)) d = v->valuedouble;
-  else if (cJSON_IsString(v)) {
-    uint64_t b;
-    d = ncclzParseBytes(v->valuestring, &b) == 0 ? (double)b : -1.0;
-  }
-  if (!(d >= 1.0 && d <= 1e15) || d != floor(d)) return ERR("%s: expected a byte count such as 1048576 or \"1M\"", field), -1;
-  *out = (uint64_t)d;
+  if (ncclzJsonBytes(v, out)) return ERR("%s: expected a byte count such as 1048576 or \"1M\"", field), -1;
   return 0;
 }
 
@@ -123,6 +116,8 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
       int_field(o, "options", "root", 0, 1 << 20, &opt->root) ||
       int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
       int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||
+      num_field(o, "options", "max_replay_s", 0, 1e7, &opt->max_replay_s) ||
+      num_field(o, "options", "max_replay_mib", 0, 1e9, &opt->max_replay_mib) ||
       name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||
       name_field(o, "options", "size_protocol", proto_from, "piggyback or header", &proto) ||
       name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint) ||
@@ -149,14 +144,15 @@ static int parse_cr(const cJSON *cr, const char *coder, ncclzSimData *d, int c) 
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) d->cr[c][k] = v->valuedouble;
     return 0;
   }
-  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+  int n = cJSON_IsArray(v) ? (int)ncclzJsonCount(v, NCCLZ_SIM_MAX_CR_RANKS) : 0, k = 0;
   if (n < 1 || n > NCCLZ_SIM_MAX_CR_RANKS)
     return ERR("data.cr.%s: a number or an array of 1..%d numbers", coder, NCCLZ_SIM_MAX_CR_RANKS), -1;
-  for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) {
-    const cJSON *e = cJSON_GetArrayItem(v, k < n ? k : n - 1);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, v) {
     if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0.01)) return ERR("data.cr.%s[%d]: must be a number >= 0.01", coder, k), -1;
-    d->cr[c][k] = e->valuedouble;
+    d->cr[c][k++] = e->valuedouble;
   }
+  for (; k < NCCLZ_SIM_MAX_CR_RANKS; k++) d->cr[c][k] = d->cr[c][n - 1]; /* sums past the array: its last value */
   return 0;
 }
 
@@ -216,20 +212,15 @@ static int parse_data_profile(const cJSON *o, const char *base_dir, const ncclzP
   char path[1024];
   if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
   else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
-  FILE *f = fopen(path, "rb");
-  if (!f) return ERR("data.profile: cannot open '%s'", path), -1;
-  char *buf = malloc(1 << 22);
-  size_t got = buf ? fread(buf, 1, (1 << 22) - 1, f) : 0;
-  fclose(f);
-  cJSON *root = buf ? cJSON_ParseWithLength(buf, got) : NULL;
-  free(buf);
-  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
+  cJSON *root;
+  if (ncclzJsonLoad("scenario data.profile", path, &root) != NCCLZ_OK) return -1;
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *row;
   const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quant");
-  int n = cJSON_IsArray(rows) ? cJSON_GetArraySize(rows) : 0, rc = 0;
+  int n = cJSON_IsArray(rows) ? (int)ncclzJsonCount(rows, NCCLZ_SIM_MAX_CR_RANKS) : 0, rc = 0, k = 0;
   if (n < 1 || n > NCCLZ_SIM_MAX_CR_RANKS || !cJSON_IsString(quant))
     rc = (ERR("data.profile: '%s' is not a data profile (expected quant and 1..%d rows)", path, NCCLZ_SIM_MAX_CR_RANKS), -1);
-  for (int k = 0; k < n && !rc; k++) rc = dp_row(cJSON_GetArrayItem(rows, k), k, frame, d);
-  for (int k = n; k < NCCLZ_SIM_MAX_CR_RANKS && !rc; k++)
+  if (!rc) cJSON_ArrayForEach(row, rows) if (!rc) rc = dp_row(row, k++, frame, d);
+  for (; k < NCCLZ_SIM_MAX_CR_RANKS && !rc; k++)
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) d->cr[c][k] = d->cr[c][n - 1];
   if (!rc) {
     d->n_ranks = (uint32_t)n;
@@ -282,23 +273,30 @@ static void free_axes(axes *a) {
   free(a->bytes);
 }
 
-/* An axis: absent (the base value), a single value, or an array of values. */
+#define SWEEP_MAX_POINTS 100000
+
+/* An axis: absent (the base value), a single value, or an array of values; the length is checked
+ * before the values are read (-1 past the sweep's point limit). */
 static int axis_len(const cJSON *sw, const char *key, const cJSON **arr) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(sw, key);
   *arr = v;
   if (!v) return 0;
-  return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+  size_t n = cJSON_IsArray(v) ? ncclzJsonCount(v, SWEEP_MAX_POINTS) : 1;
+  if (n > SWEEP_MAX_POINTS) return ERR("sweep.%s: more than %d values", key, SWEEP_MAX_POINTS), -1;
+  return (int)n;
 }
 
-static const cJSON *axis_item(const cJSON *arr, int i) { return cJSON_IsArray(arr) ? cJSON_GetArrayItem(arr, i) : arr; }
+/* The axis's first value, then the next one (an axis of one value is the value itself). */
+static const cJSON *axis_first(const cJSON *arr) { return cJSON_IsArray(arr) ? arr->child : arr; }
+static const cJSON *axis_next(const cJSON *arr, const cJSON *e) { return cJSON_IsArray(arr) ? e->next : NULL; }
 
 static int axis_names(const cJSON *sw, const char *key, int (*from)(const char *), const char *expect, int *out,
                       int cap, int *n) {
   const cJSON *arr;
-  int len = axis_len(sw, key, &arr);
+  int len = axis_len(sw, key, &arr), i = 0;
+  if (len < 0) return -1;
   if (len > cap) return ERR("sweep.%s: at most %d values", key, cap), -1;
-  for (int i = 0; i < len; i++) {
-    const cJSON *e = axis_item(arr, i);
+  for (const cJSON *e = len ? axis_first(arr) : NULL; e; e = axis_next(arr, e), i++) {
     int x = cJSON_IsString(e) ? from(e->valuestring) : -1;
     if (x < 0) return ERR("sweep.%s[%d]: expected %s", key, i, expect), -1;
     out[i] = x;
@@ -309,12 +307,11 @@ static int axis_names(const cJSON *sw, const char *key, int (*from)(const char *
 
 static int axis_numbers(const cJSON *sw, const char *key, double lo, double hi, int integer, double **out, int *n) {
   const cJSON *arr;
-  int len = axis_len(sw, key, &arr);
-  if (!len) return 0;
+  int len = axis_len(sw, key, &arr), i = 0;
+  if (len <= 0) return len;
   *out = malloc((size_t)len * sizeof **out);
   if (!*out) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
-  for (int i = 0; i < len; i++) {
-    const cJSON *e = axis_item(arr, i);
+  for (const cJSON *e = axis_first(arr); e; e = axis_next(arr, e), i++) {
     if (!cJSON_IsNumber(e) || !(e->valuedouble >= lo && e->valuedouble <= hi) ||
         (integer && e->valuedouble != floor(e->valuedouble)))
       return ERR("sweep.%s[%d]: must be %s in [%g, %g]", key, i, integer ? "an integer" : "a number", lo, hi), -1;
@@ -327,14 +324,14 @@ static int axis_numbers(const cJSON *sw, const char *key, double lo, double hi, 
 /* sweep.nic: bandwidths with their units, the same axis as nic_gbps. */
 static int axis_bandwidths(const cJSON *sw, axes *a) {
   const cJSON *arr;
-  int len = axis_len(sw, "nic", &arr);
-  if (!len) return 0;
+  int len = axis_len(sw, "nic", &arr), i = 0;
+  if (len <= 0) return len;
   if (a->nnic) return ERR("sweep: give nic or nic_gbps, not both"), -1;
   if (!(a->nic = malloc((size_t)len * sizeof *a->nic))) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
-  for (int i = 0; i < len; i++) {
+  for (const cJSON *e = axis_first(arr); e; e = axis_next(arr, e), i++) {
     char field[48];
     snprintf(field, sizeof field, "sweep.nic[%d]", i);
-    if (bw_value(axis_item(arr, i), field, &a->nic[i])) return -1;
+    if (bw_value(e, field, &a->nic[i])) return -1;
   }
   a->nnic = len;
   return 0;
@@ -375,14 +372,15 @@ static int parse_axes(const cJSON *sw, const ncclzSimPoint *base, axes *a) {
   if (!rc) rc = axis_numbers(sw, "nic_gbps", 1e-6, 1e9, 0, &a->nic, &a->nnic);
   const cJSON *arr;
   if (!rc) rc = axis_bandwidths(sw, a);
-  int len = rc ? 0 : axis_len(sw, "bytes", &arr);
-  if (len) {
+  int len = rc ? 0 : axis_len(sw, "bytes", &arr), i = 0;
+  if (len < 0) rc = -1;
+  if (len > 0) {
     a->bytes = malloc((size_t)len * sizeof *a->bytes);
     if (!a->bytes) rc = -1;
-    for (int i = 0; i < len && !rc; i++) {
+    for (const cJSON *e = axis_first(arr); e && !rc; e = axis_next(arr, e), i++) {
       char field[48];
       snprintf(field, sizeof field, "sweep.bytes[%d]", i);
-      rc = bytes_value(axis_item(arr, i), field, &a->bytes[i]);
+      rc = bytes_value(e, field, &a->bytes[i]);
     }
     a->nbytes = rc ? 0 : len;
   }
@@ -394,7 +392,7 @@ static int expand(const ncclzSimPoint *base, const axes *a, ncclzSimScenario *s)
   int nn = a->nnodes ? a->nnodes : 1, ng = a->ngpn ? a->ngpn : 1, nb = a->nbytes ? a->nbytes : 1,
       nw = a->nnic ? a->nnic : 1;
   size_t total = (size_t)a->ncoll * nn * ng * nw * nb * a->ncomp;
-  if (total > 100000) return ERR("sweep: %zu points, at most 100000", total), -1;
+  if (total > SWEEP_MAX_POINTS) return ERR("sweep: %zu points, at most %d", total, SWEEP_MAX_POINTS), -1;
   s->points = calloc(total, sizeof *s->points);
   if (!s->points) return ncclzSetError(NCCLZ_ERR_NOMEM, "scenario: out of memory"), -1;
   size_t k = 0;
@@ -474,12 +472,13 @@ static void nic_warnings(const cJSON *root, ncclzSimScenario *s) {
   }
 }
 
-ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
-                                  ncclzSimScenario *out) {
+/* The scenario in the JSON text; name starts the error of a text that is not strict JSON. */
+static ncclzStatus parse_text(const char *name, const char *json, size_t len, const char *base_dir,
+                              const ncclzProfile *prof, ncclzSimScenario *out) {
   memset(out, 0, sizeof *out);
-  cJSON *root = cJSON_ParseWithLength(json, len);
-  if (!root) return ncclzSetError(NCCLZ_ERR_ARG, "scenario: not valid JSON (near byte %ld)",
-                                  (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - json : 0));
+  cJSON *root;
+  ncclzStatus st = ncclzJsonParse(name, json, len, &root);
+  if (st != NCCLZ_OK) return st;
   int rc = parse_root(root, base_dir, prof, out);
   if (!rc) nic_warnings(root, out);
   cJSON_Delete(root);
@@ -488,6 +487,11 @@ ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base
     return NCCLZ_ERR_ARG;
   }
   return NCCLZ_OK;
+}
+
+ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
+                                  ncclzSimScenario *out) {
+  return parse_text("scenario", json, len, base_dir, prof, out);
 }
 
 ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out) {
@@ -499,7 +503,9 @@ ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncc
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
-  ncclzStatus st = ncclzSimScenarioParse(buf, got, slash ? dir : ".", prof, out);
+  char name[1100];
+  snprintf(name, sizeof name, "scenario %s", path);
+  ncclzStatus st = parse_text(name, buf, got, slash ? dir : ".", prof, out);
   free(buf);
   return st;
 }

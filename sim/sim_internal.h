@@ -63,6 +63,15 @@ typedef struct {
  * process). stats: one per actor. Returns 0 or -1. */
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats);
 
+/* The estimated cost of a replay (sim/budget.c): messages, wall seconds and peak MiB. */
+typedef struct {
+  double messages, seconds, mib;
+} sim_cost;
+int sim_replay_cost(const sim_job *j, sim_cost *c); /* 0, or -1 out of memory */
+/* NCCLZ_ERR_ARG with the estimate when the replay is past options.max_replay_s/_mib (0: 120 s,
+ * 2048 MiB), else NCCLZ_OK. */
+ncclzStatus sim_check_budget(const sim_job *j);
+
 /* Frame model: wire bytes of a chunk of raw bytes holding the sum of k ranks' codes, coded with c,
  * and its coder under the options (REA for AUTO). */
 ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes);

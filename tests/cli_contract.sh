@@ -82,6 +82,21 @@ expect 0 "perf --data one file per rank" -- "$NCCLZ" perf --backend cpu -g 2 -b 
   --compress huffman --quant qsgd:bits=8,bucket=512 --data "$G0,$G1"
 expect 2 "perf --data a missing second file" -- "$NCCLZ" perf --backend cpu -g 2 -b 64K -e 64K --data "$G0,$G1.missing"
 expect 2 "perf --data an empty list" -- "$NCCLZ" perf --backend cpu -g 2 -b 64K -e 64K --data ,
+# A configuration the first call would refuse is refused before it: exit 2, one line, no table row.
+P="perf --backend cpu -g 2 -b 1K -e 1K -n 1 -w 0"
+expect 2 "perf Lorenzo (perf has no --dims)" -- "$NCCLZ" $P --quant eb:abs=0.1,lorenzo=1d
+expect 2 "perf --chunk 3" -- "$NCCLZ" $P --chunk 3
+expect 2 "perf --final-bound with qsgd" -- "$NCCLZ" $P --quant qsgd:bits=8,bucket=512 --final-bound 0.1
+for v in abc -1 nan 0 inf 1e400 " 1"; do
+  expect 2 "perf --final-bound '$v'" -- "$NCCLZ" $P --quant eb:abs=0.1 --final-bound "$v"
+done
+for v in 1 abc nan -2; do expect 2 "perf -f '$v'" -- "$NCCLZ" $P -f "$v"; done
+for v in +2 " 2" 2.0 -0; do expect 2 "perf -g '$v'" -- "$NCCLZ" $P -g "$v"; done
+expect 2 "perf --warm-s nan" -- "$NCCLZ" $P --warm-s nan
+expect 2 "perf NaN in --data, quantized" -- "$NCCLZ" $P --quant eb:abs=0.01 --data "$TMP/nan.f32"
+printf '\x00\x00\x80\x7f' >"$TMP/inf.f32"   # +Inf
+expect 2 "perf Inf in --data, qsgd" -- "$NCCLZ" $P --quant qsgd:bits=8,bucket=512 --data "$TMP/inf.f32"
+expect 0 "perf --final-bound with eb" -- "$NCCLZ" $P --quant eb:abs=0.5 --final-bound 0.1
 
 echo "cli_contract: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

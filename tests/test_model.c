@@ -5,6 +5,7 @@
 #include "ncclz/model.h"
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,7 @@ static void test_profile_errors(void) {
       {"unknown_class.json", "profile codecs.fixedlen.curves.gradients: unknown data class"},
       {"missing_default_curve.json", "profile codecs.huffman.curves.default: missing"},
       {"missing_metadata.json", "profile metadata.nccl: missing"},
-      {"not_json.json", "profile: invalid JSON"},
+      {"not_json.json", "not_json.json: invalid JSON at line 1, column 31"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char path[512];
@@ -742,7 +743,80 @@ static void test_call_worth_it(void) {
         "the pipeline's fill (%.1f us) counts: %.0f units pay for it, %.0f do not", fill, need, need - 1.0);
 }
 
+/* The strict JSON reader: what cJSON alone accepts and every input must refuse, each with one line
+ * that names the input and the position or key. */
+static void test_json_strict(void) {
+  static const struct {
+    const char *text;
+    size_t len; /* 0: strlen */
+    const char *message;
+  } bad[] = {
+      {"{\"a\": 1} x", 0, "t: characters after the JSON value at line 1, column 10"},
+      {"{\"a\": 1}\n\n}", 0, "t: characters after the JSON value at line 3, column 1"},
+      {"{\"a\": 1}\0{\"b\": 2}", 17, "t: NUL byte at line 1, column 9"},
+      {"{\"a\": \"x\0y\"}", 13, "t: NUL byte at line 1, column 9"},
+      {"{\"a\": \"x\\u0000y\"}", 0, "t: \\u0000 (a NUL character) in a string at line 1, column 9"},
+      {"{\"a\": \"\xff\"}", 0, "t: not valid UTF-8 at line 1, column 8"},
+      {"{\"a\": \"\xc0\xaf\"}", 0, "t: not valid UTF-8 at line 1, column 8"},      /* overlong '/' */
+      {"{\"a\": \"\xed\xa0\x80\"}", 0, "t: not valid UTF-8 at line 1, column 8"},  /* a surrogate */
+      {"{\"a\": \"\xe2\x82\"}", 0, "t: not valid UTF-8 at line 1, column 8"},      /* cut short */
+      {"{\"a\": 1, \"b\": {\"c\": [{\"d\": 1, \"d\": 2}]}}", 0, "t: duplicate key 'b.c[0].d'"},
+      {"{\"a\": 1, \"a\": 1}", 0, "t: duplicate key 'a'"},
+      {"{\"a\": \"line\nbreak\"}", 0, "t: control character in a string at line 1, column 12"},
+      {"{\"a\tb\": 1}", 0, "t: control character in a string at line 1, column 4"},
+      {"{\"a\": \n  [1, 2,]}", 0, "t: invalid JSON at line 2, column"},
+      {"", 0, "t: invalid JSON at line 1, column 1"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    struct cJSON *root = NULL;
+    size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+    ncclzStatus st = ncclzJsonParse("t", bad[i].text, len, &root);
+    CHECK(st == NCCLZ_ERR_ARG && !root && strstr(ncclzLastError(), bad[i].message) && !strchr(ncclzLastError(), '\n'),
+          "bad JSON %zu: status %d, '%s', expected '%s'", i, (int)st, ncclzLastError(), bad[i].message);
+  }
+  static const char *const good[] = {
+      "{\"a\": \"caf\xc3\xa9 \xf0\x9f\x98\x80\", \"b\": [1, {\"a\": 2}], \"c\": {\"a\": 3}}\n", /* same key, other objects */
+      "{\"q\": \"say \\\"hi\\\" \\\\u0000\"}",                                        /* escaped quote, a literal \u0000 */
+      "\xef\xbb\xbf[1, 2, 3]  \r\n",                                                      /* a BOM, trailing space */
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    struct cJSON *root = NULL;
+    ncclzStatus st = ncclzJsonParse("t", good[i], strlen(good[i]), &root);
+    CHECK(st == NCCLZ_OK && root, "good JSON %zu: %s", i, ncclzLastError());
+    CHECK(root && ncclzJsonCount(root, 100) >= 1 && ncclzJsonCount(root, 0) == 1, "count %zu", i);
+    cJSON_Delete(root);
+  }
+  /* the profile loader reads through it */
+  const char *dup = "{\"version\": 1, \"version\": 1}";
+  ncclzProfile p;
+  CHECK(ncclzProfileParse(dup, strlen(dup), &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "profile: duplicate key 'version'"),
+        "profile duplicate: '%s'", ncclzLastError());
+  /* byte counts: the range of ncclzParseBytes, 2^63 refused */
+  static const struct {
+    const char *json;
+    int ok;
+    uint64_t value;
+  } bytes[] = {{"4194304", 1, 4194304}, {"\"4M\"", 1, 4194304}, {"1e15", 1, 1000000000000000ull},
+               {"9223372036854775808", 0, 0}, {"\"8E\"", 0, 0}, {"1.5", 0, 0}, {"0", 0, 0}, {"-1", 0, 0}, {"true", 0, 0}};
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+    struct cJSON *v = NULL;
+    uint64_t out = 0;
+    CHECK(ncclzJsonParse("b", bytes[i].json, strlen(bytes[i].json), &v) == NCCLZ_OK, "bytes %zu parses", i);
+    int rc = ncclzJsonBytes(v, &out);
+    CHECK(bytes[i].ok ? rc == 0 && out == bytes[i].value : rc == -1, "bytes %s: rc %d, %llu", bytes[i].json, rc,
+          (unsigned long long)out);
+    cJSON_Delete(v);
+  }
+  /* a file: its path names the error, and a file over the limit is refused before it is read */
+  struct cJSON *root = NULL;
+  CHECK(ncclzJsonLoad("profile", NCCLZ_TEST_DATA "/profiles_bad/not_json.json", &root) == NCCLZ_ERR_ARG &&
+            strstr(ncclzLastError(), "profile " NCCLZ_TEST_DATA "/profiles_bad/not_json.json: invalid JSON at line 1"),
+        "load: '%s'", ncclzLastError());
+  CHECK(ncclzJsonLoad(NULL, NCCLZ_TEST_DATA "/no_such.json", &root) == NCCLZ_ERR_IO && !root, "missing file");
+}
+
 int main(void) {
+  test_json_strict();
   test_profile_loads();
   test_profile_errors();
   test_profile_default();

@@ -72,7 +72,12 @@ typedef struct {
                                   post-checked. The host engine plans every frame either way. */
 } ncclzConfig;
 
+#define NCCLZ_CHUNK_MIN_BYTES 64 /* the smallest chunk_bytes a config takes */
 void ncclzConfigDefault(ncclzConfig *c);
+/* The checks of a config on its own (no ranks involved): NCCLZ_ERR_ARG with a one-line message
+ * naming the field, or NCCLZ_OK. ncclzHostCommInit and ncclzCommInit make them too; a tool calls
+ * it to refuse a bad config before its first call. */
+ncclzStatus ncclzConfigCheck(const ncclzConfig *cfg);
 /* A stable fingerprint of everything that must agree across ranks (profile thresholds included). */
 uint64_t ncclzConfigFingerprint(const ncclzConfig *c);
 

@@ -24,6 +24,28 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------ strict JSON */
+
+/* The one JSON reader of every layer (scenarios, profiles, data profiles, points files): cJSON's
+ * parser plus the checks it lacks. It refuses characters after the value, NUL bytes (and the
+ * escape \u0000), text that is not valid UTF-8, duplicate keys in an object and texts over
+ * NCCLZ_JSON_MAX_BYTES, with NCCLZ_ERR_ARG and one line that starts with `name` (the file's path,
+ * or a label) and gives the line and column, or the duplicate key's path:
+ * "scen.json: characters after the JSON value at line 9, column 2". *out: free with cJSON_Delete. */
+struct cJSON;
+#define NCCLZ_JSON_MAX_BYTES (64u << 20)
+ncclzStatus ncclzJsonParse(const char *name, const char *text, size_t len, struct cJSON **out);
+/* ncclzJsonParse on a file's text, named "WHAT PATH" (what may be NULL); NCCLZ_ERR_IO when it
+ * cannot be read. */
+ncclzStatus ncclzJsonLoad(const char *what, const char *path, struct cJSON **out);
+/* The number of items of an array or object, counting no further than cap + 1: a length limit is
+ * checked before the walk, at a cost bounded by the limit. 0 for anything else. */
+size_t ncclzJsonCount(const struct cJSON *arr, size_t cap);
+/* A byte count in JSON: a whole number, or a string ncclzParseBytes reads ("4M"), in
+ * [1, NCCLZ_JSON_BYTES_MAX] (ncclzParseBytes's range). 0 with *out set, or -1. */
+#define NCCLZ_JSON_BYTES_MAX 1e15
+int ncclzJsonBytes(const struct cJSON *v, uint64_t *out);
+
 /* ---------------------------------------------------------------- profile */
 
 #define NCCLZ_PROFILE_VERSION 1

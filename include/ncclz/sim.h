@@ -155,6 +155,8 @@ typedef struct {
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
                                  same chunks and extrapolates their steady state (exact: the time is
                                  affine in the step count there; a test holds them together) */
+  double max_replay_s;        /* a replay estimated to run longer is refused (0: 120 s) */
+  double max_replay_mib;      /* or to take more memory (0: 2048 MiB); docs/simulator.md, Budget */
 } ncclzSimOptions;
 
 void ncclzSimOptionsDefault(ncclzSimOptions *o);
