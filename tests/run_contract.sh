@@ -143,7 +143,7 @@ check '[ ! -e rep/.ncclz-tmp-dead ]' "the dead run's staging directory stayed"
 # 9. results.json is UTF-8: a name that is not is refused, one that is comes through whole.
 printf '{"kind": "cr-table", "name": "bad \xff\xfe", "nodes": [1], "datasets": []}' >latin.json
 expect 2 "a name that is not UTF-8" -- "$NCCLZ" run latin.json --out latin
-check 'grep -q "scenario name: not valid UTF-8" err && [ ! -e latin ]' "message: $(cat err)"
+check 'grep -q "scenario: not valid UTF-8 at line 1" err && [ ! -e latin ]' "message: $(cat err)"
 for bad in '\xc0\xaf' '\xed\xa0\x80' '\xf4\x90\x80\x80' '\xe2\x82'; do
   printf "{\"kind\": \"cr-table\", \"description\": \"x${bad}y\", \"nodes\": [1], \"datasets\": []}" >bad8.json
   expect 2 "description with $bad" -- "$NCCLZ" run bad8.json --out bad8

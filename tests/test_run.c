@@ -70,8 +70,8 @@ static void schema_errors(void) {
   expect_error("{\"kind\": \"codec\"}", "results");
   expect_error("{\"kind\": \"codec\", \"results\": \"nope.jsonl\"}", "nope.jsonl");
   expect_error("{\"kind\": \"codec\", \"results\": \"" DATA "/fields.json\"}", "line 1");
-  /* results.json is UTF-8: a name that is not is refused, naming the field */
-  expect_error("{\"kind\": \"cr-table\", \"name\": \"caf\xe9\", \"nodes\": [2], \"datasets\": []}", "name: not valid UTF-8");
+  /* results.json is UTF-8: a scenario that is not is refused by the strict reader, with its position */
+  expect_error("{\"kind\": \"cr-table\", \"name\": \"caf\xe9\", \"nodes\": [2], \"datasets\": []}", "not valid UTF-8 at line 1");
 #ifdef NCCLZ_HAVE_SIM
   expect_error("{\"kind\": \"what-if\", \"profile\": \"" DATA "/profile_synthetic.json\", \"sweep\": {\"nodes\": [0]}}",
                "sweep.nodes[0]");
