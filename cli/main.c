@@ -4,7 +4,7 @@
 
 #include <cjson/cJSON.h>
 
-#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,26 +89,28 @@ int cli_parse_float_dtype(const char *verb, const char *arg, ncclzDtype *out) {
 }
 
 int cli_parse_dims(const char *s, unsigned dims[3]) {
+  char buf[64];
+  size_t len = strlen(s);
+  if (len == 0 || len >= sizeof buf) return -1;
+  memcpy(buf, s, len + 1);
   int nd = 0;
-  const char *p = s;
-  while (*p && nd < 3) {
-    char *end;
-    unsigned long v = strtoul(p, &end, 10);
-    if (end == p || v == 0 || v > 0xFFFFFFFFul) return -1;
+  for (char *p = buf, *end; p; p = end ? end + 1 : NULL) {
+    end = strpbrk(p, "xX");
+    if (end) *end = '\0';
+    uint64_t v;
+    if (nd == 3 || ncclzParseU64(p, 1, UINT32_MAX, &v)) return -1; /* no sign, space or 0: see ncclzParseU64 */
     dims[nd++] = (unsigned)v;
-    if (*end == 'x' || *end == 'X') p = end + 1;
-    else if (*end == '\0') return nd;
-    else return -1;
   }
-  return -1;
+  return nd;
 }
 
 int cli_parse_int(const char *verb, const char *opt, const char *arg, long lo, long hi, int *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(arg, &end, 10);
-  if (end == arg || *end || errno || v < lo || v > hi)
-    return cli_usage_error(verb, "%s %s: expected an integer in %ld..%ld", opt, arg, lo, hi);
+  int neg = arg[0] == '-';
+  uint64_t mag;
+  /* ncclzParseU64 on the digits: no "+", spaces, hex or trailing characters, as strtol would take */
+  int bad = ncclzParseU64(arg + neg, 0, (uint64_t)LONG_MAX, &mag);
+  long v = bad ? 0 : neg ? -(long)mag : (long)mag;
+  if (bad || v < lo || v > hi) return cli_usage_error(verb, "%s %s: expected an integer in %ld..%ld", opt, arg, lo, hi);
   *out = (int)v;
   return CLI_OK;
 }
