@@ -449,7 +449,8 @@ static int write_decoded(const codec_opts *o, const ncclzSymbols *s) {
   ncclzStatus st;
   int rc = CLI_OK;
   if (!x || !out) rc = cli_runtime_error(VERB, "out of memory");
-  else if ((st = ncclzArrayReconstruct(s, x)) != NCCLZ_OK) rc = status_exit(st);
+  else if ((st = ncclzArrayReconstruct(s, x)) != NCCLZ_OK)
+    rc = st == NCCLZ_ERR_NOMEM ? status_exit(st) : cli_usage_error(VERB, "'%s': %s", o->decode, ncclzLastError());
   else if (o->compare) rc = read_original(o, s, &orig);
   if (rc == CLI_OK) {
     if (s->qp.kind == NCCLZ_QUANT_NONE) symbols_to_bits(s, out);

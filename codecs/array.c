@@ -207,6 +207,9 @@ static ncclzStatus decode_frames(const uint8_t *p, size_t len, const ncclzStream
     void *side = out->scales ? (void *)(out->scales + spos) : NULL;
     ncclzStatus st = ncclzFrameDecode(p + off, len - off, &fh, out->sym + pos, out->n - pos, side,
                                       side ? side_cap : 0, &used);
+    if (st == NCCLZ_ERR_CAPACITY) /* the buffers are sized from the stream header: the two disagree */
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame %u at byte %zu holds more than the stream header's %zu elements leave room for",
+                           k, off, out->n);
     if (st != NCCLZ_OK) return ncclzSetError(st, "frame %u at byte %zu: %s", k, off, ncclzLastError());
     if ((st = check_frame_matches(&fh, sh, k, pos)) != NCCLZ_OK) return st;
     pos += fh.n_symbols;

@@ -100,6 +100,7 @@ ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, s
   ncclzStatus st = check_eb_params(p);
   if (st != NCCLZ_OK) return st;
   const double step = 2.0 * p->abs_eb;
+  int overflow = 0;
   for (size_t i = 0; i < n; i++) {
     int32_t c = codes[i];
     if (c == NCCLZ_FILL_CODE) {
@@ -108,8 +109,15 @@ ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, s
       x[i] = p->fill_value;
     } else {
       x[i] = (float)((double)c * step);
+      overflow |= isinf(x[i]);
     }
   }
+  /* The quantizer kept every reconstruction within the bound of a finite float: codes that
+   * overflow float32 come from a corrupt stream. */
+  for (size_t i = 0; overflow && i < n; i++)
+    if (isinf(x[i]))
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "eb: code %d at index %zu times the step %g overflows float32",
+                           (int)codes[i], i, step);
   return NCCLZ_OK;
 }
 
