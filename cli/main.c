@@ -44,10 +44,13 @@ int main(int argc, char **argv) {
   return CLI_USAGE;
 }
 
+/* One line whatever the arguments hold: control characters (a newline in an echoed argument) print as '?'. */
 static void vreport(const char *verb, const char *fmt, va_list ap) {
-  fprintf(stderr, "ncclz %s: ", verb);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  fprintf(stderr, "ncclz %s: %s\n", verb, msg);
 }
 
 int cli_usage_error(const char *verb, const char *fmt, ...) {

@@ -93,13 +93,16 @@ double ncclzNowSeconds(void) {
 }
 
 /* Formats into a local buffer first, so an argument that is ncclzLastError() itself (composing a
- * cause into a new message) is read whole before the message is overwritten. */
+ * cause into a new message) is read whole before the message is overwritten. Control characters
+ * (a newline inside an echoed argument) become '?', so the message stays one line. */
 ncclzStatus ncclzSetError(ncclzStatus s, const char *fmt, ...) {
   char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  for (char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   memcpy(last_error, msg, sizeof msg);
   return s;
 }

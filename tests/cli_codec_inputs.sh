@@ -48,6 +48,8 @@ for verb in codec model profile-data; do
 done
 [ ! -e "$TMP/pd.json" ] || [ -s "$TMP/pd.json" ] && ok || bad "profile-data left an empty output"
 
+expect 2 "codec: a newline in --dims" -- "$NCCLZ" codec --input "$X" --coder raw --dims $'10\nx100'
+expect 2 "codec: a newline in --quant" -- "$NCCLZ" codec --input "$X" --coder raw --quant $'eb:abs=1\n'
 expect 2 "codec: --repeat ' 3'" -- "$NCCLZ" codec --input "$X" --coder raw --repeat " 3"
 expect 2 "codec: --segment +5" -- "$NCCLZ" codec --input "$X" --coder raw --segment +5
 expect 2 "codec: --chunk -4M" -- "$NCCLZ" codec --input "$X" --coder raw --chunk -4M

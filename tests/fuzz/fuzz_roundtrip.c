@@ -9,7 +9,7 @@
  *           bucket 1 + b3 * (1 + b4 % 8)
  *   byte 4: number of dims (% 4); bytes 5, 6: the last two dims (1 + b % n); the first is what
  *           is left (so some shapes do not divide n: a clean refusal)
- *   byte 7: frame bytes 4 << (b % 16), HUFFMAN segment, FIXEDLEN tile
+ *   byte 7: frame bytes 64 << (b % 12), HUFFMAN segment, FIXEDLEN tile
  *
  * Contract checked: the spec text (built from those choices) parses; quantization either fails
  * cleanly (ARG, NONFINITE, RANGE with a one-line message) or the stream encodes, decodes to the
@@ -95,7 +95,7 @@ static int parse_case(const uint8_t *data, size_t size, Case *c) {
   dims_of(data, size, c->n, c);
   c->raw = data + head;
   spec_of(data, c->raw, c->dtype, c->n, c->spec, sizeof c->spec);
-  c->chunk = (size_t)4 << (data[7] % 16);
+  c->chunk = (size_t)64 << (data[7] % 12);
   ncclzCoderParamsDefault(&c->cp);
   c->cp.huffman_segment = 1 + (data[7] * 17u) % 4096;
   c->cp.fixedlen_tile_blocks = 1 + data[7] % 8;

@@ -211,6 +211,7 @@ def quant_specs():
                'qsgd:bits=+4,bucket=64', 'qsgd:bits=4,bucket=0x40', 'qsgd:bits=4,bucket=-64',
                'qsgd:bits=4,bucket=4294967296', 'qsgd:bits=4,bucket=64,seed=-1', '-18446744073709551615',
                '+10', 'eb:abs=1,fill=1e39', 'eb:abs=1,,lorenzo=1d', 'eb:abs=1\0,lorenzo=9d']
+    regress.append('eb:abs=1e-4\nx')  # a newline echoed in the message made it two lines
     for i, s in enumerate(regress):
         write('regress/quant_spec', 'case_%02d' % i, s.encode())
 
