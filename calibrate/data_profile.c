@@ -95,6 +95,7 @@ static ncclzStatus profile_row(const int32_t *acc, size_t n, ncclzDtype dtype, c
     ncclzFrameCoderParams(&cp);
     size_t fs = frame_bytes[f] / ncclzDtypeSize(dtype), cap = 0;
     if (fs == 0) fs = 1;
+    if (fs > n && n) fs = n; /* a frame larger than the data codes it whole: no buffer beyond it */
     for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
       size_t b = ncclzFrameBound((ncclzCoder)c, &cp, fs, 0);
       cap = b > cap ? b : cap;

@@ -56,6 +56,8 @@ expect 2 "codec: --chunk -4M" -- "$NCCLZ" codec --input "$X" --coder raw --chunk
 expect 2 "profile-data: --frames with an empty item" -- "$NCCLZ" profile-data --input "$X" --quant eb:abs=0.1 \
   --frames 64K,,1M --out "$TMP/pd2.json"
 [ ! -e "$TMP/pd2.json" ] && ok || bad "a refused profile-data wrote its output"
+expect 0 "profile-data: a frame size far beyond the data (was out of memory)" -- "$NCCLZ" profile-data --input "$X" \
+  --quant eb:abs=0.1 --frames 64K,1000000000000000 --out "$TMP/pd3.json"
 
 # Hostile streams (tests/fuzz/regress/stream: header fields out of range with their checksums
 # recomputed): exit 2, one line, no output file. The seed streams decode (exit 0).
