@@ -73,6 +73,10 @@ for f in "$FUZZ"/corpus/stream/*; do
   expect 0 "--decode $(basename "$f")" -- "$NCCLZ" codec --decode "$f" --output "$TMP/dec.out"
 done
 
+# fill=0 matches -0.0, which comes back as the fill value +0.0: within the bound, not a failed round trip.
+printf '\x00\x00\x00\x80\x00\x00\x80\x3f\x00\x00\x00\x00' >"$TMP/negzero.f32"
+expect 0 "fill=0 with -0.0 in the data" -- "$NCCLZ" codec --input "$TMP/negzero.f32" --quant eb:abs=0.25,fill=0 --coder raw --repeat 1
+
 # The codec verb's output: the table on stdout without --json (so `> file` captures it); with
 # --json, one JSON object on stdout and the table on stderr.
 expect 0 "codec table" -- "$NCCLZ" codec --input "$X" --quant eb:abs=0.1 --coder huffman --repeat 1 --out "$TMP/s.nczs"
