@@ -4,7 +4,8 @@
  *
  *   byte 0: quantizer (bits 0-1: none, eb:abs, eb:rel, qsgd), Lorenzo (bits 2-3), fill=V with V
  *           the first element (bit 4), hostile dims: three raw u32 from bytes 8..19 (bit 5)
- *   byte 1: coder (% 3: raw, fixedlen, huffman), dtype ((>> 2) % 3: f32, bf16, f16)
+ *   byte 1: coder (% 4: raw, fixedlen, huffman, auto: the REA per frame with the built-in
+ *           profile, as --coder auto), dtype ((>> 2) % 3: f32, bf16, f16), transport ((>> 4) % 3)
  *   byte 2, 3: EB bound (1 + b3/256) * 2^-(b2 % 48) (rel: at most 1); QSGD bits {2,4,8}[b2 % 3],
  *           bucket 1 + b3 * (1 + b4 % 8)
  *   byte 4: number of dims (% 4); bytes 5, 6: the last two dims (1 + b % n); the first is what
@@ -17,6 +18,7 @@
  * none, the fill value itself where x equals it, |x - y| <= bound for EB, one level of the bucket
  * for QSGD. */
 #include "ncclz/codecs.h"
+#include "ncclz/model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +42,8 @@ typedef struct {
   char spec[160];
   ncclzDtype dtype;
   ncclzCoder coder;
+  int automatic; /* the REA chooses each frame's coder */
+  ncclzTransportHint hint;
   uint32_t dims[3];
   int ndims;
   size_t chunk;
@@ -88,7 +92,9 @@ static size_t dims_of(const uint8_t *b, size_t size, size_t n, Case *c) {
 static int parse_case(const uint8_t *data, size_t size, Case *c) {
   if (size < 8) return 0;
   memset(c, 0, sizeof *c);
-  c->coder = (ncclzCoder)(data[1] % 3);
+  c->coder = (ncclzCoder)(data[1] % 4 == 3 ? NCCLZ_CODER_RAW : data[1] % 4);
+  c->automatic = data[1] % 4 == 3;
+  c->hint = (ncclzTransportHint)((data[1] >> 4) % NCCLZ_HINT_COUNT);
   c->dtype = (ncclzDtype)((data[1] >> 2) % 3);
   size_t esz = ncclzDtypeSize(c->dtype), head = (data[0] & 32) && size >= 20 ? 20 : 8;
   c->n = (size - head) / esz;
@@ -126,11 +132,38 @@ static void check_values(const Case *c, const ncclzSymbols *s, const float *x, c
   }
 }
 
+/* --coder auto: the REA plans, materializes and post-checks each frame (cli/rea_chooser.c). */
+typedef struct {
+  ncclzProfile prof;
+  ncclzTransportHint hint;
+} Rea;
+
+static ncclzStatus rea_encode(const int32_t *sym, size_t n, const ncclzFrameDesc *d, uint8_t *dst, size_t cap,
+                              size_t *len, ncclzCoder *committed, void *ctx) {
+  const Rea *r = ctx;
+  ncclzReaConfig cfg;
+  ncclzReaConfigFromProfile(&r->prof, r->hint, d->quant ? ncclzDataClassOf(d->quant) : NCCLZ_CLASS_NONE, &cfg);
+  ncclzReaResult res;
+  ncclzStatus st = ncclzReaEncodeBest(&r->prof, &cfg, sym, n, d, dst, cap, &res);
+  if (st == NCCLZ_OK) {
+    *len = res.frame_bytes;
+    *committed = res.committed;
+  }
+  return st;
+}
+
 static void round_trip(const Case *c, const ncclzSymbols *sym) {
   size_t fs = ncclzFrameSymbols(sym, c->chunk), len = 0;
   uint8_t *stream = NULL;
   unsigned mix[NCCLZ_CODER_COUNT] = {0};
-  if (ncclzStreamEncode(sym, c->coder, NULL, NULL, fs, &c->cp, &stream, &len, mix) != NCCLZ_OK)
+  static Rea rea;
+  static int rea_loaded;
+  if (c->automatic && !rea_loaded) {
+    if (ncclzProfileDefault(&rea.prof) != NCCLZ_OK) fail("the built-in profile does not load", c->spec);
+    rea_loaded = 1;
+  }
+  rea.hint = c->hint;
+  if (ncclzStreamEncode(sym, c->coder, c->automatic ? rea_encode : NULL, &rea, fs, &c->cp, &stream, &len, mix) != NCCLZ_OK)
     fail("encoding quantized symbols failed", c->spec);
   ncclzSymbols back;
   if (ncclzStreamDecode(stream, len, &back) != NCCLZ_OK) fail("its own stream does not decode", c->spec);

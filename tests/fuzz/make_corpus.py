@@ -173,7 +173,8 @@ def roundtrip():
     t = slice_f32('trefht_member57_8x64x128.f32', 0, 512)
     g = slice_f32('resnet18_rank0_64k.f32', 0, 512)
     p = pop_with_fill(256)
-    # byte 0: quant | lorenzo << 2 | fill << 4 | raw dims << 5; 1: coder | dtype << 2; 2, 3: bound
+    # byte 0: quant | lorenzo << 2 | fill << 4 | raw dims << 5; 1: coder (3: auto) | dtype << 2 |
+    # transport << 4; 2, 3: bound
     # or bits/bucket; 4: ndims; 5, 6: dims; 7: frame size and coder parameters
     seeds = {
         'none_huffman_f32': (bytes([0, 2, 0, 0, 0, 0, 0, 8]), t),
@@ -183,6 +184,9 @@ def roundtrip():
         'eb_fill_lorenzo1': (bytes([1 | 1 << 2 | 16, 2, 3, 0, 1, 0, 0, 8]), p),
         'qsgd4_huffman': (bytes([3, 2, 1, 63, 0, 0, 0, 9]), g),
         'qsgd8_raw_f16': (bytes([3, 8, 2, 99, 0, 0, 0, 5]), g),
+        'eb_lorenzo3_auto_net': (bytes([1 | 3 << 2, 3 | 2 << 4, 6, 0, 3, 15, 7, 10]), t),
+        'qsgd8_auto_nvlink': (bytes([3, 3, 2, 255, 3, 0, 0, 11]), g),
+        'none_auto_shm': (bytes([0, 3 | 1 << 4, 0, 0, 0, 0, 0, 9]), g),
     }
     for name, (h, d) in seeds.items():
         write('corpus/roundtrip', name, h + d)
