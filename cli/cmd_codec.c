@@ -17,7 +17,7 @@
 #define VERB "codec"
 
 typedef struct {
-  const char *input, *out, *decode, *output, *quant_text, *profile, *hint;
+  const char *input, *out, *decode, *output, *compare, *quant_text, *profile, *hint;
   cli_rea *rea; /* --coder auto */
   ncclzDtype dtype;
   unsigned dims[3];
@@ -40,14 +40,16 @@ typedef struct {
 
 static void print_help(void) {
   printf(
-      "usage: ncclz codec --input FILE [--dtype f32|bf16|f16] [--dims AxBxC] --quant SPEC\n"
+      "usage: ncclz codec --input FILE [--dtype f32|bf16|f16] [--dims AxBxC] [--quant SPEC]\n"
       "                   --coder raw|fixedlen|huffman|auto [--chunk BYTES] [--device cpu|gpu]\n"
       "                   [--out FRAMES] [--repeat N] [--segment N] [--profile PROFILE.json] [--hint net|shm|nvlink]\n"
       "                   [--json]\n"
-      "       ncclz codec --decode FRAMES --output FILE\n\n"
+      "       ncclz codec --decode FRAMES --output FILE [--compare ORIGINAL] [--json]\n\n"
       "Quantizes FILE once, codes the symbols in frames of --chunk input bytes (default 4M),\n"
-      "decodes them again and checks the round trip and the error bound on every element.\n\n"
-      "  SPEC: none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
+      "decodes them again and checks the round trip and the error bound on every element.\n"
+      "The result table goes to stdout (to stderr with --json).\n\n"
+      "  --quant    SPEC, default none (lossless):\n"
+      "             none | eb:abs=X | eb:rel=X[,lorenzo=1d|2d|3d][,fill=V] | qsgd:bits=2|4|8,bucket=N[,seed=S]\n"
       "  --dims     shape in C order (last fastest), needed for 2D/3D Lorenzo\n"
       "  --repeat   timed repetitions; the median is reported (default 3)\n"
       "  --segment  HUFFMAN symbols per independently decoded segment, 1..4096 (default 512;\n"
@@ -57,6 +59,8 @@ static void print_help(void) {
       "  --hint     the transport the frames are meant for (default net)\n"
       "  --json     one JSON object on stdout (input_bytes, quant_bytes, output_bytes, cr, cr_quant,\n"
       "             max_abs_err, error_bound, encode_gbps, decode_gbps, coder_mix, lossless_ok, ...)\n"
+      "  --compare  with --decode: the original data; every decoded element must be within the\n"
+      "             stream's error bound of it (bit for bit for none); prints max_abs_err, exit 1 if not\n"
       "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure.\n");
 }
 
@@ -69,7 +73,8 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
       {"decode", required_argument, 0, 'x'}, {"output", required_argument, 0, 'O'},
       {"repeat", required_argument, 0, 'r'}, {"json", no_argument, 0, 'j'},
       {"profile", required_argument, 0, 'P'}, {"hint", required_argument, 0, 'H'},
-      {"segment", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"segment", required_argument, 0, 's'}, {"compare", required_argument, 0, 'C'},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->coder = -2;
   o->chunk = 4u << 20;
@@ -103,6 +108,7 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
     case 'o': o->out = optarg; break;
     case 'x': o->decode = optarg; break;
     case 'O': o->output = optarg; break;
+    case 'C': o->compare = optarg; break;
     case 'r':
       if (cli_parse_int(VERB, "--repeat", optarg, 1, 1000000, &o->repeat) != CLI_OK) return CLI_USAGE;
       break;
@@ -133,12 +139,18 @@ static double error_bound_of(const ncclzSymbols *s) {
   return worst;
 }
 
-/* Max |x - y| over all elements; fill values must come back bit for bit (else +inf). */
+/* Max |x - y| over all elements; none must come back bit for bit and fill values exactly (else
+ * +inf). A fill position comes back as the fill value itself: with fill=0, -0.0 matches and
+ * returns as +0.0 (FORMAT.md), so it is compared by value. */
 static double max_abs_error(const ncclzSymbols *s, const float *x, const float *y) {
   double worst = 0;
   for (size_t i = 0; i < s->n; i++) {
-    if (s->qp.kind == NCCLZ_QUANT_NONE || (s->qp.has_fill && x[i] == s->qp.fill_value)) {
+    if (s->qp.kind == NCCLZ_QUANT_NONE) {
       if (memcmp(x + i, y + i, sizeof(float)) != 0) return INFINITY;
+      continue;
+    }
+    if (s->qp.has_fill && x[i] == s->qp.fill_value) {
+      if (y[i] != s->qp.fill_value) return INFINITY;
       continue;
     }
     double e = fabs((double)x[i] - (double)y[i]);
@@ -241,11 +253,13 @@ static void print_json(const codec_opts *o, const codec_result *r, size_t n) {
   cli_emit_json(VERB, j);
 }
 
+/* The human table: stdout, or stderr when stdout carries the --json object. */
 static void print_human(const codec_opts *o, const codec_result *r) {
+  FILE *f = o->json ? stderr : stdout;
   double in = (double)r->input_bytes;
-  fprintf(stderr, "%-28s %-9s %10s %10s %8s %8s %12s %12s %9s %9s %s\n", "quant", "coder", "in_bytes",
+  fprintf(f, "%-28s %-9s %10s %10s %8s %8s %12s %12s %9s %9s %s\n", "quant", "coder", "in_bytes",
           "out_bytes", "cr", "cr_quant", "max_err", "bound", "enc_GB/s", "dec_GB/s", "lossless");
-  fprintf(stderr, "%-28.28s %-9s %10zu %10zu %8.3f %8.3f %12.4g %12.4g %9.3f %9.3f %s\n", o->quant_text,
+  fprintf(f, "%-28.28s %-9s %10zu %10zu %8.3f %8.3f %12.4g %12.4g %9.3f %9.3f %s\n", o->quant_text,
           o->coder < 0 ? "auto" : ncclzCoderName((ncclzCoder)o->coder), r->input_bytes, r->output_bytes,
           ratio(in, (double)r->output_bytes), ratio(in, (double)r->quant_bytes), r->max_abs_err, r->error_bound,
           r->encode_gbps, r->decode_gbps, r->lossless_ok ? "yes" : "NO");
@@ -350,6 +364,7 @@ static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t
 
 static int run_encode(codec_opts *o) {
   if (!o->input) return cli_usage_error(VERB, "--input FILE is required (see --help)");
+  if (o->compare || o->output) return cli_usage_error(VERB, "--compare and --output go with --decode FRAMES");
   if (o->coder == -2) return cli_usage_error(VERB, "--coder is required: raw, fixedlen, huffman or auto");
   if (ncclzQuantSpecParse(o->quant_text, &o->quant) != NCCLZ_OK)
     return cli_usage_error(VERB, "--quant: %s", ncclzLastError());
@@ -383,6 +398,83 @@ static void symbols_to_bits(const ncclzSymbols *s, void *out) {
   for (size_t i = 0; i < s->n; i++) h[i] = (uint16_t)s->sym[i];
 }
 
+/* The bound a decoded stream meets against its original: what the encoder guaranteed. The stream
+ * keeps EB's half-step abs_eb, and bound = abs_eb + half the float32 spacing at 2 max|x| over the
+ * finite, non-fill values (FORMAT.md); QSGD, one level of the widest bucket; none, 0. */
+static double stream_bound(const ncclzSymbols *s, const float *x) {
+  if (s->qp.kind != NCCLZ_QUANT_EB) return error_bound_of(s);
+  float m = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (!(s->qp.has_fill && x[i] == s->qp.fill_value) && fabsf(x[i]) < NCCLZ_EB_HUGE_VALUE && fabsf(x[i]) > m) m = fabsf(x[i]);
+  float twice = 2 * m;
+  return s->qp.abs_eb + ((double)nextafterf(twice, INFINITY) - (double)twice) / 2;
+}
+
+/* --compare: reads the original (the stream's dtype) into *orig as floats; CLI_OK or a one-line exit. */
+static int read_original(const codec_opts *o, const ncclzSymbols *s, float **orig) {
+  size_t len = 0, dsz = ncclzDtypeSize(s->dtype);
+  void *raw = cli_read_file(VERB, o->compare, &len);
+  if (!raw) return CLI_USAGE;
+  int rc = CLI_OK;
+  if (len != s->n * dsz)
+    rc = cli_usage_error(VERB, "--compare: '%s' holds %zu bytes, the stream %zu %s elements (%zu bytes)", o->compare, len,
+                         s->n, ncclzDtypeName(s->dtype), s->n * dsz);
+  else if (!(*orig = malloc((s->n ? s->n : 1) * sizeof **orig)))
+    rc = cli_runtime_error(VERB, "out of memory");
+  else
+    ncclzToFloat(raw, s->dtype, s->n, *orig);
+  free(raw);
+  return rc;
+}
+
+/* The decode report: a line on stdout (stderr with --json) and, with --json, the object. */
+static void report_decode(const codec_opts *o, const ncclzSymbols *s, double max_err, double bound) {
+  FILE *f = o->json ? stderr : stdout;
+  fprintf(f, "ncclz codec: decoded %zu %s elements into %s", s->n, ncclzDtypeName(s->dtype), o->output);
+  if (o->compare) fprintf(f, "; against %s: max_abs_err %.6g, bound %.6g: %s", o->compare, max_err, bound, max_err <= bound ? "ok" : "EXCEEDED");
+  fputc('\n', f);
+  if (!o->json) return;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "decode", o->decode);
+  cJSON_AddStringToObject(j, "output", o->output);
+  cJSON_AddStringToObject(j, "dtype", ncclzDtypeName(s->dtype));
+  cJSON_AddNumberToObject(j, "elements", (double)s->n);
+  if (o->compare) {
+    cJSON_AddStringToObject(j, "compare", o->compare);
+    cJSON_AddNumberToObject(j, "max_abs_err", max_err);
+    cJSON_AddNumberToObject(j, "error_bound", bound);
+    cJSON_AddBoolToObject(j, "bound_ok", max_err <= bound);
+  }
+  cli_emit_json(VERB, j);
+}
+
+/* Reconstructs the decoded symbols, writes them, and checks them against --compare. */
+static int write_decoded(const codec_opts *o, const ncclzSymbols *s) {
+  float *x = malloc((s->n ? s->n : 1) * sizeof *x), *orig = NULL;
+  void *out = malloc((s->n ? s->n : 1) * ncclzDtypeSize(s->dtype));
+  ncclzStatus st;
+  int rc = CLI_OK;
+  if (!x || !out) rc = cli_runtime_error(VERB, "out of memory");
+  else if ((st = ncclzArrayReconstruct(s, x)) != NCCLZ_OK)
+    rc = st == NCCLZ_ERR_NOMEM ? status_exit(st) : cli_usage_error(VERB, "'%s': %s", o->decode, ncclzLastError());
+  else if (o->compare) rc = read_original(o, s, &orig);
+  if (rc == CLI_OK) {
+    if (s->qp.kind == NCCLZ_QUANT_NONE) symbols_to_bits(s, out);
+    else ncclzFromFloat(x, s->n, s->dtype, out);
+    rc = write_file(o->output, out, s->n * ncclzDtypeSize(s->dtype));
+  }
+  if (rc == CLI_OK) {
+    double max_err = orig ? max_abs_error(s, orig, x) : 0, bound = orig ? stream_bound(s, orig) : 0;
+    report_decode(o, s, max_err, bound);
+    if (orig && !(max_err <= bound))
+      rc = cli_runtime_error(VERB, "--compare: max_abs_err %g exceeds the stream's bound %g", max_err, bound);
+  }
+  free(orig);
+  free(x);
+  free(out);
+  return rc;
+}
+
 static int run_decode(const codec_opts *o) {
   if (!o->output) return cli_usage_error(VERB, "--decode needs --output FILE");
   size_t len = 0;
@@ -392,19 +484,7 @@ static int run_decode(const codec_opts *o) {
   ncclzStatus st = ncclzStreamDecode(stream, len, &s);
   free(stream);
   if (st != NCCLZ_OK) return cli_usage_error(VERB, "'%s': %s", o->decode, ncclzLastError());
-  float *x = malloc((s.n ? s.n : 1) * sizeof *x);
-  void *out = malloc((s.n ? s.n : 1) * ncclzDtypeSize(s.dtype));
-  int rc = CLI_OK;
-  if (!x || !out) rc = cli_runtime_error(VERB, "out of memory");
-  else if ((st = ncclzArrayReconstruct(&s, x)) != NCCLZ_OK) rc = status_exit(st);
-  else {
-    if (s.qp.kind == NCCLZ_QUANT_NONE) symbols_to_bits(&s, out);
-    else ncclzFromFloat(x, s.n, s.dtype, out);
-    rc = write_file(o->output, out, s.n * ncclzDtypeSize(s.dtype));
-    if (rc == CLI_OK) fprintf(stderr, "ncclz codec: decoded %zu %s elements into %s\n", s.n, ncclzDtypeName(s.dtype), o->output);
-  }
-  free(x);
-  free(out);
+  int rc = write_decoded(o, &s);
   ncclzSymbolsFree(&s);
   return rc;
 }

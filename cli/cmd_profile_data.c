@@ -29,14 +29,19 @@ static void print_help(void) {
          "Default frame sizes: 64K,256K,1M,4M,16M. Schema: docs/data-profile.md.\n");
 }
 
+/* Comma-separated byte sizes (ncclzParseBytes each); an empty item or a list too long is refused. */
 static int parse_frames(const char *s, pd_opts *o) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
   o->n_frames = 0;
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    if (o->n_frames == NCCLZ_DP_MAX_FRAMES || !(o->frames[o->n_frames++] = cli_parse_size(tok))) return -1;
+  for (const char *p = s;; p++) {
+    size_t len = strcspn(p, ",");
+    char item[32];
+    if (len == 0 || len >= sizeof item || o->n_frames == NCCLZ_DP_MAX_FRAMES) return -1;
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (!(o->frames[o->n_frames++] = cli_parse_size(item))) return -1;
+    p += len;
+    if (!*p) return 0;
   }
-  return o->n_frames ? 0 : -1;
 }
 
 static int parse_args(int argc, char **argv, pd_opts *o) {

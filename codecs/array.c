@@ -79,22 +79,41 @@ ncclzStatus ncclzArrayQuantize(const ncclzQuantSpec *spec, ncclzDtype dtype, con
   return st;
 }
 
+/* What reconstruction relies on and a hand-made ncclzSymbols may break: a known dtype and
+ * quantizer, one scale per QSGD bucket, and a Lorenzo shape of exactly n elements. */
+static ncclzStatus check_symbols(const ncclzSymbols *s) {
+  const ncclzQuantParams *q = &s->qp;
+  if ((unsigned)s->dtype >= NCCLZ_DTYPE_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "symbols: unknown dtype %d", (int)s->dtype);
+  if (q->kind == NCCLZ_QUANT_QSGD && (!q->qsgd_bucket || !s->scales || s->n_scales != ncclzQsgdNumBuckets(q, s->n)))
+    return ncclzSetError(NCCLZ_ERR_ARG, "symbols: %zu QSGD scales for %zu elements in buckets of %u", s->n_scales, s->n,
+                         q->qsgd_bucket);
+  if (q->kind == NCCLZ_QUANT_EB && (q->lorenzo < 0 || q->lorenzo > 3))
+    return ncclzSetError(NCCLZ_ERR_ARG, "symbols: Lorenzo dimensions %d (0 to 3)", q->lorenzo);
+  if (q->kind == NCCLZ_QUANT_EB && q->lorenzo && s->n && !ncclz_dims_describe(q->dims[0], q->dims[1], q->dims[2], s->n))
+    return ncclzSetError(NCCLZ_ERR_ARG, "symbols: dims %u x %u x %u do not describe %zu elements", q->dims[0],
+                         q->dims[1], q->dims[2], s->n);
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzArrayReconstruct(const ncclzSymbols *s, float *x) {
+  ncclzStatus st = check_symbols(s);
+  if (st != NCCLZ_OK) return st;
   switch (s->qp.kind) {
   case NCCLZ_QUANT_NONE:
     symbols_to_float(s->dtype, s->sym, s->n, x);
     return NCCLZ_OK;
   case NCCLZ_QUANT_QSGD:
-    ncclzDequantizeQsgd(&s->qp, s->sym, s->n, s->scales, x);
-    return NCCLZ_OK;
+    return ncclzDequantizeQsgd(&s->qp, s->sym, s->n, s->scales, x);
   case NCCLZ_QUANT_EB:
     break;
+  default:
+    return ncclzSetError(NCCLZ_ERR_ARG, "symbols: unknown quantizer %d", (int)s->qp.kind);
   }
   if (!s->qp.lorenzo) return ncclzDequantizeEB(&s->qp, s->sym, s->n, x);
   int32_t *codes = malloc((s->n ? s->n : 1) * sizeof *codes);
   if (!codes) return ncclzSetError(NCCLZ_ERR_NOMEM, "cannot allocate %zu codes", s->n);
   ncclzLorenzoInverse(&s->qp, s->sym, s->n, codes);
-  ncclzStatus st = ncclzDequantizeEB(&s->qp, codes, s->n, x);
+  st = ncclzDequantizeEB(&s->qp, codes, s->n, x);
   free(codes);
   return st;
 }
@@ -162,9 +181,21 @@ ncclzStatus ncclzStreamEncode(const ncclzSymbols *s, ncclzCoder coder, ncclzFram
   return NCCLZ_OK;
 }
 
-static ncclzStatus check_frame_matches(const ncclzFrameHeader *fh, const ncclzStreamHeader *sh, uint32_t k) {
-  if (fh->dtype != sh->dtype || fh->quant != sh->quant.kind)
+/* A frame describes its symbols as the stream header does (describe_quant writes both from one
+ * ncclzQuantParams), and a QSGD frame starts on a bucket boundary, so its scales line up. */
+static ncclzStatus check_frame_matches(const ncclzFrameHeader *fh, const ncclzStreamHeader *sh, uint32_t k,
+                                       size_t pos) {
+  const ncclzQuantParams *q = &sh->quant;
+  int eb = q->kind == NCCLZ_QUANT_EB;
+  if (fh->dtype != sh->dtype || fh->quant != q->kind)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame %u: dtype/quantizer differ from the stream header", k);
+  int fill = (fh->flags & NCCLZ_FRAME_FLAG_FILL) != 0;
+  if (fh->lorenzo != (eb ? q->lorenzo : 0) || fh->abs_eb != (eb ? q->abs_eb : 0) || fill != q->has_fill ||
+      (fill && fh->fill_value != q->fill_value) || fh->qsgd_bits != q->qsgd_bits || fh->qsgd_bucket != q->qsgd_bucket)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame %u: quantizer parameters differ from the stream header", k);
+  if (q->kind == NCCLZ_QUANT_QSGD && pos % q->qsgd_bucket)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame %u starts at symbol %zu, inside a QSGD bucket of %u", k, pos,
+                         q->qsgd_bucket);
   return NCCLZ_OK;
 }
 
@@ -176,8 +207,11 @@ static ncclzStatus decode_frames(const uint8_t *p, size_t len, const ncclzStream
     void *side = out->scales ? (void *)(out->scales + spos) : NULL;
     ncclzStatus st = ncclzFrameDecode(p + off, len - off, &fh, out->sym + pos, out->n - pos, side,
                                       side ? side_cap : 0, &used);
+    if (st == NCCLZ_ERR_CAPACITY) /* the buffers are sized from the stream header: the two disagree */
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame %u at byte %zu holds more than the stream header's %zu elements leave room for",
+                           k, off, out->n);
     if (st != NCCLZ_OK) return ncclzSetError(st, "frame %u at byte %zu: %s", k, off, ncclzLastError());
-    if ((st = check_frame_matches(&fh, sh, k)) != NCCLZ_OK) return st;
+    if ((st = check_frame_matches(&fh, sh, k, pos)) != NCCLZ_OK) return st;
     pos += fh.n_symbols;
     spos += fh.side_bytes / sizeof(float);
     off += used;
@@ -198,6 +232,8 @@ ncclzStatus ncclzStreamDecode(const uint8_t *p, size_t len, ncclzSymbols *out) {
   if (sh.n_elems > 64 * (uint64_t)len + 1)
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream: %llu elements cannot fit in %zu bytes",
                          (unsigned long long)sh.n_elems, len);
+  if (sh.n_frames > (len - NCCLZ_STREAM_HEADER_BYTES) / NCCLZ_FRAME_HEADER_BYTES)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream: %u frames cannot fit in %zu bytes", sh.n_frames, len);
   out->dtype = sh.dtype;
   out->qp = sh.quant;
   out->n = (size_t)sh.n_elems;

@@ -3,6 +3,7 @@
 #include "ncclz/codecs.h"
 #include "hd_util.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ byte helpers */
@@ -318,19 +319,56 @@ static ncclzStatus check_stream_fields(const uint8_t *src) {
   return NCCLZ_OK;
 }
 
+/* The shape: with Lorenzo it must describe n_elems exactly (checked product, no zero dimension)
+ * or be the empty row 1 x 1 x 0; without, the decoder does not use it, but it is still one of
+ * those, 0 x 0 x 0, or the 1 x 1 x (2^32-1) that stands for a longer 1D array (FORMAT.md). */
+static ncclzStatus check_stream_dims(const ncclzStreamHeader *h) {
+  const uint32_t *d = h->quant.dims;
+  uint64_t n = h->n_elems;
+  if (ncclz_dims_describe(d[0], d[1], d[2], n)) return NCCLZ_OK;
+  int row = d[0] == 1 && d[1] == 1, empty = row && d[2] == 0 && n == 0;
+  int none = !d[0] && !d[1] && !d[2], long_row = row && d[2] == UINT32_MAX && n > UINT32_MAX;
+  if (empty || (!h->quant.lorenzo && (none || long_row))) return NCCLZ_OK;
+  return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: dims %u x %u x %u do not describe its %llu elements", d[0],
+                       d[1], d[2], (unsigned long long)h->n_elems);
+}
+
+/* Each quantizer's parameters in range, and the fields it does not use 0 (one encoding per stream). */
+static ncclzStatus check_stream_quant(const ncclzQuantParams *q) {
+  int eb = q->kind == NCCLZ_QUANT_EB, qsgd = q->kind == NCCLZ_QUANT_QSGD;
+  uint32_t fill_bits;
+  memcpy(&fill_bits, &q->fill_value, 4);
+  if (eb && !(q->abs_eb > 0 && isfinite(2.0 * q->abs_eb)))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: error bound %g is not positive and finite", q->abs_eb);
+  if (!eb && (q->abs_eb != 0 || signbit(q->abs_eb) || q->lorenzo || q->has_fill))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: error bound, Lorenzo or fill set for quantizer %d",
+                         (int)q->kind);
+  if (q->has_fill ? !isfinite(q->fill_value) : fill_bits != 0)
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: fill value %g with has-fill %d", (double)q->fill_value,
+                         q->has_fill);
+  if (qsgd && ((q->qsgd_bits != 2 && q->qsgd_bits != 4 && q->qsgd_bits != 8) || q->qsgd_bucket == 0))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: QSGD bits %d (2, 4 or 8) and bucket %u (at least 1)",
+                         q->qsgd_bits, q->qsgd_bucket);
+  if (!qsgd && (q->qsgd_bits || q->qsgd_bucket))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: QSGD bits %d and bucket %u set for quantizer %d",
+                         q->qsgd_bits, q->qsgd_bucket, (int)q->kind);
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzStreamHeaderParse(const uint8_t *src, size_t avail, ncclzStreamHeader *h) {
   ncclzStatus st = check_header_prefix(src, avail, NCCLZ_STREAM_MAGIC, "stream", "NCZS");
   if (st != NCCLZ_OK) return st;
   st = check_stream_fields(src);
   if (st != NCCLZ_OK) return st;
-  memset(h, 0, sizeof *h);
-  ncclzQuantParams *q = &h->quant;
-  h->dtype = (ncclzDtype)src[5];
+  ncclzStreamHeader v;
+  memset(&v, 0, sizeof v);
+  ncclzQuantParams *q = &v.quant;
+  v.dtype = (ncclzDtype)src[5];
   q->kind = (ncclzQuantKind)src[6];
   q->lorenzo = src[7];
-  h->n_elems = load_u64(src + 8);
+  v.n_elems = load_u64(src + 8);
   for (int i = 0; i < 3; i++) q->dims[i] = ncclz_load_u32(src + 16 + 4 * i);
-  h->n_frames = ncclz_load_u32(src + 28);
+  v.n_frames = ncclz_load_u32(src + 28);
   q->abs_eb = load_f64(src + 32);
   q->fill_value = load_f32(src + 40);
   q->has_fill = src[44];
@@ -338,5 +376,10 @@ ncclzStatus ncclzStreamHeaderParse(const uint8_t *src, size_t avail, ncclzStream
   q->qsgd_bucket = ncclz_load_u32(src + 48);
   q->rank = ncclz_load_u32(src + 52);
   q->seed = ncclz_load_u32(src + 56); /* the stream keeps the low 32 bits only */
+  if (v.n_elems > SIZE_MAX / sizeof(int32_t))
+    return ncclzSetError(NCCLZ_ERR_CORRUPT, "stream header: %llu elements exceed this machine's address space",
+                         (unsigned long long)v.n_elems);
+  if ((st = check_stream_dims(&v)) != NCCLZ_OK || (st = check_stream_quant(q)) != NCCLZ_OK) return st;
+  *h = v;
   return NCCLZ_OK;
 }

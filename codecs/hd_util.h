@@ -16,6 +16,14 @@ NCCLZ_INLINE int32_t ncclz_unzigzag(uint32_t z) { return (int32_t)((z >> 1) ^ (0
 /* ceil(a / b) for b > 0, without the overflow of (a + b - 1) / b. */
 NCCLZ_INLINE uint64_t ncclz_ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
+/* Whether the shape [d0][d1][d2] holds exactly n elements: every dimension at least 1 and the
+ * product, checked for 64-bit overflow (2^31 x 2^31 x 4 wraps to 0), equal to n. */
+NCCLZ_INLINE int ncclz_dims_describe(uint32_t d0, uint32_t d1, uint32_t d2, uint64_t n) {
+  if (!d0 || !d1 || !d2) return 0;
+  uint64_t plane = (uint64_t)d1 * d2; /* < 2^64: two 32-bit factors */
+  return plane <= UINT64_MAX / d0 && plane * d0 == n;
+}
+
 /* Bit length of v (0 for 0). */
 NCCLZ_INLINE uint32_t ncclz_bitlen(uint32_t v) {
   uint32_t n = 0;

@@ -12,6 +12,7 @@
  * Arithmetic wraps in uint32: valid codes (|code| < 2^27) never overflow, and sums of codes from
  * many ranks (or decoded garbage) wrap deterministically, identically on host and device. */
 #include "ncclz/codecs.h"
+#include "hd_util.h"
 
 #include <string.h>
 
@@ -61,7 +62,8 @@ static void lz_row_inverse(const int32_t *delta, const LzUpper *up, size_t w, in
 }
 
 /* The shape as seen by the predictor. When dims do not describe n elements (params not made by
- * ncclzQuantResolve), the whole array is one 1D row, deterministically on both sides. */
+ * ncclzQuantResolve: a zero dimension, a product that differs or overflows), the whole array is
+ * one 1D row, deterministically on both sides, so the loops never leave the n elements. */
 typedef struct {
   int dims;             /* 0 (copy), 1, 2 or 3 */
   size_t d0, d1, d2;    /* planes, rows per plane, row width */
@@ -70,7 +72,7 @@ typedef struct {
 static LzShape lz_shape(const ncclzQuantParams *p, size_t n) {
   LzShape s = {p->lorenzo, p->dims[0], p->dims[1], p->dims[2]};
   if (s.dims < 1 || s.dims > 3) s.dims = 0;
-  if ((uint64_t)s.d0 * s.d1 * s.d2 != n) {
+  if (!ncclz_dims_describe(p->dims[0], p->dims[1], p->dims[2], n)) {
     s.d0 = 1;
     s.d1 = 1;
     s.d2 = n;

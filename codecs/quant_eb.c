@@ -7,6 +7,7 @@
  * conversions are cheap and the GPU's fast path measured no faster (bench_eb_rule: 0.76-0.82x). */
 #include "ncclz/codecs.h"
 #include "eb_code.h"
+#include "hd_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,6 +100,7 @@ ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, s
   ncclzStatus st = check_eb_params(p);
   if (st != NCCLZ_OK) return st;
   const double step = 2.0 * p->abs_eb;
+  int overflow = 0;
   for (size_t i = 0; i < n; i++) {
     int32_t c = codes[i];
     if (c == NCCLZ_FILL_CODE) {
@@ -107,8 +109,15 @@ ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, s
       x[i] = p->fill_value;
     } else {
       x[i] = (float)((double)c * step);
+      overflow |= isinf(x[i]);
     }
   }
+  /* The quantizer kept every reconstruction within the bound of a finite float: codes that
+   * overflow float32 come from a corrupt stream. */
+  for (size_t i = 0; overflow && i < n; i++)
+    if (isinf(x[i]))
+      return ncclzSetError(NCCLZ_ERR_CORRUPT, "eb: code %d at index %zu times the step %g overflows float32",
+                           (int)codes[i], i, step);
   return NCCLZ_OK;
 }
 
@@ -130,15 +139,15 @@ static ncclzStatus resolve_dims(const uint32_t *dims, int ndims, size_t n, int l
     p->dims[2] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     return NCCLZ_OK;
   }
-  uint64_t prod = 1;
-  for (int k = 0; k < ndims; k++) {
-    p->dims[3 - ndims + k] = dims[k];
-    prod *= dims[k];
-  }
-  if (prod != n)
-    return ncclzSetError(NCCLZ_ERR_ARG, "dims: %u x %u x %u = %llu elements, but the data has %zu",
-                         p->dims[0], p->dims[1], p->dims[2], (unsigned long long)prod, n);
-  return NCCLZ_OK;
+  for (int k = 0; k < ndims; k++) p->dims[3 - ndims + k] = dims[k];
+  if (ncclz_dims_describe(p->dims[0], p->dims[1], p->dims[2], n)) return NCCLZ_OK;
+  const uint32_t *d = p->dims;
+  uint64_t plane = (uint64_t)d[1] * d[2];
+  if (d[0] && plane > UINT64_MAX / d[0])
+    return ncclzSetError(NCCLZ_ERR_ARG, "dims: %u x %u x %u overflows 64 bits; the data has %zu elements", d[0], d[1],
+                         d[2], n);
+  return ncclzSetError(NCCLZ_ERR_ARG, "dims: %u x %u x %u = %llu elements, but the data has %zu", d[0], d[1], d[2],
+                       (unsigned long long)(plane * d[0]), n);
 }
 
 static ncclzStatus scan_nonfinite(const float *x, size_t n) {

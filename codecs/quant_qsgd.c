@@ -91,16 +91,21 @@ ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t 
   return NCCLZ_OK;
 }
 
-void ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes, size_t n, const float *scales,
-                         float *x) {
-  if (check_qsgd_params(p) != NCCLZ_OK) return;
+ncclzStatus ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes, size_t n, const float *scales,
+                                float *x) {
+  ncclzStatus st = check_qsgd_params(p);
+  if (st != NCCLZ_OK) return st;
+  if (n && !scales) return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: no bucket scales to dequantize with");
   const double s = (double)qsgd_levels(p->qsgd_bits);
-  const size_t b = p->qsgd_bucket;
+  const size_t b = p->qsgd_bucket, nb = ncclzQsgdNumBuckets(p, n);
+  float scale;
+  for (size_t k = 0; k < nb; k++) /* all first: on failure x is left untouched */
+    if ((st = bucket_scale(NULL, 0, 0, scales, k, &scale)) != NCCLZ_OK) return st;
   for (size_t start = 0, k = 0; start < n; start += b, k++) {
     size_t end = n - start < b ? n : start + b;
-    const double scale = (double)scales[k];
-    for (size_t i = start; i < end; i++) x[i] = (float)((double)codes[i] * scale / s);
+    for (size_t i = start; i < end; i++) x[i] = (float)((double)codes[i] * (double)scales[k] / s);
   }
+  return NCCLZ_OK;
 }
 
 float ncclzPhiloxUniform(uint64_t seed, uint64_t index, uint32_t rank) {

@@ -3,7 +3,7 @@
  *   none | eb:abs=X | eb:rel=X [,lorenzo=1d|2d|3d] [,fill=V] | qsgd:bits=2|4|8,bucket=N [,seed=S] */
 #include "ncclz/codecs.h"
 
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,25 +39,18 @@ static ncclzStatus split_item(const char *kind, const char *s, const char *end, 
   return NCCLZ_OK;
 }
 
-/* strtod that accepts only a whole, finite number. */
-static int parse_finite(const char *s, double *out) {
-  if (!*s) return 0;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (*end || errno == ERANGE || !isfinite(v)) return 0;
-  *out = v;
-  return 1;
-}
+/* A whole, finite number (ncclzParseDouble: no sign-less junk, spaces, hex, NaN or Inf). */
+static int parse_finite(const char *s, double *out) { return ncclzParseDouble(s, -DBL_MAX, DBL_MAX, out) == 0; }
 
-/* strtoull that accepts only a whole unsigned integer (decimal or 0x hex, no sign). */
-static int parse_u64(const char *s, uint64_t *out) {
-  if (!*s || *s == '-' || *s == '+') return 0;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (*end || errno == ERANGE) return 0;
-  *out = (uint64_t)v;
+/* A whole decimal unsigned integer in [lo, hi] (ncclzParseU64: no sign, spaces or hex). */
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) { return ncclzParseU64(s, lo, hi, out) == 0; }
+
+/* A seed is a bit pattern: decimal, or 0x and 1 to 16 hex digits. */
+static int parse_seed(const char *s, uint64_t *out) {
+  if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return parse_u64(s, 0, UINT64_MAX, out);
+  size_t digits = strlen(s + 2);
+  if (digits == 0 || digits > 16 || strspn(s + 2, "0123456789abcdefABCDEF") != digits) return 0;
+  *out = strtoull(s + 2, NULL, 16);
   return 1;
 }
 
@@ -112,7 +105,7 @@ static ncclzStatus qsgd_item(const SpecItem *it, ncclzQuantSpec *q, int *seen_bi
   if (!strcmp(it->key, "bits")) {
     if (*seen_bits) return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: bits= given twice");
     *seen_bits = 1;
-    if (!parse_u64(it->value, &v) || (v != 2 && v != 4 && v != 8))
+    if (!parse_u64(it->value, 2, 8, &v) || (v != 2 && v != 4 && v != 8))
       return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: bits='%s' must be 2, 4 or 8", it->value);
     q->qsgd_bits = (int)v;
     return NCCLZ_OK;
@@ -120,14 +113,15 @@ static ncclzStatus qsgd_item(const SpecItem *it, ncclzQuantSpec *q, int *seen_bi
   if (!strcmp(it->key, "bucket")) {
     if (*seen_bucket) return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: bucket= given twice");
     *seen_bucket = 1;
-    if (!parse_u64(it->value, &v) || v < 1 || v > UINT32_MAX)
+    if (!parse_u64(it->value, 1, UINT32_MAX, &v))
       return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: bucket='%s' must be an integer in [1, 2^32)", it->value);
     q->qsgd_bucket = (uint32_t)v;
     return NCCLZ_OK;
   }
   if (!strcmp(it->key, "seed")) {
-    if (!parse_u64(it->value, &v))
-      return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: seed='%s' must be an unsigned 64-bit integer", it->value);
+    if (!parse_seed(it->value, &v))
+      return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: seed='%s' must be an unsigned 64-bit integer (decimal or 0x hex)",
+                           it->value);
     q->seed = v;
     return NCCLZ_OK;
   }

@@ -264,6 +264,133 @@ static void check_stream_header(void) {
   CHECK(ncclzStreamHeaderParse(b, 64, &back) == NCCLZ_ERR_CORRUPT && message_has("quantizer"), "%s", ncclzLastError());
 }
 
+/* ------------------------------------------------- hostile stream headers */
+
+static void put_u64(uint8_t *p, uint64_t v) {
+  put_u32(p, (uint32_t)v);
+  put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* A real stream of n smooth values: quant spec, shape and coder as the CLI would use them. */
+static uint8_t *make_stream(const char *spec_text, const uint32_t *dims, int ndims, size_t n, size_t *len) {
+  float *x = malloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = (float)sin(0.01 * (double)i);
+  ncclzQuantSpec spec;
+  ncclzSymbols sy;
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  unsigned mix[NCCLZ_CODER_COUNT] = {0};
+  uint8_t *stream = NULL;
+  CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(ncclzArrayQuantize(&spec, NCCLZ_DTYPE_F32, x, n, dims, ndims, 0, &sy) == NCCLZ_OK, "%s", ncclzLastError());
+  CHECK(ncclzStreamEncode(&sy, NCCLZ_CODER_HUFFMAN, NULL, NULL, 256, &cp, &stream, len, mix) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  ncclzSymbolsFree(&sy);
+  free(x);
+  return stream;
+}
+
+/* Decodes (and, when that passes, reconstructs) a stream in an exact-size copy: the result must be
+ * `want`, with a one-line message that says `needle`. */
+static void expect_stream(const uint8_t *bytes, size_t len, ncclzStatus want, const char *needle, const char *what) {
+  uint8_t *copy = malloc(len);
+  memcpy(copy, bytes, len);
+  ncclzSymbols s;
+  ncclzStatus st = ncclzStreamDecode(copy, len, &s);
+  if (st == NCCLZ_OK) {
+    float *x = malloc((s.n ? s.n : 1) * sizeof *x);
+    st = ncclzArrayReconstruct(&s, x);
+    free(x);
+    ncclzSymbolsFree(&s);
+  }
+  CHECK(st == want && (st == NCCLZ_OK || (message_has(needle) && !strchr(ncclzLastError(), '\n'))),
+        "%s: status %d, message '%s' (want %d with '%s')", what, (int)st, ncclzLastError(), (int)want, needle);
+  free(copy);
+}
+
+/* The header reproducers and their variants: each field out of range, checksum valid. */
+static void check_hostile_stream_headers(void) {
+  uint32_t d3[3] = {10, 10, 10};
+  size_t len;
+  uint8_t *eb = make_stream("eb:abs=0.01,lorenzo=3d", d3, 3, 1000, &len), h[64];
+  expect_stream(eb, len, NCCLZ_OK, "", "the valid EB stream");
+  /* lorenzo=3, n_elems=0, dims 2^31 x 2^31 x 4 (the product wraps to 0): a header-only stream */
+  memcpy(h, eb, 64);
+  put_u64(h + 8, 0);
+  put_u32(h + 16, 0x80000000u);
+  put_u32(h + 20, 0x80000000u);
+  put_u32(h + 24, 4);
+  put_u32(h + 28, 0);
+  reseal_header(h);
+  expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "do not describe", "dims 2^31 x 2^31 x 4, n 0");
+  put_u32(h + 16, 0xFFFFFFFFu); /* 0xFFFFFFFF x 0xFFFFFFFF x 0: the endless loop */
+  put_u32(h + 20, 0xFFFFFFFFu);
+  put_u32(h + 24, 0);
+  reseal_header(h);
+  expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "do not describe", "dims 2^32-1 x 2^32-1 x 0, n 0");
+  memcpy(h, eb, 64);
+  put_u32(h + 16, 20); /* 20 x 10 x 10 for 1000 elements */
+  reseal_header(h);
+  expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "do not describe", "dims that do not multiply to n");
+  static const double bad_eb[] = {0.0, -0.01, NAN, INFINITY, 1e308};
+  for (size_t k = 0; k < sizeof bad_eb / sizeof bad_eb[0]; k++) {
+    memcpy(h, eb, 64);
+    uint64_t bits;
+    memcpy(&bits, &bad_eb[k], 8);
+    put_u64(h + 32, bits);
+    reseal_header(h);
+    expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "error bound", "bad abs_eb");
+  }
+  memcpy(h, eb, 64);
+  h[44] = 1; /* has fill, with a NaN fill value */
+  put_u32(h + 40, 0x7FC00000u);
+  reseal_header(h);
+  expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "fill value", "NaN fill value");
+  memcpy(h, eb, 64);
+  put_u64(h + 8, UINT64_MAX);
+  reseal_header(h);
+  expect_stream(h, 64, NCCLZ_ERR_CORRUPT, "elements", "n_elems 2^64-1");
+  uint8_t *many = malloc(len);
+  memcpy(many, eb, len);
+  put_u32(many + 28, 0xFFFFFFFFu); /* n_frames */
+  reseal_header(many);
+  expect_stream(many, len, NCCLZ_ERR_CORRUPT, "frames cannot fit", "n_frames 2^32-1");
+  free(many);
+
+  size_t qlen;
+  uint8_t *q = make_stream("qsgd:bits=4,bucket=64", NULL, 0, 1000, &qlen), *m = malloc(qlen);
+  expect_stream(q, qlen, NCCLZ_OK, "", "the valid QSGD stream");
+  static const uint8_t bad_bits[] = {0, 1, 3, 5, 9, 255};
+  for (size_t k = 0; k < sizeof bad_bits; k++) { /* garbage with exit 0 before: qsgd_bits never checked */
+    memcpy(m, q, qlen);
+    m[45] = bad_bits[k];
+    reseal_header(m);
+    expect_stream(m, qlen, NCCLZ_ERR_CORRUPT, "QSGD bits", "QSGD bits out of range");
+  }
+  memcpy(m, q, qlen);
+  put_u32(m + 48, 0); /* bucket 0 */
+  reseal_header(m);
+  expect_stream(m, qlen, NCCLZ_ERR_CORRUPT, "bucket", "QSGD bucket 0");
+  memcpy(m, q, qlen);
+  m[45] = 8; /* a valid bits value the frames do not carry */
+  reseal_header(m);
+  expect_stream(m, qlen, NCCLZ_ERR_CORRUPT, "differ from the stream header", "frames with other QSGD bits");
+  memcpy(m, q, qlen);
+  m[7] = 1; /* Lorenzo on a QSGD stream */
+  reseal_header(m);
+  expect_stream(m, qlen, NCCLZ_ERR_CORRUPT, "Lorenzo", "Lorenzo with QSGD");
+  memcpy(m, q, qlen); /* the first frame's first scale made NaN, both checks recomputed */
+  uint8_t *f0 = m + 64;
+  put_u32(f0 + 64, 0x7FC00000u);
+  uint32_t payload = (uint32_t)f0[16] | (uint32_t)f0[17] << 8 | (uint32_t)f0[18] << 16 | (uint32_t)f0[19] << 24;
+  put_u32(f0 + 52, ncclzPayloadCheck(f0 + 64, payload));
+  reseal_header(f0);
+  expect_stream(m, qlen, NCCLZ_ERR_ARG, "scale of bucket 0", "a NaN QSGD scale");
+  free(m);
+  free(q);
+  free(eb);
+}
+
 int main(void) {
   static const size_t sizes[] = {0, 1, 33, 1000, 6001};
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
@@ -274,5 +401,6 @@ int main(void) {
   check_field_edits();
   check_encode_errors();
   check_stream_header();
+  check_hostile_stream_headers();
   return tu_finish("test_frame");
 }

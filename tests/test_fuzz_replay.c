@@ -7,7 +7,8 @@
  * Inputs and outputs live in exact-size allocations: under ASan/UBSan any out-of-bounds access
  * is a crash. The test fails on a crash or on a decoder result that breaks the API contract.
  *
- * `test_fuzz_replay --write-corpus DIR` writes a few small seed frames for the libFuzzer target.
+ * `test_fuzz_replay --write-corpus DIR` writes a few small seed frames for the libFuzzer target
+ * fuzz_frame (tests/fuzz/corpus/frame).
  */
 #include "ncclz/codecs.h"
 #include "../codecs/huff_codebook.h"

@@ -238,10 +238,43 @@ static Unbiased check_unbiased(const Grad *g, int bits, uint32_t bucket, int K) 
   return r;
 }
 
+/* Bad parameters are an error and leave the output untouched (it was garbage with status OK). */
+static void test_dequantize_refuses(void) {
+  int32_t codes[8] = {1, -1, 2, 0, 3, -3, 1, 1};
+  float scales[2] = {1.0f, 2.0f}, y[8];
+  static const int bad_bits[] = {0, 1, 3, 5, 9, 32};
+  for (size_t k = 0; k < sizeof bad_bits / sizeof bad_bits[0]; k++) {
+    ncclzQuantParams p = qsgd_params(bad_bits[k], 4, 0, 0);
+    memset(y, 0x5a, sizeof y);
+    CHECK(ncclzDequantizeQsgd(&p, codes, 8, scales, y) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "bits"),
+          "bits=%d: %s", bad_bits[k], ncclzLastError());
+    CHECK(((uint8_t *)y)[0] == 0x5a && ((uint8_t *)y)[31] == 0x5a, "bits=%d wrote output", bad_bits[k]);
+  }
+  ncclzQuantParams p = qsgd_params(4, 0, 0, 0);
+  CHECK(ncclzDequantizeQsgd(&p, codes, 8, scales, y) == NCCLZ_ERR_ARG, "bucket 0 accepted");
+  p = qsgd_params(4, 4, 0, 0);
+  static const float bad_scale[] = {NAN, INFINITY, -1.0f};
+  for (size_t k = 0; k < 3; k++) {
+    scales[1] = bad_scale[k];
+    memset(y, 0x5a, sizeof y);
+    CHECK(ncclzDequantizeQsgd(&p, codes, 8, scales, y) == NCCLZ_ERR_ARG && ((uint8_t *)y)[0] == 0x5a,
+          "scale %g: %s", (double)bad_scale[k], ncclzLastError());
+  }
+  scales[1] = 2.0f;
+  CHECK(ncclzDequantizeQsgd(&p, codes, 8, scales, y) == NCCLZ_OK && y[4] == (float)(3.0 * 2.0 / 7.0),
+        "valid parameters: %s", ncclzLastError());
+  ncclzSymbols sy = {NCCLZ_DTYPE_F32, qsgd_params(3, 4, 0, 0), 8, codes, scales, 2};
+  CHECK(ncclzArrayReconstruct(&sy, y) == NCCLZ_ERR_ARG, "ncclzArrayReconstruct with bits=3 returns OK");
+  sy.qp.qsgd_bits = 4;
+  sy.n_scales = 1; /* one scale short */
+  CHECK(ncclzArrayReconstruct(&sy, y) == NCCLZ_ERR_ARG, "ncclzArrayReconstruct with a missing scale returns OK");
+}
+
 int main(void) {
   double t0 = ncclzNowSeconds();
   test_philox_kat();
   test_philox_uniform();
+  test_dequantize_refuses();
   size_t len = 0;
   Grad g;
   g.x = tu_read_file("resnet18_rank0_64k.f32", &len);

@@ -482,6 +482,12 @@ static void test_dims(void) {
         p.dims[1], p.dims[2]);
   CHECK(ncclzQuantResolve(&spec, x, n, bad, 3, 0, &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "51200"),
         "bad product: %s", ncclzLastError());
+  uint32_t wrap[3] = {0x80000000u, 0x80000000u, 4}, huge[3] = {3687103364u, 505754u, 39569u}, zero[3] = {0, 8, 64};
+  CHECK(ncclzQuantResolve(&spec, x, n, wrap, 3, 0, &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "overflows"),
+        "2^31 x 2^31 x 4 (wraps to 0): %s", ncclzLastError());
+  CHECK(ncclzQuantResolve(&spec, x, n, huge, 3, 0, &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "overflows"),
+        "the issue's --dims: %s", ncclzLastError());
+  CHECK(ncclzQuantResolve(&spec, x, n, zero, 3, 0, &p) == NCCLZ_ERR_ARG, "a zero dimension accepted");
   CHECK(ncclzQuantResolve(&spec, x, n, d2, 2, 0, &p) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "lorenzo=3d"),
         "3d on 2 dims: %s", ncclzLastError());
   CHECK(ncclzQuantResolve(&spec, x, n, NULL, 0, 0, &p) == NCCLZ_ERR_ARG, "3d without dims accepted");
@@ -695,6 +701,21 @@ static void test_lorenzo_small(void) {
           d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11]);
     ncclzLorenzoInverse(&p, d, 12, back);
     CHECK(memcmp(back, q, sizeof q) == 0, "lorenzo %dd small case: inverse", L);
+  }
+  /* Shapes that do not describe the 12 elements (a product that wraps to 0 or 12 in 64 bits, a zero
+   * dimension) are one 1D row: the loops stay inside the arrays (ASan) and end. */
+  static const uint32_t hostile[][3] = {{0x80000000u, 0x80000000u, 4}, {0xFFFFFFFFu, 0xFFFFFFFFu, 0},
+                                        {0x80000000u, 0x80000000u, 12}, {0, 2, 6}};
+  for (size_t k = 0; k < sizeof hostile / sizeof hostile[0]; k++) {
+    ncclzQuantParams h = {.kind = NCCLZ_QUANT_EB, .lorenzo = 3, .dims = {hostile[k][0], hostile[k][1], hostile[k][2]}};
+    ncclzQuantParams row = {.kind = NCCLZ_QUANT_EB, .lorenzo = 1, .dims = {1, 1, 12}};
+    int32_t want_d[12];
+    ncclzLorenzoForward(&row, q, 12, want_d);
+    ncclzLorenzoForward(&h, q, 12, d);
+    ncclzLorenzoInverse(&h, d, 12, back);
+    CHECK(!memcmp(d, want_d, sizeof d) && !memcmp(back, q, sizeof q), "hostile dims %u x %u x %u", h.dims[0],
+          h.dims[1], h.dims[2]);
+    ncclzLorenzoInverse(&h, d, 0, back); /* n = 0: nothing to do */
   }
 }
 

@@ -424,7 +424,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
   EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0],
                 p->dims[1], p->dims[2], 0.0, 0.0, nullptr, 0, rel_eb};
-  if (e.lorenzo && (uint64_t)e.d0 * e.d1 * e.d2 != n) { /* as lz_shape: the whole array is one row */
+  if (e.lorenzo && !ncclz_dims_describe(e.d0, e.d1, e.d2, n)) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
     e.lorenzo = 1;
@@ -640,7 +640,7 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
     if (ws_bytes < 4 * n) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small");
     uint64_t d0 = p->dims[0], d1 = p->dims[1], d2 = p->dims[2];
     int L = p->lorenzo;
-    if (d0 * d1 * d2 != n) {
+    if (!ncclz_dims_describe(p->dims[0], p->dims[1], p->dims[2], n)) {
       d0 = d1 = 1;
       d2 = n;
       L = 1;

@@ -176,8 +176,9 @@ size_t ncclzQsgdNumBuckets(const ncclzQuantParams *p, size_t n);
 void ncclzQsgdScales(const ncclzQuantParams *p, const float *x, size_t n, float *scales);
 ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t n,
                               const float *scales, int32_t *codes);
-void ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes, size_t n,
-                         const float *scales, float *x);
+/* NCCLZ_ERR_ARG, writing nothing, when bits, bucket or a scale (finite, >= 0) is out of range. */
+ncclzStatus ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes, size_t n,
+                                const float *scales, float *x);
 /* Philox4x32-10 uniform in [0,1) with 24 bits: the exact value used by QSGD. The device uses the
  * same inline code (codecs/philox.h). */
 float ncclzPhiloxUniform(uint64_t seed, uint64_t index, uint32_t rank);

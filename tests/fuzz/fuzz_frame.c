@@ -1,9 +1,8 @@
-/* libFuzzer target for the frame decoder (build with -DNCCLZ_FUZZ=ON and clang):
- *   ./fuzz_frame -max_total_time=60 ../tests/fuzz_corpus
+/* Fuzz target: the frame decoder (scripts/fuzz.sh runs it as fuzz_frame on tests/fuzz/corpus/frame).
  * Each input is decoded twice: as it is (the checksums must reject most mutants), and with its
  * header and payload checks recomputed, so that mutations reach the coders' own validators.
  * Inputs and outputs are exact-size allocations sized from the header, so ASan reports any
- * access past them. Seeds: tests/fuzz_corpus (written by test_fuzz_replay --write-corpus). */
+ * access past them. Seeds: tests/fuzz/corpus/frame (written by test_fuzz_replay --write-corpus). */
 #include "ncclz/codecs.h"
 
 #include <stdlib.h>
