@@ -19,16 +19,6 @@ ncclzStatus kind_whatif(ncclzReport *r, run_ctx *c) {
 #include "ncclz/sim.h"
 #include "whatif_internal.h"
 
-/* The parser's warnings (a NIC bandwidth no NIC offers) on stderr and on the page. */
-static void show_warnings(ncclzReport *r, const char *warnings) {
-  char buf[sizeof ((ncclzSimScenario *)0)->warnings];
-  snprintf(buf, sizeof buf, "%s", warnings);
-  for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    fprintf(stderr, "ncclz run: warning: scenario %s\n", line);
-    ncclzReportNote(r, "Warning: scenario %s", line);
-  }
-}
-
 /* ------------------------------------------------------------------ running */
 
 static ncclzStatus grow(wi_results *w, size_t more) {
