@@ -72,6 +72,10 @@ static ncclzCoder payload_coder(void *p) { return (ncclzCoder)((uintptr_t)p - 1)
 static int peer_actor(const rank_ctx *c, int peer) {
   const sim_job *j = c->job;
   if (!j->reduced) return peer;
+  if (j->mirror) {
+    int g = j->lay.p.gpus_per_node, same = peer / g == c->s.rank / g, side = c->a / g;
+    return (same ? side : 1 - side) * g + peer % g;
+  }
   int d = ((peer - c->s.rank) % j->nranks + j->nranks) % j->nranks; /* ring offset: 1 or n-1 */
   return d == 1 ? (c->a + 1) % c->m : (c->a + c->m - 1) % c->m;
 }
@@ -104,7 +108,7 @@ static double size_factor(const ncclzSimPlatform *p, double bytes) {
 
 static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
   size_t off, len;
-  ncclzScheduleRange(&c->s, c->job->count, o->block, o->chunk, &off, &len);
+  ncclzScheduleOpRange(&c->s, c->job->count, o, &off, &len);
   return (double)len * (double)c->job->elem_bytes;
 }
 
@@ -114,12 +118,9 @@ static double *dec_stream(rank_ctx *c, size_t i) {
   return &c->dec_free[lanes ? c->unit[i] % lanes : 0];
 }
 
-/* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
- * (AllReduce's gather), one rank's data everywhere else. */
-static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
-  if (o->phase == NCCLZ_PHASE_REDUCE) return o->step + 1;
-  return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
-}
+/* Ranks whose codes a frame sums: the schedule's nsum (k+1 at ring reduce-scatter step k, all
+ * of them once reduced, one rank's data in AllGather). */
+static uint32_t frame_k(const ncclzOp *o) { return o->nsum ? o->nsum : 1; }
 
 /* Waits for the transfer in *slot (a send or a payload), then clears it. */
 static void wait_comm(sg_comm_t *slot) {
@@ -186,7 +187,7 @@ static void do_send(rank_ctx *c, size_t i) {
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
   while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
-  uint32_t k = frame_k(c, o);
+  uint32_t k = frame_k(o);
   ncclzCoder cd;
   if ((o->action & NCCLZ_ACT_FORWARD) && o->dep >= 0) {
     cd = payload_coder(c->payload[o->dep]);
@@ -271,7 +272,7 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
   c->st = st;
   c->a = a;
   c->m = j->lay.nactors;
-  if (ncclzScheduleBuild(j->opt->coll, j->nranks, a % j->nranks, j->opt->root, j->nchunks, &c->s)) return -1;
+  if (ncclzScheduleBuildSpec(&j->spec, a % j->nranks, &c->s)) return -1;
   size_t n = c->s.nops, m = (size_t)c->m;
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);
