@@ -122,6 +122,10 @@ static double *dec_stream(rank_ctx *c, size_t i) {
  * of them once reduced, one rank's data in AllGather). */
 static uint32_t frame_k(const ncclzOp *o) { return o->nsum ? o->nsum : 1; }
 
+/* Frames in flight per peer and direction: the staging banks of each ring channel (NCCL's
+ * channels each have their own buffers; the channels of one ring share peers). */
+static int banks_of(const rank_ctx *c) { return (int)(c->job->opt->banks * (c->s.nchannels ? c->s.nchannels : 1)); }
+
 /* Waits for the transfer in *slot (a send or a payload), then clears it. */
 static void wait_comm(sg_comm_t *slot) {
   sg_comm_wait(*slot); /* SimGrid releases the comm */
@@ -185,7 +189,7 @@ static void do_send(rank_ctx *c, size_t i) {
   const sim_job *j = c->job;
   int p = peer_actor(c, o->peer);
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
-  while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
+  while (c->out_inflight[p] >= banks_of(c)) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
   uint32_t k = frame_k(o);
   ncclzCoder cd;
@@ -216,7 +220,7 @@ static void do_send(rank_ctx *c, size_t i) {
 static void do_recv(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   int p = peer_actor(c, o->peer);
-  while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
+  while (c->in_inflight[p] >= banks_of(c) && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
   c->recvq[c->rq_tail++] = i;
   c->in_inflight[p]++;

@@ -81,6 +81,7 @@ static void test_closed_form(void) {
       o.coll = colls[c];
       o.bytes = 64u << 20;
       o.chunk_bytes = 1ull << 40; /* one chunk per block */
+      o.algorithm = NCCLZ_ALGO_RING;
       int n = p.nodes * p.gpus_per_node;
       double block = (double)o.bytes / n, steps = colls[c] == NCCLZ_ALLREDUCE ? 2.0 * (n - 1) : n - 1;
       double hop = p.nodes > 1 ? p.nic_latency_us + block / (p.nic_gbps * 1e3)
@@ -90,6 +91,84 @@ static void test_closed_form(void) {
       CHECK(rel(t, steps * hop) < 1e-3, "%s %dx%d: sim %.3f us, closed form %.3f us", ncclzCollectiveName(colls[c]),
             p.nodes, p.gpus_per_node, t, steps * hop);
     }
+}
+
+/* A uniform platform: every hop alpha 5 us and 50 GB/s (NVLink as the NIC, a NIC per GPU). */
+static void uniform(ncclzSimPlatform *p, int nodes, int gpn) {
+  platform(p, nodes, gpn);
+  p->nvlink_gbps = p->nic_gbps;
+  p->nvlink_latency_us = p->nic_latency_us;
+  p->rails = gpn;
+}
+
+/* Halving-doubling and hier, plain, one chunk an op, on a uniform platform, 2 to 8192 ranks:
+ * rhd on N = 2^k: 2 log2(N) (alpha + ...) = 2 log2(N) alpha + 2 (N-1)/N S/B; other N add the fold
+ * (the whole buffer to the partner and back: 2 (alpha + S/B)) on the power-of-two core p;
+ * ReduceScatter/AllGather alone half of it, their fold moving one rank's block (S/N).
+ * hier (m nodes of g): a ring reduce-scatter and all-gather of S/g parts inside the node, 2 (g-1)
+ * (alpha + S/g/B), and halving-doubling of S/g between nodes. Above 512 ranks the reduced
+ * replay (two nodes) stands for all. */
+static void test_closed_form_algorithms(void) {
+  const int shapes[][2] = {{2, 1}, {3, 1}, {6, 1}, {4, 2}, {8, 8}, {12, 1}, {64, 8}, {1024, 8}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int c = 0; c < 3; c++) {
+      ncclzCollective coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_ALLGATHER : NCCLZ_REDUCESCATTER;
+      int m = shapes[s][0], g = shapes[s][1], n = m * g, p2 = 1;
+      while (p2 * 2 <= n) p2 *= 2;
+      ncclzSimPlatform p;
+      uniform(&p, m, g);
+      ncclzSimOptions o;
+      ncclzSimOptionsDefault(&o);
+      o.coll = coll;
+      o.bytes = 64u << 20;
+      o.algorithm = NCCLZ_ALGO_RHD;
+      double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes, lg = log2(p2), cf;
+      if (coll == NCCLZ_ALLREDUCE)
+        cf = 2 * lg * a + 2.0 * (p2 - 1) / p2 * S / B + (n > p2 ? 2 * (a + S / B) : 0);
+      else /* the core's ranges: p2 - (n - p2) new ranks own one block, n - p2 own two */
+        cf = lg * a + (double)(n - 2 * (n - p2) / p2) / n * S / B * 0 + (n > p2 ? 2 * (a + S / n / B) : 0);
+      ncclzSimResult r;
+      double t = run_us(&p, &o, &r);
+      if (coll == NCCLZ_ALLREDUCE || n == p2) {
+        if (coll != NCCLZ_ALLREDUCE) cf = lg * a + (n - 1.0) / n * S / B;
+        CHECK(rel(t, cf) < 1e-3, "rhd %s %dx%d: sim %.3f us, closed form %.3f us (%s)", ncclzCollectiveName(coll), m, g,
+              t, cf, r.why);
+      }
+      if (coll != NCCLZ_ALLREDUCE || g < 2 || m < 2) continue;
+      o.algorithm = NCCLZ_ALGO_HIER;
+      int q2 = 1;
+      while (q2 * 2 <= m) q2 *= 2;
+      double part = S / g;
+      cf = 2 * (g - 1) * (a + part / B) + 2 * log2(q2) * a + 2.0 * (q2 - 1) / q2 * part / B;
+      t = run_us(&p, &o, &r);
+      if (m == q2)
+        CHECK(rel(t, cf) < 1e-3, "hier %dx%d: sim %.3f us, closed form %.3f us (%s)", m, g, t, cf, r.why);
+    }
+}
+
+/* Plain ring bus bandwidth grows with the rails as NCCL's does: C = rails channels, each leaving
+ * the node through its own NIC, give 8 rails about 8x the busbw of one (1 GiB AllReduce, 2 to 64
+ * nodes of 8 GPUs, NICs of 25 GB/s behind NVLink of 450); at 64 nodes a channel's step moves
+ * 256 KiB, so the 5 us NIC latency costs 8 rails a third of their bandwidth (x5.7). */
+static void test_rails_busbw(void) {
+  for (int m = 2; m <= 64; m *= m < 8 ? 4 : 8) {
+    double bw[2];
+    for (int k = 0; k < 2; k++) {
+      ncclzSimPlatform p;
+      platform(&p, m, 8);
+      p.nvlink_gbps = 450;
+      p.nic_gbps = 25;
+      p.rails = k ? 8 : 1;
+      ncclzSimOptions o;
+      allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+      o.algorithm = NCCLZ_ALGO_RING;
+      ncclzSimResult r;
+      double t = run_us(&p, &o, &r);
+      bw[k] = ncclzSimBusBw(NCCLZ_ALLREDUCE, m * 8, o.bytes, t);
+    }
+    printf("ring busbw %d x 8, 1 GiB: 1 rail %.1f GB/s, 8 rails %.1f GB/s (x%.2f)\n", m, bw[0], bw[1], bw[1] / bw[0]);
+    CHECK(bw[1] / bw[0] > (m > 8 ? 5.5 : 7.5) && bw[1] / bw[0] < 8.2 && bw[0] > 20, "%d nodes: busbw %.1f -> %.1f GB/s", m, bw[0], bw[1]);
+  }
 }
 
 /* --------------------------------------------------------- two fidelities */
@@ -583,6 +662,8 @@ int main(void) {
   free(json);
   ncclzSimDataConstant(&data, 6.0, 9.0);
   test_closed_form();
+  test_closed_form_algorithms();
+  test_rails_busbw();
   test_fidelities_agree();
   test_fattree_contention();
   test_alltoall_broadcast();
