@@ -27,6 +27,7 @@ int cli_sim(int argc, char **argv) {
 typedef struct {
   const char *profile, *scenario, *measured;
   int json;
+  int algo; /* --algo: the compressed points' schedule (AUTO: the fastest that runs each) */
 } sim_opts;
 
 static void print_help(void) {
@@ -38,6 +39,9 @@ static void print_help(void) {
          "  --profile FILE   default $NCCLZ_PROFILE, else the built-in H200 profile\n"
          "  --measured FILE  JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
          "                   [, nic_gbps]}: each matching point gets measured_us and error\n"
+         "  --algo ALGO      the schedule of the compressed points: auto (default: each point's fastest\n"
+         "                   of those that run it), ring, tree, rhd or hier; plain points are NCCL's own\n"
+         "                   choice of ring or tree (docs/simulator.md)\n"
          "  --json           one JSON object on stdout: points[] with collective, nodes, gpus_per_node,\n"
          "                   nic_gbps, bytes, compress, time_us, algbw, busbw, speedup_vs_nccl, coders,\n"
          "                   fidelity, actors, wall_s (the table goes to stderr)\n"
@@ -49,6 +53,7 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
                                            {"scenario", required_argument, 0, 's'},
                                            {"measured", required_argument, 0, 'm'},
                                            {"json", no_argument, 0, 'j'},
+                                           {"algo", required_argument, 0, 'a'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -60,6 +65,10 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
     case 's': o->scenario = optarg; break;
     case 'm': o->measured = optarg; break;
     case 'j': o->json = 1; break;
+    case 'a':
+      o->algo = ncclzAlgorithmFromName(optarg);
+      if (o->algo < 0) return cli_usage_error(VERB, "--algo: '%s' is not one of auto, ring, tree, rhd, hier", optarg);
+      break;
     case 'h': print_help(); return -1;
     default: return CLI_USAGE;
     }
@@ -73,6 +82,7 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
 typedef struct {
   ncclzSimResult r;
   double speedup;
+  ncclzSimResult best_plain; /* the fastest plain schedule of ours (compressed points) */
   double measured_us; /* < 0: none */
 } point_out;
 
@@ -93,10 +103,22 @@ static int baseline(const ncclzSimScenario *s, point_out *out, size_t i, const n
   return CLI_OK;
 }
 
-static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, point_out *out) {
+static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, int algo, point_out *out) {
   for (size_t i = 0; i < s->npoints; i++) {
     const ncclzSimPoint *p = &s->points[i];
-    ncclzStatus st = ncclzSimRun(prof, &s->data, &p->platform, &p->options, &out[i].r);
+    ncclzSimOptions opt = p->options;
+    int compressed = opt.compress != NCCLZ_SIM_OFF;
+    if (compressed && algo > 0) opt.algorithm = (ncclzAlgorithm)algo;
+    memset(&out[i].best_plain, 0, sizeof out[i].best_plain);
+    ncclzStatus st = compressed && opt.algorithm == NCCLZ_ALGO_AUTO
+                         ? ncclzSimRunBest(prof, &s->data, &p->platform, &opt, &out[i].r)
+                         : ncclzSimRun(prof, &s->data, &p->platform, &opt, &out[i].r);
+    if (st == NCCLZ_OK && compressed) {
+      ncclzSimOptions plain = p->options;
+      plain.compress = NCCLZ_SIM_OFF;
+      plain.algorithm = NCCLZ_ALGO_AUTO;
+      st = ncclzSimRunBest(prof, &s->data, &p->platform, &plain, &out[i].best_plain);
+    }
     if (st == NCCLZ_ERR_ARG) return cli_usage_error(VERB, "point %zu: %s", i, ncclzLastError());
     if (st != NCCLZ_OK) return cli_runtime_error(VERB, "point %zu: %s", i, ncclzLastError());
     double base = out[i].r.time_us;
@@ -165,17 +187,17 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
 
 static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out) {
   fprintf(f, "# scenario %s: %zu points\n", s->name, s->npoints);
-  fprintf(f, "%-13s %5s %4s %8s %11s %8s %12s %9s %9s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_gbps",
-          "bytes", "compress", "time_us", "algbw", "busbw", "speedup", "coders", "fidelity");
+  fprintf(f, "%-13s %5s %4s %8s %11s %8s %-5s %12s %9s %9s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_gbps",
+          "bytes", "compress", "algo", "time_us", "algbw", "busbw", "speedup", "coders", "fidelity");
   for (size_t i = 0; i < s->npoints; i++) {
     const ncclzSimPoint *p = &s->points[i];
     const ncclzSimResult *r = &out[i].r;
     char mix[96];
     ncclzSimCoderMix(r, ",", mix, sizeof mix);
     int n = p->platform.nodes * p->platform.gpus_per_node;
-    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %9.3f %9.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
+    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %-5s %12.2f %9.3f %9.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
             p->platform.nodes, p->platform.gpus_per_node, p->platform.nic_gbps, (unsigned long long)p->options.bytes,
-            ncclzSimCompressName(p->options.compress), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
+            ncclzSimCompressName(p->options.compress), ncclzAlgorithmName(r->algorithm), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
             ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].speedup, mix,
             ncclzSimFidelityName(r->fidelity), r->actors);
     if (out[i].measured_us > 0)
@@ -200,6 +222,11 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "algbw", ncclzSimAlgBw(p->options.bytes, r->time_us));
   cJSON_AddNumberToObject(j, "busbw", ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us));
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->speedup);
+  cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(r->algorithm));
+  if (o->best_plain.time_us > 0) {
+    cJSON_AddNumberToObject(j, "speedup_vs_best_plain", o->best_plain.time_us / r->time_us);
+    cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(o->best_plain.algorithm));
+  }
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   uint64_t total = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
@@ -234,7 +261,7 @@ static int print_json(const sim_opts *o, const ncclzSimScenario *s, const ncclzP
 static int run(const sim_opts *o, const ncclzProfile *prof, ncclzSimScenario *s) {
   point_out *out = calloc(s->npoints ? s->npoints : 1, sizeof *out);
   if (!out) return cli_runtime_error(VERB, "out of memory");
-  int rc = run_points(s, prof, out);
+  int rc = run_points(s, prof, o->algo, out);
   const char *meas = o->measured ? o->measured : (s->measured[0] ? s->measured : NULL);
   if (rc == CLI_OK && meas) rc = load_measured(meas, s, out);
   if (rc == CLI_OK) {

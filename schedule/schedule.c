@@ -467,43 +467,55 @@ static void tree_place_of(const ncclzSchedule *s, int g, int t, const int *sub, 
       }
 }
 
+/* Tree t's ops of one chunk in one phase: up (receive from the children, send to the parent) or
+ * down (receive from the parent, send to the children); sends = 0: the receives, 1: the sends. */
+static int tree_ops(builder *b, const tree_place *p, uint32_t t, uint32_t c, int down, int sends) {
+  ncclzSchedule *s = b->s;
+  if (!down && !sends) {
+    for (int d = 0; d < p->nd; d++)
+      if (add(b, NCCLZ_OP_RECV, NCCLZ_ACT_REDUCE, NCCLZ_PHASE_REDUCE, p->down[d], 2 * t, t, 1, c, -1,
+              (uint32_t)p->ndown[d]))
+        return -1;
+  } else if (!down) {
+    if (p->up >= 0 && add(b, NCCLZ_OP_SEND, NCCLZ_ACT_ENCODE, NCCLZ_PHASE_REDUCE, p->up, 2 * t, t, 1, c,
+                          find_dep(s, t, 1, c), (uint32_t)p->nup))
+      return -1;
+  } else if (!sends) {
+    if (p->up >= 0 && add(b, NCCLZ_OP_RECV, NCCLZ_ACT_STORE | (p->nd ? NCCLZ_ACT_KEEP : 0), NCCLZ_PHASE_GATHER, p->up,
+                          2 * t + 1, t, 1, c, -1, (uint32_t)s->nranks))
+      return -1;
+  } else {
+    int32_t dep = find_dep(s, t, 1, c); /* the root's sum, or the frame from the parent */
+    uint8_t act = p->up >= 0 ? NCCLZ_ACT_FORWARD : NCCLZ_ACT_ENCODE;
+    for (int d = 0; d < p->nd; d++)
+      if (add(b, NCCLZ_OP_SEND, act, NCCLZ_PHASE_GATHER, p->down[d], 2 * t + 1, t, 1, c, dep, (uint32_t)s->nranks))
+        return -1;
+  }
+  return 0;
+}
+
 /* Reduce up every chunk of both trees, then broadcast down (tree t carries block t, half the
  * buffer): steps 2t (up) and 2t+1 (down). The root encodes the sum once; everyone below forwards
- * the frame it got. */
+ * the frame it got. Per chunk, the tree whose sends wait for nothing (a leaf's, the root's) goes
+ * first: a rank that waits for one tree's children must not hold back its other tree. */
 static int build_tree(builder *b) {
   ncclzSchedule *s = b->s;
-  int g = b->g, m = s->nranks / g, n = s->nranks;
+  int g = b->g, m = s->nranks / g;
   int *sub = malloc((size_t)m * sizeof *sub);
   if (!sub) return -1;
   btree_sizes(m, sub);
   tree_place tp[2];
   for (int t = 0; t < 2; t++) tree_place_of(s, g, t, sub, &tp[t]);
   free(sub);
-  for (uint32_t c = 0; c < s->nchunks; c++)
-    for (uint32_t t = 0; t < 2; t++) {
-      const tree_place *p = &tp[t];
-      for (int d = 0; d < p->nd; d++)
-        if (add(b, NCCLZ_OP_RECV, NCCLZ_ACT_REDUCE, NCCLZ_PHASE_REDUCE, p->down[d], 2 * t, t, 1, c, -1,
-                (uint32_t)p->ndown[d]))
-          return -1;
-      if (p->up >= 0 && add(b, NCCLZ_OP_SEND, NCCLZ_ACT_ENCODE, NCCLZ_PHASE_REDUCE, p->up, 2 * t, t, 1, c,
-                            find_dep(s, t, 1, c), (uint32_t)p->nup))
-        return -1;
-    }
-  for (uint32_t c = 0; c < s->nchunks; c++)
-    for (uint32_t t = 0; t < 2; t++) {
-      const tree_place *p = &tp[t];
-      int32_t dep = find_dep(s, t, 1, c);
-      uint8_t sact = NCCLZ_ACT_ENCODE;
-      if (p->up >= 0) {
-        dep = (int32_t)s->nops;
-        sact = NCCLZ_ACT_FORWARD;
-        if (add(b, NCCLZ_OP_RECV, NCCLZ_ACT_STORE | (p->nd ? NCCLZ_ACT_KEEP : 0), NCCLZ_PHASE_GATHER, p->up, 2 * t + 1,
-                t, 1, c, -1, (uint32_t)n))
-          return -1;
+  for (int down = 0; down < 2; down++)
+    for (uint32_t c = 0; c < s->nchunks; c++) {
+      /* the tree whose ops wait for nothing goes first: up, the one this rank is a leaf of;
+       * down, the one it is the root of */
+      uint32_t first = down ? (tp[1].up < 0) : (tp[1].nd == 0 && tp[0].nd > 0);
+      for (uint32_t i = 0; i < 2; i++) {
+        uint32_t t = i ? 1 - first : first;
+        if (tree_ops(b, &tp[t], t, c, down, 0) || tree_ops(b, &tp[t], t, c, down, 1)) return -1;
       }
-      for (int d = 0; d < p->nd; d++)
-        if (add(b, NCCLZ_OP_SEND, sact, NCCLZ_PHASE_GATHER, p->down[d], 2 * t + 1, t, 1, c, dep, (uint32_t)n)) return -1;
     }
   return 0;
 }

@@ -56,3 +56,30 @@ ncclzAlgorithm ncclzSimNcclAlgorithm(const ncclzSimPlatform *p, ncclzCollective 
 ncclzAlgorithm sim_auto_algorithm(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
   return ncclzSimNcclAlgorithm(p, o->coll, o->bytes);
 }
+
+ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                            const ncclzSimOptions *opt, ncclzSimResult *res) {
+  ncclzStatus first = NCCLZ_ERR_ARG;
+  int found = 0;
+  double wall = 0.0;
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
+    ncclzSimOptions o = *opt;
+    o.algorithm = (ncclzAlgorithm)a;
+    ncclzScheduleSpec sp;
+    char why[200];
+    sim_spec(p, &o, 1, &sp);
+    if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+    ncclzSimResult r;
+    ncclzStatus st = ncclzSimRun(prof, data, p, &o, &r);
+    if (st != NCCLZ_OK) {
+      if (!found) first = st;
+      continue;
+    }
+    wall += r.wall_s;
+    if (!found || r.time_us < res->time_us) *res = r;
+    found = 1;
+  }
+  if (!found) return first == NCCLZ_ERR_ARG ? ncclzSetError(NCCLZ_ERR_ARG, "%s", ncclzLastError()) : first;
+  res->wall_s = wall;
+  return NCCLZ_OK;
+}

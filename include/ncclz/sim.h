@@ -195,6 +195,12 @@ ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *plat, const nccl
 ncclzAlgorithm ncclzSimNcclAlgorithm(const ncclzSimPlatform *plat, ncclzCollective coll, uint64_t bytes);
 double ncclzSimNcclTimeUs(const ncclzSimPlatform *plat, ncclzCollective coll, uint64_t bytes, ncclzAlgorithm a);
 
+/* Replays the point with every algorithm that runs it and returns the fastest (res->algorithm
+ * says which): the replay's own choice of schedule, for options.algorithm auto with compression
+ * and for the best plain schedule of ours. */
+ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
+                            const ncclzSimOptions *opt, ncclzSimResult *res);
+
 /* nccl-tests' algbw and busbw (GB/s) of `bytes` in time_us on n ranks. */
 double ncclzSimAlgBw(uint64_t bytes, double time_us);
 double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_us);
