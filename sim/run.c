@@ -223,10 +223,11 @@ typedef struct {
 static void child_main(const sim_job *j, int fd) {
   child_report r;
   memset(&r, 0, sizeof r);
-  sim_actor_stats *st = calloc((size_t)j->lay.nactors, sizeof *st);
+  int na = j->lay.nactors * sim_channels(j);
+  sim_actor_stats *st = calloc((size_t)na, sizeof *st);
   if (st && sim_replay_run(j, st) == 0) {
     r.ok = 1;
-    for (int a = 0; a < j->lay.nactors; a++) {
+    for (int a = 0; a < na; a++) {
       r.stuck += !st[a].finished;
       if (st[a].end_s > r.end_s) r.end_s = st[a].end_s;
       for (int c = 0; c < NCCLZ_CODER_COUNT; c++) r.frames[c] += st[a].frames[c];
@@ -405,8 +406,8 @@ static void extrapolate(const ncclzSimResult *a, const ncclzSimResult *b, int na
 
 /* Trees over more nodes than this are extrapolated from trees of TREE_SHORT and TREE_LONG nodes. */
 #define SIM_TREE_EXTRAPOLATE_FROM 64
-#define SIM_TREE_SHORT 8
-#define SIM_TREE_LONG 16
+#define SIM_TREE_SHORT 4
+#define SIM_TREE_LONG 8
 
 /* A pipelined tree's time is the pipeline's steady state plus its fill, which grows with the
  * depth (log2 of the nodes): replay two smaller trees of the same buffer and chunks and

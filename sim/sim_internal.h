@@ -62,8 +62,11 @@ typedef struct {
   double wire_bytes, raw_bytes;
 } sim_actor_stats;
 
+/* Actors per rank: the channels that progress on their own (2 for the tree, else 1). */
+int sim_channels(const sim_job *j);
+
 /* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
- * process). stats: one per actor. Returns 0 or -1. */
+ * process). stats: one per actor and channel (lay.nactors x sim_channels). Returns 0 or -1. */
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats);
 
 /* Frame model: wire bytes of a chunk of raw bytes holding the sum of k ranks' codes, coded with c,

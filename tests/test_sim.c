@@ -146,6 +146,40 @@ static void test_closed_form_algorithms(void) {
     }
 }
 
+/* The double binary tree, plain, one GPU per node (M = 4..64), C chunks of tau = S/(2C)/B each: an
+ * interior node takes two children's chunks through its NIC per chunk step, in both phases, and
+ * the pipeline fills in two chunk steps a level: T = 2 (2C + 2 log2(M) - 3) tau (latencies aside:
+ * under 0.1%). Trees over 64 nodes are extrapolated in depth from trees of 4 and 8 nodes: equal to
+ * the full replay at 128 nodes, plain and compressed. */
+static void test_tree(void) {
+  for (int m = 4; m <= 64; m *= 2) {
+    ncclzSimPlatform p;
+    platform(&p, m, 1);
+    p.nic_gbps = 12.5;
+    ncclzSimOptions o;
+    allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    ncclzSimResult r;
+    double t = run_us(&p, &o, &r), C = r.nchunks, tau = (double)o.bytes / (2 * C) / (p.nic_gbps * 1e3);
+    double cf = 2 * (2 * C + 2 * log2(m) - 3) * tau;
+    CHECK(rel(t, cf) < 1e-3, "tree %d x 1: sim %.1f us, closed form %.1f us (%u chunks)", m, t, cf, r.nchunks);
+  }
+  for (int comp = 0; comp < 2; comp++) {
+    ncclzSimPlatform p;
+    platform(&p, 128, 2);
+    ncclzSimOptions o;
+    allreduce_opts(&o, 256u << 20, comp ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    ncclzSimResult r;
+    double te = run_us(&p, &o, &r);
+    CHECK(strstr(r.why, "extrapolated") != NULL, "tree 128 nodes: %s", r.why);
+    o.every_step = 1;
+    double tf = run_us(&p, &o, &r);
+    /* compressed: deeper trees sum more ranks a frame (the CR rows), within 0.5% */
+    CHECK(rel(te, tf) < (comp ? 5e-3 : 1e-3), "tree 128 x 2 %s: extrapolated %.1f us, full %.1f us", comp ? "huffman" : "off", te, tf);
+  }
+}
+
 /* Plain ring bus bandwidth grows with the rails as NCCL's does: C = rails channels, each leaving
  * the node through its own NIC, give 8 rails about 8x the busbw of one (1 GiB AllReduce, 2 to 64
  * nodes of 8 GPUs, NICs of 25 GB/s behind NVLink of 450); at 64 nodes a channel's step moves
@@ -664,6 +698,7 @@ int main(void) {
   test_closed_form();
   test_closed_form_algorithms();
   test_rails_busbw();
+  test_tree();
   test_fidelities_agree();
   test_fattree_contention();
   test_alltoall_broadcast();
