@@ -93,3 +93,21 @@ uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t 
   size_t c = (blk + per - 1) / per;
   return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
 }
+
+void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
+                     ncclzScheduleSpec *sp) {
+  int other = coll == NCCLZ_ALLTOALL || coll == NCCLZ_BROADCAST;
+  memset(sp, 0, sizeof *sp);
+  sp->coll = coll;
+  sp->algo = cfg->algorithm == NCCLZ_ALGO_AUTO || (other && cfg->algorithm == NCCLZ_ALGO_RING) ? NCCLZ_ALGO_RING
+                                                                                                  : cfg->algorithm;
+  sp->nranks = nranks;
+  sp->ranks_per_node = cfg->ranks_per_node;
+  sp->root = root;
+  sp->nchunks = 1;
+  sp->nchannels = cfg->channels ? cfg->channels : 1;
+  sp->hier_inter = NCCLZ_ALGO_RHD;
+  char why[160];
+  if (ncclzScheduleCheck(sp, why, sizeof why) == 0)
+    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize, cfg->max_chunks);
+}

@@ -734,3 +734,53 @@ void ncclzScheduleRange(const ncclzSchedule *s, size_t count, uint32_t block, ui
 void ncclzScheduleOpRange(const ncclzSchedule *s, size_t count, const ncclzOp *o, size_t *off, size_t *len) {
   ncclzScheduleBlocksRange(s, count, o->block, o->nblk, o->chunk, off, len);
 }
+
+/* ------------------------------------------------------------------ buffers, chunks */
+
+size_t ncclzCollInCount(ncclzCollective c, size_t count, int nranks) {
+  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
+}
+
+size_t ncclzCollOutCount(ncclzCollective c, size_t count, int nranks) {
+  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
+}
+
+size_t ncclzCollInOffset(ncclzCollective c, int rank, size_t count, size_t off) {
+  return c == NCCLZ_ALLGATHER ? off - (size_t)rank * count : off;
+}
+
+size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, size_t len, size_t *skip, size_t *olen) {
+  *skip = 0;
+  *olen = len;
+  if (c != NCCLZ_REDUCESCATTER) return off;
+  size_t lo = (size_t)rank * count, hi = lo + count, a = off > lo ? off : lo, e = off + len < hi ? off + len : hi;
+  *olen = e > a ? e - a : 0;
+  *skip = *olen ? a - off : 0;
+  return *olen ? a - lo : 0;
+}
+
+ncclzBuffer ncclzCollEncodeSource(ncclzCollective c) {
+  switch (c) {
+  case NCCLZ_REDUCESCATTER: return NCCLZ_BUF_WORK;
+  case NCCLZ_ALLTOALL: return NCCLZ_BUF_IN;
+  default: return NCCLZ_BUF_OUT; /* allreduce works in its output; allgather, broadcast copy into it first */
+  }
+}
+
+uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, size_t chunk_elems, uint32_t max_chunks) {
+  ncclzScheduleSpec sp = *spec;
+  ncclzSchedule s;
+  sp.nchunks = 1;
+  size_t big = 0;
+  for (int r = 0; r < sp.nranks && r < 2; r++) { /* the largest range: rank 0's (and a folded rank's) */
+    if (ncclzScheduleBuildSpec(&sp, r, &s)) return 1;
+    for (size_t i = 0; i < s.nops; i++) {
+      size_t off, len;
+      ncclzScheduleOpRange(&s, count, &s.ops[i], &off, &len);
+      if (len > big) big = len; /* a channel's share of the range, with one chunk a channel */
+    }
+    ncclzScheduleFree(&s);
+  }
+  size_t per = chunk_elems ? chunk_elems : 1, c = (big + per - 1) / per;
+  return (uint32_t)(c < 1 ? 1 : c > max_chunks ? max_chunks : c);
+}

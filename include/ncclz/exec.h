@@ -70,6 +70,11 @@ typedef struct {
                                   encodes it with its own coder, post-checked; 0 (default): the
                                   coder planned on the call's first chunk for every frame, each
                                   post-checked. The host engine plans every frame either way. */
+  ncclzAlgorithm algorithm;    /* the schedule (schedule.h): ring, tree, rhd, hier; AUTO (default):
+                                  the ring (the executor has no platform model to choose with) */
+  int ranks_per_node;          /* consecutive ranks per node, for tree and hier and the ring's
+                                  channels (0: all ranks on one node) */
+  uint32_t channels;           /* ring channels (0: 1) */
 } ncclzConfig;
 
 void ncclzConfigDefault(ncclzConfig *c);

@@ -149,6 +149,24 @@ void ncclzScheduleOpRange(const ncclzSchedule *s, size_t count, const ncclzOp *o
 void ncclzScheduleBlocksRange(const ncclzSchedule *s, size_t count, uint32_t block, uint32_t nblk, uint32_t chunk,
                               size_t *off, size_t *len);
 
+/* The per-collective table every walker of the lists shares (the executors and the replay):
+ * buffer sizes, where an ENCODE reads, where a COPY or a STORE writes. Offsets are in the
+ * collective's whole buffer (as ncclzScheduleOpRange gives them). */
+size_t ncclzCollInCount(ncclzCollective c, size_t count, int nranks);
+size_t ncclzCollOutCount(ncclzCollective c, size_t count, int nranks);
+/* The offset into this rank's input (AllGather's input is its own block only). */
+size_t ncclzCollInOffset(ncclzCollective c, int rank, size_t count, size_t off);
+/* The part of [off, off + len) that lies in this rank's output (ReduceScatter's output is its own
+ * block only): returns its offset in the output, with *skip elements before it in the range and
+ * *olen elements long (0: none). */
+size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, size_t len, size_t *skip, size_t *olen);
+typedef enum { NCCLZ_BUF_IN = 0, NCCLZ_BUF_WORK = 1, NCCLZ_BUF_OUT = 2 } ncclzBuffer;
+/* Where an ENCODE send reads (see the ops' comment above). */
+ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
+/* Chunks per block and channel for a spec, so that the largest op's chunks hold at most
+ * chunk_elems elements of a `count`-element call (1 to max_chunks). */
+uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, size_t chunk_elems, uint32_t max_chunks);
+
 /* nccl-tests' busbw factor for this collective on n ranks (busbw = algbw * factor). */
 double ncclzBusBwFactor(ncclzCollective c, int nranks);
 

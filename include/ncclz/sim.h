@@ -197,7 +197,8 @@ double ncclzSimNcclTimeUs(const ncclzSimPlatform *plat, ncclzCollective coll, ui
 
 /* Replays the point with every algorithm that runs it and returns the fastest (res->algorithm
  * says which): the replay's own choice of schedule, for options.algorithm auto with compression
- * and for the best plain schedule of ours. */
+ * and for the best plain schedule of ours; under compress auto, the plain schedules too (auto may
+ * leave a call uncompressed). */
 ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
                             const ncclzSimOptions *opt, ncclzSimResult *res);
 
