@@ -444,8 +444,9 @@ typedef struct {
   int down[3], ndown[3], nd;
 } tree_place;
 
-static void tree_place_of(const ncclzSchedule *s, int g, int t, const int *sub, tree_place *tp) {
-  int m = s->nranks / g, node = s->rank / g, head = t ? g / 2 : 0, pos = (int)mod(s->rank % g - head, g);
+static void tree_place_of(const ncclzSchedule *s, int g, int t, int q, const int *sub, tree_place *tp) {
+  int shift = (int)((uint64_t)q * (uint64_t)g / s->nchannels); /* channel q's heads */
+  int m = s->nranks / g, node = s->rank / g, head = (shift + (t ? g / 2 : 0)) % g, pos = (int)mod(s->rank % g - head, g);
   int v = tree_v(node, m, t);
   tp->nd = 0;
   tp->nup = pos ? g - pos : g * sub[v];
@@ -495,29 +496,38 @@ static int tree_ops(builder *b, const tree_place *p, uint32_t t, uint32_t c, int
 }
 
 /* Reduce up every chunk of both trees, then broadcast down (tree t carries block t, half the
- * buffer): steps 2t (up) and 2t+1 (down). The root encodes the sum once; everyone below forwards
+ * buffer): steps 2t (up) and 2t+1 (down). With C channels (NCCL's), channel q runs its own double
+ * tree on chunks [q*cpc, (q+1)*cpc) with its heads q*G/C further, so the channels leave the node
+ * through different NICs. The root encodes the sum once; everyone below forwards
  * the frame it got. Per chunk, the tree whose sends wait for nothing (a leaf's, the root's) goes
  * first: a rank that waits for one tree's children must not hold back its other tree. */
-static int build_tree(builder *b) {
+static int build_tree(builder *b, uint32_t cpc) {
   ncclzSchedule *s = b->s;
-  int g = b->g, m = s->nranks / g;
+  int g = b->g, m = s->nranks / g, nch = (int)s->nchannels;
   int *sub = malloc((size_t)m * sizeof *sub);
-  if (!sub) return -1;
-  btree_sizes(m, sub);
-  tree_place tp[2];
-  for (int t = 0; t < 2; t++) tree_place_of(s, g, t, sub, &tp[t]);
-  free(sub);
-  for (int down = 0; down < 2; down++)
-    for (uint32_t c = 0; c < s->nchunks; c++) {
-      /* the tree whose ops wait for nothing goes first: up, the one this rank is a leaf of;
-       * down, the one it is the root of */
-      uint32_t first = down ? (tp[1].up < 0) : (tp[1].nd == 0 && tp[0].nd > 0);
-      for (uint32_t i = 0; i < 2; i++) {
-        uint32_t t = i ? 1 - first : first;
-        if (tree_ops(b, &tp[t], t, c, down, 0) || tree_ops(b, &tp[t], t, c, down, 1)) return -1;
+  tree_place *tp = malloc(2 * (size_t)nch * sizeof *tp);
+  int rc = sub && tp ? 0 : -1;
+  if (!rc) {
+    btree_sizes(m, sub);
+    for (int q = 0; q < nch; q++)
+      for (int t = 0; t < 2; t++) tree_place_of(s, g, t, q, sub, &tp[2 * q + t]);
+  }
+  for (int down = 0; down < 2 && !rc; down++)
+    for (uint32_t k = 0; k < cpc && !rc; k++)
+      for (int q = 0; q < nch && !rc; q++) {
+        const tree_place *p = &tp[2 * q];
+        uint32_t c = (uint32_t)q * cpc + k;
+        /* the tree whose ops wait for nothing goes first: up, the one this rank is a leaf of;
+         * down, the one it is the root of */
+        uint32_t first = down ? (p[1].up < 0) : (p[1].nd == 0 && p[0].nd > 0);
+        for (uint32_t i = 0; i < 2 && !rc; i++) {
+          uint32_t t = i ? 1 - first : first;
+          rc = tree_ops(b, &p[t], t, c, down, 0) || tree_ops(b, &p[t], t, c, down, 1) ? -1 : 0;
+        }
       }
-    }
-  return 0;
+  free(sub);
+  free(tp);
+  return rc;
 }
 
 /* ---------------------------------------------------------------------- hierarchical */
@@ -641,7 +651,7 @@ static int build_ops(builder *b, const ncclzScheduleSpec *sp) {
   if (s->coll == NCCLZ_ALLTOALL) return build_alltoall(b);
   if (s->coll == NCCLZ_BROADCAST) return build_broadcast(b);
   switch (s->algo) {
-  case NCCLZ_ALGO_TREE: return build_tree(b);
+  case NCCLZ_ALGO_TREE: return build_tree(b, sp->nchunks);
   case NCCLZ_ALGO_RHD: return build_rhd(b);
   case NCCLZ_ALGO_HIER: return build_hier(b, sp->hier_inter == NCCLZ_ALGO_RING ? NCCLZ_ALGO_RING : NCCLZ_ALGO_RHD);
   default: return build_ring(b, sp->nchunks);
@@ -666,7 +676,8 @@ int ncclzScheduleBuildSpec(const ncclzScheduleSpec *sp, int rank, ncclzSchedule 
     errno = EINVAL;
     return -1;
   }
-  int ring_like = sp->algo == NCCLZ_ALGO_RING && sp->coll != NCCLZ_ALLTOALL && sp->coll != NCCLZ_BROADCAST;
+  int ring_like = (sp->algo == NCCLZ_ALGO_RING || sp->algo == NCCLZ_ALGO_TREE) && sp->coll != NCCLZ_ALLTOALL &&
+                  sp->coll != NCCLZ_BROADCAST;
   out->coll = sp->coll;
   out->algo = sp->algo;
   out->nranks = sp->nranks;

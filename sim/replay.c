@@ -273,8 +273,12 @@ static void rank_actor(int argc, char **argv) {
 
 /* The channel an op belongs to when a rank's channels run as actors of their own: the tree's
  * two trees (NCCL runs them on separate channels, each progressing on its own). */
-int sim_channels(const sim_job *j) { return j->spec.algo == NCCLZ_ALGO_TREE && j->nranks > 1 ? 2 : 1; }
-static int op_channel(const sim_job *j, const ncclzOp *o) { return sim_channels(j) > 1 ? (int)o->block : 0; }
+int sim_channels(const sim_job *j) {
+  return j->spec.algo == NCCLZ_ALGO_TREE && j->nranks > 1 ? 2 * (int)(j->spec.nchannels ? j->spec.nchannels : 1) : 1;
+}
+static int op_channel(const sim_job *j, const ncclzOp *o) {
+  return sim_channels(j) > 1 ? (int)(o->chunk / j->spec.nchunks) * 2 + (int)o->block : 0;
+}
 
 /* Keeps channel k's ops of the list, deps renumbered. */
 static int keep_channel(const sim_job *j, ncclzSchedule *s, int k) {

@@ -71,7 +71,8 @@ void sim_resolve(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgor
   if (a == NCCLZ_ALGO_AUTO || (unsigned)a >= NCCLZ_ALGO_COUNT) a = sim_auto_algorithm(p, o);
   if (o->coll == NCCLZ_ALLTOALL || o->coll == NCCLZ_BROADCAST) a = o->algorithm == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RING : a;
   *algo = a;
-  *channels = a != NCCLZ_ALGO_RING ? 1 : o->channels ? o->channels : (uint32_t)p->rails;
+  int chan = a == NCCLZ_ALGO_RING || (a == NCCLZ_ALGO_TREE && o->coll == NCCLZ_ALLREDUCE);
+  *channels = !chan ? 1 : o->channels ? o->channels : (uint32_t)p->rails;
 }
 
 void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchunks, ncclzScheduleSpec *sp) {
@@ -166,7 +167,8 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   /* the range one op moves: a ring channel's block, the tree's half, the first halving's half,
    * a node part of the hierarchical schedule */
   if (a == NCCLZ_ALGO_RING) block /= channels;
-  else if (a == NCCLZ_ALGO_TREE || a == NCCLZ_ALGO_RHD) block = all / 2;
+  else if (a == NCCLZ_ALGO_TREE) block = all / 2 / channels;
+  else if (a == NCCLZ_ALGO_RHD) block = all / 2;
   else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
   uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;

@@ -320,7 +320,7 @@ static void run_all(void) {
         for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
           for (int inter = NCCLZ_ALGO_RING; inter <= NCCLZ_ALGO_RHD; inter += NCCLZ_ALGO_RHD - NCCLZ_ALGO_RING)
             for (uint32_t ch = 1; ch <= 3; ch++)
-              for (uint32_t chans = 1; chans <= (a == NCCLZ_ALGO_RING ? 3u : 1u); chans++) {
+              for (uint32_t chans = 1; chans <= (a == NCCLZ_ALGO_RING || a == NCCLZ_ALGO_TREE ? 3u : 1u); chans++) {
                 ncclzScheduleSpec sp = {(ncclzCollective)c, (ncclzAlgorithm)a, n, g, n > 2 ? 2 : 0, ch, chans,
                                         (ncclzAlgorithm)inter};
                 char why[160];

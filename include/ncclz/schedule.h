@@ -108,7 +108,7 @@ typedef struct {
   int ranks_per_node;        /* G: ranks n*G .. n*G+G-1 share node n (0: all on one node) */
   int root;
   uint32_t nchunks;          /* chunks per block and channel, >= 1 */
-  uint32_t nchannels;        /* RING: rings the data is split over (0: 1) */
+  uint32_t nchannels;        /* RING, TREE: rings (double trees) the data is split over (0: 1) */
   ncclzAlgorithm hier_inter; /* HIER: the inter-node stage, RHD or RING (0: RHD) */
 } ncclzScheduleSpec;
 
