@@ -299,6 +299,9 @@ static int plan_call(sim_job *j) {
   double pipeline = (double)j->nchunks; /* a step's frames, as the executor plans them */
   ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, pipeline, &dec);
   ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class, pipeline};
+  /* the vote subtracts the host's time per unit, which this replay charges only under the header
+   * protocol (host_turn): without it, hand that time back so that the vote weighs what is replayed */
+  if (j->opt->size_protocol != NCCLZ_SIZE_HEADER) dec.time_us[NCCLZ_CODER_RAW] += ncclzProfileUnitUs(j->prof, j->hop.hint);
   if (c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call)) return 1;
   j->call_coder = (int)c;
   return 0;
