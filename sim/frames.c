@@ -76,8 +76,9 @@ ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, do
   switch (job->opt->compress) {
   case NCCLZ_SIM_AUTO: {
     if (job->call_coder >= 0) return (ncclzCoder)job->call_coder;
-    ncclzReaDecision dec;
-    return sim_rea_decide(job, hop, k, raw_bytes, 1.0, &dec);
+    if (job->per_hop && hop->hint == NCCLZ_HINT_NVLINK) return NCCLZ_CODER_RAW; /* NVLink hops stay raw */
+    ncclzReaDecision dec; /* a frame of an op's pipeline of nchunks frames, as the call's plan */
+    return sim_rea_decide(job, hop, k, raw_bytes, (double)job->nchunks, &dec);
   }
   case NCCLZ_SIM_FIXEDLEN: return NCCLZ_CODER_FIXEDLEN;
   case NCCLZ_SIM_HUFFMAN: return NCCLZ_CODER_HUFFMAN;
