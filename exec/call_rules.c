@@ -70,20 +70,18 @@ void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in,
   }
 }
 
-size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) {
-  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
-}
+/* The buffer rules are the schedule's per-collective table (schedule.h), shared with the replay. */
+size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollInCount(c, count, nranks); }
 
-size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) {
-  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
-}
+size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollOutCount(c, count, nranks); }
 
 size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  return c == NCCLZ_ALLGATHER ? off - (size_t)rank * count : off;
+  return ncclzCollInOffset(c, rank, count, off);
 }
 
 size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  return c == NCCLZ_REDUCESCATTER ? off - (size_t)rank * count : off;
+  size_t skip, olen;
+  return ncclzCollOutPart(c, rank, count, off, 1, &skip, &olen);
 }
 
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize) {
