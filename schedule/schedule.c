@@ -445,8 +445,12 @@ typedef struct {
 } tree_place;
 
 static void tree_place_of(const ncclzSchedule *s, int g, int t, int q, const int *sub, tree_place *tp) {
-  int shift = (int)((uint64_t)q * (uint64_t)g / s->nchannels); /* channel q's heads */
-  int m = s->nranks / g, node = s->rank / g, head = (shift + (t ? g / 2 : 0)) % g, pos = (int)mod(s->rank % g - head, g);
+  /* the 2C trees' heads spread over the node's GPUs (so over its rails): tree t of channel q at
+   * slot 2q+t of 2C when they fit, else two per GPU, half a node apart */
+  uint32_t c2 = 2 * s->nchannels;
+  int head = c2 <= (uint32_t)g ? (int)((uint64_t)(2 * q + t) * (uint64_t)g / c2)
+                               : (int)(((uint64_t)q * (uint64_t)g / s->nchannels + (uint64_t)t * (uint64_t)(g / 2)) % (uint64_t)g);
+  int m = s->nranks / g, node = s->rank / g, pos = (int)mod(s->rank % g - head, g);
   int v = tree_v(node, m, t);
   tp->nd = 0;
   tp->nup = pos ? g - pos : g * sub[v];
@@ -497,8 +501,8 @@ static int tree_ops(builder *b, const tree_place *p, uint32_t t, uint32_t c, int
 
 /* Reduce up every chunk of both trees, then broadcast down (tree t carries block t, half the
  * buffer): steps 2t (up) and 2t+1 (down). With C channels (NCCL's), channel q runs its own double
- * tree on chunks [q*cpc, (q+1)*cpc) with its heads q*G/C further, so the channels leave the node
- * through different NICs. The root encodes the sum once; everyone below forwards
+ * tree on chunks [q*cpc, (q+1)*cpc) with heads of its own, so the channels leave the node through
+ * different NICs. The root encodes the sum once; everyone below forwards
  * the frame it got. Per chunk, the tree whose sends wait for nothing (a leaf's, the root's) goes
  * first: a rank that waits for one tree's children must not hold back its other tree. */
 static int build_tree(builder *b, uint32_t cpc) {

@@ -258,13 +258,14 @@ static void test_step_counts(void) {
   ncclzScheduleFree(&s);
 }
 
-/* Ring channels: channel q's inter-node sends all leave from one local GPU per node, a different
- * one for each channel, so with C = rails each channel has its own NIC. */
-static void test_channel_rails(void) {
+/* Channels: the inter-node sends of ring channel q all leave from one local GPU per node, and
+ * those of tree channel q from its two heads; channels never share a GPU, so with C = rails each
+ * channel has its own NIC. */
+static void channel_gpus(ncclzAlgorithm algo, int per_channel) {
   enum { N = 32, G = 8, C = 4 };
-  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, N, G, 0, 2, C, NCCLZ_ALGO_RHD};
-  int gpu_of_channel[C], bad = 0;
-  for (int q = 0; q < C; q++) gpu_of_channel[q] = -1;
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, algo, N, G, 0, 2, C, NCCLZ_ALGO_RHD};
+  unsigned gpus[C] = {0};
+  int bad = 0;
   for (int r = 0; r < N; r++) {
     ncclzSchedule s;
     if (ncclzScheduleBuildSpec(&sp, r, &s)) {
@@ -273,17 +274,21 @@ static void test_channel_rails(void) {
     }
     for (size_t i = 0; i < s.nops; i++) {
       const ncclzOp *o = &s.ops[i];
-      if (o->kind != NCCLZ_OP_SEND || o->link != NCCLZ_LINK_NET) continue;
-      int q = (int)(o->chunk / sp.nchunks);
-      if (gpu_of_channel[q] < 0) gpu_of_channel[q] = r % G;
-      bad += gpu_of_channel[q] != r % G;
+      if (o->kind == NCCLZ_OP_SEND && o->link == NCCLZ_LINK_NET) gpus[o->chunk / sp.nchunks] |= 1u << (r % G);
     }
     ncclzScheduleFree(&s);
   }
-  for (int q = 0; q < C; q++)
-    for (int p = 0; p < q; p++) bad += gpu_of_channel[p] == gpu_of_channel[q] || gpu_of_channel[q] < 0;
-  CHECK(bad == 0, "channels: %d sends off their channel's GPU (GPUs %d %d %d %d)", bad, gpu_of_channel[0],
-        gpu_of_channel[1], gpu_of_channel[2], gpu_of_channel[3]);
+  for (int q = 0; q < C; q++) {
+    bad += __builtin_popcount(gpus[q]) != per_channel;
+    for (int p = 0; p < q; p++) bad += (gpus[p] & gpus[q]) != 0;
+  }
+  CHECK(bad == 0, "%s channels: GPU sets %x %x %x %x (%d per channel expected)", ncclzAlgorithmName(algo), gpus[0], gpus[1],
+        gpus[2], gpus[3], per_channel);
+}
+
+static void test_channel_rails(void) {
+  channel_gpus(NCCLZ_ALGO_RING, 1);
+  channel_gpus(NCCLZ_ALGO_TREE, 2);
 }
 
 static void test_refusals(void) {

@@ -180,6 +180,41 @@ static void test_tree(void) {
   }
 }
 
+/* Issue 25's targets (scenarios/scale-target-rails{1,8}.json: 1 GiB AllReduce of ResNet-18 QSGD-8
+ * on 1024 x 8 with the H200 profile): with one 12.5 GB/s NIC auto (the fastest schedule, REA's
+ * coders) is at least 2x NCCL's choice, and at least half the wire CR it reaches; with 8 rails of
+ * 50 GB/s never slower (>= 0.99x). */
+static void test_targets(void) {
+  ncclzProfile h200;
+  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  for (int rails = 1; rails <= 8; rails += 7) {
+    char path[512];
+    snprintf(path, sizeof path, NCCLZ_TEST_DATA "/../../scenarios/scale-target-rails%d.json", rails);
+    ncclzSimScenario sc;
+    if (ncclzSimScenarioLoad(path, &h200, &sc) != NCCLZ_OK) {
+      CHECK(0, "%s: %s", path, ncclzLastError());
+      continue;
+    }
+    const ncclzSimPoint *pt = &sc.points[0];
+    ncclzSimOptions o = pt->options;
+    ncclzSimResult plain, best;
+    o.compress = NCCLZ_SIM_OFF;
+    o.algorithm = NCCLZ_ALGO_AUTO;
+    CHECK(ncclzSimRun(&h200, &sc.data, &pt->platform, &o, &plain) == NCCLZ_OK, "%s", ncclzLastError());
+    o.compress = NCCLZ_SIM_AUTO;
+    CHECK(ncclzSimRunBest(&h200, &sc.data, &pt->platform, &o, &best) == NCCLZ_OK, "%s", ncclzLastError());
+    double x = plain.time_us / best.time_us, cr = best.wire_bytes > 0 ? best.raw_bytes / best.wire_bytes : 1.0;
+    printf("target, %d rail(s): NCCL's %s %.1f us, auto %s %.1f us: x%.2f, wire CR %.2f\n", rails,
+           ncclzAlgorithmName(plain.algorithm), plain.time_us, ncclzAlgorithmName(best.algorithm), best.time_us, x, cr);
+    if (rails == 1)
+      CHECK(x >= 2.0 && x >= 0.5 * cr, "1 rail: auto x%.2f over NCCL (CR %.2f)", x, cr);
+    else
+      CHECK(x >= 0.99, "8 rails: auto x%.3f over NCCL", x);
+    ncclzSimScenarioFree(&sc);
+  }
+}
+
 /* Plain ring bus bandwidth grows with the rails as NCCL's does: C = rails channels, each leaving
  * the node through its own NIC, give 8 rails about 8x the busbw of one (1 GiB AllReduce, 2 to 64
  * nodes of 8 GPUs, NICs of 25 GB/s behind NVLink of 450); at 64 nodes a channel's step moves
@@ -699,6 +734,7 @@ int main(void) {
   test_closed_form_algorithms();
   test_rails_busbw();
   test_tree();
+  test_targets();
   test_fidelities_agree();
   test_fattree_contention();
   test_alltoall_broadcast();
