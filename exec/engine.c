@@ -62,7 +62,10 @@ ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const nccl
   if (!c) return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzHostCommInit");
   c->t = t;
   c->cfg = *cfg;
-  if (cfg->profile) ncclzReaConfigFromProfile(cfg->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+  if (cfg->profile) {
+    ncclzReaConfigFromProfile(cfg->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+    ncclzReaConfigFromProfile(cfg->profile, NCCLZ_HINT_NVLINK, NCCLZ_CLASS_DEFAULT, &c->rea_intra);
+  }
   *out = c;
   return NCCLZ_OK;
 }
@@ -92,7 +95,10 @@ static void symbols_to_floats(run_t *r, size_t n) {
   ncclzToFloat(r->half, r->dtype, n, r->fl);
 }
 
-static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, size_t *len, ncclzCoder *coder) {
+/* REA plans each frame for its hop's link when the config says where the nodes are (a hop inside
+ * a node: NVLink), else for the config's hint. */
+static ncclzStatus encode_policy(run_t *r, size_t n, uint8_t link, const ncclzFrameDesc *d, size_t *len,
+                                 ncclzCoder *coder) {
   const ncclzConfig *cfg = &r->c->cfg;
   if (cfg->policy != NCCLZ_POLICY_AUTO) {
     *coder = cfg->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
@@ -100,7 +106,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, si
                                                    : NCCLZ_CODER_RAW;
     return ncclzFrameEncode(*coder, r->sym, n, d, r->stage, r->stage_cap, len);
   }
-  ncclzReaConfig rc = r->c->rea;
+  ncclzReaConfig rc = cfg->ranks_per_node > 0 && link == NCCLZ_LINK_INTRA ? r->c->rea_intra : r->c->rea;
   rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : NULL);
   ncclzReaResult res;
   ncclzStatus st = ncclzReaEncodeBest(cfg->profile, &rc, r->sym, n, d, r->stage, r->stage_cap, &res);
@@ -110,7 +116,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, si
 }
 
 /* Encodes n cells into r->stage: a frame, or (policy off) the plain dtype bytes. */
-static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *len) {
+static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, uint8_t link, size_t *len) {
   double t0 = ncclzNowSeconds();
   ncclzStatus st = NCCLZ_OK;
   if (!r->framed) {
@@ -120,7 +126,7 @@ static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *l
     cells_to_symbols(r, cells, n);
     ncclzFrameDesc d = {r->dtype, r->quantized ? &r->qp : NULL, NULL, 0, r->c->cfg.coder_params};
     ncclzCoder coder = NCCLZ_CODER_RAW;
-    st = encode_policy(r, n, &d, len, &coder);
+    st = encode_policy(r, n, link, &d, len, &coder);
     if (!st) r->st->coder_mix[coder]++;
   }
   r->st->t_encode += ncclzNowSeconds() - t0;
@@ -245,7 +251,7 @@ static ncclzStatus run_send(run_t *r, const ncclzOp *o, size_t off, size_t len) 
     return send_bytes(r, o, r->kept[o->dep], r->kept_len[o->dep]);
   }
   size_t flen = 0;
-  ncclzStatus st = encode_chunk(r, send_source(r, off), len, &flen);
+  ncclzStatus st = encode_chunk(r, send_source(r, off), len, o->link, &flen);
   return st ? st : send_bytes(r, o, r->stage, flen);
 }
 
