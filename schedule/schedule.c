@@ -216,9 +216,10 @@ static int fold_pair(builder *b, const group *gr, const chunks *c, uint32_t step
 
 /* Halving reduce-scatter over a group from step `first` (the next free step into *next): fold,
  * then log2(pof2) halvings, the farthest partner first (new rank j ends with the sum of its own
- * range); store: the last receive stores into the output and the folded members get their range
- * back (REDUCESCATTER). */
-static int rhd_reduce(builder *b, const group *gr, const chunks *c, uint32_t first, int store, uint32_t *next) {
+ * range); store: the last receive stores into the output; unfold: the folded members get their
+ * range back (REDUCESCATTER). */
+static int rhd_reduce(builder *b, const group *gr, const chunks *c, uint32_t first, int store, int unfold,
+                      uint32_t *next) {
   rhd_core k = core_of(gr);
   int p = gr->me, paired = p < 2 * k.rem;
   uint32_t step = first, all = LO(gr, gr->n) - LO(gr, 0);
@@ -242,7 +243,7 @@ static int rhd_reduce(builder *b, const group *gr, const chunks *c, uint32_t fir
     lo = keep_lo;
     hi = keep_hi;
   }
-  if (store && k.rem) {
+  if (unfold && k.rem) {
     int ev = p - p % 2;
     if (paired && fold_pair(b, gr, c, step, NCCLZ_PHASE_REDUCE, 0, gr->blk[ev], gr->nb[ev], NCCLZ_ACT_STORE,
                             gr->weight * (uint32_t)gr->n))
@@ -402,9 +403,9 @@ static int build_rhd(builder *b) {
       gr.blk[p] = p < 2 * k.rem ? (uint32_t)(p / 2) : (uint32_t)(p - k.rem);
       gr.nb[p] = p < 2 * k.rem && p % 2 == 0 ? 0 : 1;
     }
-    rc = rhd_reduce(b, &gr, &c, 0, 0, &next) || rhd_gather(b, &gr, &c, next, 1, (uint32_t)n, &next);
+    rc = rhd_reduce(b, &gr, &c, 0, 0, 0, &next) || rhd_gather(b, &gr, &c, next, 1, (uint32_t)n, &next);
   } else if (s->coll == NCCLZ_REDUCESCATTER) {
-    rc = rhd_reduce(b, &gr, &c, 0, 1, &next);
+    rc = rhd_reduce(b, &gr, &c, 0, 1, 1, &next);
   } else {
     rc = copy_own(b, (uint32_t)s->rank) || rhd_gather(b, &gr, &c, 0, 0, 1, &next);
   }
@@ -536,16 +537,55 @@ static int build_tree(builder *b, uint32_t cpc) {
 
 /* ---------------------------------------------------------------------- hierarchical */
 
-/* AllReduce in two levels over m nodes of g: the buffer is m*g blocks, part q = blocks
- * [q*m, (q+1)*m). A ring reduce-scatter inside the node leaves local GPU q with its node's sum of
- * part q; the ranks of local index q (one rail) all-reduce part q between nodes (halving-doubling
- * or ring, block q*m + node per node); a ring all-gather inside the node spreads the parts. */
+/* The rank that finishes block b in the hierarchical ReduceScatter's stages: block q*m + v is
+ * rail q's member v (node v's GPU q), or, where halving-doubling folded member v into v+1, that
+ * one. */
+static int hier_finisher(int b, int m, int g, int rhd) {
+  int q = b / m, v = b % m, rem = 0, p2 = 1;
+  while (p2 * 2 <= m) p2 *= 2;
+  rem = rhd ? m - p2 : 0;
+  if (v < 2 * rem && v % 2 == 0) v++;
+  return v * g + q;
+}
+
+/* The permutation between the hierarchical stages and the rank layout (block b belongs to rank
+ * b). to_owner (ReduceScatter): each rank sends the blocks it finished to their owners and
+ * receives its own; else (AllGather) each rank sends its block to the rank whose rail range holds
+ * it (block q*m + node on rank (node, q)) and receives that one. */
+static int hier_permute(builder *b, int m, uint32_t step, int to_owner, int rhd, uint32_t nsum) {
+  ncclzSchedule *s = b->s;
+  int g = b->g, me = s->rank;
+  chunks c = {0, s->nchunks};
+  if (!to_owner) {
+    int held = (me % g) * m + me / g, holder = (me % m) * g + me / m;
+    if (holder != me && exchange(b, &c, holder, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)me, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0))
+      return -1;
+    return held != me ? exchange(b, &c, held, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)held, 1, NCCLZ_ACT_STORE, nsum)
+                      : 0;
+  }
+  int q = me % g, node = me / g;
+  for (int v = node - 1; v <= node; v++) { /* my rail block, and a folded partner's before it */
+    int blk = q * m + v;
+    if (v < 0 || hier_finisher(blk, m, g, rhd) != me || blk == me) continue;
+    if (exchange(b, &c, blk, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)blk, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0)) return -1;
+  }
+  int from = hier_finisher(me, m, g, rhd);
+  return from != me ? exchange(b, &c, from, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)me, 1, NCCLZ_ACT_STORE, nsum) : 0;
+}
+
+/* Two levels over m nodes of g: the buffer is m*g blocks, part q = blocks [q*m, (q+1)*m).
+ * AllReduce: a ring reduce-scatter inside the node leaves local GPU q with its node's sum of part
+ * q; the ranks of local index q (one rail) all-reduce part q between nodes (halving-doubling or
+ * ring, block q*m + node per node); a ring all-gather inside the node spreads the parts.
+ * ReduceScatter: the same reduce-scatters, then each rank sends the block it finished (q*m + node)
+ * to its owner. AllGather: the reverse: each rank first sends its block to the rank whose rail
+ * range holds it, then the rail's all-gather and the node's. */
 static int build_hier(builder *b, ncclzAlgorithm inter) {
   ncclzSchedule *s = b->s;
-  int g = b->g, m = s->nranks / g, node = s->rank / g, q = s->rank % g, rc = -1;
+  int g = b->g, m = s->nranks / g, node = s->rank / g, q = s->rank % g, rc = -1, n = s->nranks;
   group in = {0}, rail = {0};
   chunks c = {0, s->nchunks};
-  uint32_t step = 0;
+  uint32_t step = 0, all = (uint32_t)n, gather = s->coll == NCCLZ_ALLGATHER ? 1u : all;
   if (group_alloc(&in, g) || group_alloc(&rail, m)) goto out;
   for (int i = 0; i < g; i++) {
     in.rank[i] = node * g + i;
@@ -559,21 +599,30 @@ static int build_hier(builder *b, ncclzAlgorithm inter) {
     rail.nb[v] = 1;
   }
   rail.me = node;
-  rail.weight = (uint32_t)g;
-  if (g > 1 && ring_reduce(b, &in, &c, 1, -1, step, 0)) goto out;
-  step += (uint32_t)(g - 1);
+  rail.weight = s->coll == NCCLZ_ALLGATHER ? 1u : (uint32_t)g;
+  if (s->coll == NCCLZ_ALLGATHER) {
+    if (copy_own(b, (uint32_t)s->rank) || hier_permute(b, m, step++, 0, 0, 1)) goto out;
+  } else {
+    if (g > 1 && ring_reduce(b, &in, &c, 1, -1, step, 0)) goto out;
+    step += (uint32_t)(g - 1);
+  }
+  int rs = s->coll == NCCLZ_REDUCESCATTER, ag = s->coll == NCCLZ_ALLGATHER;
   if (m > 1) {
     if (inter == NCCLZ_ALGO_RING) {
-      if (ring_reduce(b, &rail, &c, 1, 0, step, 0) ||
-          ring_gather(b, &rail, &c, 1, 1, step + (uint32_t)m - 1, (uint32_t)s->nranks))
-        goto out;
-      step += 2u * (uint32_t)(m - 1);
-    } else if (rhd_reduce(b, &rail, &c, step, 0, &step) ||
-               rhd_gather(b, &rail, &c, step, 1, (uint32_t)s->nranks, &step)) {
-      goto out;
+      if (!ag && ring_reduce(b, &rail, &c, 1, rs ? -1 : 0, step, rs)) goto out;
+      if (!ag) step += (uint32_t)(m - 1);
+      if (!rs && ring_gather(b, &rail, &c, 1, ag ? 0 : 1, step, gather)) goto out;
+      if (!rs) step += (uint32_t)(m - 1);
+    } else {
+      if (!ag && rhd_reduce(b, &rail, &c, step, rs, 0, &step)) goto out;
+      if (!rs && rhd_gather(b, &rail, &c, step, !ag, gather, &step)) goto out;
     }
   }
-  if (g > 1 && ring_gather(b, &in, &c, 1, 0, step, (uint32_t)s->nranks)) goto out;
+  if (rs) {
+    if (hier_permute(b, m, step, 1, inter != NCCLZ_ALGO_RING, all)) goto out;
+  } else if (g > 1 && ring_gather(b, &in, &c, 1, 0, step, gather)) {
+    goto out;
+  }
   rc = 0;
 out:
   group_free(&in);
@@ -590,8 +639,8 @@ static int node_size(const ncclzScheduleSpec *sp) {
 static int serves(ncclzAlgorithm a, ncclzCollective c) {
   switch (a) {
   case NCCLZ_ALGO_RING: return 1;
-  case NCCLZ_ALGO_TREE:
-  case NCCLZ_ALGO_HIER: return c == NCCLZ_ALLREDUCE;
+  case NCCLZ_ALGO_TREE: return c == NCCLZ_ALLREDUCE;
+  case NCCLZ_ALGO_HIER:
   case NCCLZ_ALGO_RHD: return c == NCCLZ_ALLREDUCE || c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLGATHER;
   default: return 0;
   }
@@ -627,7 +676,7 @@ static int check_spec(const ncclzScheduleSpec *sp, char *why, size_t cap, int ex
   if (!serves(sp->algo, sp->coll)) {
     if (explain) ncclzAlgorithmsFor(sp->coll, sp->nranks, sp->ranks_per_node, can, sizeof can);
     snprintf(why, cap, "%s runs %s; %s runs with %s", algo_names[sp->algo],
-             sp->algo == NCCLZ_ALGO_RHD ? "allreduce, reducescatter and allgather" : "allreduce only",
+             sp->algo == NCCLZ_ALGO_TREE ? "allreduce only" : "allreduce, reducescatter and allgather",
              ncclzCollectiveName(sp->coll), can);
     return -1;
   }

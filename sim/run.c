@@ -102,6 +102,7 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
     return "halving-doubling folds the ranks beyond a power of two";
   if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
+  if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) return "hier's last (first) step sends blocks across nodes to their owners";
   return NULL;
 }
 

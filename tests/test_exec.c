@@ -154,7 +154,7 @@ static void test_algorithms(const ncclzProfile *prof) {
   }
   run_jobs(jobs, 4);
   CHECK(jobs[0].run_st == NCCLZ_ERR_ARG &&
-            !strcmp(jobs[0].err, "config algorithm: tree runs allreduce only; reducescatter runs with ring, rhd"),
+            !strcmp(jobs[0].err, "config algorithm: tree runs allreduce only; reducescatter runs with ring, rhd, hier"),
         "tree for reducescatter: %d '%s'", (int)jobs[0].run_st, jobs[0].err);
   for (int r = 0; r < 4; r++) {
     jobs[r].cfg.algorithm = NCCLZ_ALGO_HIER;

@@ -295,7 +295,7 @@ static void test_refusals(void) {
   char why[200];
   ncclzScheduleSpec sp = {NCCLZ_REDUCESCATTER, NCCLZ_ALGO_TREE, 8, 4, 0, 1, 1, NCCLZ_ALGO_RHD};
   CHECK(ncclzScheduleCheck(&sp, why, sizeof why) == -1 &&
-            !strcmp(why, "tree runs allreduce only; reducescatter runs with ring, rhd"),
+            !strcmp(why, "tree runs allreduce only; reducescatter runs with ring, rhd, hier"),
         "tree for reducescatter: '%s'", why);
   sp.coll = NCCLZ_ALLTOALL;
   sp.algo = NCCLZ_ALGO_RHD;
