@@ -110,9 +110,7 @@ static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, int a
     int compressed = opt.compress != NCCLZ_SIM_OFF;
     if (compressed && algo > 0) opt.algorithm = (ncclzAlgorithm)algo;
     memset(&out[i].best_plain, 0, sizeof out[i].best_plain);
-    ncclzStatus st = compressed && opt.algorithm == NCCLZ_ALGO_AUTO
-                         ? ncclzSimRunBest(prof, &s->data, &p->platform, &opt, &out[i].r)
-                         : ncclzSimRun(prof, &s->data, &p->platform, &opt, &out[i].r);
+    ncclzStatus st = ncclzSimRun(prof, &s->data, &p->platform, &opt, &out[i].r);
     if (st == NCCLZ_OK && compressed) {
       ncclzSimOptions plain = p->options;
       plain.compress = NCCLZ_SIM_OFF;

@@ -447,6 +447,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
 
 ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *opt, ncclzSimResult *res) {
+  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress != NCCLZ_SIM_OFF) /* the fastest schedule */
+    return ncclzSimRunBest(prof, data, p, opt, res);
   int n = p->nodes * p->gpus_per_node;
   ncclzAlgorithm algo;
   uint32_t channels;

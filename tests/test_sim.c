@@ -450,6 +450,7 @@ static void test_rea_link(void) {
   nic_pair(&p, 1000.0);
   ncclzSimOptions o;
   allreduce_opts(&o, 256u << 20, NCCLZ_SIM_AUTO);
+  o.algorithm = NCCLZ_ALGO_RING; /* REA's decision on the executor's schedule */
   ncclzSimResult r;
   run_us(&p, &o, &r);
   uint64_t coded = coded_frames(&r);
@@ -489,6 +490,7 @@ static void test_rea_and_options(void) {
   ncclzSimOptionsDefault(&o);
   o.bytes = 256u << 20;
   o.compress = NCCLZ_SIM_AUTO;
+  o.algorithm = NCCLZ_ALGO_RING; /* REA's decision on the executor's schedule */
   ncclzSimResult r;
   double t_auto = run_us(&p, &o, &r);
   /* REA plans RAW on NVLink, so the call runs as plain NCCL, exactly as the executor does. */

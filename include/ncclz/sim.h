@@ -153,7 +153,7 @@ typedef struct {
                                  replayed hop's link (an REA tuned for the simulated network) */
   ncclzAlgorithm algorithm;   /* the schedule (schedule.h): RING, TREE, RHD, HIER; AUTO (0): plain
                                  NCCL's choice when compress is off (ncclzSimNcclAlgorithm), else
-                                 the cost model's (algorithm, coder) pair (ncclzSimChoose) */
+                                 the fastest schedule that runs the point (ncclzSimRunBest) */
   uint32_t channels;          /* ring channels (0: the platform's rails) */
   int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
