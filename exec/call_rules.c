@@ -94,11 +94,15 @@ uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t 
 
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp) {
-  int other = coll == NCCLZ_ALLTOALL || coll == NCCLZ_BROADCAST;
   memset(sp, 0, sizeof *sp);
   sp->coll = coll;
-  sp->algo = cfg->algorithm == NCCLZ_ALGO_AUTO || (other && cfg->algorithm == NCCLZ_ALGO_RING) ? NCCLZ_ALGO_RING
-                                                                                                  : cfg->algorithm;
+  sp->algo = cfg->algorithm;
+  if (sp->algo == NCCLZ_ALGO_AUTO) { /* NCCL's own choice where the nodes and the profile's link are known */
+    int g = cfg->ranks_per_node, nodes = g > 0 && nranks % g == 0 ? nranks / g : 1;
+    double bw = cfg->profile ? cfg->profile->transport[cfg->hint].beta_gbps : 0.0;
+    uint64_t bytes = (uint64_t)ncclzCollInCount(coll, count, nranks) * dsize;
+    sp->algo = nodes > 1 && bw > 0 ? ncclzTunerChoose(coll, nodes, g, bw, bytes) : NCCLZ_ALGO_RING;
+  }
   sp->nranks = nranks;
   sp->ranks_per_node = cfg->ranks_per_node;
   sp->root = root;

@@ -138,6 +138,19 @@ static void test_algorithms(const ncclzProfile *prof) {
             for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) run_case(&cfg, coll, n, counts[k], NCCLZ_DTYPE_F32, 0);
           }
         }
+  /* auto with nodes: NCCL's tuner picks ring or tree per call (ncclzTunerChoose), alike on all ranks */
+  for (int n = 4; n <= 8; n += 4)
+    for (size_t m = 0; m < 2; m++) {
+      ncclzConfig cfg;
+      xc_config(&cfg, &xc_modes[modes[m * 3]], prof);
+      cfg.ranks_per_node = 2;
+      const size_t sizes[] = {1, 1001, 100000};
+      for (size_t k = 0; k < 3; k++) run_case(&cfg, NCCLZ_ALLREDUCE, n, sizes[k], NCCLZ_DTYPE_F32, 0);
+      CHECK(ncclzTunerChoose(NCCLZ_ALLREDUCE, n / 2, 2, prof->transport[cfg.hint].beta_gbps, 4) == NCCLZ_ALGO_TREE &&
+                ncclzTunerChoose(NCCLZ_ALLREDUCE, n / 2, 2, prof->transport[cfg.hint].beta_gbps, 1u << 30) ==
+                    NCCLZ_ALGO_RING,
+            "tuner on %d nodes: tree for 4 bytes, ring for 1 GiB", n / 2);
+    }
   printf("algorithms: %zu collectives run, %zu wrong elements\n", runs_total - runs0, wrong_total - wrong0);
   /* refusals: the config names what can run the case */
   job jobs[4];

@@ -71,7 +71,9 @@ typedef struct {
                                   coder planned on the call's first chunk for every frame, each
                                   post-checked. The host engine plans every frame either way. */
   ncclzAlgorithm algorithm;    /* the schedule (schedule.h): ring, tree, rhd, hier; AUTO (default):
-                                  the ring (the executor has no platform model to choose with) */
+                                  NCCL's tuner's ring or tree (ncclzTunerChoose, as the simulator's
+                                  plain baseline) over ranks_per_node nodes and the profile's link
+                                  of the hint; the ring without them */
   int ranks_per_node;          /* consecutive ranks per node, for tree and hier and the ring's
                                   channels (0: all ranks on one node) */
   uint32_t channels;           /* ring channels (0: 1) */

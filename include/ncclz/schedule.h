@@ -167,6 +167,14 @@ ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
  * chunk_elems elements of a `count`-element call (1 to max_chunks). */
 uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, size_t chunk_elems, uint32_t max_chunks);
 
+/* NCCL's tuner (schedule/tuner.c): the time its model gives algorithm a (RING or TREE; INFINITY
+ * where NCCL does not run it) for a call of `bytes` on `nodes` x `gpus_per_node` ranks whose ring
+ * channels reach busbw_gbps, and its choice between the two (the plain baseline of the replay, the
+ * executor's auto when it knows its nodes). */
+double ncclzTunerTimeUs(ncclzCollective coll, int nodes, int gpus_per_node, double busbw_gbps, uint64_t bytes,
+                        ncclzAlgorithm a);
+ncclzAlgorithm ncclzTunerChoose(ncclzCollective coll, int nodes, int gpus_per_node, double busbw_gbps, uint64_t bytes);
+
 /* nccl-tests' busbw factor for this collective on n ranks (busbw = algbw * factor). */
 double ncclzBusBwFactor(ncclzCollective c, int nranks);
 
