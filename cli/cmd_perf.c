@@ -43,7 +43,7 @@ static void print_help(void) {
          "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
          "--rea-frames (nccl, auto): the REA plans every frame on the GPU and codes it with its own coder\n"
          "(default: the coder planned on a call's first chunk for all its frames; both post-check each frame).\n"
-         "--algo A (cpu): the schedule (docs/executor.md): auto (the ring), ring, tree, rhd or hier, with ranks\n"
+         "--algo A (cpu): the schedule (docs/executor.md): auto (NCCL's ring or tree), ring, tree, rhd or hier, ranks\n"
          "in nodes of --ranks-per-node G (default: all on one node); one that cannot run the case is refused.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
