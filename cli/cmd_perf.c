@@ -35,7 +35,7 @@ static void print_help(void) {
          "                  [--quant SPEC] [--data FILE] [--json FILE] [--profile PROFILE.json] [--dtype f32|bf16|f16]\n"
          "                  [--root R] [--chunk BYTES] [--final-bound E] [--backend cpu|nccl] [--trace FILE]\n"
          "                  [--hint nvlink|shm|net] [--warm-s SECONDS] [--stress N] [--vs-plain] [--comm-lanes 1-4]\n"
-         "                  [--rea-frames]\n\n"
+         "                  [--rea-frames] [--algo auto|ring|tree|rhd|hier] [--ranks-per-node G]\n\n"
          "nccl-tests' table (size count type redop root time algbw busbw #wrong) plus cr (uncompressed / frame\n"
          "bytes), coders (frames raw:fixedlen:huffman) and maxerr. Sizes run MIN, MIN*FACTOR, ... <= MAX\n"
          "(K/M/G suffixes). --compress off is the plain collective on the same buffers. --data FILE tiles a float32\n"
@@ -52,6 +52,8 @@ static void print_help(void) {
          "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
          "--rea-frames (nccl, auto): the REA plans every frame on the GPU and codes it with its own coder\n"
          "(default: the coder planned on a call's first chunk for all its frames; both post-check each frame).\n"
+         "--algo A (cpu): the schedule (docs/executor.md): auto (NCCL's ring or tree), ring, tree, rhd or hier, ranks\n"
+         "in nodes of --ranks-per-node G (default: all on one node); one that cannot run the case is refused.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
@@ -91,6 +93,11 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   case 'S': return cli_parse_int(VERB, "--stress", arg, 0, 100000000, &o->stress);
   case 'V': o->vs_plain = 1; break;
   case 'F': o->cfg.rea_per_frame = 1; break;
+  case 'A':
+    if ((v = ncclzAlgorithmFromName(arg)) < 0) return cli_usage_error(VERB, "--algo %s: auto|ring|tree|rhd|hier", arg);
+    o->cfg.algorithm = (ncclzAlgorithm)v;
+    break;
+  case 'G': return cli_parse_int(VERB, "--ranks-per-node", arg, 1, 1 << 20, &o->cfg.ranks_per_node);
   case 'L':
     if (cli_parse_int(VERB, "--comm-lanes", arg, 1, NCCLZ_MAX_COMM_LANES, &v) != CLI_OK) return CLI_USAGE;
     o->cfg.comm_lanes = (uint32_t)v;
@@ -100,6 +107,19 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
     break;
   default: return cli_usage_error(VERB, "unknown option (ncclz perf --help)");
   }
+  return CLI_OK;
+}
+
+/* --algo: the nccl backend runs the ring; the schedule must serve the collective on these ranks. */
+static int check_algo(const perf_opts *o) {
+  ncclzAlgorithm a = o->cfg.algorithm;
+  if (a != NCCLZ_ALGO_AUTO && a != NCCLZ_ALGO_RING && !strcmp(o->backend, "nccl"))
+    return cli_usage_error(VERB, "--algo %s: the nccl backend runs the ring only (the cpu backend runs every algorithm)",
+                           ncclzAlgorithmName(a));
+  if (a == NCCLZ_ALGO_AUTO) return CLI_OK;
+  ncclzScheduleSpec sp = {o->coll, a, o->nranks, o->cfg.ranks_per_node, o->root, 1, 1, NCCLZ_ALGO_RHD};
+  char why[200];
+  if (ncclzScheduleCheck(&sp, why, sizeof why)) return cli_usage_error(VERB, "--algo: %s", why);
   return CLI_OK;
 }
 
@@ -113,7 +133,8 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
       {"dtype", required_argument, 0, 't'},    {"help", no_argument, 0, 'h'},
       {"hint", required_argument, 0, 'H'},     {"warm-s", required_argument, 0, 'W'},
       {"stress", required_argument, 0, 'S'},   {"vs-plain", no_argument, 0, 'V'},
-      {"comm-lanes", required_argument, 0, 'L'}, {"rea-frames", no_argument, 0, 'F'}, {0, 0, 0, 0}};
+      {"comm-lanes", required_argument, 0, 'L'}, {"rea-frames", no_argument, 0, 'F'},
+      {"algo", required_argument, 0, 'A'},     {"ranks-per-node", required_argument, 0, 'G'}, {0, 0, 0, 0}};
   ncclzConfigDefault(&o->cfg);
   o->cfg.policy = NCCLZ_POLICY_AUTO;
   o->min_bytes = o->max_bytes = 32 << 20;
@@ -178,6 +199,7 @@ static int write_json(const perf_opts *o, cJSON *points) {
   cJSON_AddStringToObject(j, "data", o->data ? o->data : "synthetic");
   cJSON_AddNumberToObject(j, "chunk_bytes", (double)o->cfg.chunk_bytes);
   cJSON_AddNumberToObject(j, "comm_lanes", o->cfg.comm_lanes);
+  cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(o->cfg.algorithm));
   cJSON_AddBoolToObject(j, "rea_per_frame", o->cfg.rea_per_frame);
   cJSON_AddNumberToObject(j, "busbw_factor", ncclzBusBwFactor(o->coll, o->nranks));
   cJSON_AddItemToObject(j, "points", points);
@@ -340,6 +362,7 @@ static const perf_backend *backend_of(const perf_opts *o) {
 /* Options, inputs and config checked, and under mpirun agreed by every rank: CLI_OK or the exit. */
 static int prepare(perf_opts *o, int rc) {
   if (rc == CLI_OK) rc = check_launch(o);
+  if (rc == CLI_OK) rc = check_algo(o);
   if (rc == CLI_OK && backend_of(o)->defaults) backend_of(o)->defaults(o);
   if (o->hint) o->cfg.hint = (ncclzTransportHint)ncclzHintFromName(o->hint);
   if (rc == CLI_OK) rc = load_inputs(o);

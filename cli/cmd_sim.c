@@ -29,6 +29,7 @@ int cli_sim(int argc, char **argv) {
 typedef struct {
   const char *profile, *scenario, *measured;
   int json;
+  int algo; /* --algo: the compressed points' schedule (AUTO: the fastest that runs each) */
   sim_flags flags;
 } sim_opts;
 
@@ -51,7 +52,10 @@ static void print_help(void) {
          "                     TREFHT data profile (eb:rel=1e-4,lorenzo=3d), docs/simulator.md\n"
          "  --quant SPEC       quantizer of a raw --data file (eb:rel=1e-4, qsgd:bits=8,bucket=512, ...)\n"
          "  --dims AxBxC       shape of a raw --data file (for Lorenzo)\n"
-         "  --compress MODE    auto (REA, default), raw, fixedlen, huffman\n\n"
+         "  --compress MODE    auto (REA, default), raw, fixedlen, huffman\n"
+         "  --algo ALGO        the schedule of the compressed points: auto (default: each point's fastest of\n"
+         "                     those that run it), ring, tree, rhd or hier; plain NCCL is NCCL's own choice\n"
+         "                     of ring or tree (docs/simulator.md)\n\n"
          "A scenario (docs/scenarios.md), one row per point:\n"
          "  --scenario FILE    the what-if scenario\n"
          "  --measured FILE    JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
@@ -59,8 +63,9 @@ static void print_help(void) {
          "  --profile FILE     default $NCCLZ_PROFILE, else the built-in H200 profile\n"
          "  --json             one JSON object on stdout (the human text goes to stderr); scenario: points[]\n"
          "                     with collective, nodes, gpus_per_node, nic_gbps (GB/s), nic_GBps, nic_Gbps,\n"
-         "                     bytes, compress, time_us, algbw, busbw (GB/s), busbw_GBps, speedup_vs_nccl,\n"
-         "                     coders, wire_ratio, fidelity, actors, wall_s\n"
+         "                     bytes, compress, algorithm, time_us, algbw, busbw (GB/s), busbw_GBps,\n"
+         "                     speedup_vs_nccl, speedup_vs_best_plain, best_plain_algorithm, coders,\n"
+         "                     wire_ratio, fidelity, actors, wall_s\n"
          "Exit status: 0 ok, 2 bad input or usage, 1 runtime failure.\n");
 }
 
@@ -89,6 +94,7 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
                                            {"scenario", required_argument, 0, 's'},
                                            {"measured", required_argument, 0, 'm'},
                                            {"json", no_argument, 0, 'j'},
+                                           {"algo", required_argument, 0, 'a'},
                                            {"help", no_argument, 0, 'h'},
                                            {"nodes", required_argument, 0, O_NODES},
                                            {"gpus-per-node", required_argument, 0, O_GPN},
@@ -112,6 +118,10 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
     case 's': o->scenario = optarg; break;
     case 'm': o->measured = optarg; break;
     case 'j': o->json = 1; break;
+    case 'a':
+      o->algo = ncclzAlgorithmFromName(optarg);
+      if (o->algo < 0) return cli_usage_error(VERB, "--algo: '%s' is not one of auto, ring, tree, rhd, hier", optarg);
+      break;
     case 'h': print_help(); return -1;
     default:
       if ((r = flag_option(c, o)) < 0) return CLI_USAGE;
@@ -132,6 +142,12 @@ typedef struct {
   ncclzSimPointResult r;
   double measured_us; /* < 0: none */
 } point_out;
+
+/* --algo applies to the compressed points; plain points stay NCCL's own choice. */
+static void apply_algo(ncclzSimScenario *s, int algo) {
+  for (size_t i = 0; algo > 0 && i < s->npoints; i++)
+    if (s->points[i].options.compress != NCCLZ_SIM_OFF) s->points[i].options.algorithm = (ncclzAlgorithm)algo;
+}
 
 static int run_points(const ncclzSimScenario *s, const ncclzProfile *prof, point_out *out) {
   ncclzSimPointResult *res = calloc(s->npoints ? s->npoints : 1, sizeof *res);
@@ -205,17 +221,17 @@ static double median_error(const ncclzSimScenario *s, const point_out *out) {
 
 static void print_table(FILE *f, const ncclzSimScenario *s, const point_out *out) {
   fprintf(f, "# scenario %s: %zu points\n", s->name, s->npoints);
-  fprintf(f, "%-13s %5s %4s %8s %11s %8s %12s %10s %10s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_GB/s",
-          "bytes", "compress", "time_us", "algbw_GB/s", "busbw_GB/s", "speedup", "coders", "fidelity");
+  fprintf(f, "%-13s %5s %4s %8s %11s %8s %-5s %12s %10s %10s %7s %-24s %s\n", "collective", "nodes", "gpn", "nic_GB/s",
+          "bytes", "compress", "algo", "time_us", "algbw_GB/s", "busbw_GB/s", "speedup", "coders", "fidelity");
   for (size_t i = 0; i < s->npoints; i++) {
     const ncclzSimPoint *p = &s->points[i];
     const ncclzSimResult *r = &out[i].r.r;
     char mix[96];
     ncclzSimCoderMix(r, ",", mix, sizeof mix);
     int n = p->platform.nodes * p->platform.gpus_per_node;
-    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %12.2f %10.3f %10.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
+    fprintf(f, "%-13s %5d %4d %8.4g %11llu %8s %-5s %12.2f %10.3f %10.3f %7.3f %-24s %s(%d)", ncclzCollectiveName(p->options.coll),
             p->platform.nodes, p->platform.gpus_per_node, p->platform.nic_gbps, (unsigned long long)p->options.bytes,
-            ncclzSimCompressName(p->options.compress), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
+            ncclzSimCompressName(p->options.compress), ncclzAlgorithmName(r->algorithm), r->time_us, ncclzSimAlgBw(p->options.bytes, r->time_us),
             ncclzSimBusBw(p->options.coll, n, p->options.bytes, r->time_us), out[i].r.speedup, mix,
             ncclzSimFidelityName(r->fidelity), r->actors);
     if (out[i].measured_us > 0)
@@ -243,6 +259,11 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "busbw", o->r.busbw);
   cJSON_AddNumberToObject(j, "busbw_GBps", o->r.busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->r.speedup);
+  cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(r->algorithm));
+  if (o->r.best_plain.time_us > 0) {
+    cJSON_AddNumberToObject(j, "speedup_vs_best_plain", o->r.best_plain.time_us / r->time_us);
+    cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(o->r.best_plain.algorithm));
+  }
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   uint64_t total = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
@@ -312,7 +333,10 @@ int cli_sim(int argc, char **argv) {
   if (cli_load_profile(VERB, o.profile, prof, &o.profile)) rc = CLI_USAGE;
   else if (o.flags.given) rc = sim_flags_scenario(&o.flags, prof, &s);
   else if (ncclzSimScenarioLoad(o.scenario, prof, &s) != NCCLZ_OK) rc = cli_usage_error(VERB, "%s", ncclzLastError());
-  if (rc == CLI_OK) rc = run(&o, prof, &s);
+  if (rc == CLI_OK) {
+    apply_algo(&s, o.algo);
+    rc = run(&o, prof, &s);
+  }
   ncclzSimScenarioFree(&s);
   free(prof);
   return rc;

@@ -178,23 +178,22 @@ static void print_screen(FILE *o, const sim_flags *f, const ncclzSimScenario *s,
           size, p->platform.nodes, p->platform.gpus_per_node, nr, p->platform.rails, p->platform.rails > 1 ? "s" : "", bw);
   fprintf(o, "data: %s\nprofile: %s\n\n", f->data_text, profile);
   fprintf(o, "                 %12s  %12s\n", "time", "busbw");
-  fprintf(o, "  plain NCCL     %9.1f us  %7.2f GB/s\n", res[1].base_us, res[1].base_busbw);
+  fprintf(o, "  plain NCCL     %9.1f us  %7.2f GB/s  (NCCL's choice: %s)\n", res[1].base_us, res[1].base_busbw,
+          ncclzAlgorithmName(res[0].r.algorithm));
   fprintf(o, "  ncclz (%s)%*s%9.1f us  %7.2f GB/s\n", ncclzSimCompressName(p->options.compress),
           (int)(7 - strlen(ncclzSimCompressName(p->options.compress))), "", z->time_us, res[1].busbw);
   for (size_t i = 2; i < s->npoints; i++)
     fprintf(o, "  forced %-8s%9.1f us  %7.2f GB/s  (%.2fx)\n", ncclzSimCompressName(s->points[i].options.compress),
             res[i].r.time_us, res[i].busbw, res[i].speedup);
-  fprintf(o, "\n  speedup        %.2fx\n  coder          %s\n  algorithm      ring (the executor's schedule)\n"
-             "  wire CR        %.2f\n", res[1].speedup, coders, res[1].wire_cr);
-  if (z->frames[NCCLZ_CODER_FIXEDLEN] + z->frames[NCCLZ_CODER_HUFFMAN] == 0) {
-    char step[32];
-    ncclzFormatBytes((double)p->options.bytes / nr, step, sizeof step);
-    fprintf(o, "  why            the wire time the coders would save does not pay for their cost (REA's vote;\n"
-               "                 a ring step moves %s per rank)\n", step);
-  }
-  if (p->platform.rails > 1 && p->options.coll != NCCLZ_ALLTOALL)
-    fprintf(o, "  note           the executor's one ring leaves each node through one NIC: %d rails replay as 1\n",
-            p->platform.rails);
+  fprintf(o, "\n  speedup        %.2fx over NCCL's choice", res[1].speedup);
+  if (res[1].best_plain.time_us > 0)
+    fprintf(o, ", %.2fx over our best plain schedule (%s)", res[1].best_plain.time_us / z->time_us,
+            ncclzAlgorithmName(res[1].best_plain.algorithm));
+  fprintf(o, "\n  coder          %s\n  algorithm      %s\n  wire CR        %.2f\n", coders,
+          ncclzAlgorithmName(z->algorithm), res[1].wire_cr);
+  if (z->frames[NCCLZ_CODER_FIXEDLEN] + z->frames[NCCLZ_CODER_HUFFMAN] == 0)
+    fprintf(o, "  why            on every schedule the wire time the coders would save does not pay for\n"
+               "                 their cost (REA's vote)\n");
   fprintf(o, "\nreplay: %s, %d actors, %.2f s\n", ncclzSimFidelityName(z->fidelity), z->actors, z->wall_s + res[0].r.wall_s);
 }
 
@@ -226,14 +225,16 @@ static cJSON *answer_json(const sim_flags *f, const ncclzSimScenario *s, const n
   cJSON_AddStringToObject(j, "profile", profile);
   cJSON_AddStringToObject(j, "device", prof->meta.device);
   double plain_algbw = ncclzSimAlgBw(p->options.bytes, z->base_us);
-  cJSON_AddItemToObject(j, "plain", side_json("off", z->base_us, z->base_busbw, plain_algbw));
+  cJSON *pl = side_json("off", z->base_us, z->base_busbw, plain_algbw);
+  cJSON_AddStringToObject(pl, "algorithm", ncclzAlgorithmName(res[0].r.algorithm));
+  cJSON_AddItemToObject(j, "plain", pl);
   cJSON *nz = side_json(ncclzSimCompressName(p->options.compress), z->r.time_us, z->busbw, z->algbw);
   cJSON *mix = cJSON_AddObjectToObject(nz, "coders");
   uint64_t total = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += z->r.frames[c];
   for (int c = 0; c < NCCLZ_CODER_COUNT && total; c++)
     cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)z->r.frames[c] / (double)total);
-  cJSON_AddStringToObject(nz, "algorithm", "ring");
+  cJSON_AddStringToObject(nz, "algorithm", ncclzAlgorithmName(z->r.algorithm));
   cJSON_AddNumberToObject(nz, "wire_cr", z->wire_cr);
   cJSON_AddItemToObject(j, "ncclz", nz);
   cJSON *forced = cJSON_AddArrayToObject(j, "forced");
@@ -244,6 +245,10 @@ static cJSON *answer_json(const sim_flags *f, const ncclzSimScenario *s, const n
     cJSON_AddItemToArray(forced, fj);
   }
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", z->speedup);
+  if (z->best_plain.time_us > 0) {
+    cJSON_AddNumberToObject(j, "speedup_vs_best_plain", z->best_plain.time_us / z->r.time_us);
+    cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(z->best_plain.algorithm));
+  }
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(z->r.fidelity));
   cJSON_AddStringToObject(j, "fidelity_why", z->r.why);
   return j;

@@ -70,20 +70,18 @@ void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in,
   }
 }
 
-size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) {
-  return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
-}
+/* The buffer rules are the schedule's per-collective table (schedule.h), shared with the replay. */
+size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollInCount(c, count, nranks); }
 
-size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) {
-  return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * (size_t)nranks : count;
-}
+size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollOutCount(c, count, nranks); }
 
 size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  return c == NCCLZ_ALLGATHER ? off - (size_t)rank * count : off;
+  return ncclzCollInOffset(c, rank, count, off);
 }
 
 size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  return c == NCCLZ_REDUCESCATTER ? off - (size_t)rank * count : off;
+  size_t skip, olen;
+  return ncclzCollOutPart(c, rank, count, off, 1, &skip, &olen);
 }
 
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize) {
@@ -92,4 +90,26 @@ uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t 
   size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
   size_t c = (blk + per - 1) / per;
   return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
+}
+
+void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
+                     ncclzScheduleSpec *sp) {
+  memset(sp, 0, sizeof *sp);
+  sp->coll = coll;
+  sp->algo = cfg->algorithm;
+  if (sp->algo == NCCLZ_ALGO_AUTO) { /* NCCL's own choice where the nodes and the profile's link are known */
+    int g = cfg->ranks_per_node, nodes = g > 0 && nranks % g == 0 ? nranks / g : 1;
+    double bw = cfg->profile ? cfg->profile->transport[cfg->hint].beta_gbps : 0.0;
+    uint64_t bytes = (uint64_t)ncclzCollInCount(coll, count, nranks) * dsize;
+    sp->algo = nodes > 1 && bw > 0 ? ncclzTunerChoose(coll, nodes, g, bw, bytes) : NCCLZ_ALGO_RING;
+  }
+  sp->nranks = nranks;
+  sp->ranks_per_node = cfg->ranks_per_node;
+  sp->root = root;
+  sp->nchunks = 1;
+  sp->nchannels = cfg->channels ? cfg->channels : 1;
+  sp->hier_inter = NCCLZ_ALGO_RHD;
+  char why[160];
+  if (ncclzScheduleCheck(sp, why, sizeof why) == 0)
+    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize, cfg->max_chunks);
 }

@@ -26,6 +26,12 @@ size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t o
 /* Chunks per block: blocks cut into chunks of the config's chunk_bytes, 1..max_chunks. */
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize);
 
+/* The schedule of a call: the config's algorithm (AUTO: NCCL's tuner's choice of ring or tree
+ * when ranks_per_node splits the ranks into nodes and the profile gives the hint's link, else the
+ * ring), node size and channels, and chunks so that the largest op's chunks hold chunk_bytes. */
+void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
+                     ncclzScheduleSpec *sp);
+
 /* Float spacing at |v| (what rounding a result of that size to float can cost, twice over). */
 double ncclz_exec_f32_ulp(double v);
 /* The same for the output dtype: the result is rounded to it once, at the very end. */

@@ -99,6 +99,9 @@ uint64_t ncclzConfigFingerprint(const ncclzConfig *c) {
   MIX(&f, c->comm_lanes);
   MIX(&f, c->rea_per_frame);
   for (int i = 0; i < 3; i++) MIX(&f, c->dims[i]);
+  MIX(&f, (int)c->algorithm);
+  MIX(&f, c->ranks_per_node);
+  MIX(&f, c->channels);
   mix_profile(&f, c->profile);
   return f.h;
 }

@@ -48,7 +48,10 @@ ncclzStatus ncclzHostCommInit(ncclzHostComm **out, ncclzTransport *t, const nccl
   if (!c) return ncclzSetError(NCCLZ_ERR_NOMEM, "ncclzHostCommInit");
   c->t = t;
   c->cfg = *cfg;
-  if (cfg->profile) ncclzReaConfigFromProfile(cfg->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+  if (cfg->profile) {
+    ncclzReaConfigFromProfile(cfg->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+    ncclzReaConfigFromProfile(cfg->profile, NCCLZ_HINT_NVLINK, NCCLZ_CLASS_DEFAULT, &c->rea_intra);
+  }
   *out = c;
   return NCCLZ_OK;
 }
@@ -78,7 +81,10 @@ static void symbols_to_floats(run_t *r, size_t n) {
   ncclzToFloat(r->half, r->dtype, n, r->fl);
 }
 
-static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, size_t *len, ncclzCoder *coder) {
+/* REA plans each frame for its hop's link when the config says where the nodes are (a hop inside
+ * a node: NVLink), else for the config's hint. */
+static ncclzStatus encode_policy(run_t *r, size_t n, uint8_t link, const ncclzFrameDesc *d, size_t *len,
+                                 ncclzCoder *coder) {
   const ncclzConfig *cfg = &r->c->cfg;
   if (cfg->policy != NCCLZ_POLICY_AUTO) {
     *coder = cfg->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
@@ -86,7 +92,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, si
                                                    : NCCLZ_CODER_RAW;
     return ncclzFrameEncode(*coder, r->sym, n, d, r->stage, r->stage_cap, len);
   }
-  ncclzReaConfig rc = r->c->rea;
+  ncclzReaConfig rc = cfg->ranks_per_node > 0 && link == NCCLZ_LINK_INTRA ? r->c->rea_intra : r->c->rea;
   rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : NULL);
   ncclzReaResult res;
   ncclzStatus st = ncclzReaEncodeBest(cfg->profile, &rc, r->sym, n, d, r->stage, r->stage_cap, &res);
@@ -96,7 +102,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, const ncclzFrameDesc *d, si
 }
 
 /* Encodes n cells into r->stage: a frame, or (policy off) the plain dtype bytes. */
-static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *len) {
+static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, uint8_t link, size_t *len) {
   double t0 = ncclzNowSeconds();
   ncclzStatus st = NCCLZ_OK;
   if (!r->framed) {
@@ -106,7 +112,7 @@ static ncclzStatus encode_chunk(run_t *r, const void *cells, size_t n, size_t *l
     cells_to_symbols(r, cells, n);
     ncclzFrameDesc d = {r->dtype, r->quantized ? &r->qp : NULL, NULL, 0, r->c->cfg.coder_params};
     ncclzCoder coder = NCCLZ_CODER_RAW;
-    st = encode_policy(r, n, &d, len, &coder);
+    st = encode_policy(r, n, link, &d, len, &coder);
     if (!st) r->st->coder_mix[coder]++;
   }
   r->st->t_encode += ncclzNowSeconds() - t0;
@@ -148,9 +154,8 @@ static void reduce_chunk(run_t *r, void *dst, size_t n) {
   r->st->t_reduce += ncclzNowSeconds() - t0;
 }
 
-static void store_chunk(run_t *r, void *dst, size_t n) {
-  memcpy(dst, r->quantized ? (const void *)r->sym : (const void *)r->fl, n * 4);
-}
+/* The decoded chunk's cells: codes when quantized, else floats. */
+static const void *chunk_cells(const run_t *r) { return r->quantized ? (const void *)r->sym : (const void *)r->fl; }
 
 /* ------------------------------------------------------------ transfers */
 
@@ -203,14 +208,22 @@ static ncclzStatus recv_bytes(run_t *r, const ncclzOp *o, size_t n, size_t *len)
 
 /* ----------------------------------------------------------------- ops */
 
-static size_t in_offset(const run_t *r, size_t off) { return ncclz_exec_in_offset(r->coll, r->s.rank, r->count, off); }
-static size_t out_offset(const run_t *r, size_t off) { return ncclz_exec_out_offset(r->coll, r->s.rank, r->count, off); }
+static size_t in_offset(const run_t *r, size_t off) { return ncclzCollInOffset(r->coll, r->s.rank, r->count, off); }
 static char *cell(void *base, size_t i) { return (char *)base + 4 * i; }
 
-/* Where an ENCODE send reads: the working buffer while reducing, else the input. */
+/* Where an ENCODE send reads (the schedule's table): the working buffer, the output, the input. */
 static void *send_source(run_t *r, size_t off) {
-  if (r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER) return cell(r->work, off);
-  return cell(r->in, in_offset(r, off));
+  switch (ncclzCollEncodeSource(r->coll)) {
+  case NCCLZ_BUF_WORK: return cell(r->work, off);
+  case NCCLZ_BUF_OUT: return cell(r->out, off);
+  default: return cell(r->in, off);
+  }
+}
+
+/* Copies n cells of the range at `off` from src into the part of it that lies in the output. */
+static void to_output(run_t *r, size_t off, size_t n, const void *src) {
+  size_t skip, olen, oo = ncclzCollOutPart(r->coll, r->s.rank, r->count, off, n, &skip, &olen);
+  if (olen && cell(r->out, oo) != (const char *)src + 4 * skip) memmove(cell(r->out, oo), (const char *)src + 4 * skip, olen * 4);
 }
 
 static ncclzStatus run_send(run_t *r, const ncclzOp *o, size_t off, size_t len) {
@@ -224,7 +237,7 @@ static ncclzStatus run_send(run_t *r, const ncclzOp *o, size_t off, size_t len) 
     return send_bytes(r, o, r->kept[o->dep], r->kept_len[o->dep]);
   }
   size_t flen = 0;
-  ncclzStatus st = encode_chunk(r, send_source(r, off), len, &flen);
+  ncclzStatus st = encode_chunk(r, send_source(r, off), len, o->link, &flen);
   return st ? st : send_bytes(r, o, r->stage, flen);
 }
 
@@ -240,14 +253,8 @@ static ncclzStatus run_recv(run_t *r, size_t i, const ncclzOp *o, size_t off, si
   if (!st && (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE))) st = decode_chunk(r, r->rstage, flen, len);
   if (st) return st;
   if (o->action & NCCLZ_ACT_REDUCE) reduce_chunk(r, cell(r->work, off), len);
-  if (o->action & NCCLZ_ACT_STORE) {
-    void *dst = cell(r->out, out_offset(r, off));
-    if (o->action & NCCLZ_ACT_REDUCE) {
-      if (dst != cell(r->work, off)) memcpy(dst, cell(r->work, off), len * 4);
-    } else {
-      store_chunk(r, dst, len);
-    }
-  }
+  if (o->action & NCCLZ_ACT_STORE)
+    to_output(r, off, len, o->action & NCCLZ_ACT_REDUCE ? (const void *)cell(r->work, off) : chunk_cells(r));
   return NCCLZ_OK;
 }
 
@@ -255,11 +262,10 @@ static ncclzStatus run_ops(run_t *r) {
   for (size_t i = 0; i < r->s.nops; i++) {
     const ncclzOp *o = &r->s.ops[i];
     size_t off, len;
-    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    ncclzScheduleOpRange(&r->s, r->count, o, &off, &len);
     ncclzStatus st = NCCLZ_OK;
     if (o->kind == NCCLZ_OP_COPY) {
-      size_t src = r->coll == NCCLZ_REDUCESCATTER || r->coll == NCCLZ_ALLTOALL ? off : in_offset(r, off);
-      memmove(cell(r->out, out_offset(r, off)), cell(r->in, src), len * 4);
+      to_output(r, off, len, cell(r->in, in_offset(r, off)));
     } else if (o->kind == NCCLZ_OP_SEND) {
       st = run_send(r, o, off, len);
     } else {
@@ -273,12 +279,12 @@ static ncclzStatus run_ops(run_t *r) {
 /* ------------------------------------------------------------- set-up */
 
 
-/* Largest chunk of the schedule (the chunk ranges split blocks as evenly as possible). */
+/* Largest chunk of the list (a chunk of its largest range). */
 static size_t largest_chunk(const run_t *r) {
   size_t best = 0;
-  for (uint32_t b = 0; b < r->s.nblocks; b++) {
+  for (size_t i = 0; i < r->s.nops; i++) {
     size_t off, len;
-    ncclzScheduleRange(&r->s, r->count, b, 0, &off, &len);
+    ncclzScheduleOpRange(&r->s, r->count, &r->s.ops[i], &off, &len);
     if (len > best) best = len;
   }
   return best;
@@ -338,6 +344,10 @@ static ncclzStatus check_call(const ncclzHostComm *c, ncclzCollective coll, size
   if (dtype != NCCLZ_DTYPE_F32 && dtype != NCCLZ_DTYPE_BF16 && dtype != NCCLZ_DTYPE_F16)
     return ncclzSetError(NCCLZ_ERR_ARG, "dtype %s: the executor takes f32, bf16 and f16", ncclzDtypeName(dtype));
   if (root < 0 || root >= c->t->nranks) return ncclzSetError(NCCLZ_ERR_ARG, "root %d of %d ranks", root, c->t->nranks);
+  ncclzScheduleSpec sp;
+  char why[200];
+  ncclz_exec_spec(&c->cfg, coll, 0, c->t->nranks, root, 4, &sp);
+  if (ncclzScheduleCheck(&sp, why, sizeof why)) return ncclzSetError(NCCLZ_ERR_ARG, "config algorithm: %s", why);
   if (count > UINT32_MAX / 2) return ncclzSetError(NCCLZ_ERR_ARG, "count %zu too large", count);
   if (q->kind == NCCLZ_QUANT_EB && q->lorenzo) {
     if (coll != NCCLZ_ALLREDUCE && coll != NCCLZ_BROADCAST)
@@ -398,8 +408,9 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
   r.k = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_REDUCESCATTER ? c->t->nranks : 1;
   r.st = st_out;
-  uint32_t nch = ncclz_exec_chunks(&c->cfg, coll, count, c->t->nranks, r.dsize);
-  if (ncclzScheduleBuild(coll, c->t->nranks, c->t->rank, root, nch, &r.s))
+  ncclzScheduleSpec sp;
+  ncclz_exec_spec(&c->cfg, coll, count, c->t->nranks, root, r.dsize, &sp);
+  if (ncclzScheduleBuildSpec(&sp, c->t->rank, &r.s))
     return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
   r.max_chunk = largest_chunk(&r);
   init_qparams(&r);

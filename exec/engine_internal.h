@@ -7,7 +7,8 @@
 struct ncclzHostComm {
   ncclzTransport *t;
   ncclzConfig cfg;
-  ncclzReaConfig rea;
+  ncclzReaConfig rea;        /* REA for the config's hint */
+  ncclzReaConfig rea_intra;  /* REA for a hop inside a node (NVLink) when ranks_per_node is set */
 };
 
 /* One collective in progress on one rank. Buffers hold 4-byte cells: int32 codes when quantized,

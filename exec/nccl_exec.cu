@@ -91,7 +91,7 @@ static uint64_t plain_bytes(const ncclzSchedule *s, size_t count, size_t ds) {
   for (size_t i = 0; i < s->nops; i++) {
     if (s->ops[i].kind != NCCLZ_OP_SEND) continue;
     size_t off, len;
-    ncclzScheduleRange(s, count, s->ops[i].block, s->ops[i].chunk, &off, &len);
+    ncclzScheduleOpRange(s, count, &s->ops[i], &off, &len);
     b += len * ds;
   }
   return b;

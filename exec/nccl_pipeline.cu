@@ -67,7 +67,7 @@ void build_units(grun *r) {
     if (!same) r->units.push_back(unit_t());
     unit_t &u = r->units.back();
     size_t off, len;
-    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    ncclzScheduleOpRange(&r->s, r->count, o, &off, &len);
     if (o->kind == NCCLZ_OP_SEND) {
       u.send = (int)i;
       u.soff = off;
@@ -348,7 +348,7 @@ ncclzStatus run_copies(grun *r) {
     const ncclzOp *o = &r->s.ops[i];
     if (o->kind != NCCLZ_OP_COPY) continue;
     size_t off, len;
-    ncclzScheduleRange(&r->s, r->count, o->block, o->chunk, &off, &len);
+    ncclzScheduleOpRange(&r->s, r->count, o, &off, &len);
     size_t src = r->coll == NCCLZ_REDUCESCATTER || r->coll == NCCLZ_ALLTOALL ? off : in_offset(r, off);
     void *d = cell(r->out, out_offset(r, off)), *s = cell(r->in, src);
     if (len && d != s) CU(cudaMemcpyAsync(d, s, len * 4, cudaMemcpyDeviceToDevice, r->stream));

@@ -76,8 +76,13 @@ ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, do
   switch (job->opt->compress) {
   case NCCLZ_SIM_AUTO: {
     if (job->call_coder >= 0) return (ncclzCoder)job->call_coder;
+    if (job->per_hop && hop->hint == NCCLZ_HINT_NVLINK) return NCCLZ_CODER_RAW; /* NVLink hops stay raw */
+    /* a frame of an op's pipeline of nchunks frames, as the call's plan; in the tree every level
+     * decodes, adds and re-encodes each chunk before passing it on, so its codec time is exposed
+     * (a frame on its own) */
     ncclzReaDecision dec;
-    return sim_rea_decide(job, hop, k, raw_bytes, 1.0, &dec);
+    double pipeline = job->spec.algo == NCCLZ_ALGO_TREE ? 1.0 : (double)job->nchunks;
+    return sim_rea_decide(job, hop, k, raw_bytes, pipeline, &dec);
   }
   case NCCLZ_SIM_FIXEDLEN: return NCCLZ_CODER_FIXEDLEN;
   case NCCLZ_SIM_HUFFMAN: return NCCLZ_CODER_HUFFMAN;

@@ -55,8 +55,9 @@ typedef struct {
   size_t *recvq, rq_head, rq_tail; /* outstanding receives, in issue order */
   int *out_inflight, *in_inflight; /* per peer actor */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer actor, made on first use */
-  double enc_free;           /* simulated time (s) when the encode stream is idle */
-  double dec_free[NCCLZ_MAX_COMM_LANES]; /* the same, per lane's decode stream */
+  int chan;                  /* the tree's channel this actor plays (sim_channels) */
+  double *enc_free;          /* simulated time (s) when the rank's encode stream is idle */
+  double *dec_free;          /* the same, per lane's decode stream (NCCLZ_MAX_COMM_LANES) */
   struct {
     long send, recv;         /* the unit's ops (-1: none) */
   } units[UNIT_RING];        /* units posted and not yet drained, a ring */
@@ -72,15 +73,19 @@ static ncclzCoder payload_coder(void *p) { return (ncclzCoder)((uintptr_t)p - 1)
 static int peer_actor(const rank_ctx *c, int peer) {
   const sim_job *j = c->job;
   if (!j->reduced) return peer;
+  if (j->mirror) {
+    int g = j->lay.p.gpus_per_node, same = peer / g == c->s.rank / g, side = c->a / g;
+    return (same ? side : 1 - side) * g + peer % g;
+  }
   int d = ((peer - c->s.rank) % j->nranks + j->nranks) % j->nranks; /* ring offset: 1 or n-1 */
   return d == 1 ? (c->a + 1) % c->m : (c->a + c->m - 1) % c->m;
 }
 
 /* The mailbox from actor src to actor dst (tag "h": the size headers), cached per peer. */
-static sg_mailbox_t mb_get(sg_mailbox_t *cache, int idx, int src, int dst, const char *tag) {
+static sg_mailbox_t mb_get(const rank_ctx *c, sg_mailbox_t *cache, int idx, int src, int dst, const char *tag) {
   if (!cache[idx]) {
     char name[64];
-    snprintf(name, sizeof name, "%d>%d%s", src, dst, tag);
+    snprintf(name, sizeof name, "%d>%d%s.%d", src, dst, tag, c->chan);
     cache[idx] = sg_mailbox_by_name(name);
   }
   return cache[idx];
@@ -104,7 +109,7 @@ static double size_factor(const ncclzSimPlatform *p, double bytes) {
 
 static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
   size_t off, len;
-  ncclzScheduleRange(&c->s, c->job->count, o->block, o->chunk, &off, &len);
+  ncclzScheduleOpRange(&c->s, c->job->count, o, &off, &len);
   return (double)len * (double)c->job->elem_bytes;
 }
 
@@ -114,12 +119,13 @@ static double *dec_stream(rank_ctx *c, size_t i) {
   return &c->dec_free[lanes ? c->unit[i] % lanes : 0];
 }
 
-/* Ranks whose codes a frame sums: k+1 at reduce-scatter step k, all of them once reduced
- * (AllReduce's gather), one rank's data everywhere else. */
-static uint32_t frame_k(const rank_ctx *c, const ncclzOp *o) {
-  if (o->phase == NCCLZ_PHASE_REDUCE) return o->step + 1;
-  return c->s.coll == NCCLZ_ALLREDUCE ? (uint32_t)c->job->nranks : 1;
-}
+/* Ranks whose codes a frame sums: the schedule's nsum (k+1 at ring reduce-scatter step k, all
+ * of them once reduced, one rank's data in AllGather). */
+static uint32_t frame_k(const ncclzOp *o) { return o->nsum ? o->nsum : 1; }
+
+/* Frames in flight per peer and direction: the staging banks of each ring channel (NCCL's
+ * channels each have their own buffers; the channels of one ring share peers). */
+static int banks_of(const rank_ctx *c) { return (int)(c->job->opt->banks * (c->s.nchannels ? c->s.nchannels : 1)); }
 
 /* Waits for the transfer in *slot (a send or a payload), then clears it. */
 static void wait_comm(sg_comm_t *slot) {
@@ -184,9 +190,9 @@ static void do_send(rank_ctx *c, size_t i) {
   const sim_job *j = c->job;
   int p = peer_actor(c, o->peer);
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
-  while (c->out_inflight[p] >= (int)j->opt->banks) wait_oldest_send(c);
+  while (c->out_inflight[p] >= banks_of(c)) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
-  uint32_t k = frame_k(c, o);
+  uint32_t k = frame_k(o);
   ncclzCoder cd;
   if ((o->action & NCCLZ_ACT_FORWARD) && o->dep >= 0) {
     cd = payload_coder(c->payload[o->dep]);
@@ -194,7 +200,7 @@ static void do_send(rank_ctx *c, size_t i) {
     sim_hop hop = j->per_hop ? sim_hop_actors(&j->lay, c->a, p) : j->hop;
     cd = sim_pick_coder(j, &hop, k, raw);
     double us = sim_codec_us(j, cd, 0, raw);
-    if (us > 0.0) sg_actor_sleep_until(codec_queue(&c->enc_free, us));
+    if (us > 0.0) sg_actor_sleep_until(codec_queue(c->enc_free, us));
   }
   double bytes = sim_frame_bytes(j, cd, k, raw);
   lane_gate(c);
@@ -203,10 +209,10 @@ static void do_send(rank_ctx *c, size_t i) {
   c->st->wire_bytes += bytes;
   c->st->raw_bytes += raw;
   if (j->opt->size_protocol == NCCLZ_SIZE_HEADER && j->opt->compress != NCCLZ_SIM_OFF)
-    sg_comm_detach(sg_mailbox_put_init(mb_get(c->hb_out, p, c->a, p, "h"), coder_payload(cd),
+    sg_comm_detach(sg_mailbox_put_init(mb_get(c, c->hb_out, p, c->a, p, "h"), coder_payload(cd),
                                        NCCLZ_FRAME_HEADER_BYTES),
                    NULL); /* fire and forget: detach starts it */
-  c->comm[i] = sg_mailbox_put_async(mb_get(c->mb_out, p, c->a, p, ""), coder_payload(cd),
+  c->comm[i] = sg_mailbox_put_async(mb_get(c, c->mb_out, p, c->a, p, ""), coder_payload(cd),
                                     (long)fmax(1.0, bytes / size_factor(&j->lay.p, bytes)));
   c->sendq[c->sq_tail++] = i;
   c->out_inflight[p]++;
@@ -215,18 +221,18 @@ static void do_send(rank_ctx *c, size_t i) {
 static void do_recv(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   int p = peer_actor(c, o->peer);
-  while (c->in_inflight[p] >= (int)c->job->opt->banks && c->rq_head < c->rq_tail)
+  while (c->in_inflight[p] >= banks_of(c) && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
   c->recvq[c->rq_tail++] = i;
   c->in_inflight[p]++;
   if (c->job->opt->size_protocol == NCCLZ_SIZE_HEADER && c->job->opt->compress != NCCLZ_SIM_OFF) {
     /* as the executor's host (host_recv): it waits for the header here, before it posts the
      * payload's receive and goes on to the next unit's encode */
-    sg_comm_t hdr = sg_mailbox_get_async(mb_get(c->hb_in, p, p, c->a, "h"), &c->payload[i]);
+    sg_comm_t hdr = sg_mailbox_get_async(mb_get(c, c->hb_in, p, p, c->a, "h"), &c->payload[i]);
     wait_comm(&hdr);
   }
   lane_gate(c);
-  c->comm[i] = sg_mailbox_get_async(mb_get(c->mb_in, p, p, c->a, ""), &c->payload[i]);
+  c->comm[i] = sg_mailbox_get_async(mb_get(c, c->mb_in, p, p, c->a, ""), &c->payload[i]);
 }
 
 /* Op i starts a unit: a SEND, or a RECV that is not its (step, chunk)'s SEND's partner. */
@@ -258,20 +264,51 @@ static void rank_actor(int argc, char **argv) {
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);
-  double idle = c->enc_free;
-  for (int l = 0; l < 4; l++) idle = fmax(idle, c->dec_free[l]);
+  double idle = *c->enc_free;
+  for (int l = 0; l < NCCLZ_MAX_COMM_LANES; l++) idle = fmax(idle, c->dec_free[l]);
   if (idle > simgrid_get_clock()) sg_actor_sleep_until(idle);
   c->st->end_s = simgrid_get_clock();
   c->st->finished = 1;
 }
 
-static int ctx_init(rank_ctx *c, const sim_job *j, int a, sim_actor_stats *st) {
+/* The channel an op belongs to when a rank's channels run as actors of their own: the tree's
+ * two trees (NCCL runs them on separate channels, each progressing on its own). */
+int sim_channels(const sim_job *j) {
+  return j->spec.algo == NCCLZ_ALGO_TREE && j->nranks > 1 ? 2 * (int)(j->spec.nchannels ? j->spec.nchannels : 1) : 1;
+}
+static int op_channel(const sim_job *j, const ncclzOp *o) {
+  return sim_channels(j) > 1 ? (int)(o->chunk / j->spec.nchunks) * 2 + (int)o->block : 0;
+}
+
+/* Keeps channel k's ops of the list, deps renumbered. */
+static int keep_channel(const sim_job *j, ncclzSchedule *s, int k) {
+  int32_t *map = malloc((s->nops + 1) * sizeof *map);
+  if (!map) return -1;
+  size_t n = 0;
+  for (size_t i = 0; i < s->nops; i++) {
+    map[i] = -1;
+    if (op_channel(j, &s->ops[i]) != k) continue;
+    ncclzOp o = s->ops[i];
+    o.dep = o.dep >= 0 ? map[o.dep] : -1;
+    map[i] = (int32_t)n;
+    s->ops[n++] = o;
+  }
+  s->nops = n;
+  free(map);
+  return 0;
+}
+
+static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams, sim_actor_stats *st) {
   memset(c, 0, sizeof *c);
   c->job = j;
   c->st = st;
   c->a = a;
+  c->chan = k;
+  c->enc_free = streams;
+  c->dec_free = streams + 1;
   c->m = j->lay.nactors;
-  if (ncclzScheduleBuild(j->opt->coll, j->nranks, a % j->nranks, j->opt->root, j->nchunks, &c->s)) return -1;
+  if (ncclzScheduleBuildSpec(&j->spec, a % j->nranks, &c->s)) return -1;
+  if (sim_channels(j) > 1 && keep_channel(j, &c->s, k)) return -1;
   size_t n = c->s.nops, m = (size_t)c->m;
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);
@@ -352,23 +389,26 @@ static int load_platform(const sim_layout *lay) {
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats) {
   engine_init();
   if (load_platform(&job->lay)) return -1;
-  rank_ctx *ctx = calloc((size_t)job->lay.nactors, sizeof *ctx);
-  if (!ctx) return -1;
-  int rc = 0;
-  for (int a = 0; a < job->lay.nactors && rc == 0; a++) {
+  int kc = sim_channels(job), na = job->lay.nactors * kc;
+  rank_ctx *ctx = calloc((size_t)na, sizeof *ctx);
+  double *streams = calloc((size_t)job->lay.nactors * (1 + NCCLZ_MAX_COMM_LANES), sizeof *streams);
+  int rc = ctx && streams ? 0 : -1;
+  for (int i = 0; i < na && rc == 0; i++) {
     char host[48], name[32];
-    if (ctx_init(&ctx[a], job, a, &stats[a])) {
+    int a = i / kc, k = i % kc;
+    if (ctx_init(&ctx[i], job, a, k, streams + (size_t)a * (1 + NCCLZ_MAX_COMM_LANES), &stats[i])) {
       rc = -1;
       break;
     }
     sim_host_name(host, sizeof host, job->lay.node_of[a], job->lay.gpu_of[a]);
-    snprintf(name, sizeof name, "rank%d", a);
+    snprintf(name, sizeof name, "rank%d.%d", a, k);
     sg_actor_t act = sg_actor_init(name, sg_host_by_name(host));
-    sg_actor_set_data(act, &ctx[a]);
+    sg_actor_set_data(act, &ctx[i]);
     sg_actor_start(act, rank_actor, 0, NULL);
   }
   if (rc == 0) simgrid_run();
-  for (int a = 0; a < job->lay.nactors; a++) ctx_free(&ctx[a]);
+  for (int i = 0; ctx && i < na; i++) ctx_free(&ctx[i]);
   free(ctx);
+  free(streams);
   return rc;
 }

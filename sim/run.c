@@ -62,25 +62,69 @@ void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_
                                100.0 * (double)r->frames[k] / (double)total);
 }
 
-/* The ring collectives are the same on every rank up to a rotation; only a platform whose every
- * ring hop of one class sees the same links and load keeps that symmetry. */
+static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* The concrete schedule of a point: the algorithm (AUTO resolved as sim_choose_algorithm does)
+ * and the ring's channels (default: the rails). */
+void sim_resolve(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm *algo, uint32_t *channels) {
+  ncclzAlgorithm a = o->algorithm;
+  if (a == NCCLZ_ALGO_AUTO || (unsigned)a >= NCCLZ_ALGO_COUNT) a = sim_auto_algorithm(p, o);
+  if (o->coll == NCCLZ_ALLTOALL || o->coll == NCCLZ_BROADCAST) a = o->algorithm == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RING : a;
+  *algo = a;
+  int chan = a == NCCLZ_ALGO_RING || (a == NCCLZ_ALGO_TREE && o->coll == NCCLZ_ALLREDUCE);
+  *channels = !chan ? 1 : o->channels ? o->channels : (uint32_t)p->rails;
+}
+
+void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchunks, ncclzScheduleSpec *sp) {
+  memset(sp, 0, sizeof *sp);
+  sp->coll = o->coll;
+  sim_resolve(p, o, &sp->algo, &sp->nchannels);
+  sp->nranks = p->nodes * p->gpus_per_node;
+  sp->ranks_per_node = p->gpus_per_node;
+  sp->root = o->root;
+  sp->nchunks = nchunks;
+  sp->hier_inter = NCCLZ_ALGO_RHD;
+}
+
+/* Which schedules are the same on every rank up to a relabeling (so that one node's actors, or
+ * two nodes', stand for all): the ring (a rotation), halving-doubling on powers of two, the
+ * hierarchical schedule whose inter-node stage is; and only on a platform whose every hop of one
+ * class sees the same links and load. */
+static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a) {
+  int n = p->nodes * p->gpus_per_node;
+  if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
+    return o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
+  if (p->placement != NCCLZ_PLACE_CONTIGUOUS) return "a non-contiguous placement makes ring hops differ";
+  if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
+    return "hops that cross fat-tree leaves differ from the others";
+  if (p->nodes <= 2 || n < 3) return "at most 2 nodes: the full replay is as small";
+  if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
+  if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
+    return "halving-doubling folds the ranks beyond a power of two";
+  if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
+  if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) return "hier's last (first) step sends blocks across nodes to their owners";
+  return NULL;
+}
+
+/* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
+static int mirrored(ncclzAlgorithm a, uint32_t channels) { return a != NCCLZ_ALGO_RING || channels > 1; }
+
 ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSimOptions *o, char *why, size_t cap) {
   int n = p->nodes * p->gpus_per_node;
-  const char *reason = NULL;
-  if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
-    reason = o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
-  else if (p->placement != NCCLZ_PLACE_CONTIGUOUS)
-    reason = "a non-contiguous placement makes ring hops differ";
-  else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
-    reason = "hops that cross fat-tree leaves differ from the others";
-  else if (p->nodes <= 2 || n < 3)
-    reason = "at most 2 nodes: the full replay is as small";
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  const char *reason = asymmetric(p, o, a);
   if (reason) {
     snprintf(why, cap, "full: %s", reason);
     return NCCLZ_FID_FULL;
   }
-  int m = p->gpus_per_node > 1 ? p->gpus_per_node : 2;
-  snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", m, n);
+  if (mirrored(a, ch))
+    snprintf(why, cap, "reduced: symmetric %s, %d actors on two nodes stand for %d ranks", ncclzAlgorithmName(a),
+             2 * p->gpus_per_node, n);
+  else
+    snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
+             n);
   return NCCLZ_FID_REDUCED;
 }
 
@@ -96,6 +140,12 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
                          ncclzSimCompressName(o->compress));
   if (o->root < 0 || o->root >= p->nodes * p->gpus_per_node) return ncclzSetError(NCCLZ_ERR_ARG, "options.root: out of range");
   if (data && data->dtype_bytes == 0) return ncclzSetError(NCCLZ_ERR_ARG, "data.dtype_bytes: must be > 0");
+  if ((unsigned)o->algorithm >= NCCLZ_ALGO_COUNT) return ncclzSetError(NCCLZ_ERR_ARG, "options.algorithm: unknown");
+  ncclzScheduleSpec sp;
+  char why[200];
+  sim_spec(p, o, 1, &sp);
+  if (ncclzScheduleCheck(&sp, why, sizeof why))
+    return ncclzSetError(NCCLZ_ERR_ARG, "options.algorithm: %s", why);
   return NCCLZ_OK;
 }
 
@@ -106,16 +156,28 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
  * per 4 MiB. */
 static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
   int n = j->nranks;
+  ncclzAlgorithm a;
+  uint32_t channels;
+  sim_resolve(&j->lay.p, o, &a, &channels);
   j->elem_bytes = j->data ? j->data->dtype_bytes : 4;
   uint64_t elems = o->bytes / j->elem_bytes ? o->bytes / j->elem_bytes : 1;
   int whole = o->coll == NCCLZ_ALLREDUCE || o->coll == NCCLZ_BROADCAST;
   j->count = whole ? elems : (elems / (uint64_t)n ? elems / (uint64_t)n : 1);
   double block = (double)(whole ? elems / (o->coll == NCCLZ_BROADCAST ? 1 : (uint64_t)n) : j->count) * (double)j->elem_bytes;
+  double all = (double)(whole ? elems : j->count * (uint64_t)n) * (double)j->elem_bytes;
+  /* the range one op moves: a ring channel's block, the tree's half, the first halving's half,
+   * a node part of the hierarchical schedule */
+  if (a == NCCLZ_ALGO_RING) block /= channels;
+  else if (a == NCCLZ_ALGO_TREE) block = all / 2 / channels;
+  else if (a == NCCLZ_ALGO_RHD) block = all / 2;
+  else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
   uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;
   uint32_t minc = o->min_chunks ? o->min_chunks : (o->compress == NCCLZ_SIM_OFF ? 1u : 2u);
   uint32_t maxc = o->max_chunks ? o->max_chunks : 64u;
-  double c = o->compress == NCCLZ_SIM_OFF && !o->chunk_bytes ? 1 : ceil(block / (double)chunk);
+  /* plain NCCL pipelines a ring step or an exchange inside the transfer; its tree pipelines in chunks */
+  int one = o->compress == NCCLZ_SIM_OFF && !o->chunk_bytes && a != NCCLZ_ALGO_TREE;
+  double c = one ? 1 : ceil(block / (double)chunk);
   if (c < minc) c = minc;
   if (c > maxc) c = maxc;
   j->nchunks = (uint32_t)c;
@@ -125,7 +187,8 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
 /* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the
  * executor's profile describes its own machine, the scenario the projected one). */
 static void set_hint(sim_job *j, const ncclzSimPlatform *p, const ncclzSimOptions *o) {
-  j->per_hop = o->hint == NCCLZ_SIM_HINT_PER_HOP;
+  /* tree, halving-doubling and hier plan each transfer for its own link: NVLink hops stay raw */
+  j->per_hop = o->hint == NCCLZ_SIM_HINT_PER_HOP || j->spec.algo != NCCLZ_ALGO_RING;
   int net = o->hint == NCCLZ_SIM_HINT_NET || (o->hint == NCCLZ_SIM_HINT_AUTO && p->nodes > 1) ||
             o->hint == NCCLZ_SIM_HINT_PER_HOP;
   j->hop = sim_hop_between(p, 0, net ? 1 : 0);
@@ -134,7 +197,10 @@ static void set_hint(sim_job *j, const ncclzSimPlatform *p, const ncclzSimOption
 
 static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
   j->lay.p = *p;
-  if (reduced) {
+  if (reduced && j->mirror) { /* two nodes: every inter-node partner is played by the other one */
+    j->lay.p.nodes = 2;
+    j->lay.p.topology = NCCLZ_TOPO_NONBLOCKING;
+  } else if (reduced) {
     /* One node whose last GPU sends to GPU 0 through the NICs: every ring hop class appears as
      * in the full ring, with the same links and load. One GPU per node: two nodes instead. */
     j->lay.p.nodes = p->gpus_per_node > 1 ? 1 : 2;
@@ -160,10 +226,11 @@ typedef struct {
 static void child_main(const sim_job *j, int fd) {
   child_report r;
   memset(&r, 0, sizeof r);
-  sim_actor_stats *st = calloc((size_t)j->lay.nactors, sizeof *st);
+  int na = j->lay.nactors * sim_channels(j);
+  sim_actor_stats *st = calloc((size_t)na, sizeof *st);
   if (st && sim_replay_run(j, st) == 0) {
     r.ok = 1;
-    for (int a = 0; a < j->lay.nactors; a++) {
+    for (int a = 0; a < na; a++) {
       r.stuck += !st[a].finished;
       if (st[a].end_s > r.end_s) r.end_s = st[a].end_s;
       for (int c = 0; c < NCCLZ_CODER_COUNT; c++) r.frames[c] += st[a].frames[c];
@@ -223,7 +290,7 @@ static int plan_call(sim_job *j) {
   if (j->opt->compress != NCCLZ_SIM_AUTO || j->per_hop) return 0;
   size_t off, len;
   ncclzSchedule s;
-  if (ncclzScheduleBuild(j->opt->coll, j->nranks, 0, 0, j->nchunks, &s) != 0) return 0;
+  if (ncclzScheduleBuildSpec(&j->spec, 0, &s) != 0) return 0;
   ncclzScheduleRange(&s, j->count, 0, 0, &off, &len);
   double units = 0; /* rank 0's sends: the executor's units that move a frame */
   for (size_t i = 0; i < s.nops; i++) units += s.ops[i].kind == NCCLZ_OP_SEND;
@@ -233,6 +300,9 @@ static int plan_call(sim_job *j) {
   double pipeline = (double)j->nchunks; /* a step's frames, as the executor plans them */
   ncclzCoder c = sim_rea_decide(j, &j->hop, 1, raw, pipeline, &dec);
   ncclzReaCall call = {(double)j->opt->bytes, units, raw, j->data->data_class, pipeline};
+  /* the vote subtracts the host's time per unit, which this replay charges only under the header
+   * protocol (host_turn): without it, hand that time back so that the vote weighs what is replayed */
+  if (j->opt->size_protocol != NCCLZ_SIZE_HEADER) dec.time_us[NCCLZ_CODER_RAW] += ncclzProfileUnitUs(j->prof, j->hop.hint);
   if (c == NCCLZ_CODER_RAW || !ncclzReaCallWorthIt(j->prof, j->hop.hint, &dec, c, &call)) return 1;
   j->call_coder = (int)c;
   return 0;
@@ -265,7 +335,10 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   j.opt = &o;
   j.nranks = n;
   j.reduced = f == NCCLZ_FID_REDUCED;
+  j.lay.p = *p;
   size_job(&j, prof, &o);
+  sim_spec(p, &o, j.nchunks, &j.spec);
+  j.mirror = j.reduced && mirrored(j.spec.algo, j.spec.nchannels);
   if (prof)
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
@@ -273,6 +346,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   if (plan_call(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
+    j.spec.nchunks = j.nchunks;
   }
   if (prof && o.size_protocol == NCCLZ_SIZE_HEADER && o.compress != NCCLZ_SIM_OFF)
     j.unit_us = ncclzProfileUnitUs(prof, j.hop.hint);
@@ -291,7 +365,9 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   res->fidelity = f;
   res->actors = j.lay.nactors;
   res->nranks = n;
-  res->nchunks = j.nchunks;
+  res->nchunks = j.nchunks * j.spec.nchannels;
+  res->algorithm = j.spec.algo;
+  res->channels = j.spec.nchannels;
   memcpy(res->frames, r.frames, sizeof res->frames);
   res->wire_bytes = r.wire_bytes;
   res->raw_bytes = r.raw_bytes;
@@ -334,14 +410,58 @@ static void extrapolate(const ncclzSimResult *a, const ncclzSimResult *b, int na
   res->raw_bytes = a->raw_bytes + f * (b->raw_bytes - a->raw_bytes);
 }
 
+/* Trees over more nodes than this are extrapolated from trees of TREE_SHORT and TREE_LONG nodes. */
+#define SIM_TREE_EXTRAPOLATE_FROM 64
+#define SIM_TREE_SHORT 4
+#define SIM_TREE_LONG 8
+
+/* A pipelined tree's time is the pipeline's steady state plus its fill, which grows with the
+ * depth (log2 of the nodes): replay two smaller trees of the same buffer and chunks and
+ * extrapolate in the depth. */
+static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                         const ncclzSimOptions *o, ncclzSimResult *res) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  ncclzSimResult a, b;
+  u.algorithm = NCCLZ_ALGO_TREE;
+  u.every_step = 1;
+  double t0 = ncclzNowSeconds();
+  q.nodes = SIM_TREE_SHORT;
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, &a);
+  q.nodes = SIM_TREE_LONG;
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, &b);
+  if (st != NCCLZ_OK) return st;
+  *res = b;
+  double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = floor(log2((double)p->nodes));
+  double f = (dn - da) / (db - da), scale = (double)p->nodes / SIM_TREE_LONG;
+  res->time_us = a.time_us + f * (b.time_us - a.time_us);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)b.frames[c] * scale);
+  res->wire_bytes = b.wire_bytes * scale;
+  res->raw_bytes = b.raw_bytes * scale;
+  res->nranks = p->nodes * p->gpus_per_node;
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why, "full trees of %d and %d nodes, extrapolated in depth to %d nodes",
+           SIM_TREE_SHORT, SIM_TREE_LONG, p->nodes);
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *opt, ncclzSimResult *res) {
+  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress != NCCLZ_SIM_OFF) /* the fastest schedule */
+    return ncclzSimRunBest(prof, data, p, opt, res);
   int n = p->nodes * p->gpus_per_node;
+  ncclzAlgorithm algo;
+  uint32_t channels;
+  sim_resolve(p, opt, &algo, &channels);
+  if (algo == NCCLZ_ALGO_TREE && !opt->every_step && p->nodes > SIM_TREE_EXTRAPOLATE_FROM &&
+      p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
+      check_inputs(prof, data, p, opt) == NCCLZ_OK)
+    return run_tree_extrapolated(prof, data, p, opt, res);
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
   int g = p->gpus_per_node;
-  if (opt->every_step || !reduced || !ring_collective(opt->coll) || n < SIM_EXTRAPOLATE_FROM ||
+  if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
       SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
     return sim_run_once(prof, data, p, opt, res);
   ncclzSimResult a, b;

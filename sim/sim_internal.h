@@ -38,7 +38,10 @@ typedef struct {
   const ncclzSimOptions *opt;
   sim_layout lay;
   int nranks;          /* logical ranks of the schedule */
-  int reduced;         /* actors stand for a ring of nranks: peers are remapped by ring offset */
+  int reduced;         /* actors stand for nranks: peers are remapped (ring offset, or mirror) */
+  int mirror;          /* reduced on two nodes: a peer on another node is played by the actor of
+                          its local index on the other simulated node (symmetric schedules) */
+  ncclzScheduleSpec spec; /* the schedule every actor builds (its logical rank's list) */
   uint32_t nchunks;
   uint64_t frame_bytes; /* the profile's frame_bytes: the default chunk (a chunk is one frame) */
   size_t count;         /* elements, as ncclzScheduleRange takes them */
@@ -59,8 +62,11 @@ typedef struct {
   double wire_bytes, raw_bytes;
 } sim_actor_stats;
 
+/* Actors per rank: the channels that progress on their own (2 for the tree, else 1). */
+int sim_channels(const sim_job *j);
+
 /* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
- * process). stats: one per actor. Returns 0 or -1. */
+ * process). stats: one per actor and channel (lay.nactors x sim_channels). Returns 0 or -1. */
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats);
 
 /* The estimated cost of a replay (sim/budget.c): messages, wall seconds and peak MiB. */
@@ -82,5 +88,11 @@ double sim_frame_bytes(const sim_job *job, ncclzCoder c, uint32_t k, double raw_
 ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes, double pipeline_frames,
                           ncclzReaDecision *dec);
 double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_bytes);
+
+/* The concrete schedule of a point (AUTO resolved) and its spec with nchunks per channel. */
+void sim_resolve(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm *algo, uint32_t *channels);
+void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchunks, ncclzScheduleSpec *sp);
+/* options.algorithm AUTO: the schedule to replay (algo.c). */
+ncclzAlgorithm sim_auto_algorithm(const ncclzSimPlatform *p, const ncclzSimOptions *o);
 
 #endif

@@ -40,7 +40,11 @@ ncclzStatus ncclzSimScenarioRunPoint(const ncclzProfile *prof, const ncclzSimSce
   o->busbw = ncclzSimBusBw(p->options.coll, nr, p->options.bytes, o->r.time_us);
   o->base_busbw = ncclzSimBusBw(p->options.coll, nr, p->options.bytes, o->base_us);
   o->wire_cr = o->r.wire_bytes > 0 ? o->r.raw_bytes / o->r.wire_bytes : 1.0;
-  return NCCLZ_OK;
+  if (p->options.compress == NCCLZ_SIM_OFF) return NCCLZ_OK;
+  ncclzSimOptions plain = p->options;
+  plain.compress = NCCLZ_SIM_OFF;
+  plain.algorithm = NCCLZ_ALGO_AUTO;
+  return ncclzSimRunBest(prof, &s->data, &p->platform, &plain, &o->best_plain);
 }
 
 ncclzStatus ncclzSimScenarioRun(const ncclzProfile *prof, const ncclzSimScenario *s, ncclzSimPointResult *out,

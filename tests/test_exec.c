@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#define MAXR 8
+#define MAXR 9
 
 typedef struct {
   ncclzThreadGroup *g;
@@ -111,6 +111,72 @@ static void test_matrix(const ncclzProfile *prof) {
       for (int c = 0; c < NCCLZ_COLL_COUNT; c++) run_case(&cfg, (ncclzCollective)c, 3, 777, dts[d], 1);
     }
   printf("matrix: %zu collectives run, %zu wrong elements\n", runs_total, wrong_total);
+}
+
+/* Every algorithm on every collective it serves: 2..9 ranks in nodes of 1, 2, 3 or all of them,
+ * counts 0, 1, fewer than the ranks, a prime, many; lossless bit-exact, quantized within the bound,
+ * identical on all ranks (run_case). A case an algorithm cannot run is refused with one line. */
+static void test_algorithms(const ncclzProfile *prof) {
+  const size_t counts[] = {0, 1, 5, 13, 1001};
+  const size_t modes[] = {0, 3, 6, 8, 11}; /* off, huffman, eb fixedlen, eb auto, qsgd auto */
+  size_t runs0 = runs_total, wrong0 = wrong_total;
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+    for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+      for (int n = 2; n <= MAXR; n++)
+        for (int g = 1; g <= n; g++) {
+          if (n % g || (g > 3 && g != n)) continue;
+          for (int c = 0; c < 3; c++) {
+            ncclzCollective coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+            ncclzConfig cfg;
+            xc_config(&cfg, &xc_modes[modes[m]], prof);
+            cfg.algorithm = (ncclzAlgorithm)a;
+            cfg.ranks_per_node = g;
+            cfg.channels = a == NCCLZ_ALGO_RING ? 2 : 0;
+            ncclzScheduleSpec sp = {coll, cfg.algorithm, n, g, 0, 1, cfg.channels, NCCLZ_ALGO_RHD};
+            char why[160];
+            if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) run_case(&cfg, coll, n, counts[k], NCCLZ_DTYPE_F32, 0);
+          }
+        }
+  /* auto with nodes: NCCL's tuner picks ring or tree per call (ncclzTunerChoose), alike on all ranks */
+  for (int n = 4; n <= 8; n += 4)
+    for (size_t m = 0; m < 2; m++) {
+      ncclzConfig cfg;
+      xc_config(&cfg, &xc_modes[modes[m * 3]], prof);
+      cfg.ranks_per_node = 2;
+      const size_t sizes[] = {1, 1001, 100000};
+      for (size_t k = 0; k < 3; k++) run_case(&cfg, NCCLZ_ALLREDUCE, n, sizes[k], NCCLZ_DTYPE_F32, 0);
+      CHECK(ncclzTunerChoose(NCCLZ_ALLREDUCE, n / 2, 2, prof->transport[cfg.hint].beta_gbps, 4) == NCCLZ_ALGO_TREE &&
+                ncclzTunerChoose(NCCLZ_ALLREDUCE, n / 2, 2, prof->transport[cfg.hint].beta_gbps, 1u << 30) ==
+                    NCCLZ_ALGO_RING,
+            "tuner on %d nodes: tree for 4 bytes, ring for 1 GiB", n / 2);
+    }
+  printf("algorithms: %zu collectives run, %zu wrong elements\n", runs_total - runs0, wrong_total - wrong0);
+  /* refusals: the config names what can run the case */
+  job jobs[4];
+  memset(jobs, 0, sizeof jobs);
+  float in[8] = {0}, out[8];
+  for (int r = 0; r < 4; r++) {
+    xc_config(&jobs[r].cfg, &xc_modes[0], prof);
+    jobs[r].cfg.algorithm = NCCLZ_ALGO_TREE;
+    jobs[r].cfg.ranks_per_node = 2;
+    jobs[r].coll = NCCLZ_REDUCESCATTER;
+    jobs[r].count = 2;
+    jobs[r].in = in;
+    jobs[r].out = out;
+  }
+  run_jobs(jobs, 4);
+  CHECK(jobs[0].run_st == NCCLZ_ERR_ARG &&
+            !strcmp(jobs[0].err, "config algorithm: tree runs allreduce only; reducescatter runs with ring, rhd, hier"),
+        "tree for reducescatter: %d '%s'", (int)jobs[0].run_st, jobs[0].err);
+  for (int r = 0; r < 4; r++) {
+    jobs[r].cfg.algorithm = NCCLZ_ALGO_HIER;
+    jobs[r].cfg.ranks_per_node = 1;
+    jobs[r].coll = NCCLZ_ALLREDUCE;
+  }
+  run_jobs(jobs, 4);
+  CHECK(jobs[1].run_st == NCCLZ_ERR_ARG && strstr(jobs[1].err, "hier needs several nodes of several GPUs (here 4 nodes of 1 GPU)"),
+        "hier on one GPU per node: '%s'", jobs[1].err);
 }
 
 /* Rank 0's config differs: every rank gets an error from init, and nothing hangs. */
@@ -334,5 +400,6 @@ int main(void) {
   test_real(&prof);
   test_protocol_cost(&prof);
   test_matrix(&prof);
+  test_algorithms(&prof);
   return tu_finish("test_exec");
 }

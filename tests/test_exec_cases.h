@@ -125,4 +125,26 @@ static inline void xc_config(ncclzConfig *cfg, const xc_mode *m, const ncclzProf
   cfg->chunk_bytes = 512; /* several chunks per block, so the pipelined lists are exercised */
   cfg->max_chunks = 6;
 }
+/* The random soak over algorithms: one communicator per algorithm (ranks in nodes of 2, the ring
+ * over 2 channels); call i's algorithm, collective, count and root are the same on every rank. A
+ * collective the drawn algorithm cannot run goes to the ring. */
+static const ncclzAlgorithm xc_algos[] = {NCCLZ_ALGO_RING, NCCLZ_ALGO_TREE, NCCLZ_ALGO_RHD, NCCLZ_ALGO_HIER};
+#define XC_NALGOS 4
+
+static inline void xc_algo_config(ncclzConfig *cfg, int a) {
+  cfg->algorithm = xc_algos[a];
+  cfg->ranks_per_node = 2;
+  cfg->channels = xc_algos[a] == NCCLZ_ALGO_RING ? 2 : 0;
+}
+
+static inline void xc_soak_call(int i, int nranks, int *a, ncclzCollective *c, size_t *count, int *root) {
+  uint64_t s = 0xa160000ull + (uint64_t)i;
+  *a = (int)(tu_rand(&s) % XC_NALGOS);
+  *c = (ncclzCollective)(tu_rand(&s) % NCCLZ_COLL_COUNT);
+  *count = (size_t)(tu_rand(&s) % 3000);
+  *root = (int)(tu_rand(&s) % (uint64_t)nranks);
+  ncclzScheduleSpec sp = {*c, xc_algos[*a], nranks, 2, *root, 1, 1, NCCLZ_ALGO_RHD};
+  char why[160];
+  if (ncclzScheduleCheck(&sp, why, sizeof why)) *a = 0;
+}
 #endif

@@ -57,6 +57,68 @@ static void test_matrix(const ncclzProfile *prof) {
   }
 }
 
+/* Every algorithm on the collectives it serves, ranks in nodes of 1, 2 and all (np 4 in CTest). */
+static void test_algorithms(const ncclzProfile *prof) {
+  const size_t counts[] = {0, 1, 3, 13, 1001};
+  const size_t modes[] = {0, 3, 6, 11};
+  int n = T->nranks;
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+    for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+      for (int g = 1; g <= n; g *= 2) {
+        if (n % g) continue;
+        ncclzConfig cfg;
+        xc_config(&cfg, &xc_modes[modes[m]], prof);
+        cfg.algorithm = (ncclzAlgorithm)a;
+        cfg.ranks_per_node = g;
+        cfg.channels = a == NCCLZ_ALGO_RING ? 2 : 0;
+        ncclzHostComm *comm = NULL;
+        if (ncclzHostCommInit(&comm, T, &cfg) != NCCLZ_OK) {
+          CHECK(0, "init %s: %s", ncclzAlgorithmName((ncclzAlgorithm)a), ncclzLastError());
+          continue;
+        }
+        for (int c = 0; c < 3; c++) {
+          ncclzCollective coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+          ncclzScheduleSpec sp = {coll, cfg.algorithm, n, g, 0, 1, 1, NCCLZ_ALGO_RHD};
+          char why[160];
+          if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+          for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) run_case(comm, &cfg, coll, counts[k], NCCLZ_DTYPE_F32);
+        }
+        ncclzHostCommDestroy(comm);
+      }
+}
+
+/* 1,000 calls, each on a random algorithm's communicator (xc_soak_call), as the thread soak. */
+static void test_soak(const ncclzProfile *prof) {
+  xc_mode mode = {"qsgd:bits=8,bucket=64", NCCLZ_POLICY_AUTO};
+  ncclzHostComm *comms[XC_NALGOS] = {0};
+  int ok = 1;
+  for (int a = 0; a < XC_NALGOS; a++) {
+    ncclzConfig cfg;
+    xc_config(&cfg, &mode, prof);
+    xc_algo_config(&cfg, a);
+    ok &= ncclzHostCommInit(&comms[a], T, &cfg) == NCCLZ_OK;
+  }
+  CHECK(ok, "soak init: %s", ncclzLastError());
+  for (int i = 0; ok && i < 1000; i++) {
+    ncclzCollective c;
+    size_t count;
+    int root, a, n = T->nranks;
+    xc_soak_call(i, n, &a, &c, &count, &root);
+    size_t no = xc_out_count(c, count, n);
+    void *in = xc_make_input(0, NCCLZ_DTYPE_F32, c, count, n, T->rank), *out = calloc(no + 1, 4);
+    ncclzExecStats s;
+    ncclzStatus st = ncclzHostRun(comms[a], c, in, out, count, NCCLZ_DTYPE_F32, root, &s);
+    size_t w = st ? no + 1 : xc_check(out, 0, NCCLZ_DTYPE_F32, c, count, n, T->rank, root, s.error_bound, NULL);
+    if (w) ok = 0;
+    CHECK(w == 0, "soak call %d (%s on %s, %zu): %s", i, ncclzCollectiveName(c), ncclzAlgorithmName(xc_algos[a]), count,
+          st ? ncclzLastError() : "wrong elements");
+    free(in);
+    free(out);
+  }
+  for (int a = 0; a < XC_NALGOS; a++) ncclzHostCommDestroy(comms[a]);
+  if (T->rank == 0) printf("MPI soak over algorithms: %s\n", ok ? "1000 calls, all exact within bound" : "FAILED");
+}
+
 /* Rank 0 asks for another policy: an error on every rank, no hang. NaN on one rank: same. */
 static void test_bad(const ncclzProfile *prof) {
   ncclzConfig cfg;
@@ -130,6 +192,8 @@ int main(int argc, char **argv) {
     test_bad(&prof);
     test_matrix(&prof);
     test_protocol_cost(&prof);
+    test_algorithms(&prof);
+    test_soak(&prof);
   }
   int ok = all_ok(tu_failed == 0);
   if (T->rank == 0) printf("MPI executor tests on %d ranks: %s\n", T->nranks, ok ? "all ranks passed" : "FAILURES");

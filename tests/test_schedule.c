@@ -1,18 +1,24 @@
-/* Schedules: every send has a matching receive, nothing deadlocks, and replaying the lists with
- * real data (int64 sums, frames as copies) gives each collective's exact result, for 1..7 ranks,
- * 1..3 chunks and counts that do not divide. */
+/* Schedules: every send has a matching receive, nothing deadlocks, and running the lists
+ * symbolically gives each collective's exact result, for every algorithm (ring over 1..3
+ * channels, tree, halving-doubling, hierarchical), 1..9 ranks in nodes of every size that divides
+ * them, 1..3 chunks, and counts 0, 1, fewer than the ranks, primes.
+ *
+ * Symbolic values: rank q's element i is 16^q + i * 2^40, so a sum holds each rank's count in its
+ * own hex digit: a result is right only if it has every rank exactly once, and every send's
+ * chunk must sum exactly the op's nsum ranks. Frames are copies of the values; ops run in list
+ * order on each rank, a receive waiting for its message (the executors' order). */
 #include "ncclz/schedule.h"
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXR 8
+#define MAXR 9
+#define MAXMSG 400000
 
-/* One in-flight message: (src, dst, step, block, chunk) and its values. */
 typedef struct {
   int src, dst;
-  uint32_t step, block, chunk;
+  uint32_t step, chunk;
   int64_t *vals;
   size_t len;
   int taken;
@@ -23,11 +29,12 @@ typedef struct {
   int64_t *in, *work, *out; /* work: the reduce buffer (the output for allreduce) */
   int64_t **kept;           /* frame kept by recv op i (KEEP), for a later FORWARD */
   size_t *kept_len;
-  size_t next;              /* next op to run (ops run in list order, as the executor issues them) */
+  size_t next;              /* next op to run */
 } rank_state;
 
-static message msgs[200000];
+static message msgs[MAXMSG];
 static size_t nmsgs;
+static int nsum_wrong, link_wrong;
 
 static size_t in_count(ncclzCollective c, size_t count, int n) {
   return c == NCCLZ_REDUCESCATTER || c == NCCLZ_ALLTOALL ? count * n : count;
@@ -36,62 +43,95 @@ static size_t out_count(ncclzCollective c, size_t count, int n) {
   return c == NCCLZ_ALLGATHER || c == NCCLZ_ALLTOALL ? count * n : count;
 }
 
-static int64_t value(int rank, size_t i) { return (int64_t)(rank + 1) * 1000003 + (int64_t)i * 7 - 50; }
-
-/* Offset of an op's range in the input (ranges are in block coordinates of the collective). */
-static size_t in_offset(const rank_state *r, size_t off, size_t count) {
-  if (r->s.coll == NCCLZ_ALLGATHER) return off - (size_t)r->s.rank * count;
-  return off;
+static int64_t value(int rank, size_t i) { return ((int64_t)1 << (4 * rank)) + (int64_t)i * ((int64_t)1 << 40); }
+/* Ranks summed in a symbolic value (the sum of its hex digits below bit 40). */
+static uint32_t ranks_in(int64_t v) {
+  uint32_t k = 0;
+  for (int q = 0; q < 10; q++) k += (uint32_t)((v >> (4 * q)) & 15);
+  return k;
 }
-static size_t out_offset(const rank_state *r, size_t off, size_t count) {
-  if (r->s.coll == NCCLZ_REDUCESCATTER) return off - (size_t)r->s.rank * count;
-  return off;
+
+static size_t in_offset(const rank_state *r, size_t off, size_t count) {
+  return r->s.coll == NCCLZ_ALLGATHER ? off - (size_t)r->s.rank * count : off;
+}
+/* The part of [off, off+len) that lies in the output, as output offset and length (0: none). */
+static size_t out_part(const rank_state *r, size_t off, size_t len, size_t count, size_t *skip, size_t *olen) {
+  *skip = 0;
+  *olen = len;
+  if (r->s.coll != NCCLZ_REDUCESCATTER) return off;
+  size_t lo = (size_t)r->s.rank * count, hi = lo + count, a = off > lo ? off : lo, b = off + len < hi ? off + len : hi;
+  *olen = b > a ? b - a : 0;
+  *skip = a - off;
+  return *olen ? a - lo : 0;
 }
 
 static message *find_msg(int src, int dst, const ncclzOp *o) {
   for (size_t i = 0; i < nmsgs; i++) {
     message *m = &msgs[i];
-    if (!m->taken && m->src == src && m->dst == dst && m->step == o->step && m->chunk == o->chunk)
-      return m;
+    if (!m->taken && m->src == src && m->dst == dst && m->step == o->step && m->chunk == o->chunk) return m;
   }
   return NULL;
+}
+
+static const int64_t *send_source(const rank_state *r, size_t off, size_t count) {
+  switch (r->s.coll) {
+  case NCCLZ_ALLREDUCE:
+  case NCCLZ_REDUCESCATTER: return r->work + off;
+  case NCCLZ_ALLTOALL: return r->in + off;
+  default: return r->out + off; /* allgather, broadcast: the own block is copied there first */
+  }
+}
+
+static void run_send(rank_state *r, const ncclzOp *o, size_t off, size_t len, size_t count) {
+  CHECK(nmsgs < MAXMSG, "too many messages");
+  if (nmsgs >= MAXMSG) return;
+  message *m = &msgs[nmsgs++];
+  *m = (message){r->s.rank, o->peer, o->step, o->chunk, malloc((len ? len : 1) * 8), len, 0};
+  if (o->action & NCCLZ_ACT_FORWARD) {
+    int ok = o->dep >= 0 && r->kept[o->dep] && r->kept_len[o->dep] == len;
+    CHECK(ok, "forward without a kept frame (op %zu)", r->next);
+    if (ok) memcpy(m->vals, r->kept[o->dep], len * 8);
+  } else {
+    memcpy(m->vals, send_source(r, off, count), len * 8);
+  }
+  for (size_t i = 0; i < len; i++) nsum_wrong += ranks_in(m->vals[i]) != o->nsum;
+}
+
+static int run_recv(rank_state *r, const ncclzOp *o, size_t off, size_t len, size_t count) {
+  message *m = find_msg(o->peer, r->s.rank, o);
+  if (!m) return 0;
+  CHECK(m->len == len, "recv length %zu != sent %zu", len, m->len);
+  m->taken = 1;
+  if (o->action & NCCLZ_ACT_REDUCE)
+    for (size_t i = 0; i < len && i < m->len; i++) r->work[off + i] += m->vals[i];
+  if (o->action & NCCLZ_ACT_STORE) {
+    const int64_t *src = o->action & NCCLZ_ACT_REDUCE ? r->work + off : m->vals;
+    size_t skip, olen, oo = out_part(r, off, len, count, &skip, &olen);
+    if (olen) memmove(r->out + oo, src + skip, olen * 8);
+  }
+  if (o->action & NCCLZ_ACT_KEEP) {
+    r->kept[r->next] = malloc((len ? len : 1) * 8);
+    memcpy(r->kept[r->next], m->vals, len * 8);
+    r->kept_len[r->next] = len;
+  }
+  return 1;
 }
 
 /* Runs op r->next if it can; returns 1 if it ran. */
 static int run_op(rank_state *r, size_t count) {
   const ncclzOp *o = &r->s.ops[r->next];
   size_t off, len;
-  ncclzScheduleRange(&r->s, count, o->block, o->chunk, &off, &len);
+  ncclzScheduleOpRange(&r->s, count, o, &off, &len);
+  int g = r->s.ranks_per_node;
+  if (o->kind != NCCLZ_OP_COPY)
+    link_wrong += o->link != (o->peer / g == r->s.rank / g ? NCCLZ_LINK_INTRA : NCCLZ_LINK_NET);
   if (o->kind == NCCLZ_OP_COPY) {
-    const int64_t *src = r->s.coll == NCCLZ_REDUCESCATTER || r->s.coll == NCCLZ_ALLTOALL ? r->in + off : r->in + in_offset(r, off, count);
-    memcpy(r->out + out_offset(r, off, count), src, len * sizeof(int64_t));
+    size_t skip, olen, oo = out_part(r, off, len, count, &skip, &olen);
+    memcpy(r->out + oo, r->in + in_offset(r, off, count) + skip, olen * 8);
   } else if (o->kind == NCCLZ_OP_SEND) {
-    message *m = &msgs[nmsgs++];
-    *m = (message){r->s.rank, o->peer, o->step, o->block, o->chunk, malloc((len ? len : 1) * 8), len, 0};
-    if (o->action & NCCLZ_ACT_FORWARD) {
-      CHECK(o->dep >= 0 && r->kept[o->dep] && r->kept_len[o->dep] == len, "forward without a kept frame (op %zu)", r->next);
-      if (o->dep >= 0 && r->kept[o->dep]) memcpy(m->vals, r->kept[o->dep], len * 8);
-    } else {
-      const int64_t *src = r->s.coll == NCCLZ_ALLREDUCE || r->s.coll == NCCLZ_REDUCESCATTER ? r->work + off
-                           : r->s.coll == NCCLZ_BROADCAST ? r->in + off : r->in + in_offset(r, off, count);
-      memcpy(m->vals, src, len * 8);
-    }
-  } else {
-    message *m = find_msg(o->peer, r->s.rank, o);
-    if (!m) return 0;
-    CHECK(m->len == len, "recv length %zu != sent %zu", len, m->len);
-    m->taken = 1;
-    if (o->action & NCCLZ_ACT_REDUCE)
-      for (size_t i = 0; i < len; i++) r->work[off + i] += m->vals[i];
-    if (o->action & NCCLZ_ACT_STORE) {
-      const int64_t *src = o->action & NCCLZ_ACT_REDUCE ? r->work + off : m->vals;
-      memmove(r->out + out_offset(r, off, count), src, len * 8);
-    }
-    if (o->action & NCCLZ_ACT_KEEP) {
-      r->kept[r->next] = malloc((len ? len : 1) * 8);
-      memcpy(r->kept[r->next], m->vals, len * 8);
-      r->kept_len[r->next] = len;
-    }
+    run_send(r, o, off, len, count);
+  } else if (!run_recv(r, o, off, len, count)) {
+    return 0;
   }
   r->next++;
   return 1;
@@ -113,11 +153,26 @@ static int64_t expected(ncclzCollective c, int n, int rank, int root, size_t cou
   }
 }
 
-static void replay(ncclzCollective c, int n, uint32_t chunks, size_t count, int root) {
-  rank_state R[MAXR];
-  nmsgs = 0;
+static void free_states(rank_state *R, int n) {
+  for (size_t i = 0; i < nmsgs; i++) free(msgs[i].vals);
   for (int r = 0; r < n; r++) {
-    CHECK(ncclzScheduleBuild(c, n, r, root, chunks, &R[r].s) == 0, "build %s n=%d", ncclzCollectiveName(c), n);
+    for (size_t i = 0; i < R[r].s.nops; i++) free(R[r].kept[i]);
+    free(R[r].kept);
+    free(R[r].kept_len);
+    if (R[r].s.coll != NCCLZ_ALLREDUCE) free(R[r].out);
+    free(R[r].work);
+    free(R[r].in);
+    ncclzScheduleFree(&R[r].s);
+  }
+}
+
+static int init_states(const ncclzScheduleSpec *sp, size_t count, rank_state *R) {
+  ncclzCollective c = sp->coll;
+  int n = sp->nranks;
+  for (int r = 0; r < n; r++) {
+    int built = ncclzScheduleBuildSpec(sp, r, &R[r].s) == 0;
+    CHECK(built, "build %s/%s n=%d g=%d", ncclzCollectiveName(c), ncclzAlgorithmName(sp->algo), n, sp->ranks_per_node);
+    if (!built) return -1;
     size_t ni = in_count(c, count, n), no = out_count(c, count, n);
     R[r].in = malloc((ni + 1) * 8);
     R[r].out = calloc(no + 1, 8);
@@ -132,34 +187,40 @@ static void replay(ncclzCollective c, int n, uint32_t chunks, size_t count, int 
     R[r].kept_len = calloc(R[r].s.nops + 1, sizeof(size_t));
     R[r].next = 0;
   }
+  return 0;
+}
+
+static int replays[NCCLZ_ALGO_COUNT];
+static void replay(const ncclzScheduleSpec *sp, size_t count) {
+  replays[sp->algo]++;
+  rank_state R[MAXR];
+  memset(R, 0, sizeof R);
+  ncclzCollective c = sp->coll;
+  int n = sp->nranks;
+  nmsgs = 0;
+  nsum_wrong = link_wrong = 0;
+  if (init_states(sp, count, R)) {
+    free_states(R, n);
+    return;
+  }
   /* Round robin: every rank runs its ops in order; a receive waits for its message. */
   for (int progress = 1; progress;) {
     progress = 0;
     for (int r = 0; r < n; r++)
       while (R[r].next < R[r].s.nops && run_op(&R[r], count)) progress = 1;
   }
-  int wrong = 0;
+  int wrong = 0, stuck = 0, lost = 0;
   for (int r = 0; r < n; r++) {
-    CHECK(R[r].next == R[r].s.nops, "%s n=%d chunks=%u: rank %d stuck at op %zu of %zu", ncclzCollectiveName(c), n,
-          chunks, r, R[r].next, R[r].s.nops);
-    for (size_t i = 0; i < out_count(c, count, n); i++) wrong += R[r].out[i] != expected(c, n, r, root, count, i);
+    stuck += R[r].next != R[r].s.nops;
+    for (size_t i = 0; i < out_count(c, count, n); i++) wrong += R[r].out[i] != expected(c, n, r, sp->root, count, i);
   }
-  CHECK(wrong == 0, "%s n=%d chunks=%u count=%zu root=%d: %d wrong elements", ncclzCollectiveName(c), n, chunks,
-        count, root, wrong);
-  for (size_t i = 0; i < nmsgs; i++) {
-    CHECK(msgs[i].taken, "%s n=%d: message %d->%d step %u never received", ncclzCollectiveName(c), n, msgs[i].src,
-          msgs[i].dst, msgs[i].step);
-    free(msgs[i].vals);
-  }
-  for (int r = 0; r < n; r++) {
-    for (size_t i = 0; i < R[r].s.nops; i++) free(R[r].kept[i]);
-    free(R[r].kept);
-    free(R[r].kept_len);
-    if (c != NCCLZ_ALLREDUCE) free(R[r].out);
-    free(R[r].work);
-    free(R[r].in);
-    ncclzScheduleFree(&R[r].s);
-  }
+  for (size_t i = 0; i < nmsgs; i++) lost += !msgs[i].taken;
+  CHECK(!stuck && !wrong && !lost && !nsum_wrong && !link_wrong,
+        "%s/%s n=%d g=%d chunks=%u channels=%u count=%zu: %d ranks stuck, %d wrong elements, %d messages never "
+        "received, %d elements summing other than nsum ranks, %d ops with a wrong link",
+        ncclzCollectiveName(c), ncclzAlgorithmName(sp->algo), n, sp->ranks_per_node, sp->nchunks, sp->nchannels, count,
+        stuck, wrong, lost, nsum_wrong, link_wrong);
+  free_states(R, n);
 }
 
 /* Steps and message counts of ring allreduce: 2(n-1) steps, 2(n-1)*chunks sends per rank. */
@@ -177,14 +238,111 @@ static void test_shape(void) {
             ncclzBusBwFactor(NCCLZ_BROADCAST, 8) == 1.0,
         "busbw factors");
   CHECK(ncclzCollectiveFromName("alltoall") == NCCLZ_ALLTOALL && ncclzCollectiveFromName("x") == -1, "names");
+  CHECK(ncclzAlgorithmFromName("rhd") == NCCLZ_ALGO_RHD && ncclzAlgorithmFromName("x") == -1 &&
+            !strcmp(ncclzAlgorithmName(NCCLZ_ALGO_HIER), "hier"),
+        "algorithm names");
+}
+
+/* Send steps on one rank: halving-doubling takes 2 log2(N) (+2 with a fold) where the ring takes
+ * 2(N-1); the tree's depth does not show in its steps (4: up and down of two trees). */
+static void test_step_counts(void) {
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RHD, 64, 8, 0, 1, 1, NCCLZ_ALGO_RHD};
+  ncclzSchedule s;
+  CHECK(ncclzScheduleBuildSpec(&sp, 5, &s) == 0 && s.nsteps == 12, "rhd allreduce on 64: %u steps", s.nsteps);
+  ncclzScheduleFree(&s);
+  sp.nranks = 48;
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == 0 && s.nsteps == 12, "rhd allreduce on 48 (fold): %u steps", s.nsteps);
+  ncclzScheduleFree(&s);
+  sp.algo = NCCLZ_ALGO_HIER; /* 6 nodes of 8: 7 + (1 + 2 + 2 + 1) + 7 */
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == 0 && s.nsteps == 20, "hier allreduce 6x8: %u steps", s.nsteps);
+  ncclzScheduleFree(&s);
+}
+
+/* Channels: the inter-node sends of ring channel q all leave from one local GPU per node, and
+ * those of tree channel q from its two heads; channels never share a GPU, so with C = rails each
+ * channel has its own NIC. */
+static void channel_gpus(ncclzAlgorithm algo, int per_channel) {
+  enum { N = 32, G = 8, C = 4 };
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, algo, N, G, 0, 2, C, NCCLZ_ALGO_RHD};
+  unsigned gpus[C] = {0};
+  int bad = 0;
+  for (int r = 0; r < N; r++) {
+    ncclzSchedule s;
+    if (ncclzScheduleBuildSpec(&sp, r, &s)) {
+      bad++;
+      continue;
+    }
+    for (size_t i = 0; i < s.nops; i++) {
+      const ncclzOp *o = &s.ops[i];
+      if (o->kind == NCCLZ_OP_SEND && o->link == NCCLZ_LINK_NET) gpus[o->chunk / sp.nchunks] |= 1u << (r % G);
+    }
+    ncclzScheduleFree(&s);
+  }
+  for (int q = 0; q < C; q++) {
+    bad += __builtin_popcount(gpus[q]) != per_channel;
+    for (int p = 0; p < q; p++) bad += (gpus[p] & gpus[q]) != 0;
+  }
+  CHECK(bad == 0, "%s channels: GPU sets %x %x %x %x (%d per channel expected)", ncclzAlgorithmName(algo), gpus[0], gpus[1],
+        gpus[2], gpus[3], per_channel);
+}
+
+static void test_channel_rails(void) {
+  channel_gpus(NCCLZ_ALGO_RING, 1);
+  channel_gpus(NCCLZ_ALGO_TREE, 2);
+}
+
+static void test_refusals(void) {
+  char why[200];
+  ncclzScheduleSpec sp = {NCCLZ_REDUCESCATTER, NCCLZ_ALGO_TREE, 8, 4, 0, 1, 1, NCCLZ_ALGO_RHD};
+  CHECK(ncclzScheduleCheck(&sp, why, sizeof why) == -1 &&
+            !strcmp(why, "tree runs allreduce only; reducescatter runs with ring, rhd, hier"),
+        "tree for reducescatter: '%s'", why);
+  sp.coll = NCCLZ_ALLTOALL;
+  sp.algo = NCCLZ_ALGO_RHD;
+  CHECK(ncclzScheduleCheck(&sp, why, sizeof why) == -1 &&
+            !strcmp(why, "rhd runs allreduce, reducescatter and allgather; alltoall runs with ring"),
+        "rhd for alltoall: '%s'", why);
+  sp.coll = NCCLZ_ALLREDUCE;
+  sp.algo = NCCLZ_ALGO_HIER;
+  sp.ranks_per_node = 1;
+  CHECK(ncclzScheduleCheck(&sp, why, sizeof why) == -1 && strstr(why, "hier needs several nodes of several GPUs") &&
+            strstr(why, "8 nodes of 1 GPU)"),
+        "hier on one GPU per node: '%s'", why);
+  sp.ranks_per_node = 3;
+  CHECK(ncclzScheduleCheck(&sp, why, sizeof why) == -1 && strstr(why, "8 ranks are not a multiple of 3"),
+        "hier on partial nodes: '%s'", why);
+  ncclzSchedule s;
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == -1, "a refused spec does not build");
+}
+
+static void run_all(void) {
+  const size_t counts[] = {0, 1, 3, 5, 13, 100};
+  const size_t ncounts = sizeof counts / sizeof counts[0];
+  for (int n = 1; n <= MAXR; n++)
+    for (int g = 1; g <= n; g++) {
+      if (n % g) continue;
+      for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
+        for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+          for (int inter = NCCLZ_ALGO_RING; inter <= NCCLZ_ALGO_RHD; inter += NCCLZ_ALGO_RHD - NCCLZ_ALGO_RING)
+            for (uint32_t ch = 1; ch <= 3; ch++)
+              for (uint32_t chans = 1; chans <= (a == NCCLZ_ALGO_RING || a == NCCLZ_ALGO_TREE ? 3u : 1u); chans++) {
+                ncclzScheduleSpec sp = {(ncclzCollective)c, (ncclzAlgorithm)a, n, g, n > 2 ? 2 : 0, ch, chans,
+                                        (ncclzAlgorithm)inter};
+                char why[160];
+                if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+                if (inter == NCCLZ_ALGO_RING && a != NCCLZ_ALGO_HIER) continue;
+                for (size_t k = 0; k < ncounts; k++) replay(&sp, counts[k]);
+              }
+    }
 }
 
 int main(void) {
   test_shape();
-  const size_t counts[] = {0, 1, 5, 13, 100};
-  for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
-    for (int n = 1; n <= 7; n++)
-      for (uint32_t ch = 1; ch <= 3; ch++)
-        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) replay((ncclzCollective)c, n, ch, counts[k], n > 2 ? 2 : 0);
+  test_step_counts();
+  test_channel_rails();
+  test_refusals();
+  run_all();
+  printf("replays: ring %d, tree %d, rhd %d, hier %d\n", replays[1], replays[2], replays[3], replays[4]);
+  CHECK(replays[NCCLZ_ALGO_TREE] > 100 && replays[NCCLZ_ALGO_RHD] > 100 && replays[NCCLZ_ALGO_HIER] > 100, "every algorithm ran");
   return tu_finish("test_schedule");
 }

@@ -70,6 +70,13 @@ typedef struct {
                                   encodes it with its own coder, post-checked; 0 (default): the
                                   coder planned on the call's first chunk for every frame, each
                                   post-checked. The host engine plans every frame either way. */
+  ncclzAlgorithm algorithm;    /* the schedule (schedule.h): ring, tree, rhd, hier; AUTO (default):
+                                  NCCL's tuner's ring or tree (ncclzTunerChoose, as the simulator's
+                                  plain baseline) over ranks_per_node nodes and the profile's link
+                                  of the hint; the ring without them */
+  int ranks_per_node;          /* consecutive ranks per node, for tree and hier and the ring's
+                                  channels (0: all ranks on one node) */
+  uint32_t channels;           /* ring channels (0: 1) */
 } ncclzConfig;
 
 #define NCCLZ_CHUNK_MIN_BYTES 64 /* the smallest chunk_bytes a config takes */

@@ -151,6 +151,10 @@ typedef struct {
   int rea_link_profile;       /* 1: REA plans with the profile's transport of the hint (what the
                                  executor, run with that profile, plans with); 0: with the
                                  replayed hop's link (an REA tuned for the simulated network) */
+  ncclzAlgorithm algorithm;   /* the schedule (schedule.h): RING, TREE, RHD, HIER; AUTO (0): plain
+                                 NCCL's choice when compress is off (ncclzSimNcclAlgorithm), else
+                                 the fastest schedule that runs the point (ncclzSimRunBest) */
+  uint32_t channels;          /* ring channels (0: the platform's rails) */
   int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
                                  same chunks and extrapolates their steady state (exact: the time is
@@ -168,7 +172,9 @@ typedef struct {
   ncclzSimFidelity fidelity;            /* the one used (FULL or REDUCED) */
   int actors;                           /* actors simulated */
   int nranks;                           /* logical ranks */
-  uint32_t nchunks;                     /* chunks per block */
+  uint32_t nchunks;                     /* chunks per block (all channels) */
+  ncclzAlgorithm algorithm;             /* the schedule replayed */
+  uint32_t channels;                    /* its ring channels (1 for the other algorithms) */
   uint64_t frames[NCCLZ_CODER_COUNT];   /* frames sent by the simulated actors, per coder */
   double wire_bytes;                    /* bytes they sent */
   double raw_bytes;                     /* raw bytes those frames stand for */
@@ -184,6 +190,19 @@ ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, cons
 /* Which fidelity AUTO takes, and why (a sentence into why[cap]). */
 ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *plat, const ncclzSimOptions *opt, char *why,
                                         size_t cap);
+
+/* Plain NCCL's choice between its ring (channels over the rails) and its tree for a call of
+ * `bytes` (NCCL's tuner model, docs/simulator.md), and that model's time (us) of algorithm a
+ * (INFINITY where NCCL does not run it). */
+ncclzAlgorithm ncclzSimNcclAlgorithm(const ncclzSimPlatform *plat, ncclzCollective coll, uint64_t bytes);
+double ncclzSimNcclTimeUs(const ncclzSimPlatform *plat, ncclzCollective coll, uint64_t bytes, ncclzAlgorithm a);
+
+/* Replays the point with every algorithm that runs it and returns the fastest (res->algorithm
+ * says which): the replay's own choice of schedule, for options.algorithm auto with compression
+ * and for the best plain schedule of ours; under compress auto, the plain schedules too (auto may
+ * leave a call uncompressed). */
+ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
+                            const ncclzSimOptions *opt, ncclzSimResult *res);
 
 /* nccl-tests' algbw and busbw (GB/s) of `bytes` in time_us on n ranks. */
 double ncclzSimAlgBw(uint64_t bytes, double time_us);
@@ -228,6 +247,8 @@ typedef struct {
   double algbw, busbw;  /* GB/s, nccl-tests' definitions, of this point */
   double base_busbw;    /* GB/s, of plain NCCL */
   double wire_cr;       /* raw bytes / wire bytes of the frames sent (1 when plain) */
+  ncclzSimResult best_plain; /* compressed points: the fastest plain schedule of ours (time_us 0
+                                otherwise), for the speedup over the best plain schedule */
 } ncclzSimPointResult;
 
 typedef void (*ncclzSimProgressFn)(void *ctx, size_t done, size_t total);
