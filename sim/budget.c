@@ -23,16 +23,14 @@
 #define SIM_DEFAULT_BUDGET_S 120.0
 #define SIM_DEFAULT_BUDGET_MIB 2048.0
 
-/* Ops and sends of one actor's list: rank 0's list with one chunk a block, times the chunks (the
- * ops of a step repeat for each chunk). */
+/* Ops and sends of one actor's list: rank 0's list of the schedule replayed (its algorithm,
+ * channels and chunks). */
 static int actor_ops(const sim_job *j, double *ops, double *sends) {
   ncclzSchedule s;
-  int root = j->opt->coll == NCCLZ_BROADCAST ? j->opt->root : 0;
-  if (ncclzScheduleBuild(j->opt->coll, j->nranks, 0, root, 1, &s) != 0) return -1;
-  *ops = *sends = 0;
+  if (ncclzScheduleBuildSpec(&j->spec, 0, &s) != 0) return -1;
+  *sends = 0;
   for (size_t i = 0; i < s.nops; i++) *sends += s.ops[i].kind == NCCLZ_OP_SEND;
-  *ops = (double)s.nops * j->nchunks;
-  *sends *= j->nchunks;
+  *ops = (double)s.nops;
   ncclzScheduleFree(&s);
   return 0;
 }
