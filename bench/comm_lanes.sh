@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How many comm lanes (ncclzConfig.comm_lanes: units' NCCL groups alternate over that many
 # communicators and streams) does the socket path want? With one lane the 1 GiB AllReduce's frames
-# move slower than plain NCCL's ring; more lanes close the gap (docs/results.md has the numbers).
+# move slower than plain NCCL's ring; more lanes close the gap (docs/executor.md, comm lanes).
 # Runs --comm-lanes $LANES (default 1 2 4) alternated, twice, each against plain NCCL in the same process
 # (--vs-plain), ResNet-18 gradients, AllReduce and AlltoAll 64 MiB..1 GiB, on the default, 1x1
 # and 4x4 socket settings, traced (NCCL busy and exposed codec time per size).
