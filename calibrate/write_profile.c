@@ -326,7 +326,7 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
       iface[h][n_iface[h]++] = (ncclzCalPoint){b->valuedouble, fi->valuedouble};
     }
     const cJSON *fu = cJSON_GetObjectItemCaseSensitive(e, "unit_host_us");
-    if (fu) { /* optional: points recorded before 2026-12 have none */
+    if (fu) { /* optional: older points files have none */
       if (!cJSON_IsNumber(fu) || !(fu->valuedouble >= 0))
         return ncclzSetError(NCCLZ_ERR_ARG, "points %s.unit_host_us: must be a number >= 0", where);
       if (n_unit[h] == NCCLZ_CAL_MAX_POINTS)

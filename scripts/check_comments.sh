@@ -2,8 +2,10 @@
 # Source comments say why in a line; commit hashes and dates belong in git and docs/results.md.
 # Scans the comments of the tracked C/CUDA (/* */, //), shell, Python and CMake (#) sources for
 # commit-hash-like tokens (7-40 lowercase hex digits with a letter and a digit, a word of their own,
-# not a float's digits) and ISO dates; prints file:line: token for each and exits 1 if any.
-# Usage: bash scripts/check_comments.sh [FILE...]   (default: every tracked source file)
+# not a float's digits) and ISO dates (YYYY-MM-DD, YYYY-MM); prints file:line: token for each and
+# exits 1 if any. Python docstrings and shell here-documents are not comments and are not scanned.
+# Usage: bash scripts/check_comments.sh [FILE...]   (paths from the repository root; default: every
+# tracked source file outside bench/results/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,8 +79,10 @@ BEGIN { FS = "\t" }
     off += RSTART + RLENGTH - 1; rest = substr(rest, RSTART + RLENGTH)
   }
   rest = text
-  while (match(rest, /(19|20)[0-9][0-9]-[01][0-9]-[0-3][0-9]/)) {
-    print where ": date " substr(rest, RSTART, RLENGTH); bad = 1; rest = substr(rest, RSTART + RLENGTH)
+  while (match(rest, /(19|20)[0-9][0-9]-(0[1-9]|1[0-2])(-[0-3][0-9])?/)) {
+    d = substr(rest, RSTART, RLENGTH); after = substr(rest, RSTART + RLENGTH, 1)
+    if (after !~ /[0-9]/ && substr(rest, RSTART - 1, 1) !~ /[0-9]/) { print where ": date " d; bad = 1 }
+    rest = substr(rest, RSTART + RLENGTH)
   }
 }
 END { exit bad }

@@ -379,9 +379,8 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   const int32_t *src = sym + (size_t)f * sh.frame_symbols + (size_t)k * S;
   /* A warp per segment, 32 symbols a step: lane l codes symbol step*32 + l (coalesced loads) and
    * places its field at the segment's running bit count plus the scan of the widths before it.
-   * (Until 2026-12 each lane coded S/32 consecutive symbols in two passes, counting then putting:
-   * every load of a warp touched 32 lines, and the encode kernel was 84% of the batched HUFFMAN
-   * encode, 1.14 ms of 1.35 per 256 MiB at 1,024-symbol segments.) */
+   * (A lane coding S/32 consecutive symbols in two passes, counting then putting, makes every load
+   * of a warp touch 32 lines; that encode kernel took most of the batched HUFFMAN encode.) */
   uint32_t *st = stage + warp * seg_stage_words(S);
   for (uint32_t i = lane; i < seg_stage_words(S); i += 32) st[i] = 0;
   __syncwarp();
