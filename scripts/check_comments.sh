@@ -3,7 +3,7 @@
 # Scans the comments of the tracked C/CUDA (/* */, //), shell, Python and CMake (#) sources for
 # commit-hash-like tokens (7-40 lowercase hex digits with a letter and a digit, a word of their own,
 # not a float's digits) and ISO dates (YYYY-MM-DD, YYYY-MM); prints file:line: token for each and
-# exits 1 if any. Python docstrings and shell here-documents are not comments and are not scanned.
+# exits 1 if any. Python docstrings are strings, not comments, and are not scanned.
 # Usage: bash scripts/check_comments.sh [FILE...]   (paths from the repository root; default: every
 # tracked source file outside bench/results/)
 set -euo pipefail
