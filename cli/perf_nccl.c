@@ -194,8 +194,9 @@ static ncclzStatus timed_calls(gpu_rank *g, ncclzComm_t c, const void *din, void
  * and link states, each side first in every other round (a side that always ran second would
  * inherit whatever the first left: clocks, caches); the medians of the rounds. A round lasts at
  * least VS_ROUND_S (more calls than -n where calls are short): at -n 50 a round of 1 MiB NVLink
- * calls took 0.7 ms, and three of them put plain 5% ahead of itself (16 MiB AlltoAll). The ranks take the largest count any of them wants. The compressed calls come last
- * (the output checked and the stats read are theirs). */
+ * calls took 0.7 ms, and three of them put plain 5% ahead of itself (16 MiB AlltoAll). The ranks
+ * take the largest count any of them wants. The compressed calls come last (the output checked
+ * and the stats read are theirs). */
 #define VS_ROUNDS 7
 #define VS_ROUND_S 0.02
 static ncclzStatus timed_vs_plain(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,
