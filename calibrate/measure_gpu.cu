@@ -375,7 +375,8 @@ static void trace_exposure(ncclzComm_t c, double *enc, double *enc_exp, double *
 
 /* Untimed traffic before the first sweep: each op at 64 MiB for about 0.5 s (0.1 s quick). The socket
  * path gets faster over its first seconds of traffic (the 4x4 path's first sweep ran 20-50% slower
- * than its third), and a fit to that first sweep mispredicts every later run. Same iteration count on every rank. */
+ * than its third), and a fit to that first sweep mispredicts every later run. Same iteration count
+ * on every rank. */
 #define WARM_BYTES (64u << 20)
 static ncclzStatus warm_up(cal_rank *g, ncclComm_t comm, const float *s, float *r, cudaStream_t st, cudaEvent_t e0,
                            cudaEvent_t e1) {

@@ -668,8 +668,9 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
  * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
  * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
  * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors. Here the warp loads
- * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader that outruns its ring in a
- * round (more than NZ_HF_RING words: 32 long escapes) reads the rest from global memory. */
+ * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader
+ * that outruns its ring in a round (more than NZ_HF_RING words: 32 long escapes) reads the rest
+ * from global memory. */
 static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
   const uint32_t lane = threadIdx.x & 31;
   const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
