@@ -2,7 +2,7 @@
 # Renders a bench/results/codecs-*.json (from bench/codecs.sh on the GPU machine) as the README's
 # markdown table. Throughputs are input GB/s; "% roof" is the coder's share of the copy roofline
 # BW/(1+1/CR) measured in the same run.
-#   bench/codecs_table.sh bench/results/codecs-2026-11-30.json
+#   bench/codecs_table.sh bench/results/codecs-<date>.json
 set -euo pipefail
 jq -r '
   "Device \(.device), CUDA runtime \(.cuda_runtime), NCCL \(.nccl), commit \(.commit), \(.date); \(.input_bytes/1048576) MiB of real data in \(.frame_bytes/1048576) MiB frames, median of \(.runs) runs.\n",

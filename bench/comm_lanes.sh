@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # How many comm lanes (ncclzConfig.comm_lanes: units' NCCL groups alternate over that many
 # communicators and streams) does the socket path want? With one lane the 1 GiB AllReduce's frames
-# moved at 2.2-2.6 GB/s where plain NCCL's ring moves 3.7-3.9 GB/s (2026-11-30); two lanes gave
-# 4.7-5.2x, four 8.1-9.2x (bench/results/device-2026-12-01b/lanes-93c8c24.txt; default since 1cf979f).
+# move slower than plain NCCL's ring; more lanes close the gap (docs/executor.md, comm lanes).
 # Runs --comm-lanes $LANES (default 1 2 4) alternated, twice, each against plain NCCL in the same process
 # (--vs-plain), ResNet-18 gradients, AllReduce and AlltoAll 64 MiB..1 GiB, on the default, 1x1
 # and 4x4 socket settings, traced (NCCL busy and exposed codec time per size).

@@ -11,8 +11,7 @@
 # Environment: NCCLZ_COMMIT (git does not work in the GPU machine's copy), BUILD, QUICK=1 (fewer
 # sizes), FORCED=0 (without the fixed-coder runs), EXEC_LIMIT_S (time budget: runs that would pass
 # it are skipped and listed in exec-skipped.txt, the summary is still written), ONLY=REGEX (runs whose name matches), SKIP_TESTS=1, NCCLZ_PROFILE (the REA's profile for
-# auto; default calibrate/profiles/h200-x2.json, the measured one every verb has built in; the
-# runs of 2026-11-30 used tests/data/profile_synthetic.json).
+# auto; default calibrate/profiles/h200-x2.json, the measured one every verb has built in).
 # Needs on the GPU machine: .deps/*.deb (Debian's libcjson) and .devdata/resnet18_digits_step100_rank0.f32.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -127,7 +126,7 @@ if [ "$NGPU" -ge 2 ]; then
     for coll in allreduce alltoall; do
       perf "$path-$coll-off" $path threads 70 -c $coll "${SIZES[@]}" -n 5 -w 2 --warm-s 1 --compress off --data "$GRAD"
       # --vs-plain: plain NCCL in rounds alternated with auto in the same process; the socket's
-      # speed drifts by tens of percent between runs (bench/results/device-2026-11-30d).
+      # speed drifts by tens of percent between runs.
       perf "$path-$coll-auto" $path threads 100 -c $coll "${SIZES[@]}" -n 3 -w 2 --warm-s 1 --vs-plain --compress auto --quant $Q \
         --profile "$PROFILE" --data "$GRAD" --trace "$RUNS/trace-$path-$coll.json"
     done

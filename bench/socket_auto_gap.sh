@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why is auto slower than forced HUFFMAN on the socket path at 1 GiB when both send HUFFMAN
-# frames only (2026-11-30: 80.5 ms against 56.5 ms, separate processes)? Runs auto and
+# frames only (measured in separate processes)? Runs auto and
 # huffman twice each, alternated, each against plain NCCL in the same process (--vs-plain), with
 # a traced call, on the ResNet-18 gradients, 256 MiB and 1 GiB AllReduce over the default socket.
 # Usage (GPU machine, carry .deps and .devdata): bash bench/socket_auto_gap.sh; writes $OUT/gap.txt.

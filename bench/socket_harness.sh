@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why does `ncclz perf --compress off` time the NET socket path's plain AllReduce ~1.3-1.6x slower
-# than `ncclz calibrate` does (2026-11-30: 256 MiB in 116 ms against 69-89 ms)? Alternates, in
+# than `ncclz calibrate` does? Alternates, in
 # one call, perf with the ResNet gradients (as bench/exec.sh), perf with its synthetic input,
 # perf timing single calls (-n 1), and calibrate --check's socket sweep (its own harness), and
 # prints each run's 64 and 256 MiB times. Usage: BUILD=DIR bench/socket_harness.sh (GPU machine)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Is the compressed AllReduce on the default socket path bound by NCCL's point-to-point over the
 # socket rather than by the codecs? Plain NCCL's ring AllReduce moves 1 GiB per rank at ~3.5 GB/s
-# there, while the executor's ncclSend/ncclRecv of ~540 KB frames moved its 139 MB at ~2.3 GB/s
-# (2026-11-30: 63-70 ms per 1 GiB call; the same call takes 42 ms on the 1x1 path, codec-bound).
+# there, while the executor's ncclSend/ncclRecv of ~540 KB frames move its 139 MB at ~2.3 GB/s
+# (the same call is codec-bound, and faster, on the 1x1 path).
 # NCCL's knobs for point-to-point over the network (they leave the plain collective alone):
 # channels per network peer and the p2p network chunk size. Each run: auto against plain NCCL in
 # the same process (--vs-plain), ResNet-18 gradients, 1 GiB AllReduce, default socket path.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Is the NET socket path's run-to-run spread (2026-11-30: the 4x4 path's AllReduce switching
-# between two levels ~2x apart) a matter of where the CPU threads run? Runs plain NCCL AllReduce
+# Is the NET socket path's run-to-run spread (the 4x4 path's AllReduce switching between two
+# levels ~2x apart) a matter of where the CPU threads run? Runs plain NCCL AllReduce
 # (ncclz perf --compress off, 2 GPUs, one process) REPEAT times per socket setting, unbound and
 # bound with taskset to the CPUs nvidia-smi names as GPU 0's affinity, and prints each run's
 # 64 MiB and 256 MiB busbw. Usage: BUILD=DIR bench/socket_noise.sh [REPEAT]   (GPU machine)

@@ -181,8 +181,8 @@ ncclzStatus ncclzCalFitPiecewise(const ncclzCalPoint *pts, size_t n, double tol,
   if (!(tol > 0)) return ncclzSetError(NCCLZ_ERR_ARG, "fit: tolerance must be > 0");
   /* When the segments run out (noisy points), the tolerance below 1 MiB gives first (up to
    * NCCLZ_CAL_SMALL_TOL_FACTOR times looser, where the target does not bind), then all of it by
-   * 25% steps: on 93c8c24's points this keeps every curve but one as it was and brings the worst
-   * residual from 1 MiB up from 6.85% to 4.96%. */
+   * 25% steps: on the H200 points this keeps almost every curve as it was and lowers the worst
+   * residual from 1 MiB up. */
   uint32_t k;
   double small = 1.0;
   while ((k = cut_segments(p, n, tol, tol * small, out->seg)) > NCCLZ_CAL_MAX_SEGMENTS) {

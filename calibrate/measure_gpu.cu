@@ -374,9 +374,9 @@ static void trace_exposure(ncclzComm_t c, double *enc, double *enc_exp, double *
 }
 
 /* Untimed traffic before the first sweep: each op at 64 MiB for about 0.5 s (0.1 s quick). The socket
- * path gets faster over its first seconds of traffic (the calibration run of 2026-11-30b: the
- * 4x4 path's first sweep 20-50% slower than its third, which matched the check run), and a fit
- * to that first sweep mispredicts every later run. Same iteration count on every rank. */
+ * path gets faster over its first seconds of traffic (the 4x4 path's first sweep ran 20-50% slower
+ * than its third), and a fit to that first sweep mispredicts every later run. Same iteration count
+ * on every rank. */
 #define WARM_BYTES (64u << 20)
 static ncclzStatus warm_up(cal_rank *g, ncclComm_t comm, const float *s, float *r, cudaStream_t st, cudaEvent_t e0,
                            cudaEvent_t e1) {
@@ -468,10 +468,9 @@ static void *rank_main(void *arg) {
       Z_TRY(g, sweep(g, kind, nccl, sb, rb, sizes, nsizes, s, e0, e1));
   if (g->rank == 0 && o->progress) fprintf(stderr, "\n");
   /* Overlap: the executor's compressed AllReduce, traced (not in a check), on gradient-like data
-   * under QSGD, the executor's main work. (On the smooth field at eb:rel=1e-4, the run of
-   * 2026-11-30, HUFFMAN's alphabet spans thousands of codes and its one-block code book took
-   * ~0.9 ms per 4 MiB frame: lambda_dec came out 0.74 and REA passed HUFFMAN over on gradients
-   * whose frames it codes in a fraction of that.) */
+   * under QSGD, the executor's main work. (On a smooth field at eb:rel=1e-4 HUFFMAN's alphabet
+   * spans thousands of codes and its code book dominates, so the fitted lambda_dec would make
+   * REA pass HUFFMAN over on gradients, whose frames it codes in a fraction of that time.) */
   if (!o->check) {
     fill_gradient<<<1024, 256, 0, s>>>(sb, max_bytes / 4, g->rank);
     CUDA_TRY(g, cudaStreamSynchronize(s));

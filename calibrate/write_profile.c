@@ -230,8 +230,8 @@ static int hint_of_path(int p) {
 
 /* The interface curve: at each traced size, the quickest call, sizes ascending. Its work
  * (quantize, agree, dequantize) does not depend on the coder; what varies between calls is the
- * wait for the peer in the agreement, which only adds (the 16 MiB call on the 2x H200 socket path:
- * 445 us under FIXEDLEN, 838 under HUFFMAN, 11df09f). */
+ * wait for the peer in the agreement, which only adds (on the 2x H200 socket path a 16 MiB call
+ * took almost twice as long under one coder as under another). */
 static void interface_curve(const ncclzCalPoint *p, size_t n, ncclzCurve *c) {
   c->n_points = 0;
   for (size_t i = 0; i < n; i++) {
@@ -267,10 +267,9 @@ static void fit_interface(ncclzCalPoint (*pts)[NCCLZ_CAL_MAX_POINTS], const size
 /* The host's own time per pipeline unit of a transport: the median of its calls, without the
  * calls that paid for a connection. NCCL connects a communicator's peers lazily, inside the first
  * send/recv group, so the first call on a new communicator (one per coder: ncclzCommInit splits
- * a lane communicator) spends milliseconds a unit there: 5,000-8,200 us against 53-119 us on
- * 2x H200 (calibrate/profiles/h200-x2-points.json of 11df09f), two of six calls, which pulled the
- * plain median up by 15-25%; the other calls were within 2.3x of the quickest, so 4x separates
- * them. Sorts v. */
+ * a lane communicator) spends milliseconds a unit there, against tens of microseconds otherwise
+ * on 2x H200 (calibrate/profiles/h200-x2-points.json), enough to pull the median up; the other
+ * calls stay within about 2x of the quickest, so 4x separates them. Sorts v. */
 static double host_unit_us(double *v, size_t n) {
   if (!n) return 0.0;
   ncclzMedian(v, n); /* sorts v */
@@ -312,13 +311,13 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
     /* The default socket path stands for NET; the thread variants only when it is missing. */
     if (p == NCCLZ_CAL_SOCKET1X1 || p == NCCLZ_CAL_SOCKET4X4) continue;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *fi = cJSON_GetObjectItemCaseSensitive(e, "interface_us");
-    if (!cJSON_IsNumber(b) || b->valuedouble >= LAMBDA_MIN_BYTES) { /* points without bytes: before 2026-11-30 */
+    if (!cJSON_IsNumber(b) || b->valuedouble >= LAMBDA_MIN_BYTES) { /* older points files have no bytes */
       enc[c][h][0] += v[0];
       enc[c][h][1] += v[1];
       dec[c][h][0] += v[2];
       dec[c][h][1] += v[3];
     }
-    if (fi) { /* optional: points recorded before 2026-11-30 have none */
+    if (fi) { /* optional: older points files have none */
       if (!cJSON_IsNumber(fi) || !(fi->valuedouble >= 0) || !cJSON_IsNumber(b) || !(b->valuedouble > 0))
         return ncclzSetError(NCCLZ_ERR_ARG, "points %s: interface_us and bytes must be numbers (>= 0, > 0)", where);
       if (n_iface[h] == NCCLZ_CAL_MAX_POINTS)
@@ -327,7 +326,7 @@ static ncclzStatus parse_overlap(const cJSON *root, ncclzCalResult *r) {
       iface[h][n_iface[h]++] = (ncclzCalPoint){b->valuedouble, fi->valuedouble};
     }
     const cJSON *fu = cJSON_GetObjectItemCaseSensitive(e, "unit_host_us");
-    if (fu) { /* optional: points recorded before 2026-12 have none */
+    if (fu) { /* optional: older points files have none */
       if (!cJSON_IsNumber(fu) || !(fu->valuedouble >= 0))
         return ncclzSetError(NCCLZ_ERR_ARG, "points %s.unit_host_us: must be a number >= 0", where);
       if (n_unit[h] == NCCLZ_CAL_MAX_POINTS)

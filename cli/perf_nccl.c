@@ -168,8 +168,8 @@ static ncclzStatus gpu_prewarm(gpu_rank *g, ncclzComm_t c, cudaStream_t s) {
   return st;
 }
 
-/* -w untimed calls on c, waited for: they are asynchronous, and until 2026-11-30 the timed loop
- * also paid for them (every GPU time was (warmup + iters) / iters of a call's: 1.4x at -n 5 -w 2). */
+/* -w untimed calls on c, waited for: they are asynchronous, and otherwise the timed loop would
+ * also pay for them ((warmup + iters) / iters of a call's time: 1.4x at -n 5 -w 2). */
 static ncclzStatus warm_calls(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s) {
   ncclzStatus st = NCCLZ_OK;
   for (int i = 0; !st && i < g->o->warmup; i++) st = gpu_call(g->o, c, din, dout, count, s);
@@ -194,9 +194,9 @@ static ncclzStatus timed_calls(gpu_rank *g, ncclzComm_t c, const void *din, void
  * and link states, each side first in every other round (a side that always ran second would
  * inherit whatever the first left: clocks, caches); the medians of the rounds. A round lasts at
  * least VS_ROUND_S (more calls than -n where calls are short): at -n 50 a round of 1 MiB NVLink
- * calls took 0.7 ms, and three of them put plain 5% ahead of itself (2026-11-30, 16 MiB
- * AlltoAll). The ranks take the largest count any of them wants. The compressed calls come last
- * (the output checked and the stats read are theirs). */
+ * calls took 0.7 ms, and three of them put plain 5% ahead of itself (16 MiB AlltoAll). The ranks
+ * take the largest count any of them wants. The compressed calls come last (the output checked
+ * and the stats read are theirs). */
 #define VS_ROUNDS 7
 #define VS_ROUND_S 0.02
 static ncclzStatus timed_vs_plain(gpu_rank *g, ncclzComm_t c, const void *din, void *dout, size_t count, cudaStream_t s,

@@ -6,8 +6,7 @@
 void ncclzCoderParamsDefault(ncclzCoderParams *p) {
   p->fixedlen_tile_blocks = 256;
   /* 512: on the H200 the batched GPU coder runs 450 / 479 GB/s (encode / decode) on the ResNet-18
-   * gradients against 371 / 440 at 1,024, for a CR 1.3% lower (9.56 against 9.69);
-   * bench/results/device-2026-12-01b/codecs-seg512-a50c756.json and codecs-seg1024-1cf979f.json.
+   * gradients against 371 / 440 at 1,024, for a CR 1.3% lower (9.56 against 9.69; docs/gpu-codecs.md).
    * The executor's frames use their own, 256 (NCCLZ_FRAME_HUFFMAN_SEGMENT). */
   p->huffman_segment = 512;
 }

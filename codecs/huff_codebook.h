@@ -163,11 +163,9 @@ NCCLZ_INLINE void ncclz_huff_sort(uint64_t *key, uint64_t *tmp, uint32_t m) {
  * Written without branches: both queue heads are read at every pick (an empty queue's head
  * reads as all ones, so the other queue wins) and selects make the pick: on one H200 thread
  * the branchy form's control flow cost more than its loads, 27.2 us against 20.2 for m = 257,
- * 874 against 643 for m = 8,194 (bench/results/device-2026-12-01d/tests-f607055.log). The
- * GPU's blocks build the same links in parallel (the fixed point below).
- * Variants that carried the heads in registers from pick to pick were also faster, but built
- * other trees on the H200 when the arrays lay in shared memory (33-37 of 60; equal on the host
- * and with the arrays in global memory, volatile reads or not), so none is used. */
+ * 874 against 643 for m = 8,194 (test_gpu_huffbook). The GPU's blocks build the same links in
+ * parallel (the fixed point below). The heads are re-read at every pick: carried in registers
+ * they build other trees on the H200 when the arrays lie in shared memory. */
 NCCLZ_INLINE void ncclz_huff_tree_parents(const uint64_t *key, uint32_t m, uint64_t *weight, uint32_t *node) {
   const uint64_t none = ~0ull; /* above any weight: sums of 32-bit frequencies */
   uint32_t leaf = 0, inner = 0;

@@ -45,10 +45,9 @@ static ncclzStatus make_streams(ncclzComm *c) {
 
 /* Lane 0 is the caller's communicator; the others are split from it (collective: every rank
  * calls ncclzCommInit). Why: over the NET socket path one frame's ncclSend/ncclRecv at a time
- * moved the 1 GiB AllReduce's frames at 2.2-2.6 GB/s where the plain ring moves 3.7-3.9 GB/s
- * (2026-11-30, NCCL busy 53-62 ms of a 63-68 ms call); each group waits for the one before it on
- * its stream, so more communicators and streams let unit u+1's transfer start while unit u's
- * still runs (two lanes: 4.36-4.40x -> 4.73-5.17x, 2026-12-01). */
+ * moves the 1 GiB AllReduce's frames slower than the plain ring, NCCL busy most of the call; each
+ * group waits for the one before it on its stream, so more communicators and streams let unit
+ * u+1's transfer start while unit u's still runs (docs/executor.md). */
 static ncclzStatus make_lanes(ncclzComm *c, uint32_t lanes) {
   c->lane_comm[0] = c->nccl;
   c->lanes = 1;

@@ -5,7 +5,7 @@
 /* Calls between two REA decisions of one signature: NCCLZ_REPLAN, doubled after every decision
  * that keeps the ranks' vote (compress or bypass) up to NCCLZ_REPLAN_MAX. A decision quantizes the
  * message and reads a chunk back (~1 ms at 64 MiB on an H200); every 64th call of a bypassed
- * 64 MiB AllReduce over NVLink cost 6% of its time (2026-11-30). */
+ * 64 MiB AllReduce over NVLink cost 6% of its time. */
 #define NCCLZ_REPLAN 64
 #define NCCLZ_REPLAN_MAX 8192
 

@@ -12,7 +12,7 @@
  * under the range's alphabet, the sums, the decision), each waiting on the one before. One block
  * of 512 threads per frame did the whole 64 KiB sample on one SM, at a quarter of its warps
  * (ncu: 11.5 cycles between a warp's instructions, instruction-bound): 34.9 us for a batch of 64
- * frames, 6.9% of their HUFFMAN encode (test_gpu_rea at 10f08e2). A cluster spreads the sample
+ * frames, 6.9% of their HUFFMAN encode (test_gpu_rea). A cluster spreads the sample
  * over ncclz_rea_plan_blocks(window) SMs, eight symbols a thread: 8 blocks for a 64 KiB window,
  * one for 8 KiB. The caller launches ncclz_rea_plan_blocks(cfg->sample_window_bytes) blocks a
  * cluster (cudaLaunchKernelEx), so that a smaller window takes fewer blocks, not idle ones. */
@@ -27,14 +27,14 @@
 
 /* Blocks a frame at most (a cluster: at most 8 is portable), threads a block, symbols a thread (a
  * quarter of a sample block: its four threads are neighbouring lanes). Clusters of 4 blocks of
- * 512 threads ran frame 0's steps faster but the 64-frame batch slower, 31.6 us against 26.8:
- * its larger blocks no longer started in one wave (test_gpu_rea, tests-cta4x512.log). */
+ * 512 threads run frame 0's steps faster but the 64-frame batch slower (test_gpu_rea): their
+ * larger blocks do not start in one wave. */
 #define NCCLZ_REA_PLAN_CTAS 8
 #define NCCLZ_REA_PLAN_THREADS 256
 #define NCCLZ_REA_PART (NCCLZ_REA_BLOCK / 4)
 /* Blocks an SM the planning kernel must fit (its __launch_bounds__ minimum): the clusters of a
- * 64-frame batch (512 blocks) then start in one wave. At 56 registers (4 blocks an SM) they took
- * two: 36.1 us against 26.1 at 48 (test_gpu_rea at 4933f4f and 1d60f9b). */
+ * 64-frame batch (512 blocks) then start in one wave. At 56 registers (4 blocks an SM) they take
+ * two, about 40% slower (test_gpu_rea). */
 #define NCCLZ_REA_PLAN_MIN_BLOCKS 5
 static_assert(NCCLZ_REA_PLAN_CTAS * NCCLZ_REA_PLAN_THREADS * NCCLZ_REA_PART >= NCCLZ_REA_SAMPLE_MAX_BYTES / 4,
               "a cluster holds the largest window, a part a thread");
@@ -214,10 +214,9 @@ __device__ inline void ncclz_rea_cluster_alphabet(cooperative_groups::cluster_gr
 }
 
 /* The leader adds the other blocks' histograms to its own, a bin (and a tail_seen word) a thread.
- * Tried instead: the others pushing theirs into the leader's with distributed shared memory
- * atomics, which saves the leader a barrier and its reads; at 8 blocks a frame the device then
- * disagreed with the host on wide-alphabet frames and racecheck reported hazards (test_gpu_rea at
- * 7fdfeee), so the pull stays. */
+ * Not the others pushing theirs with distributed shared memory atomics: that saves the leader a
+ * barrier, but at 8 blocks a frame the device then disagrees with the host on wide-alphabet frames
+ * and racecheck reports hazards. */
 __device__ inline void ncclz_rea_cluster_hist(cooperative_groups::cluster_group &cluster, ncclzReaBlockShared &s) {
   for (uint32_t b = threadIdx.x; b < NCCLZ_REA_HIST_TOTAL; b += blockDim.x) {
     uint32_t f = s.h.freq[b];

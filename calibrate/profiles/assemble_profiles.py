@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Assembles calibrate/profiles/polaris-a100-paper.json from recorded numbers (no GPU needed): the
 paper's platform from its published numbers, codec costs from H200 measurements
-(bench/results/codecs-2026-11-30b.json) scaled by the HBM bandwidth ratio.
+(the BENCH file below) scaled by the HBM bandwidth ratio.
 
 Every number names its source in metadata.sources (the loader ignores that key).
 Run from the repository root: python3 calibrate/profiles/assemble_profiles.py

@@ -21,8 +21,7 @@
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
 /* Encode CTA: a warp per 32 blocks. Every CTA pays a fixed latency (the slowest warp's loads, the
  * look-back) with its warps idle at a barrier; larger CTAs amortize it, smaller ones let other
- * CTAs fill the gap. ncu, 256 MiB of QSGD gradients on the H200 (2026-12-01, units still from an
- * atomic counter): 4 warps 163 us, 8 warps 150 us, 16 warps 154-158 us. */
+ * CTAs fill the gap. ncu, 256 MiB of QSGD gradients on the H200: 8 warps were quicker than 4 or 16. */
 #ifndef FLE_WARPS
 #define FLE_WARPS 8
 #endif
@@ -33,13 +32,12 @@
  * Same result as the reference's transpose32 (an involution). Five butterfly stages; at stage s
  * a lane keeps the bits of its half (mask m or ~m, by lane bit s) and takes the other half from
  * its partner, shifted by s. Written branch-free, because the obvious `(lane & s) ? a : b` per
- * stage compiled to divergent branches in the PTX (2026-12-01): stages 16 and 8 move whole bytes,
+ * stage compiles to divergent branches in the PTX: stages 16 and 8 move whole bytes,
  * so one byte permute with a per-lane selector does the select and the shift; stages 4, 2 and 1
  * send the word rotated the way the partner needs it (wrapped bits land outside its mask), then
- * one bit-select (a single LOP3) keeps each side. Coder-only GB/s on the H200, encode / decode
- * (bench/results/device-2026-12-01d): REL codes 1,340 / 1,502 before, 1,432 / 1,877 after; raw
- * floats 1,004 / 1,069 before, 1,184 / 1,417 after. test_gpu_codecs' byte identity with the CPU
- * frames covers every width class. */
+ * one bit-select (a single LOP3) keeps each side. On the H200 the branch-free form codes 7-33%
+ * faster than the branchy one (coder-only GB/s, encode and decode, REL codes and raw floats).
+ * test_gpu_codecs' byte identity with the CPU frames covers every width class. */
 static __device__ __forceinline__ uint32_t butterfly_select(uint32_t x, int lane, int s, uint32_t m) {
   const uint32_t up = lane & s; /* s or 0 */
   /* rotate left by s (upper lanes) or 32 - s (lower; the shift is taken mod 32) */
@@ -159,7 +157,7 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
 
 /* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
- * looks back, so that successors wait less (ncu at a9bdd59: barrier stalls were 47% of cycles). */
+ * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles). */
 /* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
  * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
  * margin over its roofline target is a run's spread). */
@@ -252,8 +250,8 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   }
   /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
    * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
-   * instead of 1,198-1,756 (bench/results/device-2026-12-02/codecs-f571aeb.txt), as if with 4 CTAs
-   * an SM instead of 6; which of the two did it was not established. */
+   * instead of 1,198-1,756 on the H200, as if with 4 CTAs an SM instead of 6; which of the two
+   * did it was not established. */
   const int carve = cudaSharedmemCarveoutMaxShared;
   if (grid && sh.mixed)
     nz_launch_opt(false, carve, k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);

@@ -44,9 +44,8 @@ __device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t
  * fixed point of huff_codebook.h, each thread taking its part of every round's merge, rounds
  * until none changes (at most m - 1; 10-37 on test_huffman_format's trees). Replaces one thread's
  * 2m - 2 dependent picks: on the H200, 61-150 us in 15-31 rounds for m = 8,194 at 1,024 threads
- * against 643 us for the one thread, 9-23 us for m = 259 (test_gpu_huffbook,
- * bench/results/device-2026-12-01e/tests-22d38d1.log). icur and inext: m - 1 words each; node:
- * 2m - 1. Every thread of the block calls it; returns the rounds. */
+ * against 643 us for the one thread, 9-23 us for m = 259 (test_gpu_huffbook). icur and inext:
+ * m - 1 words each; node: 2m - 1. Every thread of the block calls it; returns the rounds. */
 template <int THREADS>
 __device__ uint32_t ncclz_huff_block_parents(const uint64_t *key, uint32_t m, uint32_t *icur, uint32_t *inext,
                                              uint32_t *node) {

@@ -55,8 +55,7 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
 /* Symbols per CTA of the histogram pass: enough CTAs for the whole GPU (about 1,024), but no more
  * than that. Each CTA clears and flushes up to HF_K bins, so on wide alphabets (REL without
  * prediction, raw floats: thousands of bins used) the flushes' global atomics cost more than the
- * reads when every 64 KiB has its own CTA (148 us for 256 MiB of TREFHT at 16,384 symbols a CTA,
- * kernels-sci-9f4b20f.txt). */
+ * reads when every 64 KiB has its own CTA (ncu, 256 MiB of TREFHT on the H200). */
 #define HIST_CHUNK_MIN 16384u
 #define HIST_CHUNK_MAX 65536u
 #define HIST_THREADS 512
@@ -380,9 +379,8 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   const int32_t *src = sym + (size_t)f * sh.frame_symbols + (size_t)k * S;
   /* A warp per segment, 32 symbols a step: lane l codes symbol step*32 + l (coalesced loads) and
    * places its field at the segment's running bit count plus the scan of the widths before it.
-   * (Until 2026-12 each lane coded S/32 consecutive symbols in two passes, counting then putting:
-   * every load of a warp touched 32 lines, and the encode kernel was 84% of the batched HUFFMAN
-   * encode, 1.14 ms of 1.35 per 256 MiB at 1,024-symbol segments.) */
+   * (A lane coding S/32 consecutive symbols in two passes, counting then putting, makes every load
+   * of a warp touch 32 lines; that encode kernel took most of the batched HUFFMAN encode.) */
   uint32_t *st = stage + warp * seg_stage_words(S);
   for (uint32_t i = lane; i < seg_stage_words(S); i += 32) st[i] = 0;
   __syncwarp();
@@ -669,10 +667,10 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
  * words [next, next + NZ_HF_RING) of its segment, for a round of 32 symbols. Streams of escapes
  * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
  * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
- * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors
- * (kernels-detail-raw-b193d81.txt). Here the warp loads one lane's words at a time, 32
- * consecutive words a load, eight lanes' loads in flight. A reader that outruns its ring in a
- * round (more than NZ_HF_RING words: 32 long escapes) reads the rest from global memory. */
+ * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors. Here the warp loads
+ * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader
+ * that outruns its ring in a round (more than NZ_HF_RING words: 32 long escapes) reads the rest
+ * from global memory. */
 static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
   const uint32_t lane = threadIdx.x & 31;
   const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
@@ -701,8 +699,8 @@ static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, 
  * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
  * of global. On wide alphabets (REL without prediction: ~12 bits a symbol, about half the codes
  * 13-15 bits long) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
- * half of the stall cycles on L1TEX, kernels-detail-4cfe7c2.txt; the segment words loaded ahead
- * made no difference, codecs-94a7f69.txt). Block-uniform; NULL when not used. */
+ * half of the stall cycles on L1TEX; loading the segment words ahead does not help). Block-uniform;
+ * NULL when not used. */
 static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
                                                      uint32_t nlong, uint32_t *room, uint32_t room_words) {
   if (__syncthreads_or(staged) || nlong == 0 || nlong > 2 * room_words) return nullptr;

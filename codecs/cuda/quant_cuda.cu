@@ -170,8 +170,8 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
 /* The streaming kernels' loads in flight: each thread issues EB_UNROLL float4 loads before it
  * uses the first. One float4 per thread per iteration left the range and quantize passes latency
  * bound (2048 threads x 16 B = 32 KiB in flight per SM, about what the H200's bandwidth x latency
- * needs with nothing to spare): quantize + FIXEDLEN on TREFHT REL 1e-4 went from 595 to 630 GB/s,
- * and the range pass reads at 4.3 TB/s (ncu, bench/results/device-2026-12-01d). */
+ * needs with nothing to spare); four lift quantize + FIXEDLEN on TREFHT REL 1e-4 by about 6%, and
+ * the range pass reads at 4.3 TB/s (ncu, H200). */
 #define EB_UNROLL 4
 
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */

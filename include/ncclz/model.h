@@ -109,7 +109,7 @@ typedef struct {
  * the step (a small NCCL allreduce and the lane), dequantize. alpha_us + bytes / (gbps * 1e3)
  * microseconds for a call of `bytes` (nccl-tests' size), or, when the profile gives its measured
  * points (curve, two or more), the curve through them: on the 2x H200 socket path the cost is
- * 200 us at 4 MiB, 370 at 16 and 590 at 64 (traces of 11df09f), which no line follows.
+ * 200 us at 4 MiB, 370 at 16 and 590 at 64 (executor traces), which no line follows.
  * Optional ("interface"): absent, 0.
  * unit_us (optional, 0 when absent): the host's own time per pipeline unit (one chunk's send and
  * receive): enqueueing its encode, decode and NCCL calls and passing its header on the lane,
@@ -306,7 +306,7 @@ ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t fra
 /* The HUFFMAN segment (symbols) of a collective's frames. The executor decodes one chunk's frame
  * at a time, as it arrives, so that decode is latency-bound: a thread per segment, decoding its
  * symbols in sequence. A 4 MiB frame of 1,024-symbol segments fills 8 blocks of the GPU and takes
- * 399 us on an H200 (ncu, 2026-11-30), longer than the frame takes on a 2 GB/s socket; segments of
+ * 399 us on an H200 (ncu), longer than the frame takes on a 2 GB/s socket; segments of
  * 256 give 4x the threads and a quarter of the chain, for 4 more bytes of offset per 256 symbols
  * (ResNet-18 qsgd:bits=8: CR 9.76 -> 9.37; climate eb:rel=1e-4: 2.72 -> 2.69, CPU codec, 4 MiB
  * frames). The codec's own default (1,024) suits batches of frames decoded together. */
