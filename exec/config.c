@@ -21,7 +21,7 @@ void ncclzConfigDefault(ncclzConfig *c) {
   c->chunk_bytes = 4u << 20;
   c->max_chunks = 64;
   c->hint = NCCLZ_HINT_NET;
-  c->comm_lanes = 4; /* socket: 1 GiB AllReduce 8.1-9.2x with 4 lanes, 5.6-5.8x with 2 (bench/results/device-2026-12-01b/lanes-93c8c24.txt) */
+  c->comm_lanes = 4; /* socket: four lanes beat two and three on the 1 GiB AllReduce (docs/executor.md, comm lanes) */
   ncclzFrameCoderParams(&c->coder_params); /* HUFFMAN segments for one frame at a time (model.h) */
 }
 
