@@ -30,7 +30,7 @@ typedef enum {
 const char *ncclzCollectiveName(ncclzCollective c); /* "allreduce", ... as nccl-tests names them */
 int ncclzCollectiveFromName(const char *name);      /* -1 if unknown */
 
-/* The schedule that carries a collective (DESIGN.md "Algorithms at scale"):
+/* The schedule that carries a collective (docs/simulator.md, "Algorithms"):
  *   RING: NCCL's ring, over C channels (ncclzScheduleSpec.nchannels): channel c is a ring whose
  *         inter-node hops leave each node from local GPU c-1 (so, with C = rails, through a
  *         different NIC each), and the data is split across channels; Alltoall's pairwise
