@@ -548,29 +548,39 @@ static int hier_finisher(int b, int m, int g, int rhd) {
   return v * g + q;
 }
 
-/* The permutation between the hierarchical stages and the rank layout (block b belongs to rank
- * b). to_owner (ReduceScatter): each rank sends the blocks it finished to their owners and
- * receives its own; else (AllGather) each rank sends its block to the rank whose rail range holds
- * it (block q*m + node on rank (node, q)) and receives that one. */
-static int hier_permute(builder *b, int m, uint32_t step, int to_owner, int rhd, uint32_t nsum) {
-  ncclzSchedule *s = b->s;
-  int g = b->g, me = s->rank;
-  chunks c = {0, s->nchunks};
+/* One chunk of the permutation between the hierarchical stages and the rank layout (block b
+ * belongs to rank b). to_owner (ReduceScatter): each rank sends the blocks it finished to their
+ * owners and receives its own; else (AllGather) each rank sends its block to the rank whose rail
+ * range holds it (block q*m + node on rank (node, q)) and receives that one. */
+static int hier_permute_chunk(builder *b, const chunks *c, int m, uint32_t step, int to_owner, int rhd, uint32_t nsum) {
+  int g = b->g, me = b->s->rank;
   if (!to_owner) {
     int held = (me % g) * m + me / g, holder = (me % m) * g + me / m;
-    if (holder != me && exchange(b, &c, holder, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)me, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0))
+    if (holder != me && exchange(b, c, holder, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)me, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0))
       return -1;
-    return held != me ? exchange(b, &c, held, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)held, 1, NCCLZ_ACT_STORE, nsum)
+    return held != me ? exchange(b, c, held, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)held, 1, NCCLZ_ACT_STORE, nsum)
                       : 0;
   }
   int q = me % g, node = me / g;
   for (int v = node - 1; v <= node; v++) { /* my rail block, and a folded partner's before it */
     int blk = q * m + v;
     if (v < 0 || hier_finisher(blk, m, g, rhd) != me || blk == me) continue;
-    if (exchange(b, &c, blk, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)blk, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0)) return -1;
+    if (exchange(b, c, blk, step, NCCLZ_PHASE_EXCHANGE, (uint32_t)blk, 1, NCCLZ_ACT_ENCODE, nsum, 0, 0, 0, 0)) return -1;
   }
   int from = hier_finisher(me, m, g, rhd);
-  return from != me ? exchange(b, &c, from, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)me, 1, NCCLZ_ACT_STORE, nsum) : 0;
+  return from != me ? exchange(b, c, from, step, NCCLZ_PHASE_EXCHANGE, 0, 0, 0, 0, (uint32_t)me, 1, NCCLZ_ACT_STORE, nsum) : 0;
+}
+
+/* The permutation chunk by chunk: a rank's sends of chunk k come right before its receive of
+ * chunk k. The permutation's cycles span several ranks, so all chunks' sends first would have
+ * every member of a cycle wait, once its staging banks (or NCCL's buffers) are full, on a
+ * receive its peer posts only after its own sends: a deadlock with more chunks than banks. */
+static int hier_permute(builder *b, int m, uint32_t step, int to_owner, int rhd, uint32_t nsum) {
+  for (uint32_t k = 0; k < b->s->nchunks; k++) {
+    chunks c = {k, 1};
+    if (hier_permute_chunk(b, &c, m, step, to_owner, rhd, nsum)) return -1;
+  }
+  return 0;
 }
 
 /* Two levels over m nodes of g: the buffer is m*g blocks, part q = blocks [q*m, (q+1)*m).

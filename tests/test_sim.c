@@ -753,6 +753,48 @@ static void test_rea_same_as_host(void) {
   }
 }
 
+/* Hier ReduceScatter and AllGather with many chunks a block (2 x 8 GPUs, 256 MiB and 1 GiB): the
+ * block permutation with each rank's owner once sent every chunk before receiving any, and the
+ * replay deadlocked as soon as a block had more chunks than staging banks (128 MiB on 2 x 8).
+ * Plain on the uniform platform: the closed form of test_closed_form_algorithms, plus, with two
+ * banks, one latency per pair of chunks after the first in each of the g + 1 steps (g - 1 in the
+ * node, 1 between the two nodes, 1 permutation); consecutive steps overlap by under one latency.
+ * Compressed (auto, raw) on 25 Gb/s NICs: the replay completes. */
+static void test_hier_many_chunks(void) {
+  const uint64_t sizes[] = {256ull << 20, 1ull << 30};
+  const unsigned chunks[] = {1, 8, 32};
+  const int m = 2, g = 8, n = m * g;
+  for (int c = 0; c < 2; c++)
+    for (int s = 0; s < 2; s++) {
+      ncclzSimPlatform p;
+      ncclzSimOptions o;
+      ncclzSimResult r;
+      uniform(&p, m, g);
+      ncclzSimOptionsDefault(&o);
+      o.coll = c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+      o.bytes = sizes[s];
+      o.algorithm = NCCLZ_ALGO_HIER;
+      double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes, part = S / g;
+      for (int k = 0; k < 3; k++) {
+        o.min_chunks = chunks[k];
+        double pairs = ceil(chunks[k] / 2.0) - 1;
+        double cf = (g - 1) * (a + part / B) + a + part / 2 / B + a + S / n / B + (g + 1) * pairs * a;
+        double t = run_us(&p, &o, &r);
+        CHECK(r.nchunks == chunks[k] && rel(t, cf) < 1e-3, "hier %s %s off, %u chunks: sim %.3f us, closed form %.3f us",
+              ncclzCollectiveName(o.coll), s ? "1 GiB" : "256 MiB", r.nchunks, t, cf);
+      }
+      platform(&p, m, g);
+      p.nic_gbps = 25.0 / 8;
+      o.min_chunks = 0;
+      for (int mode = NCCLZ_SIM_AUTO; mode <= NCCLZ_SIM_RAW; mode++) {
+        o.compress = (ncclzSimCompress)mode;
+        double t = run_us(&p, &o, &r);
+        CHECK(t > 0 && r.nchunks > 2, "hier %s %s %s on 25 Gb/s: %.1f us, %u chunks a block (more than the 2 banks)",
+              ncclzCollectiveName(o.coll), s ? "1 GiB" : "256 MiB", mode == NCCLZ_SIM_AUTO ? "auto" : "raw", t, r.nchunks);
+      }
+    }
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -761,6 +803,7 @@ int main(void) {
   ncclzSimDataConstant(&data, 6.0, 9.0);
   test_closed_form();
   test_closed_form_algorithms();
+  test_hier_many_chunks();
   test_rails_busbw();
   test_tree();
   test_targets();
