@@ -42,6 +42,7 @@ typedef struct {
   double bytes, meas_us, meas_cr, sim_us;
   int has_meas;
   int by_ncclz; /* measured by ncclz perf (the executor or plain NCCL beside it), not nccl-tests */
+  ncclzAlgorithm algo; /* the executor's schedule: the run's "algorithm", AUTO when it names none */
 } va_point;
 
 typedef struct {
@@ -242,7 +243,14 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
     return ncclzSetError(NCCLZ_ERR_ARG, "%s: unknown collective '%s' or compress '%s'", q->file, q->coll, q->compress);
   ncclzSimPoint pt = path_point(vp, q->nranks, (ncclzCollective)coll, (ncclzSimCompress)comp, (uint64_t)q->bytes);
   if (comp == NCCLZ_SIM_OFF) plain_point_factor(prof, vp, &data, &pt, q->nranks);
-  if (comp != NCCLZ_SIM_OFF) pt.platform.size_factor = vp->frame_factor;
+  /* the schedule the executor ran, not the replay's fastest (its auto): the run's algorithm, and
+   * for auto the ring (the executor's auto without ranks_per_node, which perf's JSON does not
+   * record), on one channel (the executor's default) */
+  if (comp != NCCLZ_SIM_OFF) {
+    pt.platform.size_factor = vp->frame_factor;
+    pt.options.algorithm = q->algo != NCCLZ_ALGO_AUTO ? q->algo : NCCLZ_ALGO_RING;
+    pt.options.channels = 1;
+  }
   int forced = comp == NCCLZ_SIM_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : comp == NCCLZ_SIM_HUFFMAN ? NCCLZ_CODER_HUFFMAN : -1;
   if (q->has_meas && q->meas_cr > 0 && forced > 0)
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;
@@ -271,6 +279,10 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
   const cJSON *nr = cJSON_GetObjectItemCaseSensitive(root, "nranks");
   const cJSON *fpath = cJSON_GetObjectItemCaseSensitive(root, "path");
   const cJSON *backend = cJSON_GetObjectItemCaseSensitive(root, "backend");
+  const cJSON *algo = cJSON_GetObjectItemCaseSensitive(root, "algorithm");
+  int a = cJSON_IsString(algo) ? ncclzAlgorithmFromName(algo->valuestring) : algo ? -1 : NCCLZ_ALGO_AUTO;
+  if (a < 0)
+    return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': algorithm: expected auto, ring, tree, rhd or hier", file), -1;
   if (!cJSON_IsArray(pts) || !cJSON_IsString(coll) || !cJSON_IsString(comp) || !cJSON_IsNumber(nr) ||
       !(nr->valuedouble >= 1 && nr->valuedouble <= 1 << 20))
     return ncclzSetError(NCCLZ_ERR_ARG, "measured file '%s': expected `ncclz perf --json` output (collective, compress, "
@@ -294,6 +306,7 @@ static int read_perf_object(const cJSON *root, const char *file, const char *pat
     q->meas_cr = cJSON_IsNumber(cr) ? cr->valuedouble : 0;
     q->has_meas = 1;
     q->by_ncclz = !(cJSON_IsString(backend) && !strcmp(backend->valuestring, "nccl-tests"));
+    q->algo = (ncclzAlgorithm)a;
   }
   return 0;
 }

@@ -219,6 +219,52 @@ static void test_targets(void) {
   }
 }
 
+/* validate replays the executor's schedule, one ring on one channel, with the validate scenario's
+ * options (scenarios/validate-h200.json) on the 2-rank socket path's shape (two one-GPU nodes,
+ * 3.8 GB/s shared, 2.5 GB/s a transfer, 50 us): these are the single-ring replay's times from
+ * before the replay ran other schedules, to the last digit. Auto's fastest schedule (the tree
+ * here) is faster than what the executor ran, which is why validate names the ring. */
+static void test_validate_ring(void) {
+  static const struct {
+    ncclzSimCompress comp;
+    uint64_t bytes;
+    double us;
+  } pinned[] = {{NCCLZ_SIM_FIXEDLEN, 16u << 20, 1886.5705168975066},
+                {NCCLZ_SIM_FIXEDLEN, 256u << 20, 20228.167315789469},
+                {NCCLZ_SIM_HUFFMAN, 16u << 20, 2256.1771999999996},
+                {NCCLZ_SIM_AUTO, 256u << 20, 21016.941810526332}};
+  static const char json[] =
+      "{\"kind\": \"what-if\", \"data\": {\"profile\": \"calibrate/profiles/data/resnet18-qsgd8-perf2.json\"},"
+      "\"platform\": {\"nodes\": 2, \"gpus_per_node\": 1, \"nic_gbps\": 3.8, \"nic_flow_gbps\": 2.5, \"nic_latency_us\": 50},"
+      "\"options\": {\"size_protocol\": \"header\", \"min_chunks\": 1, \"banks\": 2, \"comm_lanes\": 2, \"rea_link\": \"profile\"}}";
+  ncclzProfile h200;
+  ncclzSimScenario sc;
+  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  if (ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", &h200, &sc) != NCCLZ_OK) {
+    CHECK(0, "validate-like scenario: %s", ncclzLastError());
+    return;
+  }
+  const ncclzSimPlatform *p = &sc.points[0].platform;
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+    ncclzSimOptions o = sc.points[0].options;
+    ncclzSimResult ring, best;
+    o.compress = pinned[i].comp;
+    o.bytes = pinned[i].bytes;
+    o.algorithm = NCCLZ_ALGO_RING;
+    o.channels = 1;
+    double t = ncclzSimRun(&h200, &sc.data, p, &o, &ring) == NCCLZ_OK ? ring.time_us : -1;
+    CHECK(rel(t, pinned[i].us) < 1e-9 && ring.channels == 1, "%s %llu MiB: the executor's ring %.6f us, was %.6f",
+          ncclzSimCompressName(o.compress), (unsigned long long)(o.bytes >> 20), t, pinned[i].us);
+    o.algorithm = NCCLZ_ALGO_AUTO;
+    o.channels = 0;
+    double tb = ncclzSimRun(&h200, &sc.data, p, &o, &best) == NCCLZ_OK ? best.time_us : -1;
+    CHECK(tb > 0 && tb < t, "%s %llu MiB: auto's fastest schedule %.1f us against the ring's %.1f",
+          ncclzSimCompressName(o.compress), (unsigned long long)(o.bytes >> 20), tb, t);
+  }
+  ncclzSimScenarioFree(&sc);
+}
+
 /* Plain ring bus bandwidth grows with the rails as NCCL's does: C = rails channels, each leaving
  * the node through its own NIC, give 8 rails about 8x the busbw of one (1 GiB AllReduce, 2 to 64
  * nodes of 8 GPUs, NICs of 25 GB/s behind NVLink of 450); at 64 nodes a channel's step moves
@@ -807,6 +853,7 @@ int main(void) {
   test_rails_busbw();
   test_tree();
   test_targets();
+  test_validate_ring();
   test_fidelities_agree();
   test_fattree_contention();
   test_alltoall_broadcast();
