@@ -122,6 +122,8 @@ int fld_bytes(const cJSON *o, const char *path, const char *key, int required, d
 }
 
 int fld_known(const cJSON *o, const char *path, const char *const *keys) {
+  if (o && !cJSON_IsObject(o)) /* an array's items have no names to check */
+    return SCN_ERR("%s: expected an object", *path ? path : "scenario"), -1;
   const cJSON *it;
   cJSON_ArrayForEach(it, o) {
     int ok = 0;
