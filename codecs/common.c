@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static _Thread_local char last_error[512];
@@ -32,6 +33,11 @@ char *ncclzReadFile(const char *what, const char *path, size_t *len) {
   const char *pre = what && *what ? what : "", *sep = what && *what ? ": " : "";
   FILE *f = fopen(path, "rb");
   if (!f) return ncclzSetError(NCCLZ_ERR_IO, "%s%scannot open '%s': %s", pre, sep, path, strerror(errno)), NULL;
+  struct stat st; /* a directory opens too, and its "size" is not its bytes */
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return ncclzSetError(NCCLZ_ERR_IO, "%s%scannot read '%s': not a regular file", pre, sep, path), NULL;
+  }
   long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   rewind(f);
   char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;

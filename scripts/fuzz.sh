@@ -10,6 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${FUZZ_BUILD_DIR:-build-fuzz}
 SECS=${FUZZ_SECONDS:-60}
+# A fixed seed and a cap on the inputs make a run repeatable: a CI run explores the same inputs as
+# (or a prefix of) a run made before it with the same settings. FUZZ_SEED=0 draws a new seed.
+SEED=${FUZZ_SEED:-1}
+RUNS=${FUZZ_RUNS:-500000}
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 2; }
 cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLZ_FUZZ=ON -DNCCLZ_CUDA=OFF \
   -DNCCLZ_WERROR=ON >/dev/null
@@ -26,7 +30,7 @@ for t in "${targets[@]}"; do
   dirs=("$work" "tests/fuzz/corpus/$t")
   [ -d "tests/fuzz/regress/$t" ] && dirs+=("tests/fuzz/regress/$t")
   rc=0
-  "$B/tests/fuzz/fuzz_$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$B/tests/fuzz/fuzz_$t" -seed="$SEED" -runs="$RUNS" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$B/fuzz-artifacts/$t-" "${dirs[@]}" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
