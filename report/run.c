@@ -68,7 +68,7 @@ static void copy_text(char *out, size_t cap, const char *s) {
 }
 
 static int parse_common(run_ctx *c, size_t *kind) {
-  if (!cJSON_IsObject(c->root)) return SCN_ERR(": expected a JSON object"), -1;
+  if (!cJSON_IsObject(c->root)) return ncclzSetError(NCCLZ_ERR_ARG, "scenario: expected a JSON object"), -1;
   if (find_kind(c->root, kind)) return -1;
   const char *name = NULL;
   if (fld_string(c->root, "", "name", 0, &name)) return -1;

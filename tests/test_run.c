@@ -42,7 +42,7 @@ static void expect_error(const char *text, const char *field) {
 }
 
 static void schema_errors(void) {
-  expect_error("[1]", "expected a JSON object");
+  expect_error("[1]", "scenario: expected a JSON object");
   expect_error("{\"kind\": \"what-ever\"}", "kind");
   expect_error("{\"kind\": 3}", "kind");
   /* no profile: the built-in H200 one, so the next missing field is reported */
