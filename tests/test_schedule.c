@@ -237,14 +237,18 @@ static void replay(const ncclzScheduleSpec *sp, size_t count) {
 /* Steps and message counts of ring allreduce: 2(n-1) steps, 2(n-1)*chunks sends per rank. */
 static void test_shape(void) {
   ncclzSchedule s;
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 5, 2, 0, 3, &s) == 0, "build");
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, 5, 0, 0, 3, 1, NCCLZ_ALGO_RHD};
+  CHECK(ncclzScheduleBuildSpec(&sp, 2, &s) == 0, "build");
   size_t sends = 0;
   for (size_t i = 0; i < s.nops; i++) sends += s.ops[i].kind == NCCLZ_OP_SEND;
   CHECK(s.nsteps == 8 && sends == 24, "allreduce n=5: %u steps, %zu sends", s.nsteps, sends);
   ncclzScheduleFree(&s);
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 0, 0, 0, 1, &s) == -1, "n=0 rejected");
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 4, 4, 0, 1, &s) == -1, "rank out of range rejected");
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 4, 1, 0, 0, &s) == -1, "0 chunks rejected");
+  sp.nranks = 0;
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == -1, "n=0 rejected");
+  sp.nranks = 4;
+  CHECK(ncclzScheduleBuildSpec(&sp, 4, &s) == -1, "rank out of range rejected");
+  sp.nchunks = 0;
+  CHECK(ncclzScheduleBuildSpec(&sp, 1, &s) == -1, "0 chunks rejected");
   CHECK(ncclzBusBwFactor(NCCLZ_ALLREDUCE, 2) == 1.0 && ncclzBusBwFactor(NCCLZ_ALLGATHER, 4) == 0.75 &&
             ncclzBusBwFactor(NCCLZ_BROADCAST, 8) == 1.0,
         "busbw factors");

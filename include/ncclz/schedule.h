@@ -125,8 +125,6 @@ typedef struct {
   ncclzOp *ops;      /* in the order the executor issues them */
 } ncclzSchedule;
 
-/* Builds rank `rank`'s list. nchunks >= 1. Returns 0, or -1 with errno EINVAL/ENOMEM. */
-int ncclzScheduleBuild(ncclzCollective coll, int nranks, int rank, int root, uint32_t nchunks, ncclzSchedule *out);
 void ncclzScheduleFree(ncclzSchedule *s);
 /* Builds rank `rank`'s list of the spec. Returns 0, or -1 with errno EINVAL (see
  * ncclzScheduleCheck for why) or ENOMEM. */
@@ -148,6 +146,36 @@ void ncclzScheduleOpRange(const ncclzSchedule *s, size_t count, const ncclzOp *o
 /* The same for any block range. */
 void ncclzScheduleBlocksRange(const ncclzSchedule *s, size_t count, uint32_t block, uint32_t nblk, uint32_t chunk,
                               size_t *off, size_t *len);
+
+/* The message tag of a transfer op: step * nchunks + chunk. A SEND and its RECV carry the same tag,
+ * so a transport matches on (peer, tag); a pipeline unit's ops share it too. */
+uint64_t ncclzOpTag(const ncclzSchedule *s, const ncclzOp *o);
+
+/* The op-list walker every backend issues transfers with (the NCCL pipeline, the replay): a unit
+ * is what a backend posts at once (one NCCL group): a SEND, with the RECV of the same (step,
+ * chunk) when that comes right after it, or a RECV alone. Op i (a SEND or RECV) starts a unit: */
+int ncclzOpStartsUnit(const ncclzSchedule *s, size_t i);
+typedef struct {
+  int32_t send, recv;            /* op indices (-1: none) */
+  uint64_t tag;                  /* ncclzOpTag of its ops: the same on both sides of each transfer */
+  size_t soff, slen, roff, rlen; /* element ranges of the send and the receive (ncclzScheduleOpRange) */
+  int32_t keep;                  /* a KEEP receive's slot among the rank's kept frames (-1: none) */
+  int32_t after;                 /* the latest earlier unit whose receive REDUCEs a non-empty range (-1: none): a backend that
+                                    decodes units concurrently runs this unit's REDUCE or STORE after it
+                                    (no schedule STOREs over an earlier STORE, test_schedule checks) */
+} ncclzUnit;
+typedef struct {
+  ncclzUnit *units;
+  size_t nunits;
+  int32_t *unit_of_op; /* per op: its unit (-1: a COPY) */
+  uint32_t nkeep;      /* kept frames (KEEP receives) */
+  size_t largest;      /* the largest op range (elements): staging and scratch are sized on it */
+} ncclzUnitList;
+/* The units of s for a call of `count` elements. Returns 0, or -1 (ENOMEM). */
+int ncclzScheduleUnits(const ncclzSchedule *s, size_t count, ncclzUnitList *out);
+void ncclzUnitListFree(ncclzUnitList *u);
+/* The largest op range of s (elements) for a call of `count`. */
+size_t ncclzScheduleLargestRange(const ncclzSchedule *s, size_t count);
 
 /* The per-collective table every walker of the lists shares (the executors and the replay):
  * buffer sizes, where an ENCODE reads, where a COPY or a STORE writes. Offsets are in the
