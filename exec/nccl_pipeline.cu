@@ -260,9 +260,16 @@ static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
   return NCCLZ_OK;
 }
 
+/* A stream waits for the writes that unit un's must follow. */
+static ncclzStatus wait_after(grun *r, const ncclzUnit &un, cudaStream_t s) {
+  for (uint32_t i = 0; i < un.nafter; i++) CU(cudaStreamWaitEvent(s, r->c->ev_done[r->ul.after[un.after_at + i]], 0));
+  return NCCLZ_OK;
+}
+
 /* Decode (+ reduce / store) of unit u on its lane's decode stream, once its payload has arrived.
- * Units decode side by side; what they write into the cells waits for the latest earlier unit that
- * reduces (un.after), so reduces run in list order and a store never races one. */
+ * Units decode side by side; what they write into the cells waits for the units of its `after`
+ * list (the latest earlier unit that reduces, earlier stores of an overlapping range), so reduces
+ * run in list order and no write races one it must follow. */
 static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t plen) {
   const ncclzUnit &un = r->ul.units[u];
   const ncclzOp *o = &r->s.ops[un.recv];
@@ -276,13 +283,13 @@ static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t p
     size_t skip = 0, olen = 0, oo = ncclzCollOutPart(r->coll, r->s.rank, r->count, un.roff, un.rlen, &skip, &olen);
     /* a store of the whole range decodes straight into the output */
     const bool direct = !reduce && olen == un.rlen && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
-    if (direct && un.after >= 0) CU(cudaStreamWaitEvent(sd, c->ev_done[un.after], 0));
+    if (direct) TRY(wait_after(r, un, sd));
     int32_t *dst = direct ? (int32_t *)cell(r->out, oo) : (int32_t *)c->rsym[l].p;
     ncclzCudaBatch b = make_batch(r, NCCLZ_CODER_HUFFMAN, un.rlen);
     TRY(ncclzCudaDecodeBatch(&b, 7u, frame, nullptr, 64 + plen, 64 + plen, dst, nullptr, (uint32_t *)c->status.p + u,
                              c->dws[l].p, c->dws[l].cap, sd));
     trace_rec(r, u, TE_RED1, sd); /* end of decode; reduce follows */
-    if (!direct && un.after >= 0) CU(cudaStreamWaitEvent(sd, c->ev_done[un.after], 0));
+    if (!direct) TRY(wait_after(r, un, sd));
     if (reduce) {
       int32_t *w = (int32_t *)cell(r->work, un.roff);
       k_reduce<<<grid_for(un.rlen), 256, 0, sd>>>(w, dst, un.rlen, r->quantized, r->dt);

@@ -883,8 +883,38 @@ size_t ncclzScheduleLargestRange(const ncclzSchedule *s, size_t count) {
   return big;
 }
 
-/* Op i (a SEND or RECV) into unit u: its range, its kept slot, its place after the last reduce. */
-static void unit_add(const ncclzSchedule *s, size_t count, size_t i, ncclzUnit *u, uint32_t *nkeep, int32_t last_reduce) {
+/* Unit u's receive writes data (it reduces or stores a non-empty range). */
+static int unit_writes(const ncclzSchedule *s, const ncclzUnit *u) {
+  return u->recv >= 0 && u->rlen && (s->ops[u->recv].action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE));
+}
+
+/* Unit k's `after` list: the latest earlier unit that reduces, and every earlier STORE-only one
+ * whose range overlaps k's (ranges in the collective's whole buffer: conservative). */
+static int write_after(const ncclzSchedule *s, ncclzUnitList *ul, size_t k, size_t *cap) {
+  ncclzUnit *u = &ul->units[k];
+  int reduce_seen = 0;
+  u->after_at = (uint32_t)ul->nafter_total;
+  for (size_t w = k; w-- > 0;) {
+    const ncclzUnit *p = &ul->units[w];
+    if (!unit_writes(s, p)) continue;
+    int reduces = (s->ops[p->recv].action & NCCLZ_ACT_REDUCE) != 0;
+    if (reduces ? reduce_seen : !(p->roff < u->roff + u->rlen && u->roff < p->roff + p->rlen)) continue;
+    reduce_seen |= reduces;
+    if (ul->nafter_total == *cap) {
+      size_t nc = *cap ? 2 * *cap : 64;
+      int32_t *a = realloc(ul->after, nc * sizeof *a);
+      if (!a) return -1;
+      ul->after = a;
+      *cap = nc;
+    }
+    ul->after[ul->nafter_total++] = (int32_t)w;
+    u->nafter++;
+  }
+  return 0;
+}
+
+/* Op i (a SEND or RECV) into unit u: its range and its kept slot. */
+static void unit_add(const ncclzSchedule *s, size_t count, size_t i, ncclzUnit *u, uint32_t *nkeep) {
   const ncclzOp *o = &s->ops[i];
   size_t off, len;
   ncclzScheduleOpRange(s, count, o, &off, &len);
@@ -899,7 +929,6 @@ static void unit_add(const ncclzSchedule *s, size_t count, size_t i, ncclzUnit *
   u->roff = off;
   u->rlen = len;
   if (o->action & NCCLZ_ACT_KEEP) u->keep = (int32_t)(*nkeep)++;
-  if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) u->after = last_reduce;
 }
 
 int ncclzScheduleUnits(const ncclzSchedule *s, size_t count, ncclzUnitList *out) {
@@ -911,26 +940,28 @@ int ncclzScheduleUnits(const ncclzSchedule *s, size_t count, ncclzUnitList *out)
     errno = ENOMEM;
     return -1;
   }
-  int32_t last_reduce = -1;
   for (size_t i = 0; i < s->nops; i++) {
     const ncclzOp *o = &s->ops[i];
     out->unit_of_op[i] = -1;
     if (o->kind == NCCLZ_OP_COPY) continue;
-    if (ncclzOpStartsUnit(s, i) || !out->nunits) {
-      const ncclzUnit *prev = out->nunits ? &out->units[out->nunits - 1] : NULL;
-      if (prev && prev->recv >= 0 && prev->rlen && (s->ops[prev->recv].action & NCCLZ_ACT_REDUCE))
-        last_reduce = (int32_t)out->nunits - 1;
-      out->units[out->nunits++] = (ncclzUnit){-1, -1, 0, 0, 0, 0, 0, -1, -1};
-    }
-    unit_add(s, count, i, &out->units[out->nunits - 1], &out->nkeep, last_reduce);
+    if (ncclzOpStartsUnit(s, i) || !out->nunits) out->units[out->nunits++] = (ncclzUnit){-1, -1, 0, 0, 0, 0, 0, -1, 0, 0};
+    unit_add(s, count, i, &out->units[out->nunits - 1], &out->nkeep);
     out->unit_of_op[i] = (int32_t)out->nunits - 1;
   }
+  size_t cap = 0;
+  for (size_t k = 0; k < out->nunits; k++)
+    if (unit_writes(s, &out->units[k]) && write_after(s, out, k, &cap)) {
+      ncclzUnitListFree(out);
+      errno = ENOMEM;
+      return -1;
+    }
   out->largest = ncclzScheduleLargestRange(s, count);
   return 0;
 }
 
 void ncclzUnitListFree(ncclzUnitList *u) {
   free(u->units);
+  free(u->after);
   free(u->unit_of_op);
   memset(u, 0, sizeof *u);
 }

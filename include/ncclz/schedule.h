@@ -160,14 +160,18 @@ typedef struct {
   uint64_t tag;                  /* ncclzOpTag of its ops: the same on both sides of each transfer */
   size_t soff, slen, roff, rlen; /* element ranges of the send and the receive (ncclzScheduleOpRange) */
   int32_t keep;                  /* a KEEP receive's slot among the rank's kept frames (-1: none) */
-  int32_t after;                 /* the latest earlier unit whose receive REDUCEs a non-empty range (-1: none): a backend that
-                                    decodes units concurrently runs this unit's REDUCE or STORE after it
-                                    (no schedule STOREs over an earlier STORE, test_schedule checks) */
+  uint32_t after_at, nafter;     /* a receive that writes (REDUCE, STORE): the units whose writes must come
+                                    first are ncclzUnitList.after[after_at .. after_at + nafter): the latest
+                                    earlier unit that reduces (which follows every earlier one the same way)
+                                    and every earlier STORE-only one whose range overlaps this one's. A
+                                    backend that decodes units side by side writes after these. */
 } ncclzUnit;
 typedef struct {
   ncclzUnit *units;
   size_t nunits;
   int32_t *unit_of_op; /* per op: its unit (-1: a COPY) */
+  int32_t *after;      /* the units' `after` lists */
+  size_t nafter_total; /* entries in `after` */
   uint32_t nkeep;      /* kept frames (KEEP receives) */
   size_t largest;      /* the largest op range (elements): staging and scratch are sized on it */
 } ncclzUnitList;
