@@ -268,8 +268,8 @@ static ncclzStatus wait_after(grun *r, const ncclzUnit &un, cudaStream_t s) {
 
 /* Decode (+ reduce / store) of unit u on its lane's decode stream, once its payload has arrived.
  * Units decode side by side; what they write into the cells waits for the units of its `after`
- * list (the latest earlier unit that reduces, earlier stores of an overlapping range), so reduces
- * run in list order and no write races one it must follow. */
+ * list (the earlier ones that write an overlapping range), so writes to the same elements keep
+ * the list's order. */
 static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t plen) {
   const ncclzUnit &un = r->ul.units[u];
   const ncclzOp *o = &r->s.ops[un.recv];

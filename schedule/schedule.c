@@ -888,18 +888,14 @@ static int unit_writes(const ncclzSchedule *s, const ncclzUnit *u) {
   return u->recv >= 0 && u->rlen && (s->ops[u->recv].action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE));
 }
 
-/* Unit k's `after` list: the latest earlier unit that reduces, and every earlier STORE-only one
- * whose range overlaps k's (ranges in the collective's whole buffer: conservative). */
+/* Unit k's `after` list: every earlier unit whose receive writes a range overlapping k's (ranges
+ * in the collective's whole buffer, whichever buffer a write lands in: conservative). */
 static int write_after(const ncclzSchedule *s, ncclzUnitList *ul, size_t k, size_t *cap) {
   ncclzUnit *u = &ul->units[k];
-  int reduce_seen = 0;
   u->after_at = (uint32_t)ul->nafter_total;
-  for (size_t w = k; w-- > 0;) {
+  for (size_t w = 0; w < k; w++) {
     const ncclzUnit *p = &ul->units[w];
-    if (!unit_writes(s, p)) continue;
-    int reduces = (s->ops[p->recv].action & NCCLZ_ACT_REDUCE) != 0;
-    if (reduces ? reduce_seen : !(p->roff < u->roff + u->rlen && u->roff < p->roff + p->rlen)) continue;
-    reduce_seen |= reduces;
+    if (!unit_writes(s, p) || p->roff >= u->roff + u->rlen || u->roff >= p->roff + p->rlen) continue;
     if (ul->nafter_total == *cap) {
       size_t nc = *cap ? 2 * *cap : 64;
       int32_t *a = realloc(ul->after, nc * sizeof *a);

@@ -393,7 +393,7 @@ static int follows(const ncclzUnitList *ul, size_t k, size_t w) {
 
 /* One rank's units: every transfer op in exactly one unit, a send first and its receive of the
  * same tag right after it, kept slots in order, the largest range, and `after`: following it from
- * a writing unit reaches every earlier writer that reduces or writes an overlapping range. */
+ * a writing unit reaches every earlier one that writes an overlapping range. */
 static int units_wrong(const ncclzSchedule *s, size_t count, const ncclzUnitList *ul) {
   int bad = 0;
   uint32_t keep = 0;
@@ -416,8 +416,7 @@ static int units_wrong(const ncclzSchedule *s, size_t count, const ncclzUnitList
     if (!unit_writes(s, u)) continue;
     for (size_t w = 0; w < k; w++) {
       const ncclzUnit *p = &ul->units[w];
-      int must = unit_writes(s, p) && ((s->ops[p->recv].action & NCCLZ_ACT_REDUCE) ||
-                                       (p->roff < u->roff + u->rlen && u->roff < p->roff + p->rlen));
+      int must = unit_writes(s, p) && p->roff < u->roff + u->rlen && u->roff < p->roff + p->rlen;
       bad += must && !follows(ul, k, w);
     }
   }
@@ -586,8 +585,8 @@ static void test_pipeline(void) {
 }
 
 /* The walker on a known list: ring allreduce on 3 ranks, 2 chunks, rank 0: every unit a send and
- * the receive of its (step, chunk); the reduce phase's units write after the one before (reduces in
- * order), the gather phase's after the last reduce only (their ranges are disjoint). */
+ * the receive of its (step, chunk); the reduces touch disjoint ranges (they run at once), and the
+ * last gather step stores each chunk after the reduce of that chunk. */
 static void test_units_shape(void) {
   ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, 3, 0, 0, 2, 1, NCCLZ_ALGO_RHD};
   ncclzSchedule s;
@@ -596,7 +595,7 @@ static void test_units_shape(void) {
   int ok = ul.nunits == 8 && ul.nkeep == 2 && ul.largest == 2;
   for (size_t u = 0; ok && u < ul.nunits; u++) {
     const ncclzUnit *x = &ul.units[u];
-    int32_t after = u == 0 ? -1 : u < 4 ? (int32_t)u - 1 : 3;
+    int32_t after = u >= 6 ? (int32_t)u - 6 : -1;
     ok = x->send >= 0 && x->recv == x->send + 1 && x->tag == u && x->slen == 2 && x->rlen == 2 &&
          x->nafter == (after >= 0) && (after < 0 || ul.after[x->after_at] == after) &&
          x->keep == (u == 4 || u == 5 ? (int32_t)u - 4 : -1);

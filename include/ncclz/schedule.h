@@ -160,11 +160,11 @@ typedef struct {
   uint64_t tag;                  /* ncclzOpTag of its ops: the same on both sides of each transfer */
   size_t soff, slen, roff, rlen; /* element ranges of the send and the receive (ncclzScheduleOpRange) */
   int32_t keep;                  /* a KEEP receive's slot among the rank's kept frames (-1: none) */
-  uint32_t after_at, nafter;     /* a receive that writes (REDUCE, STORE): the units whose writes must come
-                                    first are ncclzUnitList.after[after_at .. after_at + nafter): the latest
-                                    earlier unit that reduces (which follows every earlier one the same way)
-                                    and every earlier STORE-only one whose range overlaps this one's. A
-                                    backend that decodes units side by side writes after these. */
+  uint32_t after_at, nafter;     /* a receive that writes (REDUCE, STORE): the earlier units whose receives
+                                    write an overlapping range, ncclzUnitList.after[after_at ..
+                                    after_at + nafter), in list order. A backend that decodes units side
+                                    by side writes after these (and only these: a ring's reduces of
+                                    different chunks run at once). */
 } ncclzUnit;
 typedef struct {
   ncclzUnit *units;
