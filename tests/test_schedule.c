@@ -426,7 +426,8 @@ static int units_wrong(const ncclzSchedule *s, size_t count, const ncclzUnitList
 /* The NCCL pipeline (exec/nccl_pipeline.cu) as a model, on every rank at once. The host issues
  * units in order: a unit's encode needs its bank's last encoded send done and every receive up
  * to its dep; its receive needs the peer's header (the peer's host has issued the send). Unit u
- * goes to lane tag % lanes, whose groups run one at a time in issue order; a group's send and
+ * goes to lane tag % lanes, whose groups run one at a time in issue order, a receive once its bank
+ * is free (the decode of its last user done); a group's send and
  * receive complete only when the peer's lane runs the matching group (rendezvous, as NCCL's
  * point-to-point), and NCCL pairs a lane's messages in order, so a peer running a receive of
  * another tag from this rank is a mismatch. A unit is done when its group is and its `after` is. */
@@ -497,13 +498,21 @@ static long lane_head(model_rank *m, int l, int lanes) {
   return u < m->ul.nunits && m->issued[u] ? (long)u : -1;
 }
 
+/* Unit u's receive bank is free: the decode of its last user (a receive not kept) is done. */
+static int bank_free(const model_rank *m, size_t u, int banks) {
+  for (size_t v = u; v-- > 0;)
+    if (v % (size_t)banks == u % (size_t)banks && rcv_of(m, v) && m->ul.units[v].keep < 0) return unit_done(m, v);
+  return 1;
+}
+
 /* Matches rank r's running group on lane l with its peers'; 1 if anything moved. */
-static int lane_step(model_rank *M, int r, int l, int lanes, int *mismatch) {
+static int lane_step(model_rank *M, int r, int l, int lanes, int banks, int *mismatch) {
   model_rank *m = &M[r];
   long u = lane_head(m, l, lanes);
   if (u < 0) return 0;
   const ncclzUnit *un = &m->ul.units[u];
   int moved = 0;
+  if (rcv_of(m, (size_t)u) && un->keep < 0 && !bank_free(m, (size_t)u, banks)) return 0;
   if (snd_of(m, (size_t)u) && (m->s.ops[un->send].action & NCCLZ_ACT_FORWARD) &&
       !unit_done(m, (size_t)m->ul.unit_of_op[m->s.ops[un->send].dep]))
     return 0; /* the lane waits for the kept frame */
@@ -541,7 +550,7 @@ static void pipeline_model(const ncclzScheduleSpec *sp, size_t count, int lanes)
     progress = 0;
     for (int r = 0; r < n; r++) {
       while (host_step(M, r, banks)) progress = 1;
-      for (int l = 0; l < lanes; l++) progress |= lane_step(M, r, l, lanes, &mismatch);
+      for (int l = 0; l < lanes; l++) progress |= lane_step(M, r, l, lanes, banks, &mismatch);
     }
   }
   int stuck = 0;
