@@ -395,7 +395,7 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.n_out = ncclz_exec_out_count(coll, count, c->t->nranks);
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
-  r.k = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_REDUCESCATTER ? c->t->nranks : 1;
+  r.k = ncclzCollContributions(coll, c->t->nranks);
   r.st = st_out;
   ncclzScheduleSpec sp;
   ncclz_exec_spec(&c->cfg, coll, count, c->t->nranks, root, r.dsize, &sp);

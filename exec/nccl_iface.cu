@@ -109,9 +109,7 @@ __global__ static void k_agree_fill(const ScanOut *o, int has_input, double *v) 
 
 /* ------------------------------------------------------------ agreement (rules in exec/call_rules.c) */
 
-static int contributions(const grun *r) {
-  return r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER ? r->c->nranks : 1;
-}
+static int contributions(const grun *r) { return ncclzCollContributions(r->coll, r->c->nranks); }
 
 static ncclzStatus derive_eb(grun *r, const double *v) {
   ncclzStatus st = ncclz_exec_derive_eb(&r->c->cfg, r->dt, contributions(r), v, &r->qp, &r->st->error_bound);

@@ -837,6 +837,10 @@ size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, s
   return *olen ? a - lo : 0;
 }
 
+int ncclzCollContributions(ncclzCollective c, int nranks) {
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_REDUCESCATTER ? nranks : 1;
+}
+
 ncclzBuffer ncclzCollEncodeSource(ncclzCollective c) {
   switch (c) {
   case NCCLZ_REDUCESCATTER: return NCCLZ_BUF_WORK;

@@ -255,6 +255,10 @@ static void test_shape(void) {
   CHECK(ncclzBusBwFactor(NCCLZ_ALLREDUCE, 2) == 1.0 && ncclzBusBwFactor(NCCLZ_ALLGATHER, 4) == 0.75 &&
             ncclzBusBwFactor(NCCLZ_BROADCAST, 8) == 1.0,
         "busbw factors");
+  CHECK(ncclzCollContributions(NCCLZ_ALLREDUCE, 5) == 5 && ncclzCollContributions(NCCLZ_REDUCESCATTER, 5) == 5 &&
+            ncclzCollContributions(NCCLZ_ALLGATHER, 5) == 1 && ncclzCollContributions(NCCLZ_ALLTOALL, 5) == 1 &&
+            ncclzCollContributions(NCCLZ_BROADCAST, 5) == 1,
+        "contributions per output element");
   CHECK(ncclzCollectiveFromName("alltoall") == NCCLZ_ALLTOALL && ncclzCollectiveFromName("x") == -1, "names");
   CHECK(ncclzAlgorithmFromName("rhd") == NCCLZ_ALGO_RHD && ncclzAlgorithmFromName("x") == -1 &&
             !strcmp(ncclzAlgorithmName(NCCLZ_ALGO_HIER), "hier"),

@@ -192,6 +192,9 @@ size_t ncclzCollInOffset(ncclzCollective c, int rank, size_t count, size_t off);
  * block only): returns its offset in the output, with *skip elements before it in the range and
  * *olen elements long (0: none). */
 size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, size_t len, size_t *skip, size_t *olen);
+/* Ranks whose data each output element sums (nranks for AllReduce and ReduceScatter, else 1): the
+ * k of the derived error bound. */
+int ncclzCollContributions(ncclzCollective c, int nranks);
 typedef enum { NCCLZ_BUF_IN = 0, NCCLZ_BUF_WORK = 1, NCCLZ_BUF_OUT = 2 } ncclzBuffer;
 /* Where an ENCODE send reads (see the ops' comment above). */
 ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
