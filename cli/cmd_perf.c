@@ -52,7 +52,7 @@ static void print_help(void) {
          "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
          "--rea-frames (nccl, auto): the REA plans every frame on the GPU and codes it with its own coder\n"
          "(default: the coder planned on a call's first chunk for all its frames; both post-check each frame).\n"
-         "--algo A (cpu): the schedule (docs/executor.md): auto (NCCL's ring or tree), ring, tree, rhd or hier, ranks\n"
+         "--algo A: the schedule (docs/executor.md): auto (NCCL's ring or tree), ring, tree, rhd or hier, ranks\n"
          "in nodes of --ranks-per-node G (default: all on one node); one that cannot run the case is refused.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
@@ -110,12 +110,9 @@ static int parse_more(int c, const char *arg, perf_opts *o) {
   return CLI_OK;
 }
 
-/* --algo: the nccl backend runs the ring; the schedule must serve the collective on these ranks. */
+/* --algo: the schedule must serve the collective on these ranks (both backends run every algorithm). */
 static int check_algo(const perf_opts *o) {
   ncclzAlgorithm a = o->cfg.algorithm;
-  if (a != NCCLZ_ALGO_AUTO && a != NCCLZ_ALGO_RING && !strcmp(o->backend, "nccl"))
-    return cli_usage_error(VERB, "--algo %s: the nccl backend runs the ring only (the cpu backend runs every algorithm)",
-                           ncclzAlgorithmName(a));
   if (a == NCCLZ_ALGO_AUTO) return CLI_OK;
   ncclzScheduleSpec sp = {o->coll, a, o->nranks, o->cfg.ranks_per_node, o->root, 1, 1, NCCLZ_ALGO_RHD};
   char why[200];

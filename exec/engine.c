@@ -159,7 +159,7 @@ static const void *chunk_cells(const run_t *r) { return r->quantized ? (const vo
 
 /* ------------------------------------------------------------ transfers */
 
-static uint64_t op_tag(const run_t *r, const ncclzOp *o) { return (uint64_t)o->step * r->s.nchunks + o->chunk; }
+static uint64_t op_tag(const run_t *r, const ncclzOp *o) { return ncclzOpTag(&r->s, o); }
 
 static ncclzStatus send_bytes(run_t *r, const ncclzOp *o, const uint8_t *buf, size_t len) {
   uint64_t tag = op_tag(r, o);
@@ -279,17 +279,6 @@ static ncclzStatus run_ops(run_t *r) {
 /* ------------------------------------------------------------- set-up */
 
 
-/* Largest chunk of the list (a chunk of its largest range). */
-static size_t largest_chunk(const run_t *r) {
-  size_t best = 0;
-  for (size_t i = 0; i < r->s.nops; i++) {
-    size_t off, len;
-    ncclzScheduleOpRange(&r->s, r->count, &r->s.ops[i], &off, &len);
-    if (len > best) best = len;
-  }
-  return best;
-}
-
 static ncclzStatus alloc_run(run_t *r) {
   size_t ni = r->n_in ? r->n_in : 1, no = r->n_out ? r->n_out : 1, mc = r->max_chunk ? r->max_chunk : 1;
   r->in = calloc(ni, 4);
@@ -406,13 +395,13 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.n_out = ncclz_exec_out_count(coll, count, c->t->nranks);
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
-  r.k = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_REDUCESCATTER ? c->t->nranks : 1;
+  r.k = ncclzCollContributions(coll, c->t->nranks);
   r.st = st_out;
   ncclzScheduleSpec sp;
   ncclz_exec_spec(&c->cfg, coll, count, c->t->nranks, root, r.dsize, &sp);
   if (ncclzScheduleBuildSpec(&sp, c->t->rank, &r.s))
     return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
-  r.max_chunk = largest_chunk(&r);
+  r.max_chunk = ncclzScheduleLargestRange(&r.s, count);
   init_qparams(&r);
   uint64_t wire0 = r.t->bytes_sent[0] + r.t->bytes_sent[1];
   st = prepare(&r, sendbuff);

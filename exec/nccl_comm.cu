@@ -2,6 +2,8 @@
  * accessors of exec.h, and the grow-only device and pinned host buffers. */
 #include "nccl_internal.cuh"
 
+#include <unistd.h>
+
 /* ------------------------------------------------------------ buffers */
 
 /* Grow-only device buffer (every call ends synchronised, so a free here never races). */
@@ -59,6 +61,28 @@ static ncclzStatus make_lanes(ncclzComm *c, uint32_t lanes) {
   return NCCLZ_OK;
 }
 
+/* Ranks per node from where the ranks run (a hash of each host's name, exchanged over the control
+ * lane, a collective call): g when the ranks fill nodes of g GPUs in rank order, the layout the
+ * schedules describe; 0 on one node or any other layout (every hop then plans with the hint). */
+static ncclzStatus node_layout(ncclzTransport *t, int *g) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = host; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  std::vector<double> v((size_t)t->nranks, -1.0);
+  v[(size_t)t->rank] = (double)(h >> 12); /* 52 bits: exact in a double */
+  TRY(t->allreduce_max(t, v.data(), (size_t)t->nranks));
+  int n = t->nranks, run = 1;
+  while (run < n && v[(size_t)run] == v[0]) run++;
+  *g = 0;
+  if (run == n || n % run) return NCCLZ_OK;
+  for (int i = 0; i < n; i++)
+    if (v[(size_t)i] != v[(size_t)(i - i % run)] || (i % run == 0 && i && v[(size_t)i] == v[(size_t)(i - run)]))
+      return NCCLZ_OK;
+  *g = run;
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzCommInit(ncclzComm_t *out, ncclComm_t nccl, ncclzTransport *ctrl, const ncclzConfig *cfg) {
   *out = nullptr;
   if (!nccl || !ctrl || !cfg) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzCommInit: NULL communicator, lane or config");
@@ -71,16 +95,21 @@ ncclzStatus ncclzCommInit(ncclzComm_t *out, ncclComm_t nccl, ncclzTransport *ctr
   ncclzHostComm *hc = nullptr; /* the same checks and cross-rank fingerprint as the host engine */
   TRY(ncclzHostCommInit(&hc, ctrl, cfg));
   ncclzHostCommDestroy(hc);
+  int layout_g = 0;
+  TRY(node_layout(ctrl, &layout_g));
   ncclzComm *c = new ncclzComm();
   c->nccl = nccl;
   c->t = ctrl;
   c->rank = rk;
   c->nranks = nr;
   c->cfg = *cfg;
+  /* the schedules' node size: the config's, else the communicator's node layout */
+  if (c->cfg.ranks_per_node <= 0) c->cfg.ranks_per_node = layout_g;
   if (cfg->profile) {
     c->profile = *cfg->profile; /* own copy: the caller's may go away */
     c->cfg.profile = &c->profile;
     ncclzReaConfigFromProfile(&c->profile, cfg->hint, NCCLZ_CLASS_DEFAULT, &c->rea);
+    ncclzReaConfigFromProfile(&c->profile, NCCLZ_HINT_NVLINK, NCCLZ_CLASS_DEFAULT, &c->rea_intra);
   }
   cudaGetDevice(&c->dev);
   memset(&c->last, 0, sizeof c->last);

@@ -5,13 +5,16 @@
  *     scales; one small ncclAllReduce(max) of [call fingerprint, counts, range] (a mismatched call
  *     or NaN fails on every rank, nobody hangs), then ncclAllReduce(max) of the QSGD scales;
  *  2. quantization once, on the user stream, into int32 code cells (quant none: float cells);
- *  3. the op list, unit by unit (a unit = the ops of one (step, chunk): at most one send and one
- *     recv), pipelined over internal streams:
- *       s_enc : encode unit u+1 into send bank (u+1)%2        (waits: that bank's last send, the dep)
- *       s_lane[u % lanes]: ncclGroupStart; ncclSend; ncclRecv; ncclGroupEnd of unit u, on the
- *               lane's communicator (two lanes by default: the second is split from the first,
+ *  3. the op list of the call's schedule (the host engine's spec: the config's algorithm, channels
+ *     and node size), unit by unit (ncclzScheduleUnits: a send and the receive of its (step, chunk)
+ *     right after it, or a receive alone), pipelined over internal streams:
+ *       s_enc : encode unit u+1 into send bank (u+1)%banks (waits: that bank's last send, every
+ *               receive up to the dep)
+ *       s_lane[tag % lanes]: ncclGroupStart; ncclSend; ncclRecv; ncclGroupEnd of unit u, on the
+ *               lane's communicator (four lanes by default: lanes 1.. are split from the first,
  *               so unit u+1's transfer starts while unit u's runs; exec/nccl_comm.cu, make_lanes)
- *       s_dec[u % lanes]: decode unit u from recv bank u%2, add the codes (reduce) or store them
+ *       s_dec[tag % lanes]: decode unit u from recv bank u%banks, add the codes (reduce, in list
+ *               order: after the latest earlier reducing unit) or store them
  *     so chunk k+1 is encoded while chunk k is on the wire and chunk k is decoded while k+1
  *     arrives (ping-pong banks: a bank is reused only after the event of its last user);
  *  4. dequantization once, on the user stream; then one synchronisation and the check of the
@@ -116,7 +119,8 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   TRY(quantize(r, sendbuff, x));
   if (d) {
     if (d->calls == d->next_plan) TRY(decide(r, d));
-    r->coder = d->coder;
+    r->coder[0] = d->coder[0];
+    r->coder[1] = d->coder[1];
     if (d->bypass) {
       *bypassed = 1;
       return NCCLZ_OK;
@@ -127,7 +131,7 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   double t_issue = now_s();
   TRY(run_units(r));
   double own = now_s() - t_issue - r->st->t_encode - r->st->t_wait_ctrl; /* both measured inside run_units */
-  r->st->t_unit_host = r->units.empty() || own < 0 ? 0 : own / (double)r->units.size();
+  r->st->t_unit_host = !r->ul.nunits || own < 0 ? 0 : own / (double)r->ul.nunits;
   trace_iface(r, 2);
   TRY(finish(r, recvbuff));
   trace_iface(r, 3);
@@ -141,9 +145,21 @@ static ncclzCoder policy_coder(ncclzCoderPolicy p) {
   return p == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : p == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN : NCCLZ_CODER_RAW;
 }
 
-static ncclzStatus check_call(const ncclzComm *c, ncclzCollective coll, size_t count, int root, ncclRedOp_t op) {
+/* The call's schedule spec: the host engine's (ncclz_exec_spec: the config's algorithm, channels and
+ * node size, chunks on the largest op range). */
+static void call_spec(const ncclzComm *c, ncclzCollective coll, size_t count, int root, size_t ds,
+                      ncclzScheduleSpec *sp) {
+  ncclz_exec_spec(&c->cfg, coll, count, c->nranks, root, ds, sp);
+}
+
+static ncclzStatus check_call(const ncclzComm *c, ncclzCollective coll, size_t count, int root, ncclRedOp_t op,
+                              size_t ds) {
   if (c->broken) return ncclzSetError(NCCLZ_ERR_IO, "communicator was aborted by an earlier error");
   if (root < 0 || root >= c->nranks) return ncclzSetError(NCCLZ_ERR_ARG, "root %d of %d ranks", root, c->nranks);
+  ncclzScheduleSpec sp; /* a schedule that cannot run the call: the host engine's one line */
+  char why[200];
+  call_spec(c, coll, 0, root, ds, &sp);
+  if (ncclzScheduleCheck(&sp, why, sizeof why)) return ncclzSetError(NCCLZ_ERR_ARG, "config algorithm: %s", why);
   if (count > UINT32_MAX / 2) return ncclzSetError(NCCLZ_ERR_ARG, "count %zu too large", count);
   if (c->cfg.policy != NCCLZ_POLICY_OFF && op != ncclSum)
     return ncclzSetError(NCCLZ_ERR_ARG, "compressed collectives reduce with ncclSum only");
@@ -186,13 +202,13 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   double t0 = now_s();
   ncclzDtype dt = NCCLZ_DTYPE_F32;
   TRY(dtype_of(t, &dt));
-  TRY(check_call(c, coll, count, root, op));
+  TRY(check_call(c, coll, count, root, op, ncclzDtypeSize(dt)));
   CU(cudaSetDevice(c->dev));
   decision *d = nullptr;
   if (c->cfg.policy == NCCLZ_POLICY_AUTO) {
     d = find_decision(c, coll, count, dt);
     if (!d) {
-      c->decisions.push_back(decision{(int)coll, count, (int)dt, 0, 0, NCCLZ_CODER_RAW, 0, 0, 0});
+      c->decisions.push_back(decision{(int)coll, count, (int)dt, 0, 0, {NCCLZ_CODER_RAW, NCCLZ_CODER_RAW}, 0, 0, 0});
       d = &c->decisions.back();
     }
     if (d->bypass && d->calls != d->next_plan) {
@@ -203,6 +219,7 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   }
   memset(&c->last, 0, sizeof c->last);
   grun r;
+  r.ul = ncclzUnitList{};
   r.c = c;
   r.coll = coll;
   r.dt = dt;
@@ -215,11 +232,12 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.n_scales = 0;
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.has_input = coll != NCCLZ_BROADCAST || c->rank == root;
-  r.coder = policy_coder(c->cfg.policy);
+  r.coder[0] = r.coder[1] = policy_coder(c->cfg.policy);
   r.st = &c->last;
   r.stream = stream;
-  uint32_t nch = ncclz_exec_chunks(&c->cfg, coll, count, c->nranks, r.ds);
-  if (ncclzScheduleBuild(coll, c->nranks, c->rank, root, nch, &r.s))
+  ncclzScheduleSpec sp;
+  call_spec(c, coll, count, root, r.ds, &sp);
+  if (ncclzScheduleBuildSpec(&sp, c->rank, &r.s))
     return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
   if (d) d->plain_bytes = plain_bytes(&r.s, count, r.ds);
   ncclzStatus st;
@@ -227,12 +245,13 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   if (c->cfg.policy == NCCLZ_POLICY_OFF) {
     bypassed = 1;
   } else {
-    build_units(&r);
+    st = build_units(&r);
     init_qparams(&r);
-    st = run_framed(&r, sb, rb, d, &bypassed);
+    if (!st) st = run_framed(&r, sb, rb, d, &bypassed);
     if (st) {
       c->broken = 1; /* peers may wait on this rank's headers: wake them with the error */
       c->t->abort(c->t, ncclzLastError());
+      ncclzUnitListFree(&r.ul);
       ncclzScheduleFree(&r.s);
       return st;
     }
@@ -240,6 +259,7 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   if (d) d->calls++;
   st = bypassed ? plain_call(c, coll, sb, rb, count, t, op, root, stream, &r.s, r.ds) : NCCLZ_OK;
   if (!bypassed) c->last.wire_bytes = c->last.frame_bytes; /* 64 B on the lane + payload on NCCL */
+  ncclzUnitListFree(&r.ul);
   ncclzScheduleFree(&r.s);
   c->last.t_total = now_s() - t0;
   return st;

@@ -109,9 +109,7 @@ __global__ static void k_agree_fill(const ScanOut *o, int has_input, double *v) 
 
 /* ------------------------------------------------------------ agreement (rules in exec/call_rules.c) */
 
-static int contributions(const grun *r) {
-  return r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER ? r->c->nranks : 1;
-}
+static int contributions(const grun *r) { return ncclzCollContributions(r->coll, r->c->nranks); }
 
 static ncclzStatus derive_eb(grun *r, const double *v) {
   ncclzStatus st = ncclz_exec_derive_eb(&r->c->cfg, r->dt, contributions(r), v, &r->qp, &r->st->error_bound);
@@ -243,8 +241,10 @@ decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzD
 /* The REA config of this call's frames: the communicator's, with the data's class and the step's
  * chunks as one pipeline (a ring of many ranks sends one chunk a step, whose codec time nothing
  * hides, where two ranks' steps stream up to max_chunks frames). */
-ncclzReaConfig call_rea_config(const grun *r) {
-  ncclzReaConfig rc = r->c->rea;
+ncclzReaConfig call_rea_config(const grun *r, int link) {
+  /* a hop inside a node plans with NVLink costs where the config says where the nodes are (the
+   * host engine's rule), every other one with the config's hint */
+  ncclzReaConfig rc = r->c->cfg.ranks_per_node > 0 && link == NCCLZ_LINK_INTRA ? r->c->rea_intra : r->c->rea;
   rc.data_class = ncclzDataClassOf(r->quantized ? &r->qp : nullptr);
   rc.pipeline_frames = (double)r->s.nchunks;
   return rc;
@@ -254,13 +254,44 @@ ncclzStatus ensure_planner(ncclzComm *c) {
   return c->planner ? NCCLZ_OK : ncclzReaGpuPlannerCreate(&c->profile, &c->planner);
 }
 
+/* Sends of link class `link` that move data on this rank. */
+static size_t link_units(const grun *r, int link) {
+  size_t k = 0;
+  for (size_t u = 0; u < r->ul.nunits; u++) {
+    const ncclzUnit &un = r->ul.units[u];
+    k += un.send >= 0 && un.slen && r->s.ops[un.send].link == link;
+  }
+  return k;
+}
+
+/* REA for the hops of one link class on n symbols of this rank's first chunk: the coder it plans
+ * and how much the rank wants it (0: its gain does not pay for the call, ncclzReaCallWorthIt). */
+static ncclzStatus plan_link(grun *r, int link, size_t units, const int32_t *sym, size_t n, ncclzCoder *coder,
+                             double *want) {
+  ncclzComm *c = r->c;
+  const ncclzReaConfig rc = call_rea_config(r, link);
+  ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
+  ncclzReaResult res;
+  TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr, nullptr));
+  TRY(ncclzReaGpuPlanResults(c->planner, &res, 1));
+  *coder = res.planned;
+  /* A frame's gain must also pay for the call's interface, the host's time per unit and the
+   * pipeline's fill, which the plain collective does not spend (1 MiB over the socket: 0.23-0.63x
+   * of plain without). */
+  double call_bytes = (double)std::max(r->n_in, r->n_out) * (double)r->ds; /* nccl-tests' size */
+  ncclzReaCall call = {call_bytes, (double)units, res.cand.frame_raw_bytes, rc.data_class, rc.pipeline_frames};
+  *want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, *coder, &call);
+  return NCCLZ_OK;
+}
+
 /* REA on this rank's first chunk of codes (a whole frame of the real size), planned on the device
  * where the codes are (the device selector: one frame's cluster and a read-back of its decision,
- * where the host path read back the whole chunk first), then the vote. */
+ * where the host path read back the whole chunk first), once per link class its sends use (NVLink
+ * hops with NVLink costs where the nodes are known), then the vote. */
 ncclzStatus decide(grun *r, decision *d) {
   ncclzComm *c = r->c;
-  double want = 0;
-  ncclzCoder coder = NCCLZ_CODER_RAW;
+  double want[2] = {0, 0};
+  ncclzCoder coder[2] = {NCCLZ_CODER_RAW, NCCLZ_CODER_RAW};
   size_t n = std::min(r->max_chunk, r->n_in);
   if (r->has_input && n) {
     const int32_t *sym = r->in;
@@ -269,28 +300,20 @@ ncclzStatus decide(grun *r, decision *d) {
       sym = (const int32_t *)c->esym.p;
     }
     TRY(ensure_planner(c));
-    const ncclzReaConfig rc = call_rea_config(r);
-    ncclzFrameDesc desc = {r->dt, r->quantized ? &r->qp : nullptr, nullptr, 0, c->cfg.coder_params};
-    ncclzReaResult res;
-    TRY(ncclzReaGpuPlanLaunch(c->planner, &rc, sym, n, (uint32_t)n, &desc, r->slot, r->stream, nullptr, nullptr));
-    TRY(ncclzReaGpuPlanResults(c->planner, &res, 1));
-    coder = res.planned;
-    /* A frame's gain must also pay for the call's interface, the host's time per unit and the
-     * pipeline's fill, which the plain collective does not spend (1 MiB over the socket: 0.23-0.63x
-     * of plain without). */
-    size_t units = 0;
-    for (const unit_t &un : r->units) units += un.send >= 0 && un.slen;
-    double call_bytes = (double)std::max(r->n_in, r->n_out) * (double)r->ds; /* nccl-tests' size */
-    ncclzReaCall call = {call_bytes, (double)units, res.cand.frame_raw_bytes, rc.data_class, rc.pipeline_frames};
-    want = ncclzReaCallWorthIt(&c->profile, rc.hint, &res.decision, coder, &call);
+    size_t units[2] = {link_units(r, NCCLZ_LINK_INTRA), link_units(r, NCCLZ_LINK_NET)};
+    for (int link = 0; link < 2; link++) /* a rank that sends nothing still plans its hint's class */
+      if (units[link] || (link == NCCLZ_LINK_NET && !units[NCCLZ_LINK_INTRA]))
+        TRY(plan_link(r, link, units[link], sym, n, &coder[link], &want[link]));
   }
-  TRY(c->t->allreduce_max(c->t, &want, 1));
+  TRY(c->t->allreduce_max(c->t, want, 2));
+  const int bypass = want[0] == 0 && want[1] == 0;
   /* Only the vote, which every rank holds, sets the gap: each rank's own coder may differ, and
    * ranks that decided at different calls would wait on each other's vote. */
-  int kept = d->calls > 0 && d->bypass == (want == 0);
+  int kept = d->calls > 0 && d->bypass == bypass;
   d->gap = kept ? std::min<uint64_t>(2 * d->gap, NCCLZ_REPLAN_MAX) : NCCLZ_REPLAN;
   d->next_plan = d->calls + d->gap;
-  d->bypass = want == 0;
-  d->coder = coder;
+  d->bypass = bypass;
+  d->coder[0] = coder[0];
+  d->coder[1] = coder[1];
   return NCCLZ_OK;
 }

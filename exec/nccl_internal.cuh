@@ -56,7 +56,7 @@ struct decision {
   int dtype;
   uint64_t calls;
   int bypass;
-  ncclzCoder coder;
+  ncclzCoder coder[2];  /* per link class (NCCLZ_LINK_*): the coder of the hops of that class */
   uint64_t next_plan;   /* the call that decides next (0: the first) */
   uint64_t gap;         /* calls from this decision to the next */
   uint64_t plain_bytes; /* bytes the plain collective sends from this rank (the stats of a bypass) */
@@ -66,8 +66,9 @@ struct decision {
 enum { TE_ENC0, TE_ENC1, TE_COM0, TE_COM1, TE_DEC0, TE_DEC1, TE_RED1, TE_COUNT };
 
 /* Comm lanes (ncclzConfig.comm_lanes) and staging banks: unit u sends from and receives into bank
- * u % banks and travels on lane u % lanes; banks = max(2, lanes), so as many units as lanes can
- * be in flight at once. */
+ * u % banks and travels on lane tag % lanes (the unit's message tag: both sides of every transfer
+ * pick the same lane, whatever the shape of their lists); banks = max(2, lanes), so as many units
+ * as lanes can be in flight at once. */
 #define NZ_MAX_LANES NCCLZ_MAX_COMM_LANES
 #define NZ_STREAMS (1 + 2 * NZ_MAX_LANES) /* s_enc, s_lane[], s_dec[] */
 
@@ -77,7 +78,8 @@ struct ncclzComm {
   ncclzTransport *t = nullptr;
   ncclzConfig cfg;
   ncclzProfile profile;
-  ncclzReaConfig rea;
+  ncclzReaConfig rea;       /* REA for the config's hint */
+  ncclzReaConfig rea_intra; /* REA for a hop inside a node (NVLink costs) when ranks_per_node is set */
   cudaStream_t s_enc = nullptr;
   /* decode streams, one per comm lane: a single frame's HUFFMAN decode is latency-bound (one
    * thread per segment), so the lanes' frames decode side by side */
@@ -103,22 +105,7 @@ struct ncclzComm {
   ncclzTraceSummary summary;
 };
 
-/* Unit u's lane: its comm stream and communicator, its decode stream and workspaces. */
-static inline int lane_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)c->lanes); }
-/* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
-static inline cudaStream_t lane_stream(const ncclzComm *c, size_t u) { return c->s_lane[lane_of(c, u)]; }
-/* Staging banks: one per lane, at least two (one lane still encodes unit u+1 while u travels). */
-static inline int bank_count(const ncclzComm *c) { return c->lanes < 2 ? 2 : c->lanes; }
-/* Unit u's staging bank: its send bank, receive slot and their events. */
-static inline int bank_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)bank_count(c)); }
-
 /* One call in progress. */
-struct unit_t {
-  int send = -1, recv = -1;
-  size_t soff = 0, slen = 0, roff = 0, rlen = 0;
-  int kept = -1; /* arena slot of a KEEP recv */
-};
-
 struct grun {
   ncclzComm *c;
   ncclzSchedule s;
@@ -129,14 +116,24 @@ struct grun {
   ncclzQuantParams qp;
   size_t n_scales;
   int32_t *in, *work, *out;
-  ncclzCoder coder;
-  std::vector<unit_t> units;
-  std::vector<int> unit_of_op;
-  std::vector<uint64_t> payload_in; /* per unit: payload bytes received (for KEEP forwards) */
+  ncclzCoder coder[2]; /* per link class: the call's coder (auto: planned on the call's first chunk) */
+  ncclzUnitList ul;     /* the schedule's units (ncclzScheduleUnits) */
+  /* per unit and lane: the latest unit up to it whose receive moves data on that lane (-1: none);
+   * a send waits for these of its dep's unit: every receive up to dep, on every lane */
+  std::vector<int32_t> recv_upto;
   ncclzExecStats *st;
   cudaStream_t stream;
   double t_start_wall;
 };
+
+/* Unit u's lane: its comm stream and communicator, its decode stream and workspaces. */
+static inline int lane_of(const grun *r, size_t u) { return (int)(r->ul.units[u].tag % (uint64_t)r->c->lanes); }
+/* The stream of unit u's comm lane (its NCCL group, the copy of its received header). */
+static inline cudaStream_t lane_stream(const grun *r, size_t u) { return r->c->s_lane[lane_of(r, u)]; }
+/* Staging banks: one per lane, at least two (one lane still encodes unit u+1 while u travels). */
+static inline int bank_count(const ncclzComm *c) { return c->lanes < 2 ? 2 : c->lanes; }
+/* Unit u's staging bank: its send bank, receive slot and their events. */
+static inline int bank_of(const ncclzComm *c, size_t u) { return (int)(u % (size_t)bank_count(c)); }
 
 /* ------------------------------------------------------------ shared between the files */
 
@@ -155,14 +152,14 @@ ncclzStatus agree(grun *r, const float *x);
 ncclzStatus quantize(grun *r, const void *sendbuff, const float *x);
 ncclzStatus finish(grun *r, void *recvbuff);
 decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzDtype dt);
-ncclzReaConfig call_rea_config(const grun *r);
+ncclzReaConfig call_rea_config(const grun *r, int link); /* link: NCCLZ_LINK_* of the hop */
 ncclzStatus ensure_planner(ncclzComm *c); /* c->planner, made at its first use */
 ncclzStatus decide(grun *r, decision *d);
 
 /* exec/nccl_pipeline.cu: set-up of one call and the unit pipeline. */
 /* Quant none, bf16/f16: n float cells as the dtype's bit patterns, the symbols its frames code. */
 ncclzStatus cells_to_symbols(const grun *r, const float *cells, size_t n, int32_t *sym, cudaStream_t s);
-void build_units(grun *r);
+ncclzStatus build_units(grun *r);
 ncclzStatus alloc_call(grun *r);
 void init_qparams(grun *r);
 ncclzStatus run_copies(grun *r);

@@ -1,6 +1,8 @@
-/* The NCCL backend's per-call pipeline: the op list grouped into units, the call's buffers, and the
- * units run over s_enc / s_lane[u % lanes] / s_dec[u % lanes] (encode, header on the control
- * lane, NCCL send/recv on the unit's comm lane, decode on the lane's decode stream). */
+/* The NCCL backend's per-call pipeline: the schedule's units (ncclzScheduleUnits, the walker the
+ * replay shares), the call's buffers, and the units run over s_enc / s_lane[l] / s_dec[l], l = the
+ * unit's tag % lanes (encode, header on the control lane, NCCL send/recv on the unit's comm lane,
+ * decode on the lane's decode stream). Any schedule of schedule/ runs: multi-block ranges, several
+ * receives per step (the tree), sends that need several earlier receives (halving-doubling). */
 #include "nccl_internal.cuh"
 
 /* ------------------------------------------------------------ kernels */
@@ -46,41 +48,20 @@ __global__ static void k_sym_to_cells(const int32_t *sym, size_t n, int dt, floa
 
 /* ------------------------------------------------------------ set-up of one call */
 
-static size_t in_offset(const grun *r, size_t off) { return ncclz_exec_in_offset(r->coll, r->s.rank, r->count, off); }
-static size_t out_offset(const grun *r, size_t off) { return ncclz_exec_out_offset(r->coll, r->s.rank, r->count, off); }
-
-/* Groups the op list into units of one (step, chunk); COPY ops are run at once by the caller. */
-void build_units(grun *r) {
-  r->unit_of_op.assign(r->s.nops, -1);
-  int kept = 0;
-  for (size_t i = 0; i < r->s.nops; i++) {
-    const ncclzOp *o = &r->s.ops[i];
-    if (o->kind == NCCLZ_OP_COPY) continue;
-    bool same = false;
-    if (!r->units.empty()) {
-      unit_t &b = r->units.back();
-      int j = b.send >= 0 ? b.send : b.recv;
-      const ncclzOp *p = &r->s.ops[j];
-      same = p->step == o->step && p->chunk == o->chunk &&
-             (o->kind == NCCLZ_OP_SEND ? b.send < 0 : b.recv < 0);
-    }
-    if (!same) r->units.push_back(unit_t());
-    unit_t &u = r->units.back();
-    size_t off, len;
-    ncclzScheduleOpRange(&r->s, r->count, o, &off, &len);
-    if (o->kind == NCCLZ_OP_SEND) {
-      u.send = (int)i;
-      u.soff = off;
-      u.slen = len;
-    } else {
-      u.recv = (int)i;
-      u.roff = off;
-      u.rlen = len;
-      if (o->action & NCCLZ_ACT_KEEP) u.kept = kept++;
-    }
-    r->unit_of_op[i] = (int)r->units.size() - 1;
-    if (len > r->max_chunk) r->max_chunk = len;
+/* The schedule's units (the walker every backend shares), and for each unit and lane the latest
+ * unit up to it with a receive that moves data there: a send waits for every receive up to its
+ * dep, and lane l's receives finish in order (one decode stream a lane). */
+ncclzStatus build_units(grun *r) {
+  if (ncclzScheduleUnits(&r->s, r->count, &r->ul))
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "units of the %s schedule", ncclzCollectiveName(r->coll));
+  const size_t nu = r->ul.nunits, L = (size_t)r->c->lanes;
+  r->max_chunk = r->ul.largest;
+  r->recv_upto.assign(nu * L, -1);
+  for (size_t u = 0; u < nu; u++) {
+    for (size_t l = 0; l < L && u; l++) r->recv_upto[u * L + l] = r->recv_upto[(u - 1) * L + l];
+    if (r->ul.units[u].recv >= 0 && r->ul.units[u].rlen) r->recv_upto[u * L + (size_t)lane_of(r, u)] = (int32_t)u;
   }
+  return NCCLZ_OK;
 }
 
 static ncclzCudaBatch make_batch(const grun *r, ncclzCoder coder, size_t n) {
@@ -106,8 +87,7 @@ ncclzStatus alloc_call(grun *r) {
     dws += ncclzCudaDecodeWorkspaceSize(&b); /* mixed coders in one decode: room for all */
   }
   r->slot = (slot + 255) & ~(size_t)255;
-  size_t nu = r->units.size() + 1, nk = 0;
-  for (const unit_t &u : r->units) nk += u.kept >= 0;
+  size_t nu = r->ul.nunits + 1, nk = r->ul.nkeep;
   TRY(ensure(&c->cells_in, (r->n_in + 1) * 4));
   if (r->coll != NCCLZ_ALLREDUCE) TRY(ensure(&c->cells_out, (r->n_out + 1) * 4));
   for (int b = 0; b < bank_count(c); b++) TRY(ensure(&c->sbank[b], r->slot));
@@ -152,10 +132,23 @@ static uint8_t *hdr_out(grun *r, size_t u) { return (uint8_t *)r->c->hdr_out.p +
 static uint8_t *hdr_in(grun *r, size_t u) { return (uint8_t *)r->c->hdr_in.p + 64 * u; }
 static void *cell(void *base, size_t i) { return (char *)base + 4 * i; }
 
-/* Where an ENCODE send reads: the working cells while reducing, else the input cells. */
+/* Where an ENCODE send reads (the schedule's table): the working cells, the output, the input. */
 static int32_t *send_source(grun *r, size_t off) {
-  if (r->coll == NCCLZ_ALLREDUCE || r->coll == NCCLZ_REDUCESCATTER) return (int32_t *)cell(r->work, off);
-  return (int32_t *)cell(r->in, in_offset(r, off));
+  switch (ncclzCollEncodeSource(r->coll)) {
+  case NCCLZ_BUF_WORK: return (int32_t *)cell(r->work, off);
+  case NCCLZ_BUF_OUT: return (int32_t *)cell(r->out, off);
+  default: return (int32_t *)cell(r->in, off);
+  }
+}
+
+/* A stream waits for every receive of units up to u (one decode stream a lane: the lane's latest). */
+static ncclzStatus wait_recvs_upto(grun *r, size_t u, cudaStream_t s) {
+  const size_t L = (size_t)r->c->lanes;
+  for (size_t l = 0; l < L; l++) {
+    int32_t v = r->recv_upto[u * L + l];
+    if (v >= 0) CU(cudaStreamWaitEvent(s, r->c->ev_done[v], 0));
+  }
+  return NCCLZ_OK;
 }
 
 /* rea_per_frame: the REA device selector plans the n symbols of a frame on s_enc, and the frame's
@@ -173,28 +166,28 @@ static ncclzStatus plan_frame(grun *r, const ncclzReaConfig *rc, const int32_t *
 
 /* Enqueues the encode of unit u's send (s_enc) into its send bank and the copy of its header. */
 static ncclzStatus prepare_send(grun *r, size_t u) {
-  if (u >= r->units.size()) return NCCLZ_OK;
-  const unit_t &un = r->units[u];
+  if (u >= r->ul.nunits) return NCCLZ_OK;
+  const ncclzUnit &un = r->ul.units[u];
   if (un.send < 0 || !un.slen) return NCCLZ_OK;
   const ncclzOp *o = &r->s.ops[un.send];
   if (!(o->action & NCCLZ_ACT_ENCODE)) return NCCLZ_OK;
   ncclzComm *c = r->c;
   const int bank = bank_of(c, u);
   CU(cudaStreamWaitEvent(c->s_enc, c->ev_sent[bank], 0));
-  if (o->dep >= 0) CU(cudaStreamWaitEvent(c->s_enc, c->ev_done[r->unit_of_op[o->dep]], 0));
+  if (o->dep >= 0) TRY(wait_recvs_upto(r, (size_t)r->ul.unit_of_op[o->dep], c->s_enc));
   trace_rec(r, u, TE_ENC0, c->s_enc);
   const int32_t *sym = send_source(r, un.soff);
   if (!r->quantized && r->dt != NCCLZ_DTYPE_F32) {
     TRY(cells_to_symbols(r, (const float *)sym, un.slen, (int32_t *)c->esym.p, c->s_enc));
     sym = (const int32_t *)c->esym.p;
   }
-  ncclzCudaBatch b = make_batch(r, r->coder, un.slen);
+  ncclzCudaBatch b = make_batch(r, r->coder[o->link], un.slen);
   /* auto (a framed auto call is one REA did not bypass): the frame's realized size is checked on
    * the device, and a frame that gains too little is rewritten as RAW (Algorithm 1, 5-6); its
    * coder is the one planned on the call's first chunk, or (rea_per_frame) its own, planned here on
    * the encode stream */
   if (c->cfg.policy == NCCLZ_POLICY_AUTO) {
-    const ncclzReaConfig rc = call_rea_config(r);
+    const ncclzReaConfig rc = call_rea_config(r, o->link);
     b.fallback_bytes = ncclzReaFallbackBytes(&rc, un.slen, 0, r->slot);
     if (c->cfg.rea_per_frame) TRY(plan_frame(r, &rc, sym, un.slen, bank, &b));
   }
@@ -216,7 +209,7 @@ static ncclzStatus parse_header(const grun *r, const uint8_t *h, ncclzFrameHeade
 
 /* The send half of unit u on the host: header over the lane; returns the payload to post. */
 static ncclzStatus host_send(grun *r, size_t u, const uint8_t **payload, size_t *plen) {
-  const unit_t &un = r->units[u];
+  const ncclzUnit &un = r->ul.units[u];
   const ncclzOp *o = &r->s.ops[un.send];
   ncclzComm *c = r->c;
   const uint8_t *hdr;
@@ -226,10 +219,11 @@ static ncclzStatus host_send(grun *r, size_t u, const uint8_t **payload, size_t 
     hdr = hdr_out(r, u);
     *payload = (const uint8_t *)c->sbank[bank_of(c, u)].p + 64;
   } else { /* FORWARD: the frame kept by op dep, unchanged */
-    size_t du = (size_t)r->unit_of_op[o->dep];
-    if (r->units[du].kept < 0) return ncclzSetError(NCCLZ_ERR_ARG, "schedule: forward without a kept frame");
+    if (o->dep < 0 || r->ul.units[r->ul.unit_of_op[o->dep]].keep < 0)
+      return ncclzSetError(NCCLZ_ERR_ARG, "schedule: forward without a kept frame");
+    size_t du = (size_t)r->ul.unit_of_op[o->dep];
     hdr = hdr_in(r, du);
-    *payload = (const uint8_t *)c->arena.p + r->slot * (size_t)r->units[du].kept + 64;
+    *payload = (const uint8_t *)c->arena.p + r->slot * (size_t)r->ul.units[du].keep + 64;
   }
   r->st->t_encode += now_s() - t0; /* host wait for the encode (the exposed part) */
   ncclzFrameHeader fh;
@@ -239,18 +233,16 @@ static ncclzStatus host_send(grun *r, size_t u, const uint8_t **payload, size_t 
   r->st->frames++;
   r->st->frame_bytes += 64 + fh.payload_bytes;
   r->st->raw_bytes += un.slen * r->ds;
-  uint64_t tag = (uint64_t)o->step * r->s.nchunks + o->chunk;
-  return c->t->send(c->t, o->peer, tag, NCCLZ_LANE_CTRL, hdr, 64);
+  return c->t->send(c->t, o->peer, un.tag, NCCLZ_LANE_CTRL, hdr, 64);
 }
 
 /* The recv half of unit u on the host: header from the lane, copied in front of its bank. */
 static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
-  const unit_t &un = r->units[u];
+  const ncclzUnit &un = r->ul.units[u];
   const ncclzOp *o = &r->s.ops[un.recv];
   ncclzComm *c = r->c;
-  uint64_t tag = (uint64_t)o->step * r->s.nchunks + o->chunk;
   double t0 = now_s();
-  TRY(c->t->recv(c->t, o->peer, tag, NCCLZ_LANE_CTRL, hdr_in(r, u), 64));
+  TRY(c->t->recv(c->t, o->peer, un.tag, NCCLZ_LANE_CTRL, hdr_in(r, u), 64));
   r->st->t_wait_ctrl += now_s() - t0;
   ncclzFrameHeader fh;
   TRY(parse_header(r, hdr_in(r, u), &fh));
@@ -258,55 +250,71 @@ static ncclzStatus host_recv(grun *r, size_t u, uint8_t **dest, size_t *plen) {
     return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame of %u symbols where %zu were due", fh.n_symbols, un.rlen);
   *plen = fh.payload_bytes;
   r->st->chunks_received++;
-  if (un.kept >= 0) {
-    *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.kept;
+  if (un.keep >= 0) {
+    *dest = (uint8_t *)c->arena.p + r->slot * (size_t)un.keep;
   } else {
     *dest = (uint8_t *)c->rbank.p + r->slot * (size_t)bank_of(c, u);
-    CU(cudaStreamWaitEvent(lane_stream(c, u), c->ev_rfree[bank_of(c, u)], 0));
+    CU(cudaStreamWaitEvent(lane_stream(r, u), c->ev_rfree[bank_of(c, u)], 0));
   }
-  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, lane_stream(c, u)));
+  CU(cudaMemcpyAsync(*dest, hdr_in(r, u), 64, cudaMemcpyHostToDevice, lane_stream(r, u)));
   return NCCLZ_OK;
 }
 
-/* Decode (+ reduce / store) of unit u on its lane's decode stream, once its payload has arrived. */
+/* A stream waits for the writes that unit un's must follow. */
+static ncclzStatus wait_after(grun *r, const ncclzUnit &un, cudaStream_t s) {
+  for (uint32_t i = 0; i < un.nafter; i++) CU(cudaStreamWaitEvent(s, r->c->ev_done[r->ul.after[un.after_at + i]], 0));
+  return NCCLZ_OK;
+}
+
+/* Decode (+ reduce / store) of unit u on its lane's decode stream, once its payload has arrived.
+ * Units decode side by side; what they write into the cells waits for the units of its `after`
+ * list (the earlier ones that write an overlapping range), so writes to the same elements keep
+ * the list's order. */
 static ncclzStatus decode_unit(grun *r, size_t u, const uint8_t *frame, size_t plen) {
-  const unit_t &un = r->units[u];
+  const ncclzUnit &un = r->ul.units[u];
   const ncclzOp *o = &r->s.ops[un.recv];
   ncclzComm *c = r->c;
-  const int l = lane_of(c, u);
+  const int l = lane_of(r, u);
   cudaStream_t sd = c->s_dec[l];
   CU(cudaStreamWaitEvent(sd, c->ev_recvd[bank_of(c, u)], 0));
   trace_rec(r, u, TE_DEC0, sd);
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
-    bool direct = !(o->action & NCCLZ_ACT_REDUCE) && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
-    int32_t *dst = direct ? (int32_t *)cell(r->out, out_offset(r, un.roff)) : (int32_t *)c->rsym[l].p;
+    const bool reduce = o->action & NCCLZ_ACT_REDUCE, store = o->action & NCCLZ_ACT_STORE;
+    size_t skip = 0, olen = 0, oo = ncclzCollOutPart(r->coll, r->s.rank, r->count, un.roff, un.rlen, &skip, &olen);
+    /* a store of the whole range decodes straight into the output */
+    const bool direct = !reduce && olen == un.rlen && (r->quantized || r->dt == NCCLZ_DTYPE_F32);
+    if (direct) TRY(wait_after(r, un, sd));
+    int32_t *dst = direct ? (int32_t *)cell(r->out, oo) : (int32_t *)c->rsym[l].p;
     ncclzCudaBatch b = make_batch(r, NCCLZ_CODER_HUFFMAN, un.rlen);
     TRY(ncclzCudaDecodeBatch(&b, 7u, frame, nullptr, 64 + plen, 64 + plen, dst, nullptr, (uint32_t *)c->status.p + u,
                              c->dws[l].p, c->dws[l].cap, sd));
     trace_rec(r, u, TE_RED1, sd); /* end of decode; reduce follows */
-    if (o->action & NCCLZ_ACT_REDUCE) {
+    if (!direct) TRY(wait_after(r, un, sd));
+    if (reduce) {
       int32_t *w = (int32_t *)cell(r->work, un.roff);
       k_reduce<<<grid_for(un.rlen), 256, 0, sd>>>(w, dst, un.rlen, r->quantized, r->dt);
-      void *out = cell(r->out, out_offset(r, un.roff));
-      if ((o->action & NCCLZ_ACT_STORE) && out != (void *)w)
-        CU(cudaMemcpyAsync(out, w, un.rlen * 4, cudaMemcpyDeviceToDevice, sd));
-    } else if (!direct) {
-      k_sym_to_cells<<<grid_for(un.rlen), 256, 0, sd>>>(dst, un.rlen, r->dt,
-                                                              (float *)cell(r->out, out_offset(r, un.roff)));
+      void *out = cell(r->out, oo);
+      if (store && olen && out != (void *)(w + skip))
+        CU(cudaMemcpyAsync(out, w + skip, olen * 4, cudaMemcpyDeviceToDevice, sd));
+    } else if (!direct && store && olen) {
+      if (r->quantized || r->dt == NCCLZ_DTYPE_F32)
+        CU(cudaMemcpyAsync(cell(r->out, oo), dst + skip, olen * 4, cudaMemcpyDeviceToDevice, sd));
+      else
+        k_sym_to_cells<<<grid_for(olen), 256, 0, sd>>>(dst + skip, olen, r->dt, (float *)cell(r->out, oo));
     }
     CU(cudaGetLastError());
   } else {
     trace_rec(r, u, TE_RED1, sd);
   }
   trace_rec(r, u, TE_DEC1, sd);
-  if (un.kept < 0) CU(cudaEventRecord(c->ev_rfree[bank_of(c, u)], sd));
+  if (un.keep < 0) CU(cudaEventRecord(c->ev_rfree[bank_of(c, u)], sd));
   CU(cudaEventRecord(c->ev_done[u], sd));
   return NCCLZ_OK;
 }
 
 /* Unit u: host halves (header out, header in), then the NCCL group and the decode. */
 static ncclzStatus issue(grun *r, size_t u) {
-  const unit_t &un = r->units[u];
+  const ncclzUnit &un = r->ul.units[u];
   ncclzComm *c = r->c;
   const uint8_t *payload = nullptr;
   uint8_t *dest = nullptr;
@@ -315,17 +323,17 @@ static ncclzStatus issue(grun *r, size_t u) {
   if (snd) TRY(host_send(r, u, &payload, &plen));
   if (rcv) TRY(host_recv(r, u, &dest, &rlen));
   if (!snd && !rcv) {
-    CU(cudaEventRecord(c->ev_done[u], c->s_dec[lane_of(c, u)]));
+    CU(cudaEventRecord(c->ev_done[u], c->s_dec[lane_of(r, u)]));
     return NCCLZ_OK;
   }
-  cudaStream_t ls = lane_stream(c, u);
-  ncclComm_t lc = c->lane_comm[lane_of(c, u)];
+  cudaStream_t ls = lane_stream(r, u);
+  ncclComm_t lc = c->lane_comm[lane_of(r, u)];
   if (snd) {
     const ncclzOp *o = &r->s.ops[un.send];
     if (o->action & NCCLZ_ACT_ENCODE)
       CU(cudaStreamWaitEvent(ls, c->ev_enc[bank_of(c, u)], 0));
     else
-      CU(cudaStreamWaitEvent(ls, c->ev_done[r->unit_of_op[o->dep]], 0));
+      CU(cudaStreamWaitEvent(ls, c->ev_done[r->ul.unit_of_op[o->dep]], 0));
   }
   trace_rec(r, u, TE_COM0, ls);
   NC(ncclGroupStart());
@@ -342,16 +350,17 @@ static ncclzStatus issue(grun *r, size_t u) {
   return decode_unit(r, u, dest, rlen);
 }
 
-/* COPY ops (the rank's own block) run on the user stream right after quantization. */
+/* COPY ops (the rank's own block) run on the user stream right after quantization: the part of
+ * the range in the output, from the input (the schedule's table, as the host engine's). */
 ncclzStatus run_copies(grun *r) {
   for (size_t i = 0; i < r->s.nops; i++) {
     const ncclzOp *o = &r->s.ops[i];
     if (o->kind != NCCLZ_OP_COPY) continue;
-    size_t off, len;
+    size_t off, len, skip, olen;
     ncclzScheduleOpRange(&r->s, r->count, o, &off, &len);
-    size_t src = r->coll == NCCLZ_REDUCESCATTER || r->coll == NCCLZ_ALLTOALL ? off : in_offset(r, off);
-    void *d = cell(r->out, out_offset(r, off)), *s = cell(r->in, src);
-    if (len && d != s) CU(cudaMemcpyAsync(d, s, len * 4, cudaMemcpyDeviceToDevice, r->stream));
+    size_t oo = ncclzCollOutPart(r->coll, r->s.rank, r->count, off, len, &skip, &olen);
+    void *d = cell(r->out, oo), *s = cell(r->in, ncclzCollInOffset(r->coll, r->s.rank, r->count, off) + skip);
+    if (olen && d != s) CU(cudaMemcpyAsync(d, s, olen * 4, cudaMemcpyDeviceToDevice, r->stream));
   }
   return NCCLZ_OK;
 }
@@ -369,7 +378,7 @@ ncclzStatus run_units(grun *r) {
     CU(cudaEventRecord(c->ev_rfree[b], r->stream));
   }
   TRY(prepare_send(r, 0));
-  for (size_t u = 0; u < r->units.size(); u++) {
+  for (size_t u = 0; u < r->ul.nunits; u++) {
     TRY(issue(r, u));
     TRY(prepare_send(r, u + 1)); /* overlaps unit u's transfer */
   }
@@ -383,13 +392,13 @@ ncclzStatus run_units(grun *r) {
 /* Decoder status words and quantizer counts, read once after the final synchronisation. */
 ncclzStatus check_status(grun *r) {
   ncclzComm *c = r->c;
-  size_t nu = r->units.size();
+  size_t nu = r->ul.nunits;
   CU(cudaMemcpy(c->host_status.p, c->status.p, nu * 4, cudaMemcpyDeviceToHost));
   const uint32_t *s = (const uint32_t *)c->host_status.p;
   for (size_t u = 0; u < nu; u++)
     if (s[u])
       return ncclzSetError(NCCLZ_ERR_CORRUPT, "frame of unit %zu (step %u, chunk %u): %s", u,
-                           r->s.ops[r->units[u].recv].step, r->s.ops[r->units[u].recv].chunk,
+                           r->s.ops[r->ul.units[u].recv].step, r->s.ops[r->ul.units[u].recv].chunk,
                            ncclzCudaStatusReason(s[u]));
   if (r->qp.kind == NCCLZ_QUANT_EB && r->has_input && r->n_in) {
     ncclzCudaQuantStats q;

@@ -37,8 +37,8 @@ void summarize_trace(grun *r) {
   c->events.clear();
   std::vector<std::pair<double, double>> comm, codec;
   add_event(r, "quantize", 0, ev_us(r, c->ev_trace[0]), ev_us(r, c->ev_trace[1]), nullptr, 0);
-  for (size_t u = 0; u < r->units.size(); u++) {
-    const unit_t &un = r->units[u];
+  for (size_t u = 0; u < r->ul.nunits; u++) {
+    const ncclzUnit &un = r->ul.units[u];
     bool snd = un.send >= 0 && un.slen, rcv = un.recv >= 0 && un.rlen;
     const ncclzOp *o = &r->s.ops[snd ? un.send : un.recv];
     if (snd && (r->s.ops[un.send].action & NCCLZ_ACT_ENCODE)) {
@@ -48,7 +48,7 @@ void summarize_trace(grun *r) {
     }
     if (snd || rcv) {
       double a = ev_us(r, tev(r, u, TE_COM0)), b = ev_us(r, tev(r, u, TE_COM1));
-      int l = lane_of(c, u), track = l ? 3 + l : 2; /* comm lanes 1.. on tracks of their own */
+      int l = lane_of(r, u), track = l ? 3 + l : 2; /* comm lanes 1.. on tracks of their own */
       add_event(r, snd && rcv ? "sendrecv" : snd ? "send" : "recv", track, a, b, o, 0);
       comm.push_back({a, b});
     }

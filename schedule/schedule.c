@@ -118,11 +118,37 @@ typedef struct {
   uint32_t c0, cn;
 } chunks;
 
-/* Ring reduce-scatter over channels ch[0..nch) (each a ring, channel q on chunks c[q]), steps
- * first .. first + n - 2: at step st member p sends the range of member p+o-st and receives (and
- * adds) that of p+o-st-1, ending with member p+o+1's range. store_last: the last receive also
- * stores the finished sum into the output. */
-static int ring_reduce(builder *b, const group *ch, const chunks *c, int nch, int o, uint32_t first, int store_last) {
+/* What a ring stage does at step st of its n - 1: the send's and the receive's actions, the phase,
+ * and the ranks the moved range sums. */
+typedef struct {
+  uint8_t send_act, recv_act, phase;
+  uint32_t nsum;
+} ring_act;
+typedef ring_act (*ring_step_fn)(const group *gr, int st, int n, uint32_t arg);
+
+/* Reduce-scatter: encode the partial sum, add what arrives; arg: the last receive also stores the
+ * finished sum into the output. */
+static ring_act reduce_step(const group *gr, int st, int n, uint32_t store_last) {
+  ring_act a = {NCCLZ_ACT_ENCODE, NCCLZ_ACT_REDUCE, NCCLZ_PHASE_REDUCE, gr->weight * (uint32_t)(st + 1)};
+  if (store_last && st == n - 2) a.recv_act |= NCCLZ_ACT_STORE;
+  return a;
+}
+
+/* All-gather: encode at the first step, forward the kept frame after; store what arrives and keep
+ * it while a later step forwards it. arg: the ranks each range sums. */
+static ring_act gather_step(const group *gr, int st, int n, uint32_t nsum) {
+  (void)gr;
+  ring_act a = {st ? NCCLZ_ACT_FORWARD : NCCLZ_ACT_ENCODE, NCCLZ_ACT_STORE | (st < n - 2 ? NCCLZ_ACT_KEEP : 0),
+                NCCLZ_PHASE_GATHER, nsum};
+  return a;
+}
+
+/* The ring walker over channels ch[0..nch) (each a ring, channel q on chunks c[q]), steps first ..
+ * first + n - 2: at step st member p sends the range of member p+o-st and receives that of
+ * p+o-st-1; what the send and the receive do is the stage's (step). A reduce-scatter with o = 0
+ * ends with member p+1's range on p; an all-gather with o = 1 starts from it. */
+static int ring_walk(builder *b, const group *ch, const chunks *c, int nch, int o, uint32_t first, ring_step_fn step,
+                     uint32_t arg) {
   int n = ch[0].n;
   for (int st = 0; st < n - 1; st++)
     for (uint32_t k = 0; k < c[0].cn; k++)
@@ -131,36 +157,20 @@ static int ring_reduce(builder *b, const group *ch, const chunks *c, int nch, in
         int p = gr->me, next = gr->rank[(p + 1) % n], prev = gr->rank[(p + n - 1) % n];
         uint32_t sp = mod(p + o - st, n), rp = mod(p + o - st - 1, n), cc = c[q].c0 + k;
         uint32_t sb = gr->blk[sp], sn = gr->nb[sp], rb = gr->blk[rp], rn = gr->nb[rp];
-        uint8_t recv_act = NCCLZ_ACT_REDUCE | (store_last && st == n - 2 ? NCCLZ_ACT_STORE : 0);
-        uint32_t w = gr->weight * (uint32_t)(st + 1);
-        if (add(b, NCCLZ_OP_SEND, NCCLZ_ACT_ENCODE, NCCLZ_PHASE_REDUCE, next, first + st, sb, sn, cc,
-                find_dep(b->s, sb, sn, cc), w) ||
-            add(b, NCCLZ_OP_RECV, recv_act, NCCLZ_PHASE_REDUCE, prev, first + st, rb, rn, cc, -1, w))
+        ring_act a = step(gr, st, n, arg);
+        if (add(b, NCCLZ_OP_SEND, a.send_act, a.phase, next, first + st, sb, sn, cc, find_dep(b->s, sb, sn, cc), a.nsum) ||
+            add(b, NCCLZ_OP_RECV, a.recv_act, a.phase, prev, first + st, rb, rn, cc, -1, a.nsum))
           return -1;
       }
   return 0;
 }
 
-/* Ring all-gather: at step st member p sends the range of member p+o-st (encoded at st = 0,
- * forwarded after) and receives that of p+o-st-1, keeping the frame it forwards next. nsum: the
- * ranks each range sums. */
+static int ring_reduce(builder *b, const group *ch, const chunks *c, int nch, int o, uint32_t first, int store_last) {
+  return ring_walk(b, ch, c, nch, o, first, reduce_step, (uint32_t)store_last);
+}
+
 static int ring_gather(builder *b, const group *ch, const chunks *c, int nch, int o, uint32_t first, uint32_t nsum) {
-  int n = ch[0].n;
-  for (int st = 0; st < n - 1; st++)
-    for (uint32_t k = 0; k < c[0].cn; k++)
-      for (int q = 0; q < nch; q++) {
-        const group *gr = &ch[q];
-        int p = gr->me, next = gr->rank[(p + 1) % n], prev = gr->rank[(p + n - 1) % n];
-        uint32_t sp = mod(p + o - st, n), rp = mod(p + o - st - 1, n), cc = c[q].c0 + k;
-        uint32_t sb = gr->blk[sp], sn = gr->nb[sp], rb = gr->blk[rp], rn = gr->nb[rp];
-        uint8_t send_act = st ? NCCLZ_ACT_FORWARD : NCCLZ_ACT_ENCODE;
-        uint8_t recv_act = NCCLZ_ACT_STORE | (st < n - 2 ? NCCLZ_ACT_KEEP : 0);
-        if (add(b, NCCLZ_OP_SEND, send_act, NCCLZ_PHASE_GATHER, next, first + st, sb, sn, cc,
-                find_dep(b->s, sb, sn, cc), nsum) ||
-            add(b, NCCLZ_OP_RECV, recv_act, NCCLZ_PHASE_GATHER, prev, first + st, rb, rn, cc, -1, nsum))
-          return -1;
-      }
-  return 0;
+  return ring_walk(b, ch, c, nch, o, first, gather_step, nsum);
 }
 
 /* ------------------------------------------------------------------ halving-doubling */
@@ -504,8 +514,12 @@ static int tree_ops(builder *b, const tree_place *p, uint32_t t, uint32_t c, int
  * buffer): steps 2t (up) and 2t+1 (down). With C channels (NCCL's), channel q runs its own double
  * tree on chunks [q*cpc, (q+1)*cpc) with heads of its own, so the channels leave the node through
  * different NICs. The root encodes the sum once; everyone below forwards
- * the frame it got. Per chunk, the tree whose sends wait for nothing (a leaf's, the root's) goes
- * first: a rank that waits for one tree's children must not hold back its other tree. */
+ * the frame it got. Per chunk, tree 0's ops come before tree 1's on every rank, so every pair of
+ * ranks issues its transfers in one order: NCCL matches a pair's messages in the order they are
+ * posted, and with one staging bank per peer a receiver that took the trees in another order than
+ * its sender waited for a frame queued behind the other tree's (a deadlock on 2 x 3 GPUs). A rank
+ * that waits for one tree's children holds back its other tree for that chunk only; the replay
+ * runs the two trees as actors of their own. */
 static int build_tree(builder *b, uint32_t cpc) {
   ncclzSchedule *s = b->s;
   int g = b->g, m = s->nranks / g, nch = (int)s->nchannels;
@@ -522,13 +536,8 @@ static int build_tree(builder *b, uint32_t cpc) {
       for (int q = 0; q < nch && !rc; q++) {
         const tree_place *p = &tp[2 * q];
         uint32_t c = (uint32_t)q * cpc + k;
-        /* the tree whose ops wait for nothing goes first: up, the one this rank is a leaf of;
-         * down, the one it is the root of */
-        uint32_t first = down ? (p[1].up < 0) : (p[1].nd == 0 && p[0].nd > 0);
-        for (uint32_t i = 0; i < 2 && !rc; i++) {
-          uint32_t t = i ? 1 - first : first;
+        for (uint32_t t = 0; t < 2 && !rc; t++)
           rc = tree_ops(b, &p[t], t, c, down, 0) || tree_ops(b, &p[t], t, c, down, 1) ? -1 : 0;
-        }
       }
   free(sub);
   free(tp);
@@ -762,11 +771,6 @@ int ncclzScheduleBuildSpec(const ncclzScheduleSpec *sp, int rank, ncclzSchedule 
   return 0;
 }
 
-int ncclzScheduleBuild(ncclzCollective coll, int nranks, int rank, int root, uint32_t nchunks, ncclzSchedule *out) {
-  ncclzScheduleSpec sp = {coll, NCCLZ_ALGO_RING, nranks, 0, root, nchunks, 1, NCCLZ_ALGO_RHD};
-  return ncclzScheduleBuildSpec(&sp, rank, out);
-}
-
 void ncclzScheduleFree(ncclzSchedule *s) {
   free(s->ops);
   s->ops = NULL;
@@ -833,6 +837,10 @@ size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, s
   return *olen ? a - lo : 0;
 }
 
+int ncclzCollContributions(ncclzCollective c, int nranks) {
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_REDUCESCATTER ? nranks : 1;
+}
+
 ncclzBuffer ncclzCollEncodeSource(ncclzCollective c) {
   switch (c) {
   case NCCLZ_REDUCESCATTER: return NCCLZ_BUF_WORK;
@@ -857,4 +865,103 @@ uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, siz
   }
   size_t per = chunk_elems ? chunk_elems : 1, c = (big + per - 1) / per;
   return (uint32_t)(c < 1 ? 1 : c > max_chunks ? max_chunks : c);
+}
+
+/* ------------------------------------------------------------------ the walker: units */
+
+uint64_t ncclzOpTag(const ncclzSchedule *s, const ncclzOp *o) { return (uint64_t)o->step * s->nchunks + o->chunk; }
+
+int ncclzOpStartsUnit(const ncclzSchedule *s, size_t i) {
+  const ncclzOp *o = &s->ops[i], *prev = i ? &s->ops[i - 1] : NULL;
+  if (o->kind == NCCLZ_OP_SEND) return 1;
+  return !prev || prev->kind != NCCLZ_OP_SEND || prev->step != o->step || prev->chunk != o->chunk;
+}
+
+size_t ncclzScheduleLargestRange(const ncclzSchedule *s, size_t count) {
+  size_t big = 0;
+  for (size_t i = 0; i < s->nops; i++) {
+    size_t off, len;
+    ncclzScheduleOpRange(s, count, &s->ops[i], &off, &len);
+    if (len > big) big = len;
+  }
+  return big;
+}
+
+/* Unit u's receive writes data (it reduces or stores a non-empty range). */
+static int unit_writes(const ncclzSchedule *s, const ncclzUnit *u) {
+  return u->recv >= 0 && u->rlen && (s->ops[u->recv].action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE));
+}
+
+/* Unit k's `after` list: every earlier unit whose receive writes a range overlapping k's (ranges
+ * in the collective's whole buffer, whichever buffer a write lands in: conservative). */
+static int write_after(const ncclzSchedule *s, ncclzUnitList *ul, size_t k, size_t *cap) {
+  ncclzUnit *u = &ul->units[k];
+  u->after_at = (uint32_t)ul->nafter_total;
+  for (size_t w = 0; w < k; w++) {
+    const ncclzUnit *p = &ul->units[w];
+    if (!unit_writes(s, p) || p->roff >= u->roff + u->rlen || u->roff >= p->roff + p->rlen) continue;
+    if (ul->nafter_total == *cap) {
+      size_t nc = *cap ? 2 * *cap : 64;
+      int32_t *a = realloc(ul->after, nc * sizeof *a);
+      if (!a) return -1;
+      ul->after = a;
+      *cap = nc;
+    }
+    ul->after[ul->nafter_total++] = (int32_t)w;
+    u->nafter++;
+  }
+  return 0;
+}
+
+/* Op i (a SEND or RECV) into unit u: its range and its kept slot. */
+static void unit_add(const ncclzSchedule *s, size_t count, size_t i, ncclzUnit *u, uint32_t *nkeep) {
+  const ncclzOp *o = &s->ops[i];
+  size_t off, len;
+  ncclzScheduleOpRange(s, count, o, &off, &len);
+  u->tag = ncclzOpTag(s, o);
+  if (o->kind == NCCLZ_OP_SEND) {
+    u->send = (int32_t)i;
+    u->soff = off;
+    u->slen = len;
+    return;
+  }
+  u->recv = (int32_t)i;
+  u->roff = off;
+  u->rlen = len;
+  if (o->action & NCCLZ_ACT_KEEP) u->keep = (int32_t)(*nkeep)++;
+}
+
+int ncclzScheduleUnits(const ncclzSchedule *s, size_t count, ncclzUnitList *out) {
+  memset(out, 0, sizeof *out);
+  out->units = malloc((s->nops + 1) * sizeof *out->units);
+  out->unit_of_op = malloc((s->nops + 1) * sizeof *out->unit_of_op);
+  if (!out->units || !out->unit_of_op) {
+    ncclzUnitListFree(out);
+    errno = ENOMEM;
+    return -1;
+  }
+  for (size_t i = 0; i < s->nops; i++) {
+    const ncclzOp *o = &s->ops[i];
+    out->unit_of_op[i] = -1;
+    if (o->kind == NCCLZ_OP_COPY) continue;
+    if (ncclzOpStartsUnit(s, i) || !out->nunits) out->units[out->nunits++] = (ncclzUnit){-1, -1, 0, 0, 0, 0, 0, -1, 0, 0};
+    unit_add(s, count, i, &out->units[out->nunits - 1], &out->nkeep);
+    out->unit_of_op[i] = (int32_t)out->nunits - 1;
+  }
+  size_t cap = 0;
+  for (size_t k = 0; k < out->nunits; k++)
+    if (unit_writes(s, &out->units[k]) && write_after(s, out, k, &cap)) {
+      ncclzUnitListFree(out);
+      errno = ENOMEM;
+      return -1;
+    }
+  out->largest = ncclzScheduleLargestRange(s, count);
+  return 0;
+}
+
+void ncclzUnitListFree(ncclzUnitList *u) {
+  free(u->units);
+  free(u->after);
+  free(u->unit_of_op);
+  memset(u, 0, sizeof *u);
 }

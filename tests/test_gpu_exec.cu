@@ -1,11 +1,16 @@
-/* The NCCL executor on 2 GPUs (one process, a thread per GPU, the thread transport as the lane):
+/* The NCCL executor on every GPU of the machine (one process, a thread per GPU, the thread
+ * transport as the lane; NCCL takes one rank per GPU, so one GPU runs one rank):
+ *  - every algorithm (ring over 1 and 2 channels, tree over nodes of 1 GPU and over one node, rhd,
+ *    hier over nodes of 2 GPUs where there are 4 or more, auto) runs every collective it serves;
+ *    one it does not serve is refused on every rank with the host engine's one line;
  *  - lossless policies (raw, fixedlen, huffman, auto) are bit-exact against the exact sum of
  *    integer-valued inputs, for every collective and odd counts (0, 1, fewer than ranks, large);
  *  - quantized modes (qsgd, eb) stay within the derived bound on every element, and the ranks'
  *    results are bitwise identical where they hold the same data;
- *  - a mismatched config fails on every rank at init; NaN under quantization fails on every rank;
- *  - 1000 calls of random sizes and collectives complete (no hang).
- * Skips (exit 77) without 2 GPUs. Argument --quick: fewer cases. */
+ *  - a mismatched config fails on every rank at init (with 2 GPUs or more); NaN under
+ *    quantization fails on every rank;
+ *  - 1000 calls of random sizes, collectives and algorithms complete (no hang).
+ * Skips (exit 77) without a GPU. Arguments: --quick (fewer cases), --ranks N (the first N GPUs). */
 #include "ncclz/exec.h"
 
 #include <cuda_runtime.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <string>
 #include <vector>
 
 static int g_fail = 0;
@@ -28,9 +34,17 @@ static int g_fail = 0;
     }                                                  \
   } while (0)
 
-enum { NR = 2 };
+enum { MAXR = 8 };
+static int NR = 1; /* ranks: one per GPU */
 
 static ncclzProfile g_prof;
+
+/* A schedule: the config's algorithm, node size and channels. */
+struct Layout {
+  ncclzAlgorithm algo;
+  int ranks_per_node;
+  uint32_t channels;
+};
 
 struct Case {
   ncclzCollective coll;
@@ -38,7 +52,17 @@ struct Case {
   const char *quant;
   ncclzCoderPolicy policy;
   int per_frame = 0; /* auto: ncclzConfig.rea_per_frame */
+  Layout lay = {NCCLZ_ALGO_AUTO, 0, 0};
 };
+
+/* The refusal the host engine gives a schedule that cannot run the call ("" if it runs). */
+static std::string refusal(const Case &k) {
+  ncclzScheduleSpec sp = {k.coll, k.lay.algo == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RING : k.lay.algo, NR, k.lay.ranks_per_node,
+                          0, 1, k.lay.channels ? k.lay.channels : 1, NCCLZ_ALGO_RHD};
+  char why[200];
+  if (!ncclzScheduleCheck(&sp, why, sizeof why)) return "";
+  return std::string("config algorithm: ") + why;
+}
 
 /* Input element i of rank r: integers (lossless sums are exact) or smooth values (quantized). */
 static float input(int r, size_t i, bool integer) {
@@ -90,6 +114,14 @@ static void make_cfg(const Case &k, ncclzConfig *cfg) {
   cfg->hint = NCCLZ_HINT_NET;
   cfg->chunk_bytes = 256 << 10; /* several chunks per block at the larger counts */
   cfg->rea_per_frame = k.per_frame;
+  cfg->algorithm = k.lay.algo;
+  cfg->ranks_per_node = k.lay.ranks_per_node;
+  cfg->channels = k.lay.channels;
+}
+
+static bool same_config(const Case &a, const Case &b) {
+  return a.policy == b.policy && a.per_frame == b.per_frame && !strcmp(a.quant, b.quant) && a.lay.algo == b.lay.algo &&
+         a.lay.ranks_per_node == b.lay.ranks_per_node && a.lay.channels == b.lay.channels;
 }
 
 static void run_case(Rank *R, ncclzComm_t comm, const Case &k, cudaStream_t s) {
@@ -102,8 +134,18 @@ static void run_case(Rank *R, ncclzComm_t comm, const Case &k, cudaStream_t s) {
   cudaMalloc(&dout, (no + 1) * 4);
   cudaMemcpy(din, x.data(), ni * 4, cudaMemcpyHostToDevice);
   ncclzStatus st = call(k.coll, din, dout, k.count, comm, s);
-  CHECK(!st, "rank %d %s n=%zu %s %s: %s", R->rank, ncclzCollectiveName(k.coll), k.count, k.quant,
-        ncclzPolicyName(k.policy), ncclzLastError());
+  const std::string want = refusal(k);
+  if (!want.empty()) { /* an algorithm that does not serve the collective: the host engine's line */
+    CHECK(st == NCCLZ_ERR_ARG && want == ncclzLastError(), "rank %d %s/%s: status %d, '%s', want '%s'", R->rank,
+          ncclzCollectiveName(k.coll), ncclzAlgorithmName(k.lay.algo), (int)st, ncclzLastError(), want.c_str());
+    R->outs.push_back(std::vector<float>());
+    cudaFree(din);
+    cudaFree(dout);
+    return;
+  }
+  CHECK(!st, "rank %d %s n=%zu %s %s %s g=%d c=%u: %s", R->rank, ncclzCollectiveName(k.coll), k.count, k.quant,
+        ncclzPolicyName(k.policy), ncclzAlgorithmName(k.lay.algo), k.lay.ranks_per_node, k.lay.channels,
+        ncclzLastError());
   cudaMemcpy(y.data(), dout, no * 4, cudaMemcpyDeviceToHost);
   ncclzExecStats es;
   ncclzCommLastStats(comm, &es);
@@ -113,8 +155,9 @@ static void run_case(Rank *R, ncclzComm_t comm, const Case &k, cudaStream_t s) {
     bool ok = integer ? (float)e == y[i] : fabs((double)y[i] - e) <= es.error_bound;
     bad += !ok;
     if (!ok && bad < 3)
-      fprintf(stderr, "  rank %d %s n=%zu %s %s: y[%zu] = %.9g, want %.9g (bound %g)\n", R->rank,
-              ncclzCollectiveName(k.coll), k.count, k.quant, ncclzPolicyName(k.policy), i, y[i], e, es.error_bound);
+      fprintf(stderr, "  rank %d %s n=%zu %s %s %s: y[%zu] = %.9g, want %.9g (bound %g)\n", R->rank,
+              ncclzCollectiveName(k.coll), k.count, k.quant, ncclzPolicyName(k.policy), ncclzAlgorithmName(k.lay.algo),
+              i, y[i], e, es.error_bound);
   }
   CHECK(bad == 0, "%zu wrong elements", bad);
   CHECK(es.wire_bytes <= es.frame_bytes * 1.01 + 1, "wire %llu > 1.01 x frames %llu",
@@ -125,8 +168,9 @@ static void run_case(Rank *R, ncclzComm_t comm, const Case &k, cudaStream_t s) {
   cudaFree(dout);
 }
 
-/* Random collectives and sizes, the same sequence on both ranks (shared seed). */
-static void run_random(Rank *R, ncclzComm_t comm, cudaStream_t s) {
+/* Random collectives, sizes and algorithms, the same sequence on every rank (shared seed): a
+ * communicator per algorithm. */
+static void run_random(Rank *R, ncclzComm_t *comms, int ncomms, cudaStream_t s) {
   unsigned seed = 12345;
   size_t cap = 1 << 18;
   float *din, *dout;
@@ -138,6 +182,10 @@ static void run_random(Rank *R, ncclzComm_t comm, cudaStream_t s) {
     ncclzCollective c = (ncclzCollective)((seed >> 16) % NCCLZ_COLL_COUNT);
     seed = seed * 1103515245u + 12345u;
     size_t n = (seed >> 8) % (cap / 4) + ((seed & 1) ? 0 : 1);
+    seed = seed * 1103515245u + 12345u;
+    ncclzComm_t comm = comms[(seed >> 16) % (unsigned)ncomms];
+    if (c != NCCLZ_ALLREDUCE && c != NCCLZ_REDUCESCATTER && c != NCCLZ_ALLGATHER) comm = comms[0]; /* ring's only */
+    if (c != NCCLZ_ALLREDUCE && comm == comms[1]) comm = comms[0];                                  /* tree's only */
     ncclzStatus st = call(c, din, dout, n, comm, s);
     if (st) {
       CHECK(0, "random call %d (%s, %zu): %s", it, ncclzCollectiveName(c), n, ncclzLastError());
@@ -164,7 +212,7 @@ static void *rank_main(void *arg) {
   CHECK(!st, "init: %s", ncclzLastError());
   if (st) return nullptr;
   for (const Case &k : *R->cases) {
-    if (!prev || prev->policy != k.policy || prev->per_frame != k.per_frame || strcmp(prev->quant, k.quant)) {
+    if (!prev || !same_config(*prev, k)) {
       if (comm) ncclzCommDestroy(comm);
       ncclzConfig cfg;
       make_cfg(k, &cfg);
@@ -176,20 +224,29 @@ static void *rank_main(void *arg) {
   }
   if (R->random_iters) {
     ncclzCommDestroy(comm);
-    Case kr = {NCCLZ_ALLREDUCE, 0, "none", NCCLZ_POLICY_HUFFMAN};
-    ncclzConfig cfg;
-    make_cfg(kr, &cfg);
-    cfg.chunk_bytes = 64 << 10;
-    ncclzCommInit(&comm, ncclzCommNccl(base), t, &cfg);
-    run_random(R, comm, s);
+    comm = nullptr;
+    /* ring (every collective), tree (allreduce), rhd (allreduce, reducescatter, allgather) */
+    const ncclzAlgorithm algos[3] = {NCCLZ_ALGO_RING, NCCLZ_ALGO_TREE, NCCLZ_ALGO_RHD};
+    ncclzComm_t comms[3] = {nullptr, nullptr, nullptr};
+    for (int a = 0; a < 3; a++) {
+      Case kr = {NCCLZ_ALLREDUCE, 0, "none", NCCLZ_POLICY_HUFFMAN};
+      kr.lay = {algos[a], algos[a] == NCCLZ_ALGO_TREE ? 1 : 0, 0};
+      ncclzConfig cfg;
+      make_cfg(kr, &cfg);
+      cfg.chunk_bytes = 64 << 10;
+      st = ncclzCommInit(&comms[a], ncclzCommNccl(base), t, &cfg);
+      CHECK(!st, "random %s: %s", ncclzAlgorithmName(algos[a]), ncclzLastError());
+    }
+    if (comms[0] && comms[1] && comms[2]) run_random(R, comms, 3, s);
+    for (ncclzComm_t cm : comms) ncclzCommDestroy(cm);
   }
-  /* Mismatched configs: an error on every rank, no hang. */
+  /* Mismatched configs: an error on every rank, no hang (one rank has no other to differ from). */
   ncclzConfig bad;
   Case kb = {NCCLZ_ALLREDUCE, 0, R->rank ? "qsgd:bits=8,bucket=512" : "qsgd:bits=4,bucket=512", NCCLZ_POLICY_RAW};
   make_cfg(kb, &bad);
   ncclzComm_t cb = nullptr;
   st = ncclzCommInit(&cb, ncclzCommNccl(base), t, &bad);
-  CHECK(st != NCCLZ_OK, "rank %d: mismatched configs were accepted", R->rank);
+  CHECK(st != NCCLZ_OK || NR == 1, "rank %d: mismatched configs were accepted", R->rank);
   if (cb) ncclzCommDestroy(cb);
   /* NaN under quantization: an error on every rank (last: it aborts the lane). */
   if (comm) ncclzCommDestroy(comm);
@@ -199,7 +256,7 @@ static void *rank_main(void *arg) {
   comm = nullptr;
   if (!ncclzCommInit(&comm, ncclzCommNccl(base), t, &cn)) {
     std::vector<float> x(1000, 1.0f);
-    if (R->rank == 1) x[500] = NAN;
+    if (R->rank == NR - 1) x[500] = NAN;
     float *d;
     cudaMalloc(&d, 4000);
     cudaMemcpy(d, x.data(), 4000, cudaMemcpyHostToDevice);
@@ -213,13 +270,43 @@ static void *rank_main(void *arg) {
   return nullptr;
 }
 
+/* The schedules this many ranks allow: auto, ring on 1 and 2 channels, the tree over nodes of one
+ * GPU and over one node, rhd, hier over nodes of 2 (4 ranks or more, whole nodes); on one rank
+ * each is the rank's own copy, and the refusals are the same as on many. */
+static std::vector<Layout> layouts(void) {
+  std::vector<Layout> l = {{NCCLZ_ALGO_AUTO, 0, 0},   {NCCLZ_ALGO_RING, 0, 1}, {NCCLZ_ALGO_RING, 1, 2},
+                           {NCCLZ_ALGO_TREE, 1, 0},   {NCCLZ_ALGO_TREE, 0, 0}, {NCCLZ_ALGO_RHD, 0, 0}};
+  if (NR >= 4 && NR % 2 == 0)
+    l.push_back({NCCLZ_ALGO_HIER, 2, 0});
+  else if (NR == 1)
+    l.push_back({NCCLZ_ALGO_HIER, 0, 0});
+  return l;
+}
+
 int main(int argc, char **argv) {
   int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < NR) {
-    printf("SKIP: test_gpu_exec needs %d GPUs (found %d)\n", NR, ndev);
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+    printf("SKIP: test_gpu_exec needs a GPU (found none)\n");
     return 77;
   }
-  bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+  bool quick = false;
+  NR = ndev < MAXR ? ndev : MAXR;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      uint64_t want = 0;
+      if (ncclzParseU64(argv[++i], 1, (uint64_t)NR, &want)) {
+        fprintf(stderr, "--ranks %s: 1 to %d GPUs here\n", argv[i], NR);
+        return 2;
+      }
+      NR = (int)want;
+    } else {
+      fprintf(stderr, "usage: test_gpu_exec [--quick] [--ranks N]\n");
+      return 2;
+    }
+  }
+  printf("test_gpu_exec: %d rank%s (one per GPU)\n", NR, NR == 1 ? "" : "s");
   if (ncclzProfileLoad(NCCLZ_TEST_DATA "/profile_synthetic.json", &g_prof)) {
     fprintf(stderr, "profile: %s\n", ncclzLastError());
     return 1;
@@ -228,15 +315,23 @@ int main(int argc, char **argv) {
   const char *quants[] = {"none", "qsgd:bits=8,bucket=512", "eb:abs=1e-3"};
   ncclzCoderPolicy pols[] = {NCCLZ_POLICY_RAW, NCCLZ_POLICY_FIXEDLEN, NCCLZ_POLICY_HUFFMAN, NCCLZ_POLICY_AUTO};
   size_t counts[] = {0, 1, 7, 1000, 300001};
-  for (const char *q : quants)
-    for (ncclzCoderPolicy p : pols)
-      for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
-        for (size_t n : counts)
-          if (!quick || n == 7 || n == 300001)
-            for (int pf = 0; pf <= (p == NCCLZ_POLICY_AUTO); pf++) cases.push_back({(ncclzCollective)c, n, q, p, pf});
+  /* every mode on the default schedule; lossless and quantized, fixed and auto coders on every other */
+  for (const Layout &lay : layouts())
+    for (const char *q : quants)
+      for (ncclzCoderPolicy p : pols) {
+        if (lay.algo != NCCLZ_ALGO_AUTO && p != NCCLZ_POLICY_HUFFMAN && p != NCCLZ_POLICY_AUTO) continue;
+        for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
+          for (size_t n : counts)
+            if (!quick || n == 7 || n == 300001)
+              for (int pf = 0; pf <= (p == NCCLZ_POLICY_AUTO && lay.algo == NCCLZ_ALGO_AUTO); pf++) {
+                Case k = {(ncclzCollective)c, n, q, p, pf};
+                k.lay = lay;
+                cases.push_back(k);
+              }
+      }
   ncclzThreadGroup *g = ncclzThreadGroupCreate(NR);
-  Rank R[NR];
-  pthread_t th[NR];
+  Rank R[MAXR];
+  pthread_t th[MAXR];
   for (int r = 0; r < NR; r++) {
     R[r].g = g;
     R[r].rank = r;
@@ -246,12 +341,14 @@ int main(int argc, char **argv) {
   }
   for (int r = 0; r < NR; r++) pthread_join(th[r], nullptr);
   /* Ranks that hold the same data hold the same bits. */
-  for (size_t i = 0; i < cases.size() && i < R[0].outs.size() && i < R[1].outs.size(); i++) {
-    ncclzCollective c = cases[i].coll;
-    if (c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_BROADCAST)
-      CHECK(R[0].outs[i] == R[1].outs[i] || cases[i].count == 0, "case %zu (%s n=%zu %s %s): ranks differ", i,
-            ncclzCollectiveName(c), cases[i].count, cases[i].quant, ncclzPolicyName(cases[i].policy));
-  }
+  for (int r = 1; r < NR; r++)
+    for (size_t i = 0; i < cases.size() && i < R[0].outs.size() && i < R[r].outs.size(); i++) {
+      ncclzCollective c = cases[i].coll;
+      if (c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_BROADCAST)
+        CHECK(R[0].outs[i] == R[r].outs[i] || cases[i].count == 0, "case %zu (%s n=%zu %s %s %s): ranks 0 and %d differ",
+              i, ncclzCollectiveName(c), cases[i].count, cases[i].quant, ncclzPolicyName(cases[i].policy),
+              ncclzAlgorithmName(cases[i].lay.algo), r);
+    }
   ncclzThreadGroupDestroy(g);
   printf("%s: %zu cases, %d failures\n", g_fail ? "FAILED" : "passed", cases.size(), g_fail);
   return g_fail ? 1 : 0;

@@ -34,7 +34,7 @@ typedef struct {
 
 static message msgs[MAXMSG];
 static size_t nmsgs;
-static int nsum_wrong, link_wrong;
+static int nsum_wrong, link_wrong, fifo_wrong;
 /* Staging banks per peer (0: unlimited): a send waits while that many of its frames to the same
  * peer are not received yet, as the executors' and the replay's sends wait for a free bank. */
 static int send_banks;
@@ -105,6 +105,8 @@ static int run_recv(rank_state *r, const ncclzOp *o, size_t off, size_t len, siz
   if (!m) return 0;
   CHECK(m->len == len, "recv length %zu != sent %zu", len, m->len);
   m->taken = 1;
+  /* NCCL matches a pair's messages in the order they are posted: no older one may be waiting */
+  for (const message *e = msgs; e < m; e++) fifo_wrong += !e->taken && e->src == m->src && e->dst == m->dst;
   if (o->action & NCCLZ_ACT_REDUCE)
     for (size_t i = 0; i < len && i < m->len; i++) r->work[off + i] += m->vals[i];
   if (o->action & NCCLZ_ACT_STORE) {
@@ -209,7 +211,7 @@ static void replay(const ncclzScheduleSpec *sp, size_t count) {
   ncclzCollective c = sp->coll;
   int n = sp->nranks;
   nmsgs = 0;
-  nsum_wrong = link_wrong = 0;
+  nsum_wrong = link_wrong = fifo_wrong = 0;
   if (init_states(sp, count, R)) {
     free_states(R, n);
     return;
@@ -226,28 +228,37 @@ static void replay(const ncclzScheduleSpec *sp, size_t count) {
     for (size_t i = 0; i < out_count(c, count, n); i++) wrong += R[r].out[i] != expected(c, n, r, sp->root, count, i);
   }
   for (size_t i = 0; i < nmsgs; i++) lost += !msgs[i].taken;
-  CHECK(!stuck && !wrong && !lost && !nsum_wrong && !link_wrong,
+  CHECK(!stuck && !wrong && !lost && !nsum_wrong && !link_wrong && !fifo_wrong,
         "%s/%s n=%d g=%d chunks=%u channels=%u count=%zu banks=%d: %d ranks stuck, %d wrong elements, %d messages never "
-        "received, %d elements summing other than nsum ranks, %d ops with a wrong link",
+        "received, %d elements summing other than nsum ranks, %d ops with a wrong link, %d messages taken before an "
+        "older one of the pair",
         ncclzCollectiveName(c), ncclzAlgorithmName(sp->algo), n, sp->ranks_per_node, sp->nchunks, sp->nchannels, count,
-        send_banks, stuck, wrong, lost, nsum_wrong, link_wrong);
+        send_banks, stuck, wrong, lost, nsum_wrong, link_wrong, fifo_wrong);
   free_states(R, n);
 }
 
 /* Steps and message counts of ring allreduce: 2(n-1) steps, 2(n-1)*chunks sends per rank. */
 static void test_shape(void) {
   ncclzSchedule s;
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 5, 2, 0, 3, &s) == 0, "build");
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, 5, 0, 0, 3, 1, NCCLZ_ALGO_RHD};
+  CHECK(ncclzScheduleBuildSpec(&sp, 2, &s) == 0, "build");
   size_t sends = 0;
   for (size_t i = 0; i < s.nops; i++) sends += s.ops[i].kind == NCCLZ_OP_SEND;
   CHECK(s.nsteps == 8 && sends == 24, "allreduce n=5: %u steps, %zu sends", s.nsteps, sends);
   ncclzScheduleFree(&s);
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 0, 0, 0, 1, &s) == -1, "n=0 rejected");
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 4, 4, 0, 1, &s) == -1, "rank out of range rejected");
-  CHECK(ncclzScheduleBuild(NCCLZ_ALLREDUCE, 4, 1, 0, 0, &s) == -1, "0 chunks rejected");
+  sp.nranks = 0;
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == -1, "n=0 rejected");
+  sp.nranks = 4;
+  CHECK(ncclzScheduleBuildSpec(&sp, 4, &s) == -1, "rank out of range rejected");
+  sp.nchunks = 0;
+  CHECK(ncclzScheduleBuildSpec(&sp, 1, &s) == -1, "0 chunks rejected");
   CHECK(ncclzBusBwFactor(NCCLZ_ALLREDUCE, 2) == 1.0 && ncclzBusBwFactor(NCCLZ_ALLGATHER, 4) == 0.75 &&
             ncclzBusBwFactor(NCCLZ_BROADCAST, 8) == 1.0,
         "busbw factors");
+  CHECK(ncclzCollContributions(NCCLZ_ALLREDUCE, 5) == 5 && ncclzCollContributions(NCCLZ_REDUCESCATTER, 5) == 5 &&
+            ncclzCollContributions(NCCLZ_ALLGATHER, 5) == 1 && ncclzCollContributions(NCCLZ_ALLTOALL, 5) == 1 &&
+            ncclzCollContributions(NCCLZ_BROADCAST, 5) == 1,
+        "contributions per output element");
   CHECK(ncclzCollectiveFromName("alltoall") == NCCLZ_ALLTOALL && ncclzCollectiveFromName("x") == -1, "names");
   CHECK(ncclzAlgorithmFromName("rhd") == NCCLZ_ALGO_RHD && ncclzAlgorithmFromName("x") == -1 &&
             !strcmp(ncclzAlgorithmName(NCCLZ_ALGO_HIER), "hier"),
@@ -349,8 +360,8 @@ static void run_all(void) {
 
 /* More chunks than staging banks: every schedule must still finish when a send waits for a free
  * bank, i.e. no rank may post all chunks' sends before the receives its peers wait for (the
- * hierarchical block permutation did, and deadlocked the replay from 128 MiB on 2 x 8). The tree
- * runs with two banks only: the replay runs its two trees as actors of their own, not one list. */
+ * hierarchical block permutation did, and deadlocked the replay from 128 MiB on 2 x 8; the tree,
+ * whose ranks took its two trees in their own orders, did with one bank on 2 x 3, 2 x 4, 3 x 3). */
 static void test_banked(void) {
   for (int n = 4; n <= MAXR; n++)
     for (int g = 2; g < n; g++) {
@@ -358,7 +369,7 @@ static void test_banked(void) {
       for (int c = 0; c < 3; c++)
         for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
           for (int inter = NCCLZ_ALGO_RING; inter <= NCCLZ_ALGO_RHD; inter += NCCLZ_ALGO_RHD - NCCLZ_ALGO_RING)
-            for (send_banks = a == NCCLZ_ALGO_TREE ? 2 : 1; send_banks <= 2; send_banks++) {
+            for (send_banks = 1; send_banks <= 2; send_banks++) {
               ncclzScheduleSpec sp = {(ncclzCollective)c, (ncclzAlgorithm)a, n, g, 0, 6, 1, (ncclzAlgorithm)inter};
               char why[160];
               if (ncclzScheduleCheck(&sp, why, sizeof why) || (inter == NCCLZ_ALGO_RING && a != NCCLZ_ALGO_HIER)) continue;
@@ -368,13 +379,277 @@ static void test_banked(void) {
   send_banks = 0;
 }
 
+/* ------------------------------------------------------------------ units (the walker) */
+
+static int unit_writes(const ncclzSchedule *s, const ncclzUnit *u) {
+  return u->recv >= 0 && u->rlen && (s->ops[u->recv].action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE));
+}
+
+/* Unit k's writes follow unit w's: w is on k's `after` list or on that of one it follows. */
+static int follows(const ncclzUnitList *ul, size_t k, size_t w) {
+  const ncclzUnit *u = &ul->units[k];
+  for (uint32_t i = 0; i < u->nafter; i++) {
+    size_t v = (size_t)ul->after[u->after_at + i];
+    if (v == w || (v > w && follows(ul, v, w))) return 1;
+  }
+  return 0;
+}
+
+/* One rank's units: every transfer op in exactly one unit, a send first and its receive of the
+ * same tag right after it, kept slots in order, the largest range, and `after`: following it from
+ * a writing unit reaches every earlier one that writes an overlapping range. */
+static int units_wrong(const ncclzSchedule *s, size_t count, const ncclzUnitList *ul) {
+  int bad = 0;
+  uint32_t keep = 0;
+  size_t ops = 0, big = 0;
+  for (size_t i = 0; i < s->nops; i++) {
+    size_t off, len;
+    ncclzScheduleOpRange(s, count, &s->ops[i], &off, &len);
+    big = len > big ? len : big;
+    ops += s->ops[i].kind != NCCLZ_OP_COPY;
+    bad += (s->ops[i].kind == NCCLZ_OP_COPY) != (ul->unit_of_op[i] < 0);
+  }
+  bad += ul->largest != big;
+  for (size_t k = 0; k < ul->nunits; k++) {
+    const ncclzUnit *u = &ul->units[k];
+    ops -= (u->send >= 0) + (u->recv >= 0);
+    if (u->send >= 0) bad += s->ops[u->send].kind != NCCLZ_OP_SEND || ncclzOpTag(s, &s->ops[u->send]) != u->tag;
+    if (u->recv >= 0) bad += s->ops[u->recv].kind != NCCLZ_OP_RECV || ncclzOpTag(s, &s->ops[u->recv]) != u->tag;
+    bad += u->send >= 0 && u->recv >= 0 && u->recv != u->send + 1;
+    if (u->recv >= 0 && (s->ops[u->recv].action & NCCLZ_ACT_KEEP)) bad += u->keep != (int32_t)keep++;
+    if (!unit_writes(s, u)) continue;
+    for (size_t w = 0; w < k; w++) {
+      const ncclzUnit *p = &ul->units[w];
+      int must = unit_writes(s, p) && p->roff < u->roff + u->rlen && u->roff < p->roff + p->rlen;
+      bad += must && !follows(ul, k, w);
+    }
+  }
+  return bad + (ops != 0) + (ul->nkeep != keep);
+}
+
+/* The NCCL pipeline (exec/nccl_pipeline.cu) as a model, on every rank at once. The host issues
+ * units in order: a unit's encode needs its bank's last encoded send done and every receive up
+ * to its dep; its receive needs the peer's header (the peer's host has issued the send). Unit u
+ * goes to lane tag % lanes, whose groups run one at a time in issue order, a receive once its bank
+ * is free (the decode of its last user done); a group's send and
+ * receive complete only when the peer's lane runs the matching group (rendezvous, as NCCL's
+ * point-to-point), and NCCL pairs a lane's messages in order, so a peer running a receive of
+ * another tag from this rank is a mismatch. A unit is done when its group is and its `after` is. */
+typedef struct {
+  ncclzSchedule s;
+  ncclzUnitList ul;
+  size_t host;            /* next unit the host issues */
+  int sent;               /* the host unit's header went out */
+  uint8_t *issued, *sdone, *rdone, *done;
+  size_t head[NCCLZ_MAX_COMM_LANES]; /* per lane: the oldest issued unit not done with its group */
+} model_rank;
+
+static int snd_of(const model_rank *m, size_t u) { return m->ul.units[u].send >= 0 && m->ul.units[u].slen; }
+static int rcv_of(const model_rank *m, size_t u) { return m->ul.units[u].recv >= 0 && m->ul.units[u].rlen; }
+static int unit_done(const model_rank *m, size_t u) {
+  const ncclzUnit *x = &m->ul.units[u];
+  if (!m->done[u]) return 0;
+  for (uint32_t i = 0; i < x->nafter; i++)
+    if (!unit_done(m, (size_t)m->ul.after[x->after_at + i])) return 0;
+  return 1;
+}
+
+/* Every receive of units up to u is done (the encode's wait for its dep). */
+static int recvs_done_upto(const model_rank *m, size_t u) {
+  for (size_t v = 0; v <= u; v++)
+    if (rcv_of(m, v) && !unit_done(m, v)) return 0;
+  return 1;
+}
+
+/* The host's next step on rank r; 1 if it moved. */
+static int host_step(model_rank *M, int r, int banks) {
+  model_rank *m = &M[r];
+  size_t u = m->host;
+  if (u >= m->ul.nunits) return 0;
+  const ncclzUnit *un = &m->ul.units[u];
+  if (!m->sent && snd_of(m, u)) {
+    const ncclzOp *o = &m->s.ops[un->send];
+    if (o->action & NCCLZ_ACT_ENCODE) {
+      for (size_t v = u; v-- > 0;) /* the bank's previous encoded send */
+        if (v % (size_t)banks == u % (size_t)banks && snd_of(m, v) && (m->s.ops[m->ul.units[v].send].action & NCCLZ_ACT_ENCODE)) {
+          if (!m->done[v]) return 0;
+          break;
+        }
+      if (o->dep >= 0 && !recvs_done_upto(m, (size_t)m->ul.unit_of_op[o->dep])) return 0;
+    }
+  }
+  m->sent = 1;
+  if (rcv_of(m, u)) { /* the header: the peer's host issued the matching send */
+    const model_rank *p = &M[m->s.ops[un->recv].peer];
+    int ready = 0;
+    for (size_t v = 0; v < p->ul.nunits && !ready; v++)
+      ready = snd_of(p, v) && p->s.ops[p->ul.units[v].send].peer == r && p->ul.units[v].tag == un->tag &&
+              (v < p->host || (v == p->host && p->sent));
+    if (!ready) return 0;
+  }
+  m->issued[u] = 1;
+  m->host++;
+  m->sent = 0;
+  return 1;
+}
+
+/* The unit lane l of rank r runs now (-1: none issued), past the groups that are done. */
+static long lane_head(model_rank *m, int l, int lanes) {
+  while (m->head[l] < m->ul.nunits && (m->ul.units[m->head[l]].tag % (uint64_t)lanes != (uint64_t)l ||
+                                       (m->done[m->head[l]] && m->issued[m->head[l]])))
+    m->head[l]++;
+  size_t u = m->head[l];
+  return u < m->ul.nunits && m->issued[u] ? (long)u : -1;
+}
+
+/* Unit u's receive bank is free: the decode of its last user (a receive not kept) is done. */
+static int bank_free(const model_rank *m, size_t u, int banks) {
+  for (size_t v = u; v-- > 0;)
+    if (v % (size_t)banks == u % (size_t)banks && rcv_of(m, v) && m->ul.units[v].keep < 0) return unit_done(m, v);
+  return 1;
+}
+
+/* Matches rank r's running group on lane l with its peers'; 1 if anything moved. */
+static int lane_step(model_rank *M, int r, int l, int lanes, int banks, int *mismatch) {
+  model_rank *m = &M[r];
+  long u = lane_head(m, l, lanes);
+  if (u < 0) return 0;
+  const ncclzUnit *un = &m->ul.units[u];
+  int moved = 0;
+  if (rcv_of(m, (size_t)u) && un->keep < 0 && !bank_free(m, (size_t)u, banks)) return 0;
+  if (snd_of(m, (size_t)u) && (m->s.ops[un->send].action & NCCLZ_ACT_FORWARD) &&
+      !unit_done(m, (size_t)m->ul.unit_of_op[m->s.ops[un->send].dep]))
+    return 0; /* the lane waits for the kept frame */
+  if (snd_of(m, (size_t)u) && !m->sdone[u]) {
+    int pr = m->s.ops[un->send].peer;
+    model_rank *p = &M[pr];
+    long v = lane_head(p, l, lanes);
+    if (v >= 0 && rcv_of(p, (size_t)v) && p->s.ops[p->ul.units[v].recv].peer == r && !p->rdone[v]) {
+      *mismatch += p->ul.units[v].tag != un->tag;
+      m->sdone[u] = p->rdone[v] = 1;
+      moved = 1;
+    }
+  }
+  if (!snd_of(m, (size_t)u)) m->sdone[u] = 1;
+  if (!rcv_of(m, (size_t)u)) m->rdone[u] = 1;
+  if (m->sdone[u] && m->rdone[u] && !m->done[u]) m->done[u] = 1, moved = 1;
+  return moved;
+}
+
+static void pipeline_model(const ncclzScheduleSpec *sp, size_t count, int lanes) {
+  model_rank M[MAXR];
+  int n = sp->nranks, banks = lanes < 2 ? 2 : lanes, mismatch = 0, bad_units = 0;
+  memset(M, 0, sizeof M);
+  for (int r = 0; r < n; r++) {
+    model_rank *m = &M[r];
+    if (ncclzScheduleBuildSpec(sp, r, &m->s) || ncclzScheduleUnits(&m->s, count, &m->ul)) {
+      CHECK(0, "build units");
+      return;
+    }
+    bad_units += units_wrong(&m->s, count, &m->ul);
+    size_t nu = m->ul.nunits + 1;
+    m->issued = calloc(nu, 1), m->sdone = calloc(nu, 1), m->rdone = calloc(nu, 1), m->done = calloc(nu, 1);
+  }
+  for (int progress = 1; progress;) {
+    progress = 0;
+    for (int r = 0; r < n; r++) {
+      while (host_step(M, r, banks)) progress = 1;
+      for (int l = 0; l < lanes; l++) progress |= lane_step(M, r, l, lanes, banks, &mismatch);
+    }
+  }
+  int stuck = 0;
+  for (int r = 0; r < n; r++) {
+    for (size_t u = 0; u < M[r].ul.nunits; u++) stuck += !M[r].done[u];
+    free(M[r].issued), free(M[r].sdone), free(M[r].rdone), free(M[r].done);
+    ncclzUnitListFree(&M[r].ul);
+    ncclzScheduleFree(&M[r].s);
+  }
+  CHECK(!stuck && !mismatch && !bad_units, "pipeline %s/%s n=%d g=%d chunks=%u channels=%u count=%zu lanes=%d: %d units "
+        "stuck, %d messages paired with another tag, %d wrong units", ncclzCollectiveName(sp->coll),
+        ncclzAlgorithmName(sp->algo), n, sp->ranks_per_node, sp->nchunks, sp->nchannels, count, lanes, stuck, mismatch,
+        bad_units);
+}
+
+/* Every schedule runs through the NCCL pipeline's model with 1, 2 and 4 lanes, in one and six
+ * chunks (more than the banks), counts that leave ranges empty and ones that do not. */
+static int models;
+static void test_pipeline(void) {
+  const size_t counts[] = {2, 50};
+  for (int n = 1; n <= MAXR; n++)
+    for (int g = 1; g <= n; g++) {
+      if (n % g) continue;
+      for (int c = 0; c < NCCLZ_COLL_COUNT; c++)
+        for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+          for (uint32_t ch = 1; ch <= 6; ch += 5)
+            for (uint32_t chans = 1; chans <= (a == NCCLZ_ALGO_RING || a == NCCLZ_ALGO_TREE ? 2u : 1u); chans++)
+              for (int inter = NCCLZ_ALGO_RING; inter <= NCCLZ_ALGO_RHD; inter += NCCLZ_ALGO_RHD - NCCLZ_ALGO_RING) {
+                ncclzScheduleSpec sp = {(ncclzCollective)c, (ncclzAlgorithm)a, n, g, n > 2 ? 2 : 0, ch, chans,
+                                        (ncclzAlgorithm)inter};
+                char why[160];
+                if (ncclzScheduleCheck(&sp, why, sizeof why) || (inter == NCCLZ_ALGO_RING && a != NCCLZ_ALGO_HIER))
+                  continue;
+                for (size_t k = 0; k < 2; k++)
+                  for (int lanes = 1; lanes <= 4; lanes *= 2) {
+                    pipeline_model(&sp, counts[k], lanes);
+                    models++;
+                  }
+              }
+    }
+}
+
+/* The walker on a known list: ring allreduce on 3 ranks, 2 chunks, rank 0: every unit a send and
+ * the receive of its (step, chunk); the reduces touch disjoint ranges (they run at once), and the
+ * last gather step stores each chunk after the reduce of that chunk. */
+static void test_units_shape(void) {
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, 3, 0, 0, 2, 1, NCCLZ_ALGO_RHD};
+  ncclzSchedule s;
+  ncclzUnitList ul;
+  CHECK(ncclzScheduleBuildSpec(&sp, 0, &s) == 0 && ncclzScheduleUnits(&s, 12, &ul) == 0, "build");
+  int ok = ul.nunits == 8 && ul.nkeep == 2 && ul.largest == 2;
+  for (size_t u = 0; ok && u < ul.nunits; u++) {
+    const ncclzUnit *x = &ul.units[u];
+    int32_t after = u >= 6 ? (int32_t)u - 6 : -1;
+    ok = x->send >= 0 && x->recv == x->send + 1 && x->tag == u && x->slen == 2 && x->rlen == 2 &&
+         x->nafter == (after >= 0) && (after < 0 || ul.after[x->after_at] == after) &&
+         x->keep == (u == 4 || u == 5 ? (int32_t)u - 4 : -1);
+  }
+  CHECK(ok, "ring units: %zu units, %u kept", ul.nunits, ul.nkeep);
+  ncclzUnitListFree(&ul);
+  ncclzScheduleFree(&s);
+}
+
+/* The ring walker's per-step actions: reduce-scatter sends sum st+1 ranks; all-gather encodes at its first step, forwards after, keeps all but the last receive. */
+static void test_ring_steps(void) {
+  ncclzScheduleSpec sp = {NCCLZ_ALLREDUCE, NCCLZ_ALGO_RING, 4, 0, 0, 1, 1, NCCLZ_ALGO_RHD};
+  ncclzSchedule s;
+  CHECK(ncclzScheduleBuildSpec(&sp, 1, &s) == 0 && s.nops == 12, "ring allreduce n=4: %zu ops", s.nops);
+  int bad = 0;
+  for (size_t i = 0; i + 1 < s.nops && s.nops == 12; i += 2) {
+    const ncclzOp *snd = &s.ops[i], *rcv = &s.ops[i + 1];
+    uint32_t st = snd->step;
+    if (st < 3) {
+      bad += snd->action != NCCLZ_ACT_ENCODE || snd->nsum != st + 1 || snd->phase != NCCLZ_PHASE_REDUCE;
+      bad += rcv->action != NCCLZ_ACT_REDUCE || rcv->nsum != st + 1; /* allreduce works in its output */
+    } else {
+      bad += snd->action != (st == 3 ? NCCLZ_ACT_ENCODE : NCCLZ_ACT_FORWARD) || snd->nsum != 4 || snd->phase != NCCLZ_PHASE_GATHER;
+      bad += rcv->action != (NCCLZ_ACT_STORE | (st < 5 ? NCCLZ_ACT_KEEP : 0)) || rcv->nsum != 4;
+    }
+  }
+  CHECK(bad == 0, "ring steps: %d ops with the wrong action or sum", bad);
+  ncclzScheduleFree(&s);
+}
+
 int main(void) {
   test_shape();
   test_step_counts();
   test_channel_rails();
   test_refusals();
+  test_units_shape();
+  test_ring_steps();
   run_all();
   test_banked();
+  test_pipeline();
+  printf("pipeline models: %d\n", models);
   printf("replays: ring %d, tree %d, rhd %d, hier %d\n", replays[1], replays[2], replays[3], replays[4]);
   CHECK(replays[NCCLZ_ALGO_TREE] > 100 && replays[NCCLZ_ALGO_RHD] > 100 && replays[NCCLZ_ALGO_HIER] > 100, "every algorithm ran");
   return tu_finish("test_schedule");

@@ -125,8 +125,6 @@ typedef struct {
   ncclzOp *ops;      /* in the order the executor issues them */
 } ncclzSchedule;
 
-/* Builds rank `rank`'s list. nchunks >= 1. Returns 0, or -1 with errno EINVAL/ENOMEM. */
-int ncclzScheduleBuild(ncclzCollective coll, int nranks, int rank, int root, uint32_t nchunks, ncclzSchedule *out);
 void ncclzScheduleFree(ncclzSchedule *s);
 /* Builds rank `rank`'s list of the spec. Returns 0, or -1 with errno EINVAL (see
  * ncclzScheduleCheck for why) or ENOMEM. */
@@ -149,6 +147,40 @@ void ncclzScheduleOpRange(const ncclzSchedule *s, size_t count, const ncclzOp *o
 void ncclzScheduleBlocksRange(const ncclzSchedule *s, size_t count, uint32_t block, uint32_t nblk, uint32_t chunk,
                               size_t *off, size_t *len);
 
+/* The message tag of a transfer op: step * nchunks + chunk. A SEND and its RECV carry the same tag,
+ * so a transport matches on (peer, tag); a pipeline unit's ops share it too. */
+uint64_t ncclzOpTag(const ncclzSchedule *s, const ncclzOp *o);
+
+/* The op-list walker every backend issues transfers with (the NCCL pipeline, the replay): a unit
+ * is what a backend posts at once (one NCCL group): a SEND, with the RECV of the same (step,
+ * chunk) when that comes right after it, or a RECV alone. Op i (a SEND or RECV) starts a unit: */
+int ncclzOpStartsUnit(const ncclzSchedule *s, size_t i);
+typedef struct {
+  int32_t send, recv;            /* op indices (-1: none) */
+  uint64_t tag;                  /* ncclzOpTag of its ops: the same on both sides of each transfer */
+  size_t soff, slen, roff, rlen; /* element ranges of the send and the receive (ncclzScheduleOpRange) */
+  int32_t keep;                  /* a KEEP receive's slot among the rank's kept frames (-1: none) */
+  uint32_t after_at, nafter;     /* a receive that writes (REDUCE, STORE): the earlier units whose receives
+                                    write an overlapping range, ncclzUnitList.after[after_at ..
+                                    after_at + nafter), in list order. A backend that decodes units side
+                                    by side writes after these (and only these: a ring's reduces of
+                                    different chunks run at once). */
+} ncclzUnit;
+typedef struct {
+  ncclzUnit *units;
+  size_t nunits;
+  int32_t *unit_of_op; /* per op: its unit (-1: a COPY) */
+  int32_t *after;      /* the units' `after` lists */
+  size_t nafter_total; /* entries in `after` */
+  uint32_t nkeep;      /* kept frames (KEEP receives) */
+  size_t largest;      /* the largest op range (elements): staging and scratch are sized on it */
+} ncclzUnitList;
+/* The units of s for a call of `count` elements. Returns 0, or -1 (ENOMEM). */
+int ncclzScheduleUnits(const ncclzSchedule *s, size_t count, ncclzUnitList *out);
+void ncclzUnitListFree(ncclzUnitList *u);
+/* The largest op range of s (elements) for a call of `count`. */
+size_t ncclzScheduleLargestRange(const ncclzSchedule *s, size_t count);
+
 /* The per-collective table every walker of the lists shares (the executors and the replay):
  * buffer sizes, where an ENCODE reads, where a COPY or a STORE writes. Offsets are in the
  * collective's whole buffer (as ncclzScheduleOpRange gives them). */
@@ -160,6 +192,9 @@ size_t ncclzCollInOffset(ncclzCollective c, int rank, size_t count, size_t off);
  * block only): returns its offset in the output, with *skip elements before it in the range and
  * *olen elements long (0: none). */
 size_t ncclzCollOutPart(ncclzCollective c, int rank, size_t count, size_t off, size_t len, size_t *skip, size_t *olen);
+/* Ranks whose data each output element sums (nranks for AllReduce and ReduceScatter, else 1): the
+ * k of the derived error bound. */
+int ncclzCollContributions(ncclzCollective c, int nranks);
 typedef enum { NCCLZ_BUF_IN = 0, NCCLZ_BUF_WORK = 1, NCCLZ_BUF_OUT = 2 } ncclzBuffer;
 /* Where an ENCODE send reads (see the ops' comment above). */
 ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
