@@ -18,8 +18,11 @@
 #   codec-latency.json   bench_latency (step latency): one call per frame size, every coder x
 #                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table,
 #                        latency-nopdl.txt the same with NCCLZ_CUDA_PDL=0
+#                        (LAT_NOPDL=1), latency-chain.txt RAW and FIXEDLEN on the chain of kernels
+#                        (bench_latency --chain)
 #   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
-# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu"):
+#   quant-kernels.txt    ncu (step quant-ncu): speed of light and stalls of the quantizer kernels
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
@@ -189,10 +192,37 @@ if want latency && [ "$(left)" -gt 60 ]; then
     --commit "${NCCLZ_COMMIT:-unknown}" --date "$(date -u +%FT%TZ)" >"$OUTDIR/latency.txt" 2>&1
   LAT_RC=$?
   cat "$OUTDIR/latency.txt"
+  # the same on the chain of kernels (--chain: no one-kernel call), RAW and FIXEDLEN
+  for c in raw fixedlen; do
+    [ "$(left)" -gt 30 ] && timeout 60 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+      --grad .devdata/resnet18_digits_step100_rank0.f32 --chain --only $c
+  done >"$OUTDIR/latency-chain.txt" 2>&1
+  grep -E "raw|fixedlen" "$OUTDIR/latency-chain.txt"
   # the same without programmatic dependent launch (codecs/cuda/internal.cuh, nz_launch)
-  NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
-    --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
-  head -n 49 "$OUTDIR/latency-nopdl.txt"
+  if [ "${LAT_NOPDL:-0}" = 1 ] && [ "$(left)" -gt 130 ]; then
+    NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+      --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
+    head -n 49 "$OUTDIR/latency-nopdl.txt"
+  fi
+fi
+
+# ncu's speed of light and stall reasons of the quantizer kernels on 256 MiB: QSGD 8/512 on the
+# gradients, REL 1e-4 + 3D Lorenzo on TREFHT (8192x64x128): what bounds each pass.
+QNCU_RC=skipped
+if want quant-ncu && [ "$(left)" -gt 90 ]; then
+  echo "== ncu: the quantizers ($(left) s left)"
+  batch256m; sci256m
+  for q in qsgd eb3d; do
+    if [ $q = qsgd ]; then args=(--input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512); k='k_qsgd_fused|k_qsgd_dequant'
+    else args=(--input /tmp/sci256m.f32 --quant eb:rel=1e-4,lorenzo=3d --dims 8192x64x128); k='k_eb_range|k_eb_lz_fwd|k_lz_'; fi
+    [ "$(left)" -gt 45 ] || break
+    timeout $(($(left) - 20)) ncu --clock-control none -k "regex:$k" -c 5 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active' \
+      "$B/ncclz" codec --device gpu "${args[@]}" --coder fixedlen --repeat 1 2>&1
+    QNCU_RC=$?
+  done >"$OUTDIR/quant-kernels.txt"
+  grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|stalled_[a-z_]*_per_issue_active.ratio +[0-9]|pipe_[a-z_0-9]*.avg.pct.* +[0-9]" \
+    "$OUTDIR/quant-kernels.txt" | awk '!/stalled|pipe_/ || $NF > 5' | head -80
 fi
 
 LNCU_RC=skipped
@@ -260,7 +290,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "latency rc=$LAT_RC latency-ncu rc=$LNCU_RC"
+echo "latency rc=$LAT_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
