@@ -702,39 +702,16 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
-/* |code| of a finite element by the reference's rule (binary64: t = |v| / scale * s, then floor(t)
- * plus one where the uniform u is below t's fraction, at most s). Out of line: the fast rule
- * below leaves it about one element in a thousand. */
-static __device__ __noinline__ int32_t qsgd_level_exact(float v, float scale, int s, float u) {
-  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
-  const double l = floor(t), frac = t - l;
-  double level = l + ((double)u < frac ? 1.0 : 0.0);
-  if (level > (double)s) level = (double)s;
-  return (int32_t)level;
-}
-
 /* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes). */
 static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
                                                     size_t i) {
   if (!isfinite(v) || scale == 0.0f) return 0;
   const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
-  const int32_t c = qsgd_level_exact(v, scale, s, u);
-  return v < 0.0f ? -c : c;
-}
-
-/* The same code with r = fl(s / scale), from float arithmetic where that cannot change it: t =
- * |v| / scale * s <= s <= 127 (|v| <= scale, the bucket's max), and tf = fl(|v| r) is within
- * 127 * 2^-23 (two roundings) of the real value, binary64's t closer still; so when tf's fraction
- * ff is more than 2^-12 from 0, from 1 and from u, floor(t) = floor(tf) and (u < frac) = (u < ff).
- * NaN ff (a subnormal scale: r = inf) fails every test and takes the exact rule. */
-static __device__ __forceinline__ int32_t qsgd_code_r(float v, float scale, float r, int s, uint64_t seed,
-                                                      uint32_t rank, size_t i) {
-  if (!isfinite(v) || scale == 0.0f) return 0;
-  const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
-  const float tf = fabsf(v) * r, lf = floorf(tf), ff = tf - lf;
-  const float eps = 0x1p-12f;
-  const int32_t c = ff > eps && ff < 1.0f - eps && fabsf(ff - u) > eps ? (int32_t)lf + (u < ff ? 1 : 0)
-                                                                         : qsgd_level_exact(v, scale, s, u);
+  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
+  const double l = floor(t), frac = t - l;
+  double level = l + ((double)u < frac ? 1.0 : 0.0);
+  if (level > (double)s) level = (double)s;
+  const int32_t c = (int32_t)level;
   return v < 0.0f ? -c : c;
 }
 
@@ -782,15 +759,14 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
       if (y > m) m = y;
     }
     if (lane == 0) scales[b] = m;
-    const float r = (float)s / m;
 #pragma unroll
     for (int k = 0; k < V; k++) {
       const size_t e = 4 * (q0 + lane + 32 * k);
       int4 c;
-      c.x = qsgd_code_r(v[k].x, m, r, s, seed, rank, e);
-      c.y = qsgd_code_r(v[k].y, m, r, s, seed, rank, e + 1);
-      c.z = qsgd_code_r(v[k].z, m, r, s, seed, rank, e + 2);
-      c.w = qsgd_code_r(v[k].w, m, r, s, seed, rank, e + 3);
+      c.x = qsgd_code(v[k].x, m, s, seed, rank, e);
+      c.y = qsgd_code(v[k].y, m, s, seed, rank, e + 1);
+      c.z = qsgd_code(v[k].z, m, s, seed, rank, e + 2);
+      c.w = qsgd_code(v[k].w, m, s, seed, rank, e + 3);
       if (e + 3 < n) {
         ((int4 *)sym)[q0 + lane + 32 * k] = c;
       } else {
