@@ -35,7 +35,8 @@
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of each test in SANITIZE,
-#              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too)
+#              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too; SANITIZE_TOOLS
+#              names the tools, default "memcheck racecheck")
 # Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), CHECK_SWEEPS (the check's;
 # default SWEEPS: more sweeps steady the socket rows' medians), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
@@ -277,7 +278,7 @@ MEM_RC=skipped RACE_RC=skipped
 if want memcheck && [ "$(left)" -gt 60 ]; then
   MEM_RC=0 RACE_RC=0
   for t in ${SANITIZE:-test_gpu_codecs}; do
-    for tool in memcheck racecheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       [ "$(left)" -gt 40 ] || { echo "== compute-sanitizer $tool $t: no time left" | tee -a "$LOG"; continue; }
       echo "== compute-sanitizer $tool $t ($(left) s left)"
       timeout $(($(left) - 5)) compute-sanitizer --tool $tool --error-exitcode 9 "$B/tests/$t" --quick >/tmp/$tool.log 2>&1

@@ -162,7 +162,7 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
  * Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles). */
-template <int WARPS>
+template <int WARPS, bool WIDE>
 static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32_t n, uint32_t T, uint32_t sw,
                                                       uint32_t *P, uint32_t unit, uint32_t first, uint32_t lc,
                                                       unsigned long long *lb, uint32_t *s_pack, uint32_t *check,
@@ -190,7 +190,7 @@ static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32
   }
   if (tid == 0) nz_lookback_publish(lb, unit, first, agg);
   if (warp == 0) {
-    uint32_t p = nz_lookback_wait(lb, unit, first, agg);
+    uint32_t p = WIDE ? nz_lookback_wait_wide<8>(lb, unit, first, agg) : nz_lookback_wait(lb, unit, first, agg);
     if (lane == 0) s_prefix = p;
   }
   __syncthreads();
@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
-  fl_encode_unit<FLE_WARPS>(sym + (size_t)f * sh.frame_symbols, sh.frame_n(f), sh.p0, sh.side_words(f),
+  fl_encode_unit<FLE_WARPS, false>(sym + (size_t)f * sh.frame_symbols, sh.frame_n(f), sh.p0, sh.side_words(f),
                             (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
                             &fr[f].coded_bytes);
 }
@@ -301,6 +301,8 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
     if (tid == 0) fail(status, NZ_R_FL_OFFSET);
     return;
   }
+  /* the bits after the last width code are zero padding (checked by the last tile) */
+  if (tid == 0 && tile + 1 == nt && (5 * nb) % 32 && P[W - 1] >> (5 * nb) % 32) fail(status, NZ_R_FL_PAD);
   uint32_t chk = tid == 0 ? nz_chk(toff, sw + W + tile) : 0u;
   const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T;
   /* width-code words whose first bit belongs to this tile's blocks */
@@ -338,10 +340,14 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
       }
     }
     __syncthreads();
-    /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0 */
+    /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0; the lanes
+     * past n of the frame's last block are padding, which must be zero (as the reference) */
     auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
-      if (g0 + warp * 32 + k < tcount && i < n) dst[i] = ncclz_unzigzag(z);
+      if (g0 + warp * 32 + k < tcount) {
+        if (i < n) dst[i] = ncclz_unzigzag(z);
+        else if (z) fail(status, NZ_R_FL_PAD);
+      }
     };
     const FlGroups grp = group_masks(w);
 #pragma unroll 2
@@ -397,7 +403,8 @@ ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *
  * last CTA reads (the header) and leaves zero. A small frame's call is then bound by one
  * kernel's latency rather than a chain of them. Its FIXEDLEN CTAs are two warps (64 blocks):
  * the coder is SM-bound (ncu), so the frame is spread over as many SMs as it fills (a 1 MiB
- * frame: 128 CTAs), each warp with a scheduler to itself. */
+ * frame: 128 CTAs), each warp with a scheduler to itself; they look back over 256 units at a
+ * time (nz_lookback_wait_wide), since they all publish their aggregates at about once. */
 #define ONE_WARPS 2
 
 uint32_t nz_one_units(uint64_t frame_symbols) {
@@ -443,7 +450,7 @@ __global__ void __launch_bounds__(32 * ONE_WARPS) k_fl_encode_one(NzShape sh, co
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<ONE_WARPS>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
+  fl_encode_unit<ONE_WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
                             &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }

@@ -424,7 +424,8 @@ const char *ncclzCudaStatusReason(uint32_t status) {
       "raw: size is not 4 n", "fixedlen: size mismatch", "fixedlen: tile offset mismatch",
       "huffman: code table invalid", "huffman: Kraft sum invalid", "huffman: segment offsets invalid",
       "huffman: invalid code", "huffman: segment length mismatch", "huffman: nonzero padding",
-      "side data size differs from the batch", "huffman: escape decodes to a symbol with its own code"};
+      "side data size differs from the batch", "huffman: escape decodes to a symbol with its own code",
+      "fixedlen: nonzero padding"};
   if (status == 0) return "ok";
   uint32_t reason = status >> 8;
   return reason < NZ_R_COUNT_OF ? r[reason] : "unknown failure";

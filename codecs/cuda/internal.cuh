@@ -75,7 +75,7 @@ enum {
   NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,
   NZ_R_PAYLOAD_AVAIL, NZ_R_PCHECK, NZ_R_COUNT, NZ_R_PARAM, NZ_R_CODER_MASK, NZ_R_RAW_SIZE,
   NZ_R_FL_SIZE, NZ_R_FL_OFFSET, NZ_R_HF_TABLE, NZ_R_HF_KRAFT, NZ_R_HF_OFFSETS, NZ_R_HF_CODE,
-  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_HF_ESCAPE, NZ_R_COUNT_OF
+  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_HF_ESCAPE, NZ_R_FL_PAD, NZ_R_COUNT_OF
 };
 #define NZ_CORRUPT(r) ((uint32_t)NCCLZ_ERR_CORRUPT | (uint32_t)(r) << 8)
 
@@ -338,6 +338,47 @@ uint32_t nz_one_units(uint64_t frame_symbols);
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
                           NzOneState *st, cudaStream_t s);
+
+/* nz_lookback_wait over windows of 32 J units: each lane loads its J words of the window at once
+ * (one round trip for 32 J predecessors, where the 32-unit window takes one per 32), then sums
+ * back to the nearest inclusive prefix. For a grid that runs all at once, where every CTA
+ * publishes its aggregate at about the same time and a chain of inclusive prefixes would take a
+ * round trip per 32 units. */
+template <int J>
+static __device__ inline uint32_t nz_lookback_wait_wide(unsigned long long *st, uint32_t unit, uint32_t first,
+                                                        uint32_t agg) {
+  if (unit == first) return 0;
+  const int lane = threadIdx.x & 31;
+  uint32_t excl = 0;
+  for (int64_t base = unit;; base -= 32 * J) {
+    unsigned long long v[J];
+#pragma unroll
+    for (int j = 0; j < J; j++) { /* distance d = 32 j + lane + 1 before base */
+      const int64_t idx = base - 1 - (32 * j + lane);
+      v[j] = idx >= (int64_t)first
+                 ? cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire)
+                 : NZ_LB_INC; /* before the frame: an inclusive zero */
+    }
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      const int64_t idx = base - 1 - (32 * j + lane);
+      while ((v[j] >> 32) == 0)
+        v[j] = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire);
+    }
+    uint32_t nearest = 32 * J; /* the smallest distance - 1 of an inclusive word in the window */
+#pragma unroll
+    for (int j = J - 1; j >= 0; j--)
+      if ((v[j] >> 32) == 2) nearest = 32 * j + lane;
+    nearest = __reduce_min_sync(NZ_FULL, nearest);
+    uint32_t sum = 0;
+#pragma unroll
+    for (int j = 0; j < J; j++) sum += 32u * j + lane <= nearest ? (uint32_t)v[j] : 0u;
+    excl += __reduce_add_sync(NZ_FULL, sum);
+    if (nearest < 32u * J) break;
+  }
+  if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
+  return excl;
+}
 
 /* Builds the header template on the host from the batch (reference packer). */
 NzHeaderTemplate nz_header_template(const ncclzCudaBatch *b, ncclzCoder coder);
