@@ -103,6 +103,23 @@ static Timing time_call(cudaStream_t s, int runs, int batch, const std::function
   return t;
 }
 
+/* The launch floor: k kernels that do nothing, each a programmatic dependent launch of the one
+ * before (as the codecs' kernels), timed as a codec call is. */
+__global__ void k_empty() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+static void launch_empty(cudaStream_t s, int k) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c = {};
+  c.gridDim = 1, c.blockDim = 32, c.stream = s, c.attrs = &attr, c.numAttrs = 1;
+  for (int i = 0; i < k; i++) CK(cudaLaunchKernelEx(&c, k_empty));
+}
+
 static bool g_chain; /* --chain: workspaces not marked zeroed (every call a chain of kernels) */
 
 /* A quantizer of the benchmark: its spec and the data it runs on. */
@@ -305,6 +322,13 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
 
+  /* the floor under every row: 1 to 4 empty kernels timed the same way */
+  std::vector<Timing> floors;
+  for (int k = 1; k <= 4; k++) {
+    floors.push_back(time_call(s, runs, batch, [&]() { launch_empty(s, k); }));
+    printf("launch floor, %d empty kernel%s: %.1f us one at a time, %.1f us from a graph, %.1f us in a batch\n", k,
+           k > 1 ? "s" : "", floors.back().stream_us, floors.back().graph_us, floors.back().batch_us);
+  }
   std::vector<Row> rows;
   const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
   printf("%-24s %-9s %8s | %9s %9s %9s %9s | %9s %9s %9s %9s | %s\n", "quant", "coder", "frame", "enc us", "graph",
@@ -366,6 +390,11 @@ int main(int argc, char **argv) {
     }
     fprintf(jf, "{\n \"device\": \"%s\", \"commit\": \"%s\", \"date\": \"%s\", \"runs\": %d, \"batch\": %d, \"one_kernel\": %s,\n",
             prop.name, commit, date, runs, batch, g_chain ? "false" : "true");
+    fprintf(jf, " \"launch_floor\": [");
+    for (size_t k = 0; k < floors.size(); k++)
+      fprintf(jf, "%s{\"kernels\": %zu, \"stream_us\": %.2f, \"graph_us\": %.2f, \"batch_us\": %.2f}", k ? ", " : "",
+              k + 1, floors[k].stream_us, floors[k].graph_us, floors[k].batch_us);
+    fprintf(jf, "],\n");
     fprintf(jf, " \"rows\": [\n");
     for (size_t i = 0; i < rows.size(); i++) {
       const Row &r = rows[i];

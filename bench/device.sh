@@ -22,7 +22,9 @@
 #                        (bench_latency --chain)
 #   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
 #   quant-kernels.txt    ncu (step quant-ncu): speed of light and stalls of the quantizer kernels
-# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu"):
+#   latency-ab.txt       (step latency-ab) FIXEDLEN one call: the one-kernel path's variants and the
+#                        chain; latency-ab-ncu.txt ncu's kernel times and stalls of both, warm caches
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu", "latency-ab"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
@@ -62,7 +64,7 @@ LOG="$OUTDIR/tests.log"
 
 echo "== build (steps:$STEPS)"
 TESTS=${TESTS:-test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit}
-EXTRA=""; want latency && EXTRA=bench_latency
+EXTRA=""; { want latency || want latency-ab; } && EXTRA=bench_latency
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS $EXTRA || exit 1
 rm -f "$OUTDIR/build.log"
 
@@ -207,6 +209,37 @@ if want latency && [ "$(left)" -gt 60 ]; then
   fi
 fi
 
+# FIXEDLEN one call on one frame, one kernel against its variants: CTAs of 2 (default), 4 and 8
+# warps (NCCLZ_CUDA_ONE_WARPS), no programmatic dependent launch, the chain (--chain); then ncu's
+# time and stalls of the one-kernel encoder and of the chain's on one 4 MiB frame of the gradients
+# (NCCLZ_CUDA_ONE=0: the chain), caches kept warm as in a call (latency-ab.txt, latency-ab-ncu.txt).
+AB_RC=skipped
+if want latency-ab && [ "$(left)" -gt 60 ]; then
+  echo "== latency A/B ($(left) s left)"
+  lat() { timeout 60 "$B/bench_latency" --sci .devdata/trefht_member57.f32 --grad .devdata/resnet18_digits_step100_rank0.f32 --only fixedlen "$@"; }
+  { echo "# 2 warps"; lat; echo "# 4 warps"; NCCLZ_CUDA_ONE_WARPS=4 lat; echo "# 8 warps"; NCCLZ_CUDA_ONE_WARPS=8 lat
+    echo "# 2 warps, NCCLZ_CUDA_PDL=0"; NCCLZ_CUDA_PDL=0 lat; echo "# chain"; lat --chain; } >"$OUTDIR/latency-ab.txt" 2>&1
+  AB_RC=$?
+  grep -E "^#|fixedlen|floor" "$OUTDIR/latency-ab.txt"
+  head -c 4194304 .devdata/resnet18_digits_step100_rank0.f32 >/tmp/frame4m.f32
+  head -c 1048576 .devdata/trefht_member57.f32 >/tmp/sci1m.f32
+  for one in 1 0; do
+    for in in /tmp/frame4m.f32:qsgd:bits=8,bucket=512 /tmp/sci1m.f32:eb:rel=1e-4; do
+      [ "$(left)" -gt 40 ] || break
+      echo "# NCCLZ_CUDA_ONE=$one ${in%%:*} ${in#*:}"
+      NCCLZ_CUDA_ONE=$one timeout 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        "$B/ncclz" codec --device gpu --input ${in%%:*} --quant ${in#*:} --coder fixedlen --repeat 1 2>&1 |
+        grep -E "^  [a-z_]|gpu__time_duration" | awk '/^  [a-z_]/{k=$1} /gpu__time/{t[k]+=$NF; n[k]++} END{for(k in t) printf "  %-28s %4d launches %8.2f us mean\n", k, n[k], t[k]/n[k]/1e3}'
+      NCCLZ_CUDA_ONE=$one timeout 60 ncu --clock-control none --cache-control none -k regex:k_fl_encode -c 1 --section SpeedOfLight \
+        --section LaunchStats --section Occupancy --section WarpStateStats \
+        --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+        "$B/ncclz" codec --device gpu --input ${in%%:*} --quant ${in#*:} --coder fixedlen --repeat 1 2>&1 |
+        grep -E "^  [a-z_]|Duration|Registers Per|Achieved Occ|Warp Cycles Per Issued|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" | awk '!/stalled/ || $NF > 0.3'
+    done
+  done >"$OUTDIR/latency-ab-ncu.txt" 2>&1
+  cat "$OUTDIR/latency-ab-ncu.txt"
+fi
+
 # ncu's speed of light and stall reasons of the quantizer kernels on 256 MiB: QSGD 8/512 on the
 # gradients, REL 1e-4 + 3D Lorenzo on TREFHT (8192x64x128): what bounds each pass.
 QNCU_RC=skipped
@@ -291,7 +324,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "latency rc=$LAT_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
+echo "latency rc=$LAT_RC latency-ab rc=$AB_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4

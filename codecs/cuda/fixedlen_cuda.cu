@@ -11,6 +11,9 @@
  * 16-23 and 24-31 holding their planes; two blocks of width <= 16 go in as halves. Quantized
  * gradients (QSGD 8 bit: widths 6-8) and Lorenzo deltas take one transpose per four blocks, REL
  * codes of a smooth field (widths 15-16) one per two. */
+#include <stdlib.h>
+#include <string.h>
+
 #include <atomic>
 
 #include <cub/block/block_scan.cuh>
@@ -407,9 +410,22 @@ ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *
  * time (nz_lookback_wait_wide), since they all publish their aggregates at about once. */
 #define ONE_WARPS 2
 
-uint32_t nz_one_units(uint64_t frame_symbols) {
-  const uint64_t u = ncclz_ceil_div(ncclz_ceil_div(frame_symbols, 32), 32 * ONE_WARPS);
+/* Look-back units of a one-kernel FIXEDLEN encode of CTAs of `warps` warps (the workspace holds
+ * those of ONE_WARPS, the most). */
+static uint32_t one_units(uint64_t frame_symbols, uint32_t warps) {
+  const uint64_t u = ncclz_ceil_div(ncclz_ceil_div(frame_symbols, 32), 32 * warps);
   return u ? (uint32_t)u : 1u;
+}
+uint32_t nz_one_units(uint64_t frame_symbols) { return one_units(frame_symbols, ONE_WARPS); }
+
+/* Warps of the one-kernel FIXEDLEN encoder's CTAs: ONE_WARPS, or NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
+ * read once) to measure the others. */
+static uint32_t one_warps() {
+  static const uint32_t w = [] {
+    const char *v = getenv("NCCLZ_CUDA_ONE_WARPS");
+    return v && (!strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : (uint32_t)ONE_WARPS;
+  }();
+  return w;
 }
 
 static __device__ inline unsigned long long *one_lookback(NzOneState *st) {
@@ -443,14 +459,15 @@ static __device__ void one_finish_encode(const NzShape &sh, uint8_t *out, const 
   }
 }
 
-__global__ void __launch_bounds__(32 * ONE_WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
-                                                                   NzOneEncode a) {
+template <int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
+                                                              NzOneEncode a) {
   nz_pdl_enter();
-  __shared__ uint32_t s_pack[32 * ONE_WARPS * 32];
+  __shared__ uint32_t s_pack[32 * WARPS * 32];
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<ONE_WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
+  fl_encode_unit<WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
                             &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
@@ -472,7 +489,10 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
     const uint32_t grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_RAW_CHUNK) : 1u;
     nz_launch(k_raw_encode_one, grid, 256, 0, s, sh, d_sym, d_out, a);
   } else {
-    nz_launch(k_fl_encode_one, nz_one_units(n), 32 * ONE_WARPS, 0, s, sh, d_sym, d_out, a);
+    const uint32_t w = one_warps(), grid = one_units(n, w);
+    if (w == 8) nz_launch(k_fl_encode_one<8>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
+    else if (w == 4) nz_launch(k_fl_encode_one<4>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
+    else nz_launch(k_fl_encode_one<ONE_WARPS>, grid, 32 * ONE_WARPS, 0, s, sh, d_sym, d_out, a);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;

@@ -16,6 +16,16 @@ bool nz_pdl_on() {
   return on;
 }
 
+/* Whether ws_zeroed batches may run as one kernel: on unless NCCLZ_CUDA_ONE=0 (read once; for
+ * measuring the chain through `ncclz codec --device gpu`). */
+static bool one_on() {
+  static const bool on = [] {
+    const char *v = getenv("NCCLZ_CUDA_ONE");
+    return !(v && !strcmp(v, "0"));
+  }();
+  return on;
+}
+
 uint32_t ncclzCudaBatchFrames(const ncclzCudaBatch *b) {
   if (!b || b->frame_symbols == 0) return 0;
   return (uint32_t)ncclz_ceil_div(b->n_symbols, b->frame_symbols);
@@ -300,7 +310,7 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
 /* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN,
  * without a post-check. */
 static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
-  return b->ws_zeroed && nf == 1 && nz_one_units(b->frame_symbols) <= NZ_ONE_MAX_UNITS && !b->d_coders && !falls_back(b) &&
+  return b->ws_zeroed && one_on() && nf == 1 && nz_one_units(b->frame_symbols) <= NZ_ONE_MAX_UNITS && !b->d_coders && !falls_back(b) &&
          (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
 }
 
@@ -391,7 +401,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
   hb.coder = NCCLZ_CODER_HUFFMAN;
   /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
   NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
-  if (bb.ws_zeroed && nf == 1 && !(mask & 4u)) /* no look-back: any frame size */
+  if (bb.ws_zeroed && one_on() && nf == 1 && !(mask & 4u)) /* no look-back: any frame size */
     return nz_one_decode(shf, mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status,
                          ws_at<NzOneState>(d_ws, L.one), s);
   nz_launch(k_parse, (nf + 127) / 128, 128, 0, s, sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
