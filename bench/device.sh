@@ -23,8 +23,11 @@
 #   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
 #   quant-kernels.txt    ncu (step quant-ncu): speed of light and stalls of the quantizer kernels
 #   latency-ab.txt       (step latency-ab) FIXEDLEN one call: the one-kernel path's variants and the
-#                        chain; latency-ab-ncu.txt ncu's kernel times and stalls of both, warm caches
-# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu", "latency-ab"):
+#                        chain
+#   latency-warm.txt     (step latency-warm) ncu's time of every kernel of one FIXEDLEN call, 64 KiB
+#                        and 1 MiB, warm caches, one kernel and chain
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu", "latency-ab",
+#   "latency-warm"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
@@ -111,7 +114,7 @@ sci256m() {
 ncu_times() {
   local label=$1 t=$2
   shift 2
-  timeout "$t" ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+  timeout "$t" ncu --clock-control none ${NCU_CACHE:+--cache-control $NCU_CACHE} --metrics gpu__time_duration.sum --csv --print-units base \
     "$B/ncclz" codec --device gpu "$@" 2>&1 | grep -E '^"' |
     awk -F'","' -v L="$label" 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
                                        v = $NF; gsub(/[",]/, "", v); print L "/" k, v }'
@@ -210,9 +213,8 @@ if want latency && [ "$(left)" -gt 60 ]; then
 fi
 
 # FIXEDLEN one call on one frame, one kernel against its variants: CTAs of 2 (default), 4 and 8
-# warps (NCCLZ_CUDA_ONE_WARPS), no programmatic dependent launch, the chain (--chain); then ncu's
-# time and stalls of the one-kernel encoder and of the chain's on one 4 MiB frame of the gradients
-# (NCCLZ_CUDA_ONE=0: the chain), caches kept warm as in a call (latency-ab.txt, latency-ab-ncu.txt).
+# warps (NCCLZ_CUDA_ONE_WARPS), no programmatic dependent launch, the chain (--chain)
+# (latency-ab.txt).
 AB_RC=skipped
 if want latency-ab && [ "$(left)" -gt 60 ]; then
   echo "== latency A/B ($(left) s left)"
@@ -221,23 +223,29 @@ if want latency-ab && [ "$(left)" -gt 60 ]; then
     echo "# 2 warps, NCCLZ_CUDA_PDL=0"; NCCLZ_CUDA_PDL=0 lat; echo "# chain"; lat --chain; } >"$OUTDIR/latency-ab.txt" 2>&1
   AB_RC=$?
   grep -E "^#|fixedlen|floor" "$OUTDIR/latency-ab.txt"
-  head -c 4194304 .devdata/resnet18_digits_step100_rank0.f32 >/tmp/frame4m.f32
-  head -c 1048576 .devdata/trefht_member57.f32 >/tmp/sci1m.f32
+fi
+
+# ncu's time of every kernel of one FIXEDLEN call (`ncclz codec --device gpu`, --repeat 1) on one
+# frame of 64 KiB and 1 MiB, with the caches kept warm as in a call (--cache-control none): the one
+# kernel path and the chain (NCCLZ_CUDA_ONE=0) (latency-warm.txt).
+WARM_RC=skipped
+if want latency-warm && [ "$(left)" -gt 60 ]; then
+  echo "== ncu, warm caches: one FIXEDLEN frame ($(left) s left)"
+  for kb in 64 1024; do
+    head -c $((kb * 1024)) .devdata/trefht_member57.f32 >/tmp/sci$kb.f32
+    head -c $((kb * 1024)) .devdata/resnet18_digits_step100_rank0.f32 >/tmp/grad$kb.f32
+  done
   for one in 1 0; do
-    for in in /tmp/frame4m.f32:qsgd:bits=8,bucket=512 /tmp/sci1m.f32:eb:rel=1e-4; do
-      [ "$(left)" -gt 40 ] || break
-      echo "# NCCLZ_CUDA_ONE=$one ${in%%:*} ${in#*:}"
-      NCCLZ_CUDA_ONE=$one timeout 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-        "$B/ncclz" codec --device gpu --input ${in%%:*} --quant ${in#*:} --coder fixedlen --repeat 1 2>&1 |
-        grep -E "^  [a-z_]|gpu__time_duration" | awk '/^  [a-z_]/{k=$1} /gpu__time/{t[k]+=$NF; n[k]++} END{for(k in t) printf "  %-28s %4d launches %8.2f us mean\n", k, n[k], t[k]/n[k]/1e3}'
-      NCCLZ_CUDA_ONE=$one timeout 60 ncu --clock-control none --cache-control none -k regex:k_fl_encode -c 1 --section SpeedOfLight \
-        --section LaunchStats --section Occupancy --section WarpStateStats \
-        --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-        "$B/ncclz" codec --device gpu --input ${in%%:*} --quant ${in#*:} --coder fixedlen --repeat 1 2>&1 |
-        grep -E "^  [a-z_]|Duration|Registers Per|Achieved Occ|Warp Cycles Per Issued|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" | awk '!/stalled/ || $NF > 0.3'
+    for kb in 64 1024; do
+      for q in qsgd:bits=8,bucket=512 eb:rel=1e-4; do
+        [ "$(left)" -gt 30 ] || break
+        in=/tmp/grad$kb.f32; [ "${q%%:*}" = eb ] && in=/tmp/sci$kb.f32
+        NCCLZ_CUDA_ONE=$one NCU_CACHE=none ncu_times "one=$one/${kb}KiB/$q" 60 --input $in --quant $q --coder fixedlen --repeat 1
+        WARM_RC=$?
+      done
     done
-  done >"$OUTDIR/latency-ab-ncu.txt" 2>&1
-  cat "$OUTDIR/latency-ab-ncu.txt"
+  done >"$OUTDIR/latency-warm.txt"
+  mean_times 60 <"$OUTDIR/latency-warm.txt"
 fi
 
 # ncu's speed of light and stall reasons of the quantizer kernels on 256 MiB: QSGD 8/512 on the
@@ -324,7 +332,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "latency rc=$LAT_RC latency-ab rc=$AB_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
+echo "latency rc=$LAT_RC latency-ab rc=$AB_RC latency-warm rc=$WARM_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4

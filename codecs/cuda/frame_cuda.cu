@@ -307,10 +307,15 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
   return NCCLZ_OK;
 }
 
-/* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN,
- * without a post-check. */
+/* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN
+ * of at most NZ_ONE_ENCODE_MAX symbols, without a post-check. Larger frames take the chain: its
+ * 8-warp encoder, launched without PDL, beat the one kernel at 1 and 4 MiB on the H200 (graph
+ * replay of quantize + encode, bench_latency: REL 1 MiB 19.2 against 20.6-22.8 us, whatever the
+ * one kernel's CTA width or PDL), where at 64 and 256 KiB the one kernel saved about 1 us. */
+#define NZ_ONE_ENCODE_MAX 65536u
 static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
-  return b->ws_zeroed && one_on() && nf == 1 && nz_one_units(b->frame_symbols) <= NZ_ONE_MAX_UNITS && !b->d_coders && !falls_back(b) &&
+  return b->ws_zeroed && one_on() && nf == 1 && b->frame_symbols <= NZ_ONE_ENCODE_MAX &&
+         nz_one_units(b->frame_symbols) <= NZ_ONE_MAX_UNITS && !b->d_coders && !falls_back(b) &&
          (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
 }
 

@@ -145,7 +145,7 @@ struct NzOneState {
   uint32_t status;      /* decode: the first coder failure (NZ_CORRUPT) */
 };
 #define NZ_ONE_LB_OFFSET 256 /* bytes from the state to its look-back words */
-#define NZ_ONE_MAX_UNITS 4096u /* look-back units of a one-kernel encode: frames up to 8 Mi symbols */
+#define NZ_ONE_MAX_UNITS 64u /* look-back units of a one-kernel encode: frames up to 128 Ki symbols */
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 
 

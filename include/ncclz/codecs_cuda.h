@@ -46,7 +46,7 @@ typedef struct {
   /* 1: the workspace (encode's and decode's alike) was zeroed once after it was allocated
    * (cudaMemset of all of it) and has served only these calls since, one at a time. A batch of
    * one frame then runs as one kernel, which leaves the words it shares zero again: an encode of
-   * RAW or FIXEDLEN (frames up to 8 Mi symbols) without d_coders or a post-check, a decode whose
+   * RAW or FIXEDLEN (frames up to 64 Ki symbols) without d_coders or a post-check, a decode whose
    * coder_mask leaves HUFFMAN out. Those words sit at the workspace's start whatever the batch,
    * so one workspace may serve batches of any shape. 0: every call clears what it uses first (a
    * chain of kernels). */
