@@ -631,6 +631,10 @@ int main(int argc, char **argv) {
       all_coders(what, s.data(), n, fs, NULL, NULL);
     }
   }
+  /* one frame shorter than the batch's frame size (`ncclz codec` on a small input), each coder
+   * on both paths (run_case alternates zeroed workspaces) */
+  gen(3, 1000, 17, s);
+  for (int twice = 0; twice < 2; twice++) all_coders("short frame", s.data(), s.size(), 1u << 20, NULL, NULL);
   hostile_escape_counts();
   hostile_huffman();
   hostile_fixedlen();

@@ -314,8 +314,9 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
  * one kernel's CTA width or PDL), where at 64 and 256 KiB the one kernel saved about 1 us. */
 #define NZ_ONE_ENCODE_MAX 65536u
 static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
-  return b->ws_zeroed && one_on() && nf == 1 && b->frame_symbols <= NZ_ONE_ENCODE_MAX &&
-         nz_one_units(b->frame_symbols) <= NZ_ONE_MAX_UNITS && !b->d_coders && !falls_back(b) &&
+  const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols; /* the frame's symbols */
+  return b->ws_zeroed && one_on() && nf == 1 && n <= NZ_ONE_ENCODE_MAX && nz_one_units(n) <= NZ_ONE_MAX_UNITS &&
+         !b->d_coders && !falls_back(b) &&
          (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
 }
 
