@@ -310,7 +310,7 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
 /* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN
  * of at most NZ_ONE_ENCODE_MAX symbols, without a post-check. Larger frames take the chain: its
  * 8-warp encoder, launched without PDL, beat the one kernel at 1 and 4 MiB on the H200 (graph
- * replay of quantize + encode, bench_latency: REL 1 MiB 19.2 against 20.6-22.8 us, whatever the
+ * replay of quantize + encode, bench_latency: REL 1 MiB 19.2 against 20.6-23.4 us, whatever the
  * one kernel's CTA width or PDL), where at 64 and 256 KiB the one kernel saved about 1 us. */
 #define NZ_ONE_ENCODE_MAX 65536u
 static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
