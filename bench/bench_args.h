@@ -1,6 +1,6 @@
-/* Option parsing shared by the benchmark programs (C and CUDA): they are built without the CLI
- * (bench/codecs.sh builds bench_codecs with nvcc alone), so they cannot call cli_parse_int; this
- * keeps its rules and its message. */
+/* Option parsing and input loading shared by the benchmark programs (C and CUDA): they are built
+ * without the CLI (bench/codecs.sh builds bench_codecs with nvcc alone), so they cannot call
+ * cli_parse_int; this keeps its rules and its message. */
 #ifndef NCCLZ_BENCH_ARGS_H
 #define NCCLZ_BENCH_ARGS_H
 #include <errno.h>
@@ -19,4 +19,29 @@ static inline unsigned long bench_parse_uint(const char *prog, const char *opt, 
   }
   return v;
 }
+
+#ifdef __cplusplus
+#include <vector>
+/* n floats: the float32 file at path repeated (tiled) to length n, or exit 2 with one line when
+ * it cannot be read or holds no value. */
+static inline std::vector<float> bench_load_tiled(const char *prog, const char *path, size_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot open %s\n", prog, path);
+    exit(2);
+  }
+  std::vector<float> src;
+  float buf[4096];
+  size_t got;
+  while ((got = fread(buf, 4, 4096, f)) > 0) src.insert(src.end(), buf, buf + got);
+  fclose(f);
+  if (src.empty()) {
+    fprintf(stderr, "%s: %s holds no float32 value\n", prog, path);
+    exit(2);
+  }
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; i++) x[i] = src[i % src.size()];
+  return x;
+}
+#endif
 #endif

@@ -17,26 +17,6 @@
 #include "ncclz/codecs_cuda.h"
 #include "bench_args.h"
 
-static std::vector<float> load_tiled(const char *path, size_t n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "bench_codecs: cannot open %s\n", path);
-    exit(2);
-  }
-  std::vector<float> src;
-  float buf[4096];
-  size_t got;
-  while ((got = fread(buf, 4, 4096, f)) > 0) src.insert(src.end(), buf, buf + got);
-  fclose(f);
-  if (src.empty()) {
-    fprintf(stderr, "bench_codecs: %s holds no float32 value\n", path);
-    exit(2);
-  }
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; i++) x[i] = src[i % src.size()];
-  return x;
-}
-
 struct Row {
   std::string data, quant, coder;
   ncclzCudaBenchResult r;
@@ -98,7 +78,7 @@ int main(int argc, char **argv) {
   }
   const size_t n = (mib << 20) / 4 / 8192 * 8192; /* whole 64x128 planes for 3D Lorenzo */
   const uint32_t fs = (uint32_t)((frame_mib << 20) / 4);
-  std::vector<float> xs = load_tiled(sci, n), xg = load_tiled(grad, n);
+  std::vector<float> xs = bench_load_tiled("bench_codecs", sci, n), xg = bench_load_tiled("bench_codecs", grad, n);
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   int rtv = 0;

@@ -40,26 +40,6 @@
     }                                                                                              \
   } while (0)
 
-static std::vector<float> load_tiled(const char *path, size_t n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "bench_latency: cannot open %s\n", path);
-    exit(2);
-  }
-  std::vector<float> src;
-  float buf[4096];
-  size_t got;
-  while ((got = fread(buf, 4, 4096, f)) > 0) src.insert(src.end(), buf, buf + got);
-  fclose(f);
-  if (src.empty()) {
-    fprintf(stderr, "bench_latency: %s holds no float32 value\n", path);
-    exit(2);
-  }
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; i++) x[i] = src[i % src.size()];
-  return x;
-}
-
 static double host_us() {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -71,69 +51,76 @@ static double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-/* The three timings of one kind of call (microseconds, medians). */
+/* The timings of one kind of call (microseconds, medians). */
 struct Timing {
   double stream_us, graph_us, batch_us, issue_us;
 };
 
-/* Times call() on stream s: one call at a time between events (and its host issue time), the
- * call captured once into a graph and replayed one at a time, and `batch` calls back to back. */
-static Timing time_call(cudaStream_t s, int runs, int batch, const std::function<void()> &call) {
+/* The median over `runs` of the time between CUDA events recorded around launch() (`per`
+ * launches each: the time is divided by it), after `warm` untimed launches. issue: when non-NULL,
+ * also the median host time launch() takes. */
+static double events_median_us(cudaStream_t s, int warm, int runs, int per, const std::function<void()> &launch,
+                               double *issue = nullptr) {
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  Timing t;
-  for (int i = 0; i < 10; i++) call(); /* warm-up: module loads, the planner's upload */
+  for (int i = 0; i < warm; i++) launch();
   CK(cudaStreamSynchronize(s));
-  std::vector<double> ev, issue;
-  for (int i = 0; i < runs; i++) {
+  std::vector<double> ev, host;
+  for (int r = 0; r < runs; r++) {
     CK(cudaEventRecord(a, s));
-    double h0 = host_us();
-    call();
-    issue.push_back(host_us() - h0);
+    const double h0 = host_us();
+    for (int i = 0; i < per; i++) launch();
+    host.push_back((host_us() - h0) / per);
     CK(cudaEventRecord(b, s));
     CK(cudaEventSynchronize(b));
     float ms;
     CK(cudaEventElapsedTime(&ms, a, b));
-    ev.push_back(ms * 1e3);
+    ev.push_back(ms * 1e3 / per);
   }
-  t.stream_us = median(ev);
-  t.issue_us = median(issue);
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  if (issue) *issue = median(host);
+  return median(ev);
+}
+
+/* Times call() on stream s: one call at a time between events (and its host issue time), the
+ * call captured once into a graph and replayed one at a time, and `batch` calls back to back. */
+static Timing time_call(cudaStream_t s, int runs, int batch, const std::function<void()> &call) {
+  Timing t;
+  /* warm-up: module loads, the planner's upload */
+  t.stream_us = events_median_us(s, 10, runs, 1, call, &t.issue_us);
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   call();
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
-  for (int i = 0; i < 10; i++) CK(cudaGraphLaunch(ge, s));
-  ev.clear();
-  for (int i = 0; i < runs; i++) {
-    CK(cudaEventRecord(a, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ev.push_back(ms * 1e3);
-  }
-  t.graph_us = median(ev);
+  t.graph_us = events_median_us(s, 10, runs, 1, [&]() { CK(cudaGraphLaunch(ge, s)); });
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
-  ev.clear();
-  for (int r = 0; r < 5; r++) {
-    CK(cudaEventRecord(a, s));
-    for (int i = 0; i < batch; i++) call();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ev.push_back(ms * 1e3 / batch);
-  }
-  t.batch_us = median(ev);
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
+  t.batch_us = events_median_us(s, 0, 5, batch, call);
   return t;
 }
+
+/* The launch floor: k kernels that do nothing, each a programmatic dependent launch of the one
+ * before (as the codecs' kernels), timed as a codec call is. */
+__global__ void k_empty() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+static void launch_empty(cudaStream_t s, int k) {
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c = {};
+  c.gridDim = 1, c.blockDim = 32, c.stream = s, c.attrs = &attr, c.numAttrs = 1;
+  for (int i = 0; i < k; i++) CK(cudaLaunchKernelEx(&c, k_empty));
+}
+
+static bool g_chain; /* --chain: workspaces not marked zeroed (every call a chain of kernels) */
 
 /* A quantizer of the benchmark: its spec and the data it runs on. */
 struct QuantCase {
@@ -213,6 +200,10 @@ struct Codec {
     n_wsd = ncclzCudaDecodeWorkspaceSize(&b);
     CK(cudaMalloc(&wse, n_wse));
     CK(cudaMalloc(&wsd, n_wsd));
+    /* zeroed once, as `ncclz codec --device gpu` does: one frame in one kernel (--chain: not) */
+    CK(cudaMemset(wse, 0, n_wse));
+    CK(cudaMemset(wsd, 0, n_wsd));
+    b.ws_zeroed = !g_chain;
   }
   void quantize() {
     if (qp.kind == NCCLZ_QUANT_EB)
@@ -262,13 +253,15 @@ struct Codec {
 
 static const char USAGE[] =
     "usage: bench_latency --sci FILE --grad FILE [--runs N] [--batch N] [--quant-mib N] [--only CODER]\n"
-    "                     [--json OUT] [--commit SHA] [--date ISO]\n"
+    "                     [--chain] [--json OUT] [--commit SHA] [--date ISO]\n"
     "  One frame of 64 KiB, 256 KiB, 1 MiB and 4 MiB for every coder (raw, fixedlen, huffman, auto)\n"
     "  with each quantizer (QSGD 8/512 on --grad, REL 1e-4 and REL 1e-4 + 3D Lorenzo on --sci):\n"
     "  encode (quantize + code) and decode (decode + dequantize), the median of --runs calls (>= 50)\n"
     "  one at a time, replayed from a CUDA graph, and --batch calls back to back; then the quantize\n"
     "  and dequantize passes alone on --quant-mib MiB (default 256) with the copy roofline.\n"
-    "  --only: one coder (raw|fixedlen|huffman|auto), and no quantizer passes (for profiling).\n";
+    "  --only: one coder (raw|fixedlen|huffman|auto), and no quantizer passes (for profiling).\n"
+    "  --chain: workspaces not marked zeroed, so that one frame is coded by the chain of kernels\n"
+    "  (init, coder, finalize) instead of one kernel.\n";
 
 static unsigned long parse_uint(const char *opt, const char *arg, unsigned long lo, unsigned long hi) {
   return bench_parse_uint("bench_latency", opt, arg, lo, hi);
@@ -285,27 +278,6 @@ struct QRow {
   double q_gbps, dq_gbps, copy_gbps;
 };
 
-/* Median seconds of fn over runs calls, events around each. */
-static double time_pass(cudaStream_t s, int runs, const std::function<void()> &fn) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; i++) fn();
-  std::vector<double> t;
-  for (int i = 0; i < runs; i++) {
-    CK(cudaEventRecord(a, s));
-    fn();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e-3);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  return median(t);
-}
-
 int main(int argc, char **argv) {
   const char *sci = NULL, *grad = NULL, *json = NULL, *commit = "unknown", *date = "unknown", *only = NULL;
   int runs = 100, batch = 50;
@@ -316,6 +288,7 @@ int main(int argc, char **argv) {
       {"quant-mib", required_argument, NULL, 'q'}, {"only", required_argument, NULL, 'o'},
       {"json", required_argument, NULL, 'j'},  {"commit", required_argument, NULL, 'c'},
       {"date", required_argument, NULL, 'd'},  {"help", no_argument, NULL, 'h'},
+      {"chain", no_argument, NULL, 'C'},
       {NULL, 0, NULL, 0}};
   for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
     switch (o) {
@@ -328,6 +301,7 @@ int main(int argc, char **argv) {
     case 'j': json = optarg; break;
     case 'c': commit = optarg; break;
     case 'd': date = optarg; break;
+    case 'C': g_chain = true; break;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
     }
@@ -348,6 +322,13 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
 
+  /* the floor under every row: 1 to 4 empty kernels timed the same way */
+  std::vector<Timing> floors;
+  for (int k = 1; k <= 4; k++) {
+    floors.push_back(time_call(s, runs, batch, [&]() { launch_empty(s, k); }));
+    printf("launch floor, %d empty kernel%s: %.1f us one at a time, %.1f us from a graph, %.1f us in a batch\n", k,
+           k > 1 ? "s" : "", floors.back().stream_us, floors.back().graph_us, floors.back().batch_us);
+  }
   std::vector<Row> rows;
   const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
   printf("%-24s %-9s %8s | %9s %9s %9s %9s | %9s %9s %9s %9s | %s\n", "quant", "coder", "frame", "enc us", "graph",
@@ -355,7 +336,7 @@ int main(int argc, char **argv) {
   for (const QuantCase &qc : QUANTS)
     for (size_t fb : sizes) {
       Codec c;
-      c.setup(qc, load_tiled(!strcmp(qc.data, "sci") ? sci : grad, fb / 4), s);
+      c.setup(qc, bench_load_tiled("bench_latency", !strcmp(qc.data, "sci") ? sci : grad, fb / 4), s);
       for (int k = 0; k < 4; k++) {
         if (only && strcmp(only, CODERS[k])) continue;
         c.set_coder(k == 3 ? -1 : k, (uint32_t)(fb / 4), &prof);
@@ -379,7 +360,7 @@ int main(int argc, char **argv) {
     printf("\n%-24s %12s %12s %12s   (%zu MiB)\n", "quant", "quant GB/s", "dequant GB/s", "copy GB/s", qmib);
     for (const QuantCase &qc : QUANTS) {
       Codec c;
-      c.setup(qc, load_tiled(!strcmp(qc.data, "sci") ? sci : grad, n), s);
+      c.setup(qc, bench_load_tiled("bench_latency", !strcmp(qc.data, "sci") ? sci : grad, n), s);
       c.set_coder(0, (uint32_t)(4 << 20) / 4, &prof); /* b.d_abs_eb for the dequantizer */
       c.quantize();
       CK(cudaMemcpyAsync(c.sym2, c.sym, 4 * n, cudaMemcpyDeviceToDevice, s));
@@ -387,10 +368,10 @@ int main(int argc, char **argv) {
         CK(cudaMemcpyAsync(c.scales2, c.scales, 4 * ((n + 511) / 512), cudaMemcpyDeviceToDevice, s));
       QRow q;
       q.quant = qc.name;
-      const double tq = time_pass(s, 20, [&]() { c.quantize(); });
-      const double tdq = time_pass(s, 20, [&]() { c.dequantize(); });
+      const double tq = 1e-6 * events_median_us(s, 3, 20, 1, [&]() { c.quantize(); });
+      const double tdq = 1e-6 * events_median_us(s, 3, 20, 1, [&]() { c.dequantize(); });
       const double tc =
-          time_pass(s, 20, [&]() { CK(cudaMemcpyAsync(c.xr, c.x, 4 * n, cudaMemcpyDeviceToDevice, s)); });
+          1e-6 * events_median_us(s, 3, 20, 1, [&]() { CK(cudaMemcpyAsync(c.xr, c.x, 4 * n, cudaMemcpyDeviceToDevice, s)); });
       q.q_gbps = 4.0 * n / tq * 1e-9, q.dq_gbps = 4.0 * n / tdq * 1e-9, q.copy_gbps = 8.0 * n / tc * 1e-9;
       qrows.push_back(q);
       printf("%-24s %12.1f %12.1f %12.1f\n", qc.name, q.q_gbps, q.dq_gbps, q.copy_gbps);
@@ -407,8 +388,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_latency: cannot write %s\n", json);
       return 1;
     }
-    fprintf(jf, "{\n \"device\": \"%s\", \"commit\": \"%s\", \"date\": \"%s\", \"runs\": %d, \"batch\": %d,\n", prop.name,
-            commit, date, runs, batch);
+    fprintf(jf, "{\n \"device\": \"%s\", \"commit\": \"%s\", \"date\": \"%s\", \"runs\": %d, \"batch\": %d, \"one_kernel\": %s,\n",
+            prop.name, commit, date, runs, batch, g_chain ? "false" : "true");
+    fprintf(jf, " \"launch_floor\": [");
+    for (size_t k = 0; k < floors.size(); k++)
+      fprintf(jf, "%s{\"kernels\": %zu, \"stream_us\": %.2f, \"graph_us\": %.2f, \"batch_us\": %.2f}", k ? ", " : "",
+              k + 1, floors[k].stream_us, floors[k].graph_us, floors[k].batch_us);
+    fprintf(jf, "],\n");
     fprintf(jf, " \"rows\": [\n");
     for (size_t i = 0; i < rows.size(); i++) {
       const Row &r = rows[i];

@@ -18,8 +18,16 @@
 #   codec-latency.json   bench_latency (step latency): one call per frame size, every coder x
 #                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table,
 #                        latency-nopdl.txt the same with NCCLZ_CUDA_PDL=0
+#                        (LAT_NOPDL=1), latency-chain.txt RAW and FIXEDLEN on the chain of kernels
+#                        (bench_latency --chain)
 #   latency-kernels.txt  ncu (step latency-ncu): every kernel of one call on a 1 MiB frame
-# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu"):
+#   quant-kernels.txt    ncu (step quant-ncu): speed of light and stalls of the quantizer kernels
+#   latency-ab.txt       (step latency-ab) FIXEDLEN one call: the one-kernel path's variants and the
+#                        chain
+#   latency-warm.txt     (step latency-warm) ncu's time of every kernel of one FIXEDLEN call, 64 KiB
+#                        and 1 MiB, warm caches, one kernel and chain
+# STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu", "latency-ab",
+#   "latency-warm"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
@@ -32,7 +40,8 @@
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of each test in SANITIZE,
-#              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too)
+#              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too; SANITIZE_TOOLS
+#              names the tools, default "memcheck racecheck")
 # Env: BUILD (build dir), PATHS (default: all five), SWEEPS (default 3), CHECK_SWEEPS (the check's;
 # default SWEEPS: more sweeps steady the socket rows' medians), LIMIT_S (default 570).
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev; git-ignored: carry it).
@@ -58,7 +67,7 @@ LOG="$OUTDIR/tests.log"
 
 echo "== build (steps:$STEPS)"
 TESTS=${TESTS:-test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit}
-EXTRA=""; want latency && EXTRA=bench_latency
+EXTRA=""; { want latency || want latency-ab; } && EXTRA=bench_latency
 ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS $EXTRA || exit 1
 rm -f "$OUTDIR/build.log"
 
@@ -105,7 +114,7 @@ sci256m() {
 ncu_times() {
   local label=$1 t=$2
   shift 2
-  timeout "$t" ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+  timeout "$t" ncu --clock-control none ${NCU_CACHE:+--cache-control $NCU_CACHE} --metrics gpu__time_duration.sum --csv --print-units base \
     "$B/ncclz" codec --device gpu "$@" 2>&1 | grep -E '^"' |
     awk -F'","' -v L="$label" 'NR > 1 { k = $5; sub(/\(.*/, "", k); sub(/^void /, "", k); gsub(/[ ,"]/, "_", k);
                                        v = $NF; gsub(/[",]/, "", v); print L "/" k, v }'
@@ -189,10 +198,73 @@ if want latency && [ "$(left)" -gt 60 ]; then
     --commit "${NCCLZ_COMMIT:-unknown}" --date "$(date -u +%FT%TZ)" >"$OUTDIR/latency.txt" 2>&1
   LAT_RC=$?
   cat "$OUTDIR/latency.txt"
+  # the same on the chain of kernels (--chain: no one-kernel call), RAW and FIXEDLEN
+  for c in raw fixedlen; do
+    [ "$(left)" -gt 30 ] && timeout 60 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+      --grad .devdata/resnet18_digits_step100_rank0.f32 --chain --only $c
+  done >"$OUTDIR/latency-chain.txt" 2>&1
+  grep -E "raw|fixedlen" "$OUTDIR/latency-chain.txt"
   # the same without programmatic dependent launch (codecs/cuda/internal.cuh, nz_launch)
-  NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
-    --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
-  head -n 49 "$OUTDIR/latency-nopdl.txt"
+  if [ "${LAT_NOPDL:-0}" = 1 ] && [ "$(left)" -gt 130 ]; then
+    NCCLZ_CUDA_PDL=0 timeout 120 "$B/bench_latency" --sci .devdata/trefht_member57.f32 \
+      --grad .devdata/resnet18_digits_step100_rank0.f32 --quant-mib 16 >"$OUTDIR/latency-nopdl.txt" 2>&1
+    head -n 49 "$OUTDIR/latency-nopdl.txt"
+  fi
+fi
+
+# FIXEDLEN one call on one frame, one kernel against its variants: CTAs of 2 (default), 4 and 8
+# warps (NCCLZ_CUDA_ONE_WARPS), no programmatic dependent launch, the chain (--chain)
+# (latency-ab.txt).
+AB_RC=skipped
+if want latency-ab && [ "$(left)" -gt 60 ]; then
+  echo "== latency A/B ($(left) s left)"
+  lat() { timeout 60 "$B/bench_latency" --sci .devdata/trefht_member57.f32 --grad .devdata/resnet18_digits_step100_rank0.f32 --only fixedlen "$@"; }
+  { echo "# 2 warps"; lat; echo "# 4 warps"; NCCLZ_CUDA_ONE_WARPS=4 lat; echo "# 8 warps"; NCCLZ_CUDA_ONE_WARPS=8 lat
+    echo "# 2 warps, NCCLZ_CUDA_PDL=0"; NCCLZ_CUDA_PDL=0 lat; echo "# chain"; lat --chain; } >"$OUTDIR/latency-ab.txt" 2>&1
+  AB_RC=$?
+  grep -E "^#|fixedlen|floor" "$OUTDIR/latency-ab.txt"
+fi
+
+# ncu's time of every kernel of one FIXEDLEN call (`ncclz codec --device gpu`, --repeat 1) on one
+# frame of 64 KiB and 1 MiB, with the caches kept warm as in a call (--cache-control none): the one
+# kernel path and the chain (NCCLZ_CUDA_ONE=0) (latency-warm.txt).
+WARM_RC=skipped
+if want latency-warm && [ "$(left)" -gt 60 ]; then
+  echo "== ncu, warm caches: one FIXEDLEN frame ($(left) s left)"
+  for kb in 64 1024; do
+    head -c $((kb * 1024)) .devdata/trefht_member57.f32 >/tmp/sci$kb.f32
+    head -c $((kb * 1024)) .devdata/resnet18_digits_step100_rank0.f32 >/tmp/grad$kb.f32
+  done
+  for one in 1 0; do
+    for kb in 64 1024; do
+      for q in qsgd:bits=8,bucket=512 eb:rel=1e-4; do
+        [ "$(left)" -gt 30 ] || break
+        in=/tmp/grad$kb.f32; [ "${q%%:*}" = eb ] && in=/tmp/sci$kb.f32
+        NCCLZ_CUDA_ONE=$one NCU_CACHE=none ncu_times "one=$one/${kb}KiB/$q" 60 --input $in --quant $q --coder fixedlen --repeat 1
+        WARM_RC=$?
+      done
+    done
+  done >"$OUTDIR/latency-warm.txt"
+  mean_times 60 <"$OUTDIR/latency-warm.txt"
+fi
+
+# ncu's speed of light and stall reasons of the quantizer kernels on 256 MiB: QSGD 8/512 on the
+# gradients, REL 1e-4 + 3D Lorenzo on TREFHT (8192x64x128): what bounds each pass.
+QNCU_RC=skipped
+if want quant-ncu && [ "$(left)" -gt 90 ]; then
+  echo "== ncu: the quantizers ($(left) s left)"
+  batch256m; sci256m
+  for q in qsgd eb3d; do
+    if [ $q = qsgd ]; then args=(--input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512); k='k_qsgd_fused|k_qsgd_dequant'
+    else args=(--input /tmp/sci256m.f32 --quant eb:rel=1e-4,lorenzo=3d --dims 8192x64x128); k='k_eb_range|k_eb_lz_fwd|k_lz_'; fi
+    [ "$(left)" -gt 45 ] || break
+    timeout $(($(left) - 20)) ncu --clock-control none -k "regex:$k" -c 5 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active' \
+      "$B/ncclz" codec --device gpu "${args[@]}" --coder fixedlen --repeat 1 2>&1
+    QNCU_RC=$?
+  done >"$OUTDIR/quant-kernels.txt"
+  grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|Compute \(SM\) Throughput|stalled_[a-z_]*_per_issue_active.ratio +[0-9]|pipe_[a-z_0-9]*.avg.pct.* +[0-9]" \
+    "$OUTDIR/quant-kernels.txt" | awk '!/stalled|pipe_/ || $NF > 5' | head -80
 fi
 
 LNCU_RC=skipped
@@ -247,7 +319,7 @@ MEM_RC=skipped RACE_RC=skipped
 if want memcheck && [ "$(left)" -gt 60 ]; then
   MEM_RC=0 RACE_RC=0
   for t in ${SANITIZE:-test_gpu_codecs}; do
-    for tool in memcheck racecheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
       [ "$(left)" -gt 40 ] || { echo "== compute-sanitizer $tool $t: no time left" | tee -a "$LOG"; continue; }
       echo "== compute-sanitizer $tool $t ($(left) s left)"
       timeout $(($(left) - 5)) compute-sanitizer --tool $tool --error-exitcode 9 "$B/tests/$t" --quick >/tmp/$tool.log 2>&1
@@ -260,7 +332,7 @@ fi
 
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
-echo "latency rc=$LAT_RC latency-ncu rc=$LNCU_RC"
+echo "latency rc=$LAT_RC latency-ab rc=$AB_RC latency-warm rc=$WARM_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
 echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4

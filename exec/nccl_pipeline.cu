@@ -94,7 +94,11 @@ ncclzStatus alloc_call(grun *r) {
   TRY(ensure(&c->rbank, (size_t)bank_count(c) * r->slot));
   for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->rsym[l], mc * 4));
   TRY(ensure(&c->esym, mc * 4));
+  const size_t ews_cap = c->ews.cap;
   TRY(ensure(&c->ews, ews + 16));
+  /* a new encode workspace starts zeroed (on the encode stream, ahead of its first encode): a small
+   * frame then encodes in one kernel, as `ncclz codec --device gpu` does (ncclzCudaBatch.ws_zeroed) */
+  if (c->ews.cap != ews_cap) CU(cudaMemsetAsync(c->ews.p, 0, c->ews.cap, c->s_enc));
   for (int l = 0; l < c->lanes; l++) TRY(ensure(&c->dws[l], dws + 16));
   TRY(ensure(&c->arena, nk * r->slot + 16));
   TRY(ensure(&c->status, nu * 4));
@@ -182,6 +186,7 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
     sym = (const int32_t *)c->esym.p;
   }
   ncclzCudaBatch b = make_batch(r, r->coder[o->link], un.slen);
+  b.ws_zeroed = 1; /* c->ews, zeroed when allocated (alloc_call) */
   /* auto (a framed auto call is one REA did not bypass): the frame's realized size is checked on
    * the device, and a frame that gains too little is rewritten as RAW (Algorithm 1, 5-6); its
    * coder is the one planned on the call's first chunk, or (rea_per_frame) its own, planned here on

@@ -19,6 +19,7 @@
 #include "testutil_cuda.cuh"
 
 static uint32_t g_fell_back, g_kept; /* frames of post-checked batches that went RAW / kept their coder */
+static uint32_t g_cases, g_zeroed;    /* cases run, and of them those on zeroed workspaces (ws_zeroed) */
 
 /* Encodes sym on the GPU and the CPU, compares, and cross-decodes. limit, last_limit: the batch's
  * post-check (ncclzCudaBatch.fallback_bytes, fallback_last_bytes); the CPU reference then writes
@@ -55,8 +56,19 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
   Dev<uint64_t> doff(nf);
   CU(cudaMemcpy(dsym.p, sym, 4 * n, cudaMemcpyHostToDevice));
   if (b.side_scales) CU(cudaMemcpy(dsc.p, scales, 4 * nsc, cudaMemcpyHostToDevice));
-  CU(cudaMemset(dout.p, 0x5A, slot * nf)); /* poison */
-  ncclzStatus st = ncclzCudaEncodeBatch(&b, dsym.p, b.side_scales ? dsc.p : NULL, dout.p, slot, dfb.p, dwse.p, wse, 0);
+  /* every other case on zeroed workspaces (one frame then runs in one kernel), encoded twice: the
+   * second call's frames must be the CPU's too (the first left the shared words zero) */
+  b.ws_zeroed = g_cases++ % 2 == 0;
+  g_zeroed += b.ws_zeroed;
+  if (b.ws_zeroed) {
+    CU(cudaMemset(dwse.p, 0, wse));
+    CU(cudaMemset(dwsd.p, 0, wsd));
+  }
+  ncclzStatus st = NCCLZ_OK;
+  for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
+    CU(cudaMemset(dout.p, 0x5A, slot * nf)); /* poison */
+    st = ncclzCudaEncodeBatch(&b, dsym.p, b.side_scales ? dsc.p : NULL, dout.p, slot, dfb.p, dwse.p, wse, 0);
+  }
   CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
   CU(cudaDeviceSynchronize());
   std::vector<uint32_t> fb(nf), fst(nf);
@@ -209,42 +221,52 @@ static void reseal(std::vector<uint8_t> &m) {
   put32(&m[60], ncclzFnv1a(m.data(), 60));
 }
 
-static std::vector<uint8_t> cpu_huffman_frame(const std::vector<int32_t> &s) {
+/* The CPU reference's frame of s coded with c (default parameters, no quantizer). */
+static std::vector<uint8_t> cpu_frame(ncclzCoder c, const std::vector<int32_t> &s) {
   ncclzFrameDesc d;
   memset(&d, 0, sizeof d);
   d.dtype = NCCLZ_DTYPE_F32;
   ncclzCoderParamsDefault(&d.coder_params);
-  size_t cap = ncclzFrameBound(NCCLZ_CODER_HUFFMAN, &d.coder_params, s.size(), 0), len = 0;
+  size_t cap = ncclzFrameBound(c, &d.coder_params, s.size(), 0), len = 0;
   std::vector<uint8_t> f(cap);
-  ncclzStatus st = ncclzFrameEncode(NCCLZ_CODER_HUFFMAN, s.data(), s.size(), &d, f.data(), cap, &len);
-  CHECK(st == NCCLZ_OK, "cpu huffman frame: %s", ncclzLastError());
+  ncclzStatus st = ncclzFrameEncode(c, s.data(), s.size(), &d, f.data(), cap, &len);
+  CHECK(st == NCCLZ_OK, "cpu %s frame: %s", ncclzCoderName(c), ncclzLastError());
   f.resize(st == NCCLZ_OK ? len : 0);
   return f;
 }
 
-/* One frame of n symbols decoded on the CPU and on the GPU: both refuse it, or both accept it
- * with the same symbols. Returns 1 when the GPU refused it. */
-static int decode_both(const std::vector<uint8_t> &fr, size_t n, const char *what) {
+/* One frame of n symbols decoded on the CPU and on the GPU (a batch of `coder`; zeroed: on a
+ * zeroed workspace, twice, so in one kernel for RAW and FIXEDLEN): both refuse it, or both accept
+ * it with the same symbols. Returns 1 when the GPU refused it. */
+static int decode_both(const std::vector<uint8_t> &fr, size_t n, const char *what,
+                       ncclzCoder coder = NCCLZ_CODER_HUFFMAN, bool zeroed = false) {
   std::vector<int32_t> cpu(n + 1), gpu(n + 1);
   ncclzStatus cs = ncclzFrameDecode(fr.data(), fr.size(), NULL, cpu.data(), n, NULL, 0, NULL);
   std::string cpu_msg = cs == NCCLZ_OK ? "ok" : ncclzLastError();
   ncclzCudaBatch b;
   memset(&b, 0, sizeof b);
-  b.coder = NCCLZ_CODER_HUFFMAN;
+  b.coder = coder;
   ncclzCoderParamsDefault(&b.params);
   b.dtype = NCCLZ_DTYPE_F32;
   b.n_symbols = n;
   b.frame_symbols = (uint32_t)n;
+  b.ws_zeroed = zeroed;
   size_t wsd = ncclzCudaDecodeWorkspaceSize(&b);
   Dev<uint8_t> din(fr.size()), dws(wsd);
   Dev<int32_t> dsym(n);
   Dev<uint32_t> dst(1);
   CU(cudaMemcpy(din.p, fr.data(), fr.size(), cudaMemcpyHostToDevice));
-  ncclzStatus st = ncclzCudaDecodeBatch(&b, 0, din.p, NULL, fr.size(), fr.size(), dsym.p, NULL, dst.p, dws.p, wsd, 0);
-  CHECK(st == NCCLZ_OK, "%s: gpu decode call: %s", what, ncclzLastError());
-  CU(cudaDeviceSynchronize());
-  uint32_t status = 0;
-  CU(cudaMemcpy(&status, dst.p, 4, cudaMemcpyDeviceToHost));
+  if (zeroed) CU(cudaMemset(dws.p, 0, wsd));
+  uint32_t status = 0, first = 0;
+  for (int call = 0; call < 1 + zeroed; call++) {
+    ncclzStatus st = ncclzCudaDecodeBatch(&b, 0, din.p, NULL, fr.size(), fr.size(), dsym.p, NULL, dst.p, dws.p, wsd, 0);
+    CHECK(st == NCCLZ_OK, "%s: gpu decode call: %s", what, ncclzLastError());
+    CU(cudaDeviceSynchronize());
+    CU(cudaMemcpy(&status, dst.p, 4, cudaMemcpyDeviceToHost));
+    if (call == 0) first = status;
+  }
+  CHECK((first == 0) == (status == 0), "%s: the second call agrees with the first (%s, %s)", what,
+        ncclzCudaStatusReason(first), ncclzCudaStatusReason(status));
   CU(cudaMemcpy(gpu.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
   CHECK((cs == NCCLZ_OK) == (status == 0), "%s: cpu \"%s\", gpu \"%s\"", what, cpu_msg.c_str(),
         ncclzCudaStatusReason(status));
@@ -252,12 +274,44 @@ static int decode_both(const std::vector<uint8_t> &fr, size_t n, const char *wha
   return status != 0;
 }
 
+/* FIXEDLEN frames with a payload bit flipped and both checksums resealed, so that the coder's own
+ * checks (widths, tile offsets, size) see it: decoded in one kernel and in the chain, the CPU
+ * agreeing on each. */
+static void hostile_fixedlen(void) {
+  std::vector<int32_t> s;
+  int tried = 0, refused = 0;
+  for (int kind : {0, 3, 6}) {
+    gen(kind, 20000, 5 + kind, s);
+    const std::vector<uint8_t> f = cpu_frame(NCCLZ_CODER_FIXEDLEN, s);
+    if (f.size() < 64) continue;
+    for (bool zeroed : {false, true})
+      CHECK(!decode_both(f, s.size(), "intact fixedlen frame", NCCLZ_CODER_FIXEDLEN, zeroed), "kind %d intact", kind);
+    uint64_t rng = 31 + kind;
+    for (int i = 0; i < 120; i++) {
+      std::vector<uint8_t> m = f;
+      const uint64_t r = tu_rand(&rng);
+      const size_t head = 4 * ((5 * ((s.size() + 31) / 32) + 31) / 32 + 3); /* width codes and tile offsets */
+      const size_t span = i % 2 ? head : f.size() - 64, bit = 8 * 64 + (r >> 4) % (8 * span);
+      m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+      reseal(m);
+      char what[64];
+      snprintf(what, sizeof what, "fixedlen kind %d mutant %d", kind, i);
+      const int a = decode_both(m, s.size(), what, NCCLZ_CODER_FIXEDLEN, false);
+      const int z = decode_both(m, s.size(), what, NCCLZ_CODER_FIXEDLEN, true);
+      CHECK(a == z, "%s: one kernel and the chain agree", what);
+      refused += z;
+      tried++;
+    }
+  }
+  printf("hostile fixedlen frames: %d of %d refused, the CPU and both GPU paths agreeing on each\n", refused, tried);
+}
+
 /* The escape of INT32_MAX among 127 zeros (tests/test_huffman_format.c's golden frame): every
  * value of its 5-bit count field, and an old version byte. */
 static void hostile_escape_counts(void) {
   std::vector<int32_t> s(128, 0);
   s[5] = INT32_MAX;
-  std::vector<uint8_t> f = cpu_huffman_frame(s);
+  std::vector<uint8_t> f = cpu_frame(NCCLZ_CODER_HUFFMAN, s);
   CHECK(f.size() == 64 + 44, "escape frame of %zu bytes (the golden payload is 44)", f.size());
   if (f.size() != 64 + 44) return;
   const size_t at = 8 * 64 + 20 * 8 + 6; /* the count: payload bit 166 */
@@ -287,7 +341,7 @@ static void hostile_huffman(void) {
   int tried = 0, refused = 0;
   for (int kind : {5, 7, 0}) {
     gen(kind, 3000, 11 + kind, s);
-    std::vector<uint8_t> f = cpu_huffman_frame(s);
+    std::vector<uint8_t> f = cpu_frame(NCCLZ_CODER_HUFFMAN, s);
     if (f.size() < 64 + 256) continue;
     CHECK(!decode_both(f, s.size(), "intact frame"), "kind %d: the intact frame decodes", kind);
     uint64_t rng = 77 + kind;
@@ -571,8 +625,13 @@ int main(int argc, char **argv) {
       all_coders(what, s.data(), n, fs, NULL, NULL);
     }
   }
+  /* one frame shorter than the batch's frame size (`ncclz codec` on a small input), each coder
+   * on both paths (run_case alternates zeroed workspaces) */
+  gen(3, 1000, 17, s);
+  for (int twice = 0; twice < 2; twice++) all_coders("short frame", s.data(), s.size(), 1u << 20, NULL, NULL);
   hostile_escape_counts();
   hostile_huffman();
+  hostile_fixedlen();
   /* odd coder parameters */
   gen(0, 200001, 7, s);
   ncclzCoderParams cp;
@@ -604,5 +663,6 @@ int main(int argc, char **argv) {
     fallback_cases(grad);
     mixed_cases(grad, quick);
   }
+  printf("test_gpu_codecs: %u of %u cases on zeroed workspaces (one frame in one kernel)\n", g_zeroed, g_cases);
   return tu_finish("test_gpu_codecs");
 }

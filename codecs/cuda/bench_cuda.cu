@@ -118,6 +118,10 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   NZ_CUDA(cudaMalloc(&B.wse, wse));
   NZ_CUDA(cudaMalloc(&B.wsd, wsd));
   NZ_CUDA(cudaMalloc(&B.wsq, wsq));
+  /* zeroed once: a call of one frame then runs in one kernel (ncclzCudaBatch.ws_zeroed) */
+  NZ_CUDA(cudaMemset(B.wse, 0, wse));
+  NZ_CUDA(cudaMemset(B.wsd, 0, wsd));
+  b.ws_zeroed = 1;
   NZ_CUDA(cudaMemcpyAsync(B.x, x, 4 * n, cudaMemcpyHostToDevice, s));
   if (kind == NCCLZ_QUANT_EB && eb_is_rel) b.d_abs_eb = &B.stats->abs_eb;
   const double *d_eb = b.d_abs_eb;

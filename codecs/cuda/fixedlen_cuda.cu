@@ -11,6 +11,9 @@
  * 16-23 and 24-31 holding their planes; two blocks of width <= 16 go in as halves. Quantized
  * gradients (QSGD 8 bit: widths 6-8) and Lorenzo deltas take one transpose per four blocks, REL
  * codes of a smooth field (widths 15-16) one per two. */
+#include <stdlib.h>
+#include <string.h>
+
 #include <atomic>
 
 #include <cub/block/block_scan.cuh>
@@ -155,30 +158,25 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
   return mine;
 }
 
-/* Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
+/* One CTA's 32 * WARPS blocks, unit lc of its frame (look-back unit `unit`, the frame's first
+ * `first`): widths and planes, its offset by look-back, then the width codes, tile offsets and
+ * planes written to the frame's payload P (after sw words of side data). Adds their check to
+ * *check; the frame's last unit stores the coded bytes to *coded. s_pack: 32 * 32 * WARPS words.
+ * Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles). */
-/* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
- * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
- * margin over its roofline target is a run's spread). */
-template <bool MIXED>
-__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
-                                                         NzFrame *fr, unsigned long long *lb) {
-  nz_pdl_enter();
-  constexpr int WARPS = FLE_WARPS;
-  extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
+template <int WARPS, bool WIDE>
+static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32_t n, uint32_t T, uint32_t sw,
+                                                      uint32_t *P, uint32_t unit, uint32_t first, uint32_t lc,
+                                                      unsigned long long *lb, uint32_t *s_pack, uint32_t *check,
+                                                      uint32_t *coded) {
+  constexpr uint32_t BLOCKS = 32 * WARPS;
   __shared__ uint32_t s_words[WARPS];
   __shared__ uint32_t s_prefix;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  /* The unit is the block index, as in CUB's single-pass scans, which rely on blocks starting in
-   * index order (so every predecessor is running or done and the look-back ends). Taking units
-   * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
-  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
-  const uint32_t n = sh.frame_n(f), nb = (uint32_t)ncclz_ceil_div(n, 32), T = sh.p0;
-  const uint32_t nt = (uint32_t)ncclz_ceil_div(nb, T), W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = sh.side_words(f);
-  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
-  const uint32_t blk0 = lc * FLE_BLOCKS + warp * 32;
+  const uint32_t nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
+  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32);
+  const uint32_t blk0 = lc * BLOCKS + warp * 32;
   const bool whole = (blk0 + 32) * 32 <= n;
   uint32_t *wpack = s_pack + warp * 32 * 32;
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
@@ -193,23 +191,22 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
     wbase += i < warp ? s_words[i] : 0u;
     agg += s_words[i];
   }
-  if (tid == 0) nz_lookback_publish(lb, unit, f * upf, agg);
+  if (tid == 0) nz_lookback_publish(lb, unit, first, agg);
   if (warp == 0) {
-    uint32_t p = nz_lookback_wait(lb, unit, f * upf, agg);
+    uint32_t p = WIDE ? nz_lookback_wait_wide<8>(lb, unit, first, agg) : nz_lookback_wait(lb, unit, first, agg);
     if (lane == 0) s_prefix = p;
   }
   __syncthreads();
   const uint32_t prefix = s_prefix;
-  uint32_t *P = (uint32_t *)(out + f * stride + 64);
   uint32_t chk = 0;
   if (lane < 5) { /* this warp's five width-code words */
-    uint32_t j = lc * (FLE_BLOCKS * 5 / 32) + warp * 5 + lane;
+    uint32_t j = lc * (BLOCKS * 5 / 32) + warp * 5 + lane;
     if (j < W) {
       P[sw + j] = code_word;
       chk += nz_chk(code_word, sw + j);
     }
   }
-  uint32_t b = lc * FLE_BLOCKS + tid;
+  uint32_t b = lc * BLOCKS + tid;
   if (b < nb && b % T == 0) {
     uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
@@ -221,8 +218,26 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
     P[base + i] = v;
     chk += nz_chk(v, base + i);
   }
-  nz_add_check_warp(chk, &fr[f].check);
-  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, FLE_BLOCKS) - 1) fr[f].coded_bytes = 4 * (W + nt + prefix + agg);
+  nz_add_check_warp(chk, check);
+  if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, BLOCKS) - 1) *coded = 4 * (W + nt + prefix + agg);
+}
+
+/* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
+ * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
+ * margin over its roofline target is a run's spread). */
+template <bool MIXED>
+__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
+                                                         NzFrame *fr, unsigned long long *lb) {
+  nz_pdl_enter();
+  extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
+  /* The unit is the block index, as in CUB's single-pass scans, which rely on blocks starting in
+   * index order (so every predecessor is running or done and the look-back ends). Taking units
+   * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
+  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
+  if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
+  fl_encode_unit<FLE_WARPS, false>(sym + (size_t)f * sh.frame_symbols, sh.frame_n(f), sh.p0, sh.side_words(f),
+                            (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
+                            &fr[f].coded_bytes);
 }
 
 ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
@@ -263,32 +278,34 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
 
 /* ------------------------------------------------------------ decode */
 
-static __device__ void fail(NzFrame *f, uint32_t r) { atomicCAS(&f->status, 0u, NZ_CORRUPT(r)); }
+static __device__ void fail(uint32_t *status, uint32_t r) { atomicCAS(status, 0u, NZ_CORRUPT(r)); }
 
-__global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
-  nz_pdl_enter();
+/* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
+ * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
+ * a whole. */
+static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
+                                      uint32_t tile, uint32_t *status, uint32_t *check) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   __shared__ typename Scan::TempStorage scan_ts;
   __shared__ uint32_t s_pack[FL_BLOCKS * 32];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const uint32_t f = blockIdx.y, tile = blockIdx.x;
-  NzFrame *F = &fr[f];
-  if (F->status || F->coder != NCCLZ_CODER_FIXEDLEN) return;
-  const uint32_t n = F->n, T = sh.p0, nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
-  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = F->side_bytes / 4, head = W + nt;
-  const uint32_t coded = F->payload_bytes - F->side_bytes;
+  const uint32_t n = F.n, T = sh.p0, nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
+  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = F.side_bytes / 4, head = W + nt;
+  const uint32_t coded = F.payload_bytes - F.side_bytes;
   if (tile >= nt) return;
   if (coded % 4 || coded / 4 < head) {
-    if (tid == 0 && tile == 0) fail(F, NZ_R_FL_SIZE);
+    if (tid == 0 && tile == 0) fail(status, NZ_R_FL_SIZE);
     return;
   }
   const uint32_t avail = coded / 4 - head; /* words of the packed area */
-  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t *P = (const uint32_t *)(in + F.src + 64) + sw;
   const uint32_t toff = P[W + tile];
   if (toff % 4 || (tile == 0 && toff != 0)) {
-    if (tid == 0) fail(F, NZ_R_FL_OFFSET);
+    if (tid == 0) fail(status, NZ_R_FL_OFFSET);
     return;
   }
+  /* the bits after the last width code are zero padding (checked by the last tile) */
+  if (tid == 0 && tile + 1 == nt && (5 * nb) % 32 && P[W - 1] >> (5 * nb) % 32) fail(status, NZ_R_FL_PAD);
   uint32_t chk = tid == 0 ? nz_chk(toff, sw + W + tile) : 0u;
   const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T;
   /* width-code words whose first bit belongs to this tile's blocks */
@@ -306,7 +323,7 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
     uint32_t excl, agg;
     Scan(scan_ts).ExclusiveSum(w, excl, agg);
     if (running > avail || agg > avail - running) {
-      if (tid == 0) fail(F, NZ_R_FL_SIZE);
+      if (tid == 0) fail(status, NZ_R_FL_SIZE);
       return;
     }
     for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 16) { /* 16 loads in flight per thread */
@@ -326,11 +343,14 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
       }
     }
     __syncthreads();
-    int32_t *dst = sym + (size_t)f * sh.frame_symbols;
-    /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0 */
+    /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0; the lanes
+     * past n of the frame's last block are padding, which must be zero (as the reference) */
     auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
-      if (g0 + warp * 32 + k < tcount && i < n) dst[i] = ncclz_unzigzag(z);
+      if (g0 + warp * 32 + k < tcount) {
+        if (i < n) dst[i] = ncclz_unzigzag(z);
+        else if (z) fail(status, NZ_R_FL_PAD);
+      }
     };
     const FlGroups grp = group_masks(w);
 #pragma unroll 2
@@ -354,19 +374,179 @@ __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint
     running += agg;
     __syncthreads();
   }
-  nz_add_check<FL_THREADS>(chk, &F->check);
+  nz_add_check<FL_THREADS>(chk, check);
   if (tid == 0) {
     if (tile + 1 < nt) {
-      if (P[W + tile + 1] != 4 * running) fail(F, NZ_R_FL_OFFSET);
+      if (P[W + tile + 1] != 4 * running) fail(status, NZ_R_FL_OFFSET);
     } else if (running != avail) {
-      fail(F, NZ_R_FL_SIZE);
+      fail(status, NZ_R_FL_SIZE);
     }
   }
+}
+
+__global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+  nz_pdl_enter();
+  const uint32_t f = blockIdx.y;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_FIXEDLEN) return;
+  fl_decode_tile(sh, in, sym + (size_t)f * sh.frame_symbols, *F, blockIdx.x, &F->status, &F->check);
 }
 
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s) {
   uint32_t tiles = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), sh.p0);
   nz_launch(k_fl_decode, dim3(tiles, sh.n_frames), FL_THREADS, 0, s, sh, d_in, d_sym, fr);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------ one frame in one kernel */
+
+/* A one-kernel call (ncclzCudaBatch.ws_zeroed) does what k_init, the coder's kernel and the
+ * finalize kernel do, in one launch: the frame's state lives in an NzOneState that the call's
+ * last CTA reads (the header) and leaves zero. A small frame's call is then bound by one
+ * kernel's latency rather than a chain of them. Its FIXEDLEN CTAs are two warps (64 blocks):
+ * the coder is SM-bound (ncu), so the frame is spread over as many SMs as it fills (a 1 MiB
+ * frame: 128 CTAs), each warp with a scheduler to itself; they look back over 256 units at a
+ * time (nz_lookback_wait_wide), since they all publish their aggregates at about once. */
+#define ONE_WARPS 2
+
+/* Look-back units of a one-kernel FIXEDLEN encode of CTAs of `warps` warps (the workspace holds
+ * those of ONE_WARPS, the most). */
+static uint32_t one_units(uint64_t frame_symbols, uint32_t warps) {
+  const uint64_t u = ncclz_ceil_div(ncclz_ceil_div(frame_symbols, 32), 32 * warps);
+  return u ? (uint32_t)u : 1u;
+}
+uint32_t nz_one_units(uint64_t frame_symbols) { return one_units(frame_symbols, ONE_WARPS); }
+
+/* Warps of the one-kernel FIXEDLEN encoder's CTAs: ONE_WARPS, or NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
+ * read once) to measure the others. */
+static uint32_t one_warps() {
+  static const uint32_t w = [] {
+    const char *v = getenv("NCCLZ_CUDA_ONE_WARPS");
+    return v && (!strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : (uint32_t)ONE_WARPS;
+  }();
+  return w;
+}
+
+static __device__ inline unsigned long long *one_lookback(NzOneState *st) {
+  return (unsigned long long *)((char *)st + NZ_ONE_LB_OFFSET);
+}
+
+/* The frame's QSGD scales copied into its payload's first words, by every CTA a share; returns
+ * this thread's part of their check. */
+static __device__ inline uint32_t one_copy_side(const float *scales, uint32_t sw, uint32_t *P) {
+  uint32_t chk = 0;
+  if (scales)
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < sw; i += gridDim.x * blockDim.x) {
+      const uint32_t w = ((const uint32_t *)scales)[i];
+      P[i] = w;
+      chk += nz_chk(w, i);
+    }
+  return chk;
+}
+
+/* The last CTA: the header from the state's check and coded size, which it resets (with the
+ * look-back words of nlb units) for the next call. */
+static __device__ void one_finish_encode(const NzShape &sh, uint8_t *out, const NzOneEncode &a, uint32_t nlb) {
+  unsigned long long *lb = one_lookback(a.st);
+  for (uint32_t i = threadIdx.x; i < nlb; i += blockDim.x) lb[i] = 0;
+  if (threadIdx.x == 0) {
+    const uint32_t check = atomicExch(&a.st->check, 0u), coded = atomicExch(&a.st->coded_bytes, 0u);
+    atomicExch(&a.st->done, 0u);
+    const uint32_t n = sh.frame_n(0), side = 4 * sh.side_words(0), payload = side + coded;
+    nz_put_header(out, a.hdr, n, payload, side, 0, 0, a.d_abs_eb, check, a.dtype_size);
+    *a.frame_bytes = 64 + payload;
+  }
+}
+
+template <int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
+                                                              NzOneEncode a) {
+  nz_pdl_enter();
+  __shared__ uint32_t s_pack[32 * WARPS * 32];
+  const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
+  uint32_t *P = (uint32_t *)(out + 64);
+  nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
+  fl_encode_unit<WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
+                            &a.st->coded_bytes);
+  if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
+}
+
+__global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_t *sym, uint8_t *out, NzOneEncode a) {
+  nz_pdl_enter();
+  const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
+  uint32_t *P = (uint32_t *)(out + 64);
+  nz_add_check<256>(one_copy_side(a.scales, sw, P), &a.st->check);
+  nz_raw_copy_chunk((const uint32_t *)sym, P + sw, n, sw, &a.st->check);
+  if (blockIdx.x == 0 && threadIdx.x == 0) a.st->coded_bytes = 4 * n;
+  if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
+}
+
+ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
+                          const NzOneEncode &a, cudaStream_t s) {
+  const uint32_t n = sh.frame_n(0);
+  if (coder == NCCLZ_CODER_RAW) {
+    const uint32_t grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_RAW_CHUNK) : 1u;
+    nz_launch(k_raw_encode_one, grid, 256, 0, s, sh, d_sym, d_out, a);
+  } else {
+    const uint32_t w = one_warps(), grid = one_units(n, w);
+    if (w == 8) nz_launch(k_fl_encode_one<8>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
+    else if (w == 4) nz_launch(k_fl_encode_one<4>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
+    else nz_launch(k_fl_encode_one<ONE_WARPS>, grid, 32 * ONE_WARPS, 0, s, sh, d_sym, d_out, a);
+  }
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+/* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
+ * side data, then decodes its RAW chunk or FIXEDLEN tile; the last writes the status (the
+ * payload check first, as k_finalize_decode) and resets the state. */
+__global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned mask, const uint8_t *in,
+                                                           const uint64_t *offsets, size_t in_stride, size_t in_len,
+                                                           int32_t *sym, float *scales, uint32_t *status_out,
+                                                           NzOneState *st) {
+  nz_pdl_enter();
+  __shared__ NzFrame s_f;
+  if (threadIdx.x == 0) s_f = nz_parse_frame(sh, 0, in, offsets, in_stride, in_len, mask, sh.p0, 0);
+  __syncthreads();
+  const NzFrame &F = s_f;
+  if (!F.status) {
+    const uint32_t sw = F.side_bytes / 4;
+    const uint32_t *src = (const uint32_t *)(in + F.src + 64);
+    uint32_t chk = 0;
+    for (uint32_t i = blockIdx.x * FL_THREADS + threadIdx.x; i < sw; i += gridDim.x * FL_THREADS) {
+      const uint32_t w = src[i];
+      if (scales) ((uint32_t *)scales)[i] = w;
+      chk += nz_chk(w, i);
+    }
+    nz_add_check<FL_THREADS>(chk, &st->check);
+    if (F.coder == NCCLZ_CODER_RAW) {
+      if (F.payload_bytes - F.side_bytes != 4 * F.n) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
+      } else {
+        nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
+      }
+    } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
+      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
+    }
+  }
+  if (!nz_one_last(st) || threadIdx.x) return;
+  const uint32_t check = atomicExch(&st->check, 0u), coder_status = atomicExch(&st->status, 0u);
+  atomicExch(&st->done, 0u);
+  uint32_t status = F.status ? F.status : coder_status;
+  if (F.coder != 0xFF && (check ^ F.payload_bytes) != F.payload_check) status = NZ_CORRUPT(NZ_R_PCHECK);
+  *status_out = status;
+}
+
+ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
+                          size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
+                          NzOneState *st, cudaStream_t s) {
+  const uint32_t n = sh.frame_n(0);
+  const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0), chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
+  uint64_t grid = tiles > chunks ? tiles : chunks;
+  grid = grid ? grid : 1;
+  nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,
+            d_scales, d_status, st);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

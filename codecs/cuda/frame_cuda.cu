@@ -6,13 +6,21 @@
 
 #include "internal.cuh"
 
-#define RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
-
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
 bool nz_pdl_on() {
   static const bool on = [] {
     const char *v = getenv("NCCLZ_CUDA_PDL");
+    return !(v && !strcmp(v, "0"));
+  }();
+  return on;
+}
+
+/* Whether ws_zeroed batches may run as one kernel: on unless NCCLZ_CUDA_ONE=0 (read once; for
+ * measuring the chain through `ncclz codec --device gpu`). */
+static bool one_on() {
+  static const bool on = [] {
+    const char *v = getenv("NCCLZ_CUDA_ONE");
     return !(v && !strcmp(v, "0"));
   }();
   return on;
@@ -81,7 +89,10 @@ static uint32_t lookback_units(const ncclzCudaBatch *b) {
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total) {
   NzLayout L;
   uint32_t nf = ncclzCudaBatchFrames(b);
-  size_t o = 0;
+  /* first, at a fixed size: a one-kernel call's state and look-back words (ws_zeroed), which
+   * no other call writes whatever its shape */
+  L.one = 0;
+  size_t o = align256(NZ_ONE_LB_OFFSET + 8 * (size_t)NZ_ONE_MAX_UNITS);
   L.frames = o;
   o = align256(o + sizeof(NzFrame) * nf);
   L.lookback = o;
@@ -180,18 +191,6 @@ static void launch_init(const NzShape &sh, const float *scales, uint8_t *out, si
                                                      nlb, coders, coder);
 }
 
-/* This block's RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
- * share of the payload check (word i of the payload sits at sw + i). */
-static __device__ void raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw, uint32_t *check) {
-  uint32_t chk = 0;
-  for (uint32_t i = blockIdx.x * RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * RAW_CHUNK; i += 256) {
-    uint32_t w = src[i];
-    dst[i] = w;
-    chk += nz_chk(w, sw + i);
-  }
-  nz_add_check<256>(chk, check);
-}
-
 /* RAW: the symbols as words after the side data, for the RAW frames of the batch; only_fallback:
  * for the frames marked to fall back (k_fallback_mark) instead, the others keep their coder's
  * payload. */
@@ -203,7 +202,7 @@ __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_
   if (only_fallback ? !fr[f].fallback : !sh.takes(fr, f, NCCLZ_CODER_RAW)) return;
   const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
   uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
-  raw_copy_chunk(src, dst, n, sw, &fr[f].check);
+  nz_raw_copy_chunk(src, dst, n, sw, &fr[f].check);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
 }
 
@@ -224,91 +223,29 @@ __global__ void k_fallback_mark(NzShape sh, uint64_t limit, uint64_t last_limit,
   }
 }
 
-/* Writes each frame's header: its coder's template (RAW for frames that fell back) plus the
- * per-frame fields and both checks. */
+/* Writes each frame's header (nz_put_header): its coder's template (RAW for frames that fell
+ * back). */
 __global__ void k_finalize_encode(NzShape sh, NzHeaderTemplates t, const double *d_abs_eb, uint32_t dtype_size,
                                   uint8_t *out, size_t stride, NzFrame *fr, uint32_t *frame_bytes) {
   nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
-  uint8_t *h = out + f * stride;
-  uint8_t b[64];
-  const uint8_t *tb = t.coder[fr[f].coder < NCCLZ_CODER_COUNT ? fr[f].coder : 0].b;
-  for (int i = 0; i < 64; i++) b[i] = tb[i];
-  uint32_t n = sh.frame_n(f), side = 4 * sh.side_words(f), payload = side + fr[f].coded_bytes;
-  ncclz_store_u32(b + 12, n);
-  ncclz_store_u32(b + 16, payload);
-  ncclz_store_u32(b + 20, side);
-  if (b[5] == NCCLZ_CODER_HUFFMAN) {
-    ncclz_store_u32(b + 32, (uint32_t)fr[f].centre);
-    ncclz_store_u32(b + 36, fr[f].radius);
-  }
-  if (d_abs_eb) {
-    unsigned long long v = __double_as_longlong(*d_abs_eb);
-    ncclz_store_u32(b + 40, (uint32_t)v);
-    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
-  }
-  ncclz_store_u32(b + 52, fr[f].check ^ payload);
-  ncclz_store_u32(b + 56, n * dtype_size);
-  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
-  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
+  const NzFrame z = fr[f];
+  const uint32_t side = 4 * sh.side_words(f), payload = side + z.coded_bytes;
+  nz_put_header(out + f * stride, t.coder[z.coder < NCCLZ_CODER_COUNT ? z.coder : 0], sh.frame_n(f), payload, side,
+                z.centre, z.radius, d_abs_eb, z.check, dtype_size);
   frame_bytes[f] = 64 + payload;
 }
 
 /* ------------------------------------------------------------ decode kernels */
 
-/* One thread per frame: the header checks of ncclzFrameHeaderParse, in its order, plus the
- * batch's own (symbol count, coder mask, coder parameter). */
+/* One thread per frame: nz_parse_frame. */
 __global__ void k_parse(NzShape sh, const uint8_t *in, const uint64_t *offsets, size_t in_stride, size_t in_len,
                         unsigned mask, uint32_t p0f, uint32_t p0h, NzFrame *fr) {
   nz_pdl_enter();
   uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
   if (f >= sh.n_frames) return;
-  NzFrame z;
-  memset(&z, 0, sizeof z);
-  uint64_t start = offsets ? offsets[f] : (uint64_t)f * in_stride;
-  uint64_t end = offsets ? (f + 1 < sh.n_frames ? offsets[f + 1] : in_len) : start + in_stride;
-  if (!offsets && in_len && end > in_len) end = in_len;
-  uint64_t avail = end > start ? end - start : 0;
-  z.src = start;
-  z.n = sh.frame_n(f);
-  const uint8_t *h = in + start;
-  uint32_t r = NZ_R_OK;
-  uint8_t b[64];
-  if (avail < 64) r = NZ_R_SHORT;
-  if (!r) {
-    for (int i = 0; i < 64; i += 4) ncclz_store_u32(b + i, *(const uint32_t *)(h + i));
-    uint32_t flags = b[10] | b[11] << 8, n = ncclz_load_u32(b + 12);
-    z.payload_bytes = ncclz_load_u32(b + 16);
-    z.side_bytes = ncclz_load_u32(b + 20);
-    uint32_t bucket = ncclz_load_u32(b + 24);
-    z.p0 = ncclz_load_u32(b + 28);
-    z.centre = (int32_t)ncclz_load_u32(b + 32);
-    z.radius = ncclz_load_u32(b + 36);
-    z.payload_check = ncclz_load_u32(b + 52);
-    z.coder = b[5];
-    uint32_t dsz = b[6] == 1 || b[6] == 2 ? 2 : 4;
-    if (ncclz_load_u32(b) != NCCLZ_FRAME_MAGIC) r = NZ_R_MAGIC;
-    else if (b[4] != NCCLZ_FORMAT_VERSION) r = NZ_R_VERSION;
-    else if (ncclz_load_u32(b + 60) != ncclz_fnv1a(b, 60)) r = NZ_R_HCHECK;
-    else if (b[5] >= NCCLZ_CODER_COUNT || b[6] >= NCCLZ_DTYPE_COUNT || b[7] > 2 || b[8] > 3 || (flags & ~3u)) r = NZ_R_ENUM;
-    else if ((uint64_t)n * dsz != ncclz_load_u32(b + 56)) r = NZ_R_RAWBYTES;
-    else if (z.side_bytes > z.payload_bytes || ((flags & 2) != 0) != (z.side_bytes != 0) ||
-             ((flags & 2) && (bucket == 0 || (uint64_t)z.side_bytes != 4 * ncclz_ceil_div(n, bucket))))
-      r = NZ_R_SIDE;
-    else if (z.payload_bytes > avail - 64) r = NZ_R_PAYLOAD_AVAIL;
-    else if (n != z.n) r = NZ_R_COUNT;
-    else if (!(mask >> z.coder & 1)) r = NZ_R_CODER_MASK;
-    else if ((z.coder == NCCLZ_CODER_RAW && (z.p0 || z.centre || z.radius)) ||
-             (z.coder == NCCLZ_CODER_FIXEDLEN && (z.p0 != p0f || z.centre || z.radius)) ||
-             (z.coder == NCCLZ_CODER_HUFFMAN && z.p0 != p0h))
-      r = NZ_R_PARAM;
-    else if (z.side_bytes && z.side_bytes != 4 * sh.side_words(f))
-      r = NZ_R_SIDE_SIZE;
-  }
-  z.status = r ? NZ_CORRUPT(r) : 0;
-  z.coder = r ? 0xFF : z.coder;
-  fr[f] = z;
+  fr[f] = nz_parse_frame(sh, f, in, offsets, in_stride, in_len, mask, p0f, p0h);
 }
 
 __global__ void k_side_decode(NzShape sh, const uint8_t *in, float *scales, NzFrame *fr) {
@@ -337,7 +274,7 @@ __global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFram
   }
   const uint32_t *src = (const uint32_t *)(in + fr[f].src + 64) + sw;
   uint32_t *dst = (uint32_t *)sym + (size_t)f * sh.frame_symbols;
-  raw_copy_chunk(src, dst, n, sw, &fr[f].check);
+  nz_raw_copy_chunk(src, dst, n, sw, &fr[f].check);
 }
 
 /* The payload check comes before the coder's checks in the reference's order, so it wins. */
@@ -370,6 +307,19 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
   return NCCLZ_OK;
 }
 
+/* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN
+ * of at most NZ_ONE_ENCODE_MAX symbols, without a post-check. Larger frames take the chain: its
+ * 8-warp encoder, launched without PDL, beat the one kernel at 1 and 4 MiB on the H200 (graph
+ * replay of quantize + encode, bench_latency: REL 1 MiB 19.2 against 20.6-23.4 us, whatever the
+ * one kernel's CTA width or PDL), where at 64 and 256 KiB the one kernel saved about 1 us. */
+#define NZ_ONE_ENCODE_MAX 65536u
+static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
+  const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols; /* the frame's symbols */
+  return b->ws_zeroed && one_on() && nf == 1 && n <= NZ_ONE_ENCODE_MAX && nz_one_units(n) <= NZ_ONE_MAX_UNITS &&
+         !b->d_coders && !falls_back(b) &&
+         (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
+}
+
 template <typename T>
 static T *ws_at(void *ws, size_t off) { return (T *)((char *)ws + off); }
 
@@ -387,16 +337,26 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   uint32_t units = lookback_units(b);
   NzLayout L = nz_layout(b, 0, units);
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);
+  NzShape sh = nz_shape(b, 0);
+  if (one_kernel_encode(b, nf)) {
+    NzOneEncode a;
+    a.scales = sh.side_per_frame ? d_scales : nullptr;
+    a.hdr = nz_header_template(b, b->coder);
+    a.d_abs_eb = b->d_abs_eb;
+    a.dtype_size = (uint32_t)ncclzDtypeSize(b->dtype);
+    a.frame_bytes = d_frame_bytes;
+    a.st = ws_at<NzOneState>(d_ws, L.one);
+    return nz_one_encode(sh, b->coder, d_sym, d_out, a, s);
+  }
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
-  NzShape sh = nz_shape(b, 0);
   launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
   NZ_LAUNCHED();
   /* each coder's kernels on its frames: every frame (one coder), or those NzFrame.coder names (a
    * mixed batch: the kernels skip the others' frames; the shape carries each coder's parameter) */
   const bool mixed = b->d_coders != nullptr;
   if (mixed || b->coder == NCCLZ_CODER_RAW) {
-    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 0);
+    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 0);
     NZ_LAUNCHED();
   }
   ncclzCudaBatch cb = *b;
@@ -416,7 +376,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   if (falls_back(b)) {
     nz_launch(k_fallback_mark, (nf + 127) / 128, 128, 0, s, sh, b->fallback_bytes, b->fallback_last_bytes, fr);
     NZ_LAUNCHED();
-    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
+    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
   NzHeaderTemplates t;
@@ -447,6 +407,9 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
   hb.coder = NCCLZ_CODER_HUFFMAN;
   /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
   NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
+  if (bb.ws_zeroed && one_on() && nf == 1 && !(mask & 4u)) /* no look-back: any frame size */
+    return nz_one_decode(shf, mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status,
+                         ws_at<NzOneState>(d_ws, L.one), s);
   nz_launch(k_parse, (nf + 127) / 128, 128, 0, s, sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
   NZ_LAUNCHED();
   if (sh.side_per_frame) {
@@ -455,7 +418,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
     NZ_LAUNCHED();
   }
   if (mask & 1u) {
-    nz_launch(k_raw_decode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, RAW_CHUNK), nf), 256, 0, s, sh, d_in, d_sym, fr);
+    nz_launch(k_raw_decode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_in, d_sym, fr);
     NZ_LAUNCHED();
   }
   if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, d_sym, fr, s)) != NCCLZ_OK) return st;
@@ -477,7 +440,8 @@ const char *ncclzCudaStatusReason(uint32_t status) {
       "raw: size is not 4 n", "fixedlen: size mismatch", "fixedlen: tile offset mismatch",
       "huffman: code table invalid", "huffman: Kraft sum invalid", "huffman: segment offsets invalid",
       "huffman: invalid code", "huffman: segment length mismatch", "huffman: nonzero padding",
-      "side data size differs from the batch", "huffman: escape decodes to a symbol with its own code"};
+      "side data size differs from the batch", "huffman: escape decodes to a symbol with its own code",
+      "fixedlen: nonzero padding"};
   if (status == 0) return "ok";
   uint32_t reason = status >> 8;
   return reason < NZ_R_COUNT_OF ? r[reason] : "unknown failure";

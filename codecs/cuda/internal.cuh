@@ -75,7 +75,7 @@ enum {
   NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,
   NZ_R_PAYLOAD_AVAIL, NZ_R_PCHECK, NZ_R_COUNT, NZ_R_PARAM, NZ_R_CODER_MASK, NZ_R_RAW_SIZE,
   NZ_R_FL_SIZE, NZ_R_FL_OFFSET, NZ_R_HF_TABLE, NZ_R_HF_KRAFT, NZ_R_HF_OFFSETS, NZ_R_HF_CODE,
-  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_HF_ESCAPE, NZ_R_COUNT_OF
+  NZ_R_HF_SEGEND, NZ_R_HF_PAD, NZ_R_SIDE_SIZE, NZ_R_HF_ESCAPE, NZ_R_FL_PAD, NZ_R_COUNT_OF
 };
 #define NZ_CORRUPT(r) ((uint32_t)NCCLZ_ERR_CORRUPT | (uint32_t)(r) << 8)
 
@@ -132,8 +132,20 @@ struct NzHeaderTemplates {
 
 /* Workspace layout: all offsets 256-byte aligned. */
 struct NzLayout {
-  size_t frames, lookback, hist, table, lut, total;
+  size_t frames, lookback, hist, table, lut, one, total;
 };
+
+/* A one-kernel call (ncclzCudaBatch.ws_zeroed): what its CTAs share, zero when the call starts
+ * and zero again once its last CTA is done (that CTA resets it), so that no kernel has to clear
+ * it first. Its look-back words follow it in the workspace (NzLayout.one). */
+struct NzOneState {
+  uint32_t check;       /* payload check of the words written so far */
+  uint32_t done;        /* CTAs finished */
+  uint32_t coded_bytes; /* encode: bytes of coded symbols, from the frame's last unit */
+  uint32_t status;      /* decode: the first coder failure (NZ_CORRUPT) */
+};
+#define NZ_ONE_LB_OFFSET 256 /* bytes from the state to its look-back words */
+#define NZ_ONE_MAX_UNITS 64u /* look-back units of a one-kernel encode: frames up to 128 Ki symbols */
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 
 
@@ -201,6 +213,168 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
     excl += __reduce_add_sync(NZ_FULL, lane <= stop ? (uint32_t)v : 0u);
     if (inc) break;
     base -= 32;
+  }
+  if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
+  return excl;
+}
+
+#define NZ_RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
+
+/* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
+ * share of the payload check (word i of the payload sits at sw + i). 256 threads. */
+static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
+                                                uint32_t *check) {
+  uint32_t chk = 0;
+  for (uint32_t i = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * NZ_RAW_CHUNK; i += 256) {
+    uint32_t w = src[i];
+    dst[i] = w;
+    chk += nz_chk(w, sw + i);
+  }
+  nz_add_check<256>(chk, check);
+}
+
+/* Frame f's header checks of ncclzFrameHeaderParse, in its order, plus the batch's own (symbol
+ * count, coder mask, coder parameter); the frame's state for decoding it. One thread. */
+static __device__ inline NzFrame nz_parse_frame(const NzShape &sh, uint32_t f, const uint8_t *in,
+                                                const uint64_t *offsets, size_t in_stride, size_t in_len,
+                                                unsigned mask, uint32_t p0f, uint32_t p0h) {
+  NzFrame z;
+  memset(&z, 0, sizeof z);
+  uint64_t start = offsets ? offsets[f] : (uint64_t)f * in_stride;
+  uint64_t end = offsets ? (f + 1 < sh.n_frames ? offsets[f + 1] : in_len) : start + in_stride;
+  if (!offsets && in_len && end > in_len) end = in_len;
+  uint64_t avail = end > start ? end - start : 0;
+  z.src = start;
+  z.n = sh.frame_n(f);
+  const uint8_t *h = in + start;
+  uint32_t r = NZ_R_OK;
+  uint8_t b[64];
+  if (avail < 64) r = NZ_R_SHORT;
+  if (!r) {
+    for (int i = 0; i < 64; i += 4) ncclz_store_u32(b + i, *(const uint32_t *)(h + i));
+    uint32_t flags = b[10] | b[11] << 8, n = ncclz_load_u32(b + 12);
+    z.payload_bytes = ncclz_load_u32(b + 16);
+    z.side_bytes = ncclz_load_u32(b + 20);
+    uint32_t bucket = ncclz_load_u32(b + 24);
+    z.p0 = ncclz_load_u32(b + 28);
+    z.centre = (int32_t)ncclz_load_u32(b + 32);
+    z.radius = ncclz_load_u32(b + 36);
+    z.payload_check = ncclz_load_u32(b + 52);
+    z.coder = b[5];
+    uint32_t dsz = b[6] == 1 || b[6] == 2 ? 2 : 4;
+    if (ncclz_load_u32(b) != NCCLZ_FRAME_MAGIC) r = NZ_R_MAGIC;
+    else if (b[4] != NCCLZ_FORMAT_VERSION) r = NZ_R_VERSION;
+    else if (ncclz_load_u32(b + 60) != ncclz_fnv1a(b, 60)) r = NZ_R_HCHECK;
+    else if (b[5] >= NCCLZ_CODER_COUNT || b[6] >= NCCLZ_DTYPE_COUNT || b[7] > 2 || b[8] > 3 || (flags & ~3u)) r = NZ_R_ENUM;
+    else if ((uint64_t)n * dsz != ncclz_load_u32(b + 56)) r = NZ_R_RAWBYTES;
+    else if (z.side_bytes > z.payload_bytes || ((flags & 2) != 0) != (z.side_bytes != 0) ||
+             ((flags & 2) && (bucket == 0 || (uint64_t)z.side_bytes != 4 * ncclz_ceil_div(n, bucket))))
+      r = NZ_R_SIDE;
+    else if (z.payload_bytes > avail - 64) r = NZ_R_PAYLOAD_AVAIL;
+    else if (n != z.n) r = NZ_R_COUNT;
+    else if (!(mask >> z.coder & 1)) r = NZ_R_CODER_MASK;
+    else if ((z.coder == NCCLZ_CODER_RAW && (z.p0 || z.centre || z.radius)) ||
+             (z.coder == NCCLZ_CODER_FIXEDLEN && (z.p0 != p0f || z.centre || z.radius)) ||
+             (z.coder == NCCLZ_CODER_HUFFMAN && z.p0 != p0h))
+      r = NZ_R_PARAM;
+    else if (z.side_bytes && z.side_bytes != 4 * sh.side_words(f))
+      r = NZ_R_SIDE_SIZE;
+  }
+  z.status = r ? NZ_CORRUPT(r) : 0;
+  z.coder = r ? 0xFF : z.coder;
+  return z;
+}
+
+/* A frame's header at h: the template t plus the per-frame fields and both checks (check: the
+ * payload's, before the length is folded in). One thread. */
+static __device__ inline void nz_put_header(uint8_t *h, const NzHeaderTemplate &t, uint32_t n, uint32_t payload,
+                                            uint32_t side, int32_t centre, uint32_t radius, const double *d_abs_eb,
+                                            uint32_t check, uint32_t dtype_size) {
+  uint8_t b[64];
+  for (int i = 0; i < 64; i++) b[i] = t.b[i];
+  ncclz_store_u32(b + 12, n);
+  ncclz_store_u32(b + 16, payload);
+  ncclz_store_u32(b + 20, side);
+  if (b[5] == NCCLZ_CODER_HUFFMAN) {
+    ncclz_store_u32(b + 32, (uint32_t)centre);
+    ncclz_store_u32(b + 36, radius);
+  }
+  if (d_abs_eb) {
+    unsigned long long v = __double_as_longlong(*d_abs_eb);
+    ncclz_store_u32(b + 40, (uint32_t)v);
+    ncclz_store_u32(b + 44, (uint32_t)(v >> 32));
+  }
+  ncclz_store_u32(b + 52, check ^ payload);
+  ncclz_store_u32(b + 56, n * dtype_size);
+  ncclz_store_u32(b + 60, ncclz_fnv1a(b, 60));
+  for (int i = 0; i < 64; i += 4) *(uint32_t *)(h + i) = ncclz_load_u32(b + i);
+}
+
+/* Whether this CTA is the last of the grid to get here (every thread calls it, after its
+ * writes); the last one then sees every other CTA's writes and atomics. */
+static __device__ inline bool nz_one_last(NzOneState *st) {
+  __shared__ uint32_t s_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) s_last = atomicAdd(&st->done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (s_last) __threadfence();
+  return s_last;
+}
+
+/* One-kernel calls (fixedlen_cuda.cu). side: the frame's QSGD scales (NULL without). */
+struct NzOneEncode {
+  const float *scales;
+  NzHeaderTemplate hdr;
+  const double *d_abs_eb;
+  uint32_t dtype_size;
+  uint32_t *frame_bytes;
+  NzOneState *st;
+};
+ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
+                          const NzOneEncode &a, cudaStream_t s);
+uint32_t nz_one_units(uint64_t frame_symbols);
+/* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
+ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
+                          size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
+                          NzOneState *st, cudaStream_t s);
+
+/* nz_lookback_wait over windows of 32 J units: each lane loads its J words of the window at once
+ * (one round trip for 32 J predecessors, where the 32-unit window takes one per 32), then sums
+ * back to the nearest inclusive prefix. For a grid that runs all at once, where every CTA
+ * publishes its aggregate at about the same time and a chain of inclusive prefixes would take a
+ * round trip per 32 units. */
+template <int J>
+static __device__ inline uint32_t nz_lookback_wait_wide(unsigned long long *st, uint32_t unit, uint32_t first,
+                                                        uint32_t agg) {
+  if (unit == first) return 0;
+  const int lane = threadIdx.x & 31;
+  uint32_t excl = 0;
+  for (int64_t base = unit;; base -= 32 * J) {
+    unsigned long long v[J];
+#pragma unroll
+    for (int j = 0; j < J; j++) { /* distance d = 32 j + lane + 1 before base */
+      const int64_t idx = base - 1 - (32 * j + lane);
+      v[j] = idx >= (int64_t)first
+                 ? cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire)
+                 : NZ_LB_INC; /* before the frame: an inclusive zero */
+    }
+#pragma unroll
+    for (int j = 0; j < J; j++) {
+      const int64_t idx = base - 1 - (32 * j + lane);
+      while ((v[j] >> 32) == 0)
+        v[j] = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(st[idx]).load(cuda::memory_order_acquire);
+    }
+    uint32_t nearest = 32 * J; /* the smallest distance - 1 of an inclusive word in the window */
+#pragma unroll
+    for (int j = J - 1; j >= 0; j--)
+      if ((v[j] >> 32) == 2) nearest = 32 * j + lane;
+    nearest = __reduce_min_sync(NZ_FULL, nearest);
+    uint32_t sum = 0;
+#pragma unroll
+    for (int j = 0; j < J; j++) sum += 32u * j + lane <= nearest ? (uint32_t)v[j] : 0u;
+    excl += __reduce_add_sync(NZ_FULL, sum);
+    if (nearest < 32u * J) break;
   }
   if (lane == 0) nz_lb_store(st, unit, NZ_LB_INC | (excl + agg));
   return excl;

@@ -43,6 +43,14 @@ typedef struct {
    * The batch then runs every coder's kernels, each on its own frames, and its slot and workspace
    * sizes are the largest coder's. NULL: `coder` for every frame. */
   const uint32_t *d_coders;
+  /* 1: the workspace (encode's and decode's alike) was zeroed once after it was allocated
+   * (cudaMemset of all of it) and has served only these calls since, one at a time. A batch of
+   * one frame then runs as one kernel, which leaves the words it shares zero again: an encode of
+   * RAW or FIXEDLEN (frames up to 64 Ki symbols) without d_coders or a post-check, a decode whose
+   * coder_mask leaves HUFFMAN out. Those words sit at the workspace's start whatever the batch,
+   * so one workspace may serve batches of any shape. 0: every call clears what it uses first (a
+   * chain of kernels). */
+  int ws_zeroed;
 } ncclzCudaBatch;
 
 /* Frames in the batch: ceil(n_symbols / frame_symbols). */
