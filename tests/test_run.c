@@ -296,11 +296,13 @@ static void validate_best_coder_run(void) {
 /* A compressed point replays the schedule the executor ran: the run's "algorithm", and the ring
  * (the executor's auto without ranks_per_node) when it names none or auto, not the replay's
  * fastest schedule (the tree, on two ranks of a 3 GB/s link); a name it does not know is refused. */
+#ifdef NCCLZ_HAVE_SIM
 static double point_sim_us(const cJSON *j, int i) {
   const cJSON *pt = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "points"), i);
   const cJSON *us = cJSON_GetObjectItemCaseSensitive(pt, "simulated_us");
   return cJSON_IsNumber(us) ? us->valuedouble : -1;
 }
+#endif
 
 static void validate_algorithm_run(void) {
 #ifdef NCCLZ_HAVE_SIM

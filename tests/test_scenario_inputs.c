@@ -39,6 +39,7 @@ static int one_clean_line(const char *want) {
   return at && !strstr(at + 1, want) && !strchr(e, '\n');
 }
 
+#ifdef NCCLZ_HAVE_SIM
 /* A scenario whose sweep.nodes array is `n` values of `value`: the text and its length. */
 static char *nodes_scenario(size_t n, const char *value) {
   size_t vlen = strlen(value), cap = n * (vlen + 1) + 256;
@@ -52,6 +53,7 @@ static char *nodes_scenario(size_t n, const char *value) {
   sprintf(p, "}}");
   return s;
 }
+#endif
 
 static void long_arrays(void) {
 #ifdef NCCLZ_HAVE_SIM
