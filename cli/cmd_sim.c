@@ -260,6 +260,9 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "busbw_GBps", o->r.busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->r.speedup);
   cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(r->algorithm));
+  if (r->choice >= 0) /* auto: the cost model's pair, replayed */
+    cJSON_AddStringToObject(j, "choice_coder", ncclzChoiceCoderName((ncclzChoiceCoder)r->choice));
+  if (r->predicted_us > 0) cJSON_AddNumberToObject(j, "predicted_us", r->predicted_us);
   if (o->r.best_plain.time_us > 0) {
     cJSON_AddNumberToObject(j, "speedup_vs_best_plain", o->r.best_plain.time_us / r->time_us);
     cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(o->r.best_plain.algorithm));
