@@ -23,6 +23,7 @@ typedef struct {
   int net;              /* the transfers cross the NICs (else NVLink) */
   double flows;         /* transfers that share one NIC (or one GPU's NVLink) at once */
   double nv_flows;      /* ring: a concurrent NVLink hop carries this many such transfers (0: none) */
+  double lanes;         /* ring: channels whose chunks one rank's codec streams take in turn (0: 1) */
   int reduce;           /* receives are added before the next step sends them: decode on the path
                            (1: chunk c of a step sends chunk c of the last; HALVES: each chunk
                            received feeds two chunks of the next step, half as large) */
@@ -83,12 +84,14 @@ static void plan_ring(const ncclzChoiceInput *in, double S, uint32_t ch, plan *p
     set_k(rs, 1, 1, 1);
     rs->reduce = 1;
     rs->nv_flows = net ? ch : 0;
+    rs->lanes = ch;
   }
   if (in->coll != NCCLZ_REDUCESCATTER) {
     stage *ag = add_stage(p, steps, b, 1, net, flows);
     set_k(ag, in->coll == NCCLZ_ALLREDUCE ? n : 1, 1, 0);
     ag->forward = 1;
     ag->nv_flows = net ? ch : 0;
+    ag->lanes = ch;
   }
 }
 
@@ -305,8 +308,10 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double w = frame_wire(in, coder, k, raw);
       double t = share_us(l, st->flows, w);
       if (st->nv_flows > 0) t = fmax(t, share_us(nv, st->nv_flows, w));
-      double e = (i == 0 || !st->forward) ? codec_us(prof, in, coder, 0, raw) : 0.0;
-      double d = codec_us(prof, in, coder, 1, raw);
+      /* the channels' transfers run side by side, their codec work on the rank's streams in turn */
+      double lanes = st->lanes > 1 ? st->lanes : 1;
+      double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
+      double d = lanes * codec_us(prof, in, coder, 1, raw);
       step(&ck, C, e, l.alpha_us, t, d, st->reduce);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
@@ -317,7 +322,8 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
 
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
- * chunks through its NIC, decodes both and encodes their sum, one chunk after another; the
+ * chunks through its NIC, decodes both and encodes their sum, one chunk after another (the C
+ * channels' chunks in turn on the rank's codec streams); the
  * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
  * the broadcast coming down (frames forwarded as they are). G = 1 and plain: the closed form
  * 2 (2C + 2 log2 M - 3) tau of docs/simulator.md. */
@@ -332,7 +338,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
-  double period = 2 * (t + l.alpha_us / 2) + 2 * d + e;
+  /* one channel's chunk chain, or the rank's codec streams busy with every channel's chunks */
+  double period = fmax(2 * (t + l.alpha_us / 2) + 2 * d + e, ch * (2 * d + e));
   double fill = fmax(0.0, h - 1.0) * 2 * 2 * tau + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
   return (2 * C - 1) * period + fill;
 }
