@@ -338,8 +338,10 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
-  /* one channel's chunk chain, or the rank's codec streams busy with every channel's chunks */
-  double period = fmax(2 * (t + l.alpha_us / 2) + 2 * d + e, ch * (2 * d + e));
+  /* one channel's chunk: its transfers and its codec work overlap by half; or the rank's codec
+   * streams busy with every channel's chunks */
+  double wire = 2 * (t + l.alpha_us / 2), work = 2 * d + e;
+  double period = fmax(fmax(wire, work) + fmin(wire, work) / 2, ch * work);
   double fill = fmax(0.0, h - 1.0) * 2 * 2 * tau + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
   return (2 * C - 1) * period + fill;
 }
