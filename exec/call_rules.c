@@ -120,7 +120,6 @@ ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size
   in.nvlink_gbps = prof->transport[NCCLZ_HINT_NVLINK].beta_gbps;
   in.nic_alpha_us = prof->transport[cfg->hint].alpha_us;
   in.nic_gbps = prof->transport[cfg->hint].beta_gbps;
-  in.dtype_bytes = dsize;
   in.data_class = cfg->quant.kind == NCCLZ_QUANT_QSGD ? NCCLZ_CLASS_QSGD
                   : cfg->quant.kind == NCCLZ_QUANT_EB ? (cfg->quant.lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB)
                                                      : NCCLZ_CLASS_NONE;
@@ -128,7 +127,7 @@ ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) in.cr[c][0] = cr ? cr[c] : 1.0;
   in.chunk_bytes = cfg->chunk_bytes;
   in.max_chunks = cfg->max_chunks;
-  in.policies = choice_coders(cfg->policy);
+  in.coders = choice_coders(cfg->policy);
   return ncclzChoose(prof, &in, out);
 }
 

@@ -24,14 +24,11 @@ typedef struct {
   double flows;         /* transfers that share one NIC (or one GPU's NVLink) at once */
   double nv_flows;      /* ring: a concurrent NVLink hop carries this many such transfers (0: none) */
   double lanes;         /* ring: channels whose chunks one rank's codec streams take in turn (0: 1) */
-  int reduce;           /* receives are added before the next step sends them: decode on the path
-                           (1: chunk c of a step sends chunk c of the last; HALVES: each chunk
-                           received feeds two chunks of the next step, half as large) */
+  int reduce;           /* receives are added before the next step sends them: decode on the path */
   int forward;          /* after its first step the stage forwards the frames it received */
 } stage;
 
-#define HALVES 2
-#define MAX_STAGES 8
+#define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
 typedef struct {
   stage st[MAX_STAGES];
   int n;
@@ -50,7 +47,6 @@ static int ilog2(long x) {
   while ((1L << (l + 1)) <= x) l++;
   return l;
 }
-
 
 static stage *add_stage(plan *p, double steps, double bytes, double grow, int net, double flows) {
   stage *s = &p->st[p->n++];
@@ -113,12 +109,12 @@ static void plan_rhd_group(const ncclzChoiceInput *in, int n, double unit, int g
     if (nets) {
       stage *h = add_stage(p, nets, S / 2, 0.5, 1, flows);
       set_k(h, wk * (rem ? 2 : 1), 2, 0);
-      h->reduce = HALVES;
+      h->reduce = 1;
     }
     if (lg - nets) {
       stage *h = add_stage(p, lg - nets, S / 2 / (1 << nets), 0.5, 0, 1);
       set_k(h, wk * (rem ? 2 : 1) * (1 << nets), 2, 0);
-      h->reduce = HALVES;
+      h->reduce = 1;
     }
     if (in->coll == NCCLZ_REDUCESCATTER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), wk * n, 1, 0);
   }
@@ -417,6 +413,7 @@ static ncclzStatus check_input(const ncclzChoiceInput *in) {
   if (!(in->nic_gbps > 0) || !(in->nvlink_gbps > 0)) return BAD("nic_gbps, nvlink_gbps", "must be > 0");
   if (!(in->nic_alpha_us >= 0) || !(in->nvlink_alpha_us >= 0)) return BAD("alpha_us", "must be >= 0");
   if (in->cr_ranks > NCCLZ_CHOICE_MAX_K) return BAD("cr_ranks", "must be <= NCCLZ_CHOICE_MAX_K");
+  if (in->data_class < 0 || in->data_class >= NCCLZ_CLASS_COUNT) return BAD("data_class", "unknown");
   return NCCLZ_OK;
 #undef BAD
 }
@@ -429,7 +426,7 @@ ncclzStatus ncclzChoose(const ncclzProfile *prof, const ncclzChoiceInput *in, nc
   for (int a = 0; a < NCCLZ_ALGO_COUNT; a++)
     for (int c = 0; c < NCCLZ_CHOICE_CODERS; c++) {
       int allowed = a != NCCLZ_ALGO_AUTO && (!in->algorithms || (in->algorithms >> a & 1)) &&
-                    (!in->policies || (in->policies >> c & 1));
+                    (!in->coders || (in->coders >> c & 1));
       double t = allowed ? ncclzChoicePairUs(prof, in, (ncclzAlgorithm)a, (ncclzChoiceCoder)c) : NCCLZ_CHOICE_NO_TIME;
       out->pair_us[a][c] = t;
       if (t < out->time_us) { /* ties keep the earlier pair: plain before coders, the ring first */

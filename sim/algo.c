@@ -77,7 +77,6 @@ static void choice_input(const ncclzSimData *data, const ncclzSimPlatform *p, co
   in->nic_alpha_us = p->nic_latency_us;
   in->nic_gbps = p->nic_gbps * p->bandwidth_factor;
   in->nic_flow_gbps = p->nic_flow_gbps * p->bandwidth_factor;
-  in->dtype_bytes = data ? data->dtype_bytes : 4;
   in->data_class = data ? (int)data->data_class : NCCLZ_CLASS_DEFAULT;
   in->cr_ranks = data ? (data->n_ranks < NCCLZ_CHOICE_MAX_K ? data->n_ranks : NCCLZ_CHOICE_MAX_K) : 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++)

@@ -24,7 +24,6 @@ static void uniform(ncclzChoiceInput *in, ncclzCollective coll, int m, int g, do
   in->rails = g;
   in->nvlink_alpha_us = in->nic_alpha_us = 5.0;
   in->nvlink_gbps = in->nic_gbps = 25.0;
-  in->dtype_bytes = 4;
 }
 
 static int ilog2(int x) {
@@ -97,7 +96,7 @@ static void test_refusals(void) {
   in.algorithms = 1u << NCCLZ_ALGO_TREE; /* the tree runs AllReduce only */
   CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_ERR_ARG, "tree for allgather: %s", ncclzLastError());
   in.algorithms = 1u << NCCLZ_ALGO_HIER;
-  in.policies = 1u << NCCLZ_CHOICE_PLAIN;
+  in.coders = 1u << NCCLZ_CHOICE_PLAIN;
   CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_OK && ch.algorithm == NCCLZ_ALGO_HIER && ch.coder == NCCLZ_CHOICE_PLAIN &&
             ch.pair_us[NCCLZ_ALGO_RING][NCCLZ_CHOICE_PLAIN] >= NCCLZ_CHOICE_NO_TIME,
         "masks: %s/%s", ncclzAlgorithmName(ch.algorithm), ncclzChoiceCoderName(ch.coder));

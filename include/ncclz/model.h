@@ -481,15 +481,14 @@ typedef struct {
   double nvlink_alpha_us, nvlink_gbps; /* one intra-node hop, per GPU and direction */
   double nic_alpha_us, nic_gbps;       /* one inter-node hop, per NIC and direction */
   double nic_flow_gbps;         /* the most one transfer gets through a NIC (0: the NIC's) */
-  size_t dtype_bytes;           /* raw bytes per element */
   int data_class;               /* ncclzDataClass: the codec curves */
-  uint32_t cr_ranks;            /* rows of cr, 1..NCCLZ_CHOICE_MAX_K */
+  uint32_t cr_ranks;            /* rows of cr, 0..NCCLZ_CHOICE_MAX_K (0: CR 1, nothing compresses) */
   double cr[NCCLZ_CODER_COUNT][NCCLZ_CHOICE_MAX_K]; /* CR of a frame summing k ranks' codes:
                                    cr[c][k-1] (header included), the last row beyond */
   uint64_t chunk_bytes;         /* raw bytes a chunk (one frame) holds (0: the profile's frame_bytes) */
   uint32_t min_chunks, max_chunks; /* chunks per op (0: 2 compressed, 1 plain; 0: 64) */
   uint32_t algorithms;          /* (1 << ncclzAlgorithm) the choice may take (0: all that run the call) */
-  uint32_t policies;            /* (1 << ncclzChoiceCoder) likewise (0: all) */
+  uint32_t coders;              /* (1 << ncclzChoiceCoder) likewise (0: all four) */
 } ncclzChoiceInput;
 
 /* The choice: the pair with the least predicted time, and every pair's prediction. */
