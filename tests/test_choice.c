@@ -195,7 +195,34 @@ static void test_grid_subset(const ncclzSimScenario *ag, const ncclzSimScenario 
     }
 }
 
+/* A what-if's coders share their plain job: the baseline and the best plain schedule are replayed
+ * once per (platform, collective, size) and copied to the other coders' rows (the same wall time
+ * to the last bit says so). */
+static void test_whatif_shares_plain(void) {
+  static const char json[] =
+      "{\"kind\": \"what-if\", \"data\": {\"profile\": \"calibrate/profiles/data/resnet18-qsgd8.json\"},"
+      "\"platform\": {\"nodes\": 2, \"gpus_per_node\": 4, \"nic_gbps\": 12.5},"
+      "\"sweep\": {\"bytes\": [\"4M\", \"16M\"], \"compress\": [\"auto\", \"fixedlen\", \"huffman\"]}}";
+  ncclzSimScenario sc;
+  if (ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", &prof, &sc) != NCCLZ_OK) {
+    CHECK(0, "what-if: %s", ncclzLastError());
+    return;
+  }
+  ncclzSimPointResult *out = calloc(sc.npoints, sizeof *out);
+  CHECK(out && sc.npoints == 6 && ncclzSimScenarioRun(&prof, &sc, out, NULL, NULL) == NCCLZ_OK, "%s", ncclzLastError());
+  for (size_t i = 0; out && i < sc.npoints; i++) {
+    size_t first = sc.points[i].options.bytes == sc.points[0].options.bytes ? 0 : 3;
+    CHECK(out[i].best_plain.time_us > 0 && out[i].best_plain.wall_s == out[first].best_plain.wall_s &&
+              out[i].best_plain.time_us == out[first].best_plain.time_us && out[i].base_us == out[first].base_us,
+          "point %zu: best plain %.1f us (wall %g s), point %zu's %.1f us (wall %g s)", i, out[i].best_plain.time_us,
+          out[i].best_plain.wall_s, first, out[first].best_plain.time_us, out[first].best_plain.wall_s);
+  }
+  free(out);
+  ncclzSimScenarioFree(&sc);
+}
+
 static void test_replays(void) {
+  test_whatif_shares_plain();
   ncclzSimScenario ag, ar;
   CHECK(ncclzSimScenarioLoad(NCCLZ_TEST_DATA "/../../scenarios/scale-grid-allgather.json", &prof, &ag) == NCCLZ_OK,
         "%s", ncclzLastError());
