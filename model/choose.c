@@ -318,8 +318,8 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
 
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
- * chunks through its NIC, decodes both and encodes their sum, one chunk after another (the C
- * channels' chunks in turn on the rank's codec streams); the
+ * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
+ * rank's codec streams, which take every channel's chunks, are the slower; the
  * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
  * the broadcast coming down (frames forwarded as they are). G = 1 and plain: the closed form
  * 2 (2C + 2 log2 M - 3) tau of docs/simulator.md. */
@@ -334,12 +334,18 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
-  /* one channel's chunk: its transfers and its codec work overlap by half; or the rank's codec
-   * streams busy with every channel's chunks */
+  /* one channel's chunk: its transfers and its codec work overlap by half */
   double wire = 2 * (t + l.alpha_us / 2), work = 2 * d + e;
-  double period = fmax(fmax(wire, work) + fmin(wire, work) / 2, ch * work);
+  double period = fmax(wire, work) + fmin(wire, work) / 2;
+  /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
+   * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
+   * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
+   * the channels whose NIC hop it is, and decodes every channel's frames coming down. */
+  double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
+  double decodes = pol == NCCLZ_CHOICE_REA ? 2 * ch + 2 * own : 4 * ch;
+  double streams = C * fmax(decodes * d, 2 * own * e);
   double fill = fmax(0.0, h - 1.0) * 2 * 2 * tau + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
-  return (2 * C - 1) * period + fill;
+  return fmax((2 * C - 1) * period, streams) + fill;
 }
 
 /* REA on the ring decides once per call, as the executor: the first chunk's frame (one rank's
