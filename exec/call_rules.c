@@ -137,8 +137,11 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
   sp->coll = coll;
   sp->algo = cfg->algorithm;
   if (sp->algo == NCCLZ_ALGO_AUTO) { /* the cost model's pair where the nodes and the profile are known */
+    int g = cfg->ranks_per_node;
     ncclzChoice ch;
-    sp->algo = ncclz_exec_choose(cfg, coll, count, nranks, dsize, NULL, &ch) == NCCLZ_OK ? ch.algorithm : NCCLZ_ALGO_RING;
+    int weigh = count > 0 && cfg->profile && g > 0 && nranks % g == 0 && nranks / g > 1;
+    sp->algo = weigh && ncclz_exec_choose(cfg, coll, count, nranks, dsize, NULL, &ch) == NCCLZ_OK ? ch.algorithm
+                                                                                                : NCCLZ_ALGO_RING;
   }
   sp->nranks = nranks;
   sp->ranks_per_node = cfg->ranks_per_node;
