@@ -52,10 +52,12 @@ static void print_help(void) {
          "                     TREFHT data profile (eb:rel=1e-4,lorenzo=3d), docs/simulator.md\n"
          "  --quant SPEC       quantizer of a raw --data file (eb:rel=1e-4, qsgd:bits=8,bucket=512, ...)\n"
          "  --dims AxBxC       shape of a raw --data file (for Lorenzo)\n"
-         "  --compress MODE    auto (REA, default), raw, fixedlen, huffman\n"
-         "  --algo ALGO        the schedule of the compressed points: auto (default: each point's fastest of\n"
-         "                     those that run it), ring, tree, rhd or hier; plain NCCL is NCCL's own choice\n"
-         "                     of ring or tree (docs/simulator.md)\n\n"
+         "  --compress MODE    auto (default: the cost model's pair of algorithm and coders), raw, fixedlen,\n"
+         "                     huffman\n"
+         "  --algo ALGO        the schedule of the compressed points: auto (default: for compress auto the\n"
+         "                     cost model's (algorithm, coder) pair, for a forced coder its fastest schedule),\n"
+         "                     ring, tree, rhd or hier (compress auto: REA's coders on it); plain NCCL is\n"
+         "                     NCCL's own choice of ring or tree (docs/simulator.md)\n\n"
          "A scenario (docs/scenarios.md), one row per point:\n"
          "  --scenario FILE    the what-if scenario\n"
          "  --measured FILE    JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
@@ -260,6 +262,9 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "busbw_GBps", o->r.busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", o->r.speedup);
   cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(r->algorithm));
+  if (r->choice >= 0) /* auto: the cost model's pair, replayed */
+    cJSON_AddStringToObject(j, "choice_coder", ncclzChoiceCoderName((ncclzChoiceCoder)r->choice));
+  if (r->predicted_us > 0) cJSON_AddNumberToObject(j, "predicted_us", r->predicted_us);
   if (o->r.best_plain.time_us > 0) {
     cJSON_AddNumberToObject(j, "speedup_vs_best_plain", o->r.best_plain.time_us / r->time_us);
     cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(o->r.best_plain.algorithm));

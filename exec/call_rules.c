@@ -92,16 +92,56 @@ uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t 
   return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
 }
 
+/* The coders a config's policy leaves the choice (auto: all four). */
+static uint32_t choice_coders(ncclzCoderPolicy p) {
+  switch (p) {
+  case NCCLZ_POLICY_FIXEDLEN: return 1u << NCCLZ_CHOICE_FIXEDLEN;
+  case NCCLZ_POLICY_HUFFMAN: return 1u << NCCLZ_CHOICE_HUFFMAN;
+  case NCCLZ_POLICY_AUTO: return (1u << NCCLZ_CHOICE_CODERS) - 1;
+  default: return 1u << NCCLZ_CHOICE_PLAIN; /* off, and RAW frames: the plain bytes' schedule */
+  }
+}
+
+ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize,
+                              const double *cr, ncclzChoice *out) {
+  int g = cfg->ranks_per_node, nodes = g > 0 && nranks % g == 0 ? nranks / g : 1;
+  const ncclzProfile *prof = cfg->profile;
+  if (!prof || nodes < 2) return ncclzSetError(NCCLZ_ERR_ARG, "auto algorithm: needs a profile and several nodes");
+  ncclzChoiceInput in;
+  memset(&in, 0, sizeof in);
+  in.coll = coll;
+  size_t elems = coll == NCCLZ_ALLGATHER ? ncclzCollOutCount(coll, count, nranks) : ncclzCollInCount(coll, count, nranks);
+  in.bytes = (uint64_t)elems * dsize; /* nccl-tests' size */
+  in.nodes = nodes;
+  in.gpus_per_node = g;
+  in.rails = g; /* the profile's transport is what one rank's transfers get */
+  in.channels = cfg->channels ? cfg->channels : 1;
+  in.nvlink_alpha_us = prof->transport[NCCLZ_HINT_NVLINK].alpha_us;
+  in.nvlink_gbps = prof->transport[NCCLZ_HINT_NVLINK].beta_gbps;
+  in.nic_alpha_us = prof->transport[cfg->hint].alpha_us;
+  in.nic_gbps = prof->transport[cfg->hint].beta_gbps;
+  in.data_class = cfg->quant.kind == NCCLZ_QUANT_QSGD ? NCCLZ_CLASS_QSGD
+                  : cfg->quant.kind == NCCLZ_QUANT_EB ? (cfg->quant.lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB)
+                                                     : NCCLZ_CLASS_NONE;
+  in.cr_ranks = 1;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) in.cr[c][0] = cr ? cr[c] : 1.0;
+  in.chunk_bytes = cfg->chunk_bytes;
+  in.max_chunks = cfg->max_chunks;
+  in.coders = choice_coders(cfg->policy);
+  return ncclzChoose(prof, &in, out);
+}
+
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp) {
   memset(sp, 0, sizeof *sp);
   sp->coll = coll;
   sp->algo = cfg->algorithm;
-  if (sp->algo == NCCLZ_ALGO_AUTO) { /* NCCL's own choice where the nodes and the profile's link are known */
-    int g = cfg->ranks_per_node, nodes = g > 0 && nranks % g == 0 ? nranks / g : 1;
-    double bw = cfg->profile ? cfg->profile->transport[cfg->hint].beta_gbps : 0.0;
-    uint64_t bytes = (uint64_t)ncclzCollInCount(coll, count, nranks) * dsize;
-    sp->algo = nodes > 1 && bw > 0 ? ncclzTunerChoose(coll, nodes, g, bw, bytes) : NCCLZ_ALGO_RING;
+  if (sp->algo == NCCLZ_ALGO_AUTO) { /* the cost model's pair where the nodes and the profile are known */
+    int g = cfg->ranks_per_node;
+    ncclzChoice ch;
+    int weigh = count > 0 && cfg->profile && g > 0 && nranks % g == 0 && nranks / g > 1;
+    sp->algo = weigh && ncclz_exec_choose(cfg, coll, count, nranks, dsize, NULL, &ch) == NCCLZ_OK ? ch.algorithm
+                                                                                                : NCCLZ_ALGO_RING;
   }
   sp->nranks = nranks;
   sp->ranks_per_node = cfg->ranks_per_node;

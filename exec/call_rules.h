@@ -26,9 +26,17 @@ size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t o
 /* Chunks per block: blocks cut into chunks of the config's chunk_bytes, 1..max_chunks. */
 uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize);
 
-/* The schedule of a call: the config's algorithm (AUTO: NCCL's tuner's choice of ring or tree
- * when ranks_per_node splits the ranks into nodes and the profile gives the hint's link, else the
- * ring), node size and channels, and chunks so that the largest op's chunks hold chunk_bytes. */
+/* The cost model's (algorithm, coder) pair for a call (model/: ncclzChoose, the simulator's auto
+ * too): nodes of ranks_per_node ranks, the profile's NVLink link inside a node and the hint's
+ * between nodes (what one rank's transfers get), the coders the config's policy allows, the
+ * data's CR per coder for one rank's codes (cr[NCCLZ_CODER_COUNT]; NULL: 1, nothing compresses).
+ * NCCLZ_ERR_ARG without a profile or on one node. */
+ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize,
+                              const double *cr, ncclzChoice *out);
+
+/* The schedule of a call: the config's algorithm (AUTO: the algorithm of ncclz_exec_choose's pair
+ * when ranks_per_node splits the ranks into nodes and the config has a profile, else the ring),
+ * node size and channels, and chunks so that the largest op's chunks hold chunk_bytes. */
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp);
 

@@ -1,9 +1,12 @@
 /* Which schedule a point runs when options.algorithm is auto: plain NCCL (compress off) runs
  * what NCCL's own tuner picks (schedule/tuner.c), ring or tree, with the platform's ring
- * bandwidth; its time is then our replay of that schedule, not NCCL's formula. */
+ * bandwidth; its time is then our replay of that schedule, not NCCL's formula. With compress
+ * auto the cost model of model/ (ncclzChoose) picks the (algorithm, coder) pair, as the
+ * executor's auto does; a forced coder keeps the fastest replayed schedule (the oracle). */
 #include "sim_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The bandwidth NCCL's ring channels reach (GB/s): the node's NICs between nodes, NVLink inside. */
 static double ring_busbw(const ncclzSimPlatform *p) {
@@ -56,5 +59,97 @@ ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, 
     }
   }
   res->wall_s = wall;
+  return NCCLZ_OK;
+}
+
+/* The platform, data and chunking of a point as the cost model takes them. */
+static void choice_input(const ncclzSimData *data, const ncclzSimPlatform *p, const ncclzSimOptions *o,
+                         ncclzChoiceInput *in) {
+  memset(in, 0, sizeof *in);
+  in->coll = o->coll;
+  in->bytes = o->bytes;
+  in->nodes = p->nodes;
+  in->gpus_per_node = p->gpus_per_node;
+  in->rails = p->rails;
+  in->channels = o->channels;
+  in->nvlink_alpha_us = p->nvlink_latency_us;
+  in->nvlink_gbps = p->nvlink_gbps * p->bandwidth_factor;
+  in->nic_alpha_us = p->nic_latency_us;
+  in->nic_gbps = p->nic_gbps * p->bandwidth_factor;
+  in->nic_flow_gbps = p->nic_flow_gbps * p->bandwidth_factor;
+  in->data_class = data ? (int)data->data_class : NCCLZ_CLASS_DEFAULT;
+  in->cr_ranks = data ? (data->n_ranks < NCCLZ_CHOICE_MAX_K ? data->n_ranks : NCCLZ_CHOICE_MAX_K) : 0;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++)
+    for (uint32_t k = 0; k < in->cr_ranks; k++) in->cr[c][k] = data->cr[c][k];
+  in->chunk_bytes = o->chunk_bytes;
+  in->min_chunks = o->min_chunks;
+  in->max_chunks = o->max_chunks;
+}
+
+/* The algorithms whose replay runs this point: the schedule serves it, and the replay fits (a
+ * full replay within full_max_ranks; trees over 64 nodes extrapolate). */
+static uint32_t replayable(const ncclzSimPlatform *p, const ncclzSimOptions *opt) {
+  uint32_t mask = 0;
+  int n = p->nodes * p->gpus_per_node, cap = opt->full_max_ranks ? opt->full_max_ranks : 4096;
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
+    ncclzSimOptions o = *opt;
+    ncclzScheduleSpec sp;
+    char why[200];
+    o.algorithm = (ncclzAlgorithm)a;
+    sim_spec(p, &o, 1, &sp);
+    if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+    int tree_x = a == NCCLZ_ALGO_TREE && p->nodes > 64 && p->placement == NCCLZ_PLACE_CONTIGUOUS &&
+                 p->topology == NCCLZ_TOPO_NONBLOCKING;
+    if (!tree_x && n > cap && ncclzSimChooseFidelity(p, &o, why, sizeof why) == NCCLZ_FID_FULL) continue;
+    mask |= 1u << a;
+  }
+  return mask;
+}
+
+ncclzStatus ncclzSimChoose(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *opt, ncclzChoice *out) {
+  ncclzChoiceInput in;
+  choice_input(data, p, opt, &in);
+  in.algorithms = opt->algorithm == NCCLZ_ALGO_AUTO ? replayable(p, opt) : 1u << opt->algorithm;
+  if (!in.algorithms) return ncclzSetError(NCCLZ_ERR_ARG, "options.algorithm: no schedule's replay runs this point");
+  return ncclzChoose(prof, &in, out);
+}
+
+/* The model's coder for a replay's compress mode (-1: none, forced RAW frames). */
+static int choice_coder_of(ncclzSimCompress c) {
+  switch (c) {
+  case NCCLZ_SIM_OFF: return NCCLZ_CHOICE_PLAIN;
+  case NCCLZ_SIM_FIXEDLEN: return NCCLZ_CHOICE_FIXEDLEN;
+  case NCCLZ_SIM_HUFFMAN: return NCCLZ_CHOICE_HUFFMAN;
+  case NCCLZ_SIM_AUTO: return NCCLZ_CHOICE_REA;
+  default: return -1;
+  }
+}
+
+static const ncclzSimCompress compress_of_choice[NCCLZ_CHOICE_CODERS] = {NCCLZ_SIM_OFF, NCCLZ_SIM_FIXEDLEN,
+                                                                          NCCLZ_SIM_HUFFMAN, NCCLZ_SIM_AUTO};
+
+double sim_predicted_us(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *o, ncclzAlgorithm a) {
+  int c = choice_coder_of(o->compress);
+  if (c < 0 || (c != NCCLZ_CHOICE_PLAIN && !prof)) return 0.0;
+  ncclzChoiceInput in;
+  choice_input(data, p, o, &in);
+  double t = ncclzChoicePairUs(prof, &in, a, (ncclzChoiceCoder)c);
+  return t < NCCLZ_CHOICE_NO_TIME ? t : 0.0;
+}
+
+ncclzStatus sim_run_choice(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *opt, ncclzSimResult *res) {
+  ncclzChoice ch;
+  ncclzStatus st = ncclzSimChoose(prof, data, p, opt, &ch);
+  if (st != NCCLZ_OK) return st;
+  ncclzSimOptions o = *opt;
+  o.algorithm = ch.algorithm;
+  o.compress = compress_of_choice[ch.coder];
+  st = ncclzSimRun(prof, data, p, &o, res);
+  if (st != NCCLZ_OK) return st;
+  res->predicted_us = ch.time_us;
+  res->choice = (int)ch.coder;
   return NCCLZ_OK;
 }

@@ -445,10 +445,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   return NCCLZ_OK;
 }
 
-ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                        const ncclzSimOptions *opt, ncclzSimResult *res) {
-  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress != NCCLZ_SIM_OFF) /* the fastest schedule */
-    return ncclzSimRunBest(prof, data, p, opt, res);
+static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                    const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
   ncclzAlgorithm algo;
   uint32_t channels;
@@ -476,5 +474,18 @@ ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, cons
   snprintf(res->why, sizeof res->why,
            "reduced: symmetric ring, %d actors stand for %d ranks (the steady state of %d- and %d-rank rings, "
            "extrapolated)", b.actors, n, SIM_RING_SHORT, SIM_RING_LONG);
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *opt, ncclzSimResult *res) {
+  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress == NCCLZ_SIM_AUTO && prof && data) /* the model's pair */
+    return sim_run_choice(prof, data, p, opt, res);
+  ncclzStatus st = opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress != NCCLZ_SIM_OFF
+                       ? ncclzSimRunBest(prof, data, p, opt, res) /* a forced coder's fastest schedule */
+                       : sim_run_schedule(prof, data, p, opt, res);
+  if (st != NCCLZ_OK) return st;
+  res->choice = -1;
+  res->predicted_us = sim_predicted_us(prof, data, p, opt, res->algorithm);
   return NCCLZ_OK;
 }

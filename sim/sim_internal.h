@@ -94,5 +94,11 @@ void sim_resolve(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgor
 void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchunks, ncclzScheduleSpec *sp);
 /* options.algorithm AUTO: the schedule to replay (algo.c). */
 ncclzAlgorithm sim_auto_algorithm(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+/* options.algorithm and compress AUTO: replays the cost model's pair (algo.c). */
+ncclzStatus sim_run_choice(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *opt, ncclzSimResult *res);
+/* The cost model's time of the pair a replay of these options on algorithm a runs (0: none). */
+double sim_predicted_us(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *o, ncclzAlgorithm a);
 
 #endif

@@ -7,14 +7,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when two points' plain replays are the same job: collective, size, platform and every option a
+ * plain replay reads (the coder and the compressed schedule aside). */
+static int same_plain_job(const ncclzSimPoint *a, const ncclzSimPoint *b) {
+  const ncclzSimOptions *x = &a->options, *y = &b->options;
+  return x->coll == y->coll && x->bytes == y->bytes && x->root == y->root && x->fidelity == y->fidelity &&
+         x->chunk_bytes == y->chunk_bytes && x->min_chunks == y->min_chunks && x->max_chunks == y->max_chunks &&
+         x->banks == y->banks && x->comm_lanes == y->comm_lanes && x->size_protocol == y->size_protocol &&
+         x->hint == y->hint && x->full_max_ranks == y->full_max_ranks && x->channels == y->channels &&
+         x->every_step == y->every_step && x->max_replay_s == y->max_replay_s && x->max_replay_mib == y->max_replay_mib &&
+         !memcmp(&a->platform, &b->platform, sizeof a->platform);
+}
+
+/* An earlier compressed point of the same plain job (its baseline and best plain schedule are this
+ * one's), or -1: a what-if's coders share them instead of replaying them once each. */
+static long compressed_twin(const ncclzSimScenario *s, size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (s->points[j].options.compress != NCCLZ_SIM_OFF && same_plain_job(&s->points[j], &s->points[i])) return (long)j;
+  return -1;
+}
+
 /* Plain-NCCL time of point i: an earlier "off" point of the same collective, platform and size,
- * else a fresh replay. */
+ * or an earlier compressed point's baseline of the same plain job, else a fresh replay. */
 static ncclzStatus baseline(const ncclzProfile *prof, const ncclzSimScenario *s, const ncclzSimPointResult *done,
                             size_t i, double *us) {
   const ncclzSimPoint *p = &s->points[i];
-  long twin = ncclzSimScenarioPlainTwin(s, i);
-  if (twin >= 0) {
-    *us = done[twin].r.time_us;
+  long twin = ncclzSimScenarioPlainTwin(s, i), ctwin = compressed_twin(s, i);
+  if (twin >= 0 || ctwin >= 0) {
+    *us = twin >= 0 ? done[twin].r.time_us : done[ctwin].base_us;
     return NCCLZ_OK;
   }
   ncclzSimOptions o = p->options;
@@ -41,6 +61,11 @@ ncclzStatus ncclzSimScenarioRunPoint(const ncclzProfile *prof, const ncclzSimSce
   o->base_busbw = ncclzSimBusBw(p->options.coll, nr, p->options.bytes, o->base_us);
   o->wire_cr = o->r.wire_bytes > 0 ? o->r.raw_bytes / o->r.wire_bytes : 1.0;
   if (p->options.compress == NCCLZ_SIM_OFF) return NCCLZ_OK;
+  long twin = compressed_twin(s, i); /* once per plain job, not once per coder */
+  if (twin >= 0) {
+    o->best_plain = out[twin].best_plain;
+    return NCCLZ_OK;
+  }
   ncclzSimOptions plain = p->options;
   plain.compress = NCCLZ_SIM_OFF;
   plain.algorithm = NCCLZ_ALGO_AUTO;

@@ -1,6 +1,7 @@
 /* ncclz model: REA (runtime entropy arbitration), its calibration profile and the break-even surface.
  *
- * This is the one public header of the model layer; it depends only on ncclz/codecs.h.
+ * This is the one public header of the model layer; it depends only on ncclz/codecs.h and
+ * ncclz/schedule.h (the collectives and algorithms; schedule/ depends on nothing).
  *
  * REA picks the coder of each frame by the cost model
  *
@@ -19,6 +20,7 @@
 #define NCCLZ_MODEL_H
 
 #include "ncclz/codecs.h"
+#include "ncclz/schedule.h" /* the collectives and algorithms the choice below weighs */
 
 #ifdef __cplusplus
 extern "C" {
@@ -452,6 +454,61 @@ size_t ncclzSurfaceSizes(const ncclzSurfaceGrid *g, uint64_t *vals, size_t cap);
  * frames of cfg's profile frame_bytes (or fewer), alpha and lambdas come from cfg->hint. */
 void ncclzSurfacePointEval(const ncclzProfile *prof, const ncclzReaConfig *cfg, const ncclzSurfaceData *d,
                            double bandwidth_gbps, uint64_t bytes, ncclzSurfacePoint *pt);
+
+
+/* ------------------------------------------------------ algorithm choice */
+
+/* How the frames of a call are coded: plain NCCL (no frames, no codec), every frame FIXEDLEN or
+ * HUFFMAN, or REA's arbitration per frame (NVLink hops raw). */
+typedef enum {
+  NCCLZ_CHOICE_PLAIN = 0,
+  NCCLZ_CHOICE_FIXEDLEN = 1,
+  NCCLZ_CHOICE_HUFFMAN = 2,
+  NCCLZ_CHOICE_REA = 3,
+  NCCLZ_CHOICE_CODERS = 4
+} ncclzChoiceCoder;
+const char *ncclzChoiceCoderName(ncclzChoiceCoder c); /* "plain", "fixedlen", "huffman", "rea" */
+
+/* A call as the cost model sees it: the collective, the machine's two link classes and the data's
+ * compression ratio per coder and ranks summed. Plain data, no pointers. */
+#define NCCLZ_CHOICE_MAX_K 64
+typedef struct {
+  ncclzCollective coll;
+  uint64_t bytes;               /* nccl-tests' size (AllReduce's buffer, AllGather's output, ...) */
+  int nodes, gpus_per_node;     /* N = nodes x gpus_per_node ranks, contiguous */
+  int rails;                    /* NICs per node; GPU g uses NIC g % rails */
+  uint32_t channels;            /* ring and tree channels (0: the rails) */
+  double nvlink_alpha_us, nvlink_gbps; /* one intra-node hop, per GPU and direction */
+  double nic_alpha_us, nic_gbps;       /* one inter-node hop, per NIC and direction */
+  double nic_flow_gbps;         /* the most one transfer gets through a NIC (0: the NIC's) */
+  int data_class;               /* ncclzDataClass: the codec curves */
+  uint32_t cr_ranks;            /* rows of cr, 0..NCCLZ_CHOICE_MAX_K (0: CR 1, nothing compresses) */
+  double cr[NCCLZ_CODER_COUNT][NCCLZ_CHOICE_MAX_K]; /* CR of a frame summing k ranks' codes:
+                                   cr[c][k-1] (header included), the last row beyond */
+  uint64_t chunk_bytes;         /* raw bytes a chunk (one frame) holds (0: the profile's frame_bytes) */
+  uint32_t min_chunks, max_chunks; /* chunks per op (0: 2 compressed, 1 plain; 0: 64) */
+  uint32_t algorithms;          /* (1 << ncclzAlgorithm) the choice may take (0: all that run the call) */
+  uint32_t coders;              /* (1 << ncclzChoiceCoder) likewise (0: all four) */
+} ncclzChoiceInput;
+
+/* The choice: the pair with the least predicted time, and every pair's prediction. */
+typedef struct {
+  ncclzAlgorithm algorithm;
+  ncclzChoiceCoder coder;
+  double time_us;
+  double pair_us[NCCLZ_ALGO_COUNT][NCCLZ_CHOICE_CODERS]; /* NCCLZ_CHOICE_NO_TIME where the pair is not weighed */
+} ncclzChoice;
+#define NCCLZ_CHOICE_NO_TIME 1e300
+
+/* Predicted time (us) of one (algorithm, policy) pair: the algorithm's steps (docs/simulator.md,
+ * "Algorithm choice") on their links, each step's chunks a pipeline of encode, transfer and
+ * decode (the profile's codec curves, REA's decision functions for the REA policy), plus the
+ * interface of a compressed call. NCCLZ_CHOICE_NO_TIME when the algorithm does not run the call. */
+double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
+                         ncclzChoiceCoder policy);
+/* Every allowed pair's prediction and the least. NCCLZ_ERR_ARG (one line) when the input is out of
+ * range or no allowed pair runs the call. */
+ncclzStatus ncclzChoose(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoice *out);
 
 #ifdef __cplusplus
 }

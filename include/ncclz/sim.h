@@ -152,8 +152,10 @@ typedef struct {
                                  executor, run with that profile, plans with); 0: with the
                                  replayed hop's link (an REA tuned for the simulated network) */
   ncclzAlgorithm algorithm;   /* the schedule (schedule.h): RING, TREE, RHD, HIER; AUTO (0): plain
-                                 NCCL's choice when compress is off (ncclzSimNcclAlgorithm), else
-                                 the fastest schedule that runs the point (ncclzSimRunBest) */
+                                 NCCL's choice when compress is off (ncclzSimNcclAlgorithm); with
+                                 compress auto the cost model's (algorithm, coder) pair
+                                 (ncclzSimChoose); with a forced coder the fastest schedule for it
+                                 (ncclzSimRunBest) */
   uint32_t channels;          /* ring channels (0: the platform's rails) */
   int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
@@ -180,6 +182,10 @@ typedef struct {
   double raw_bytes;                     /* raw bytes those frames stand for */
   double wall_s;                        /* host time the replay took */
   char why[160];                        /* why this fidelity */
+  double predicted_us;                  /* the cost model's time of the pair replayed (model/, docs/simulator.md
+                                           "Algorithm choice"; 0 where it has none: forced RAW frames) */
+  int choice;                           /* auto with compression: the ncclzChoiceCoder the model chose for the
+                                           algorithm above (then replayed); -1 otherwise */
 } ncclzSimResult;
 
 /* Replays one collective. prof and data may be NULL when opt->compress is OFF. The replay runs in
@@ -198,11 +204,17 @@ ncclzAlgorithm ncclzSimNcclAlgorithm(const ncclzSimPlatform *plat, ncclzCollecti
 double ncclzSimNcclTimeUs(const ncclzSimPlatform *plat, ncclzCollective coll, uint64_t bytes, ncclzAlgorithm a);
 
 /* Replays the point with every algorithm that runs it and returns the fastest (res->algorithm
- * says which): the replay's own choice of schedule, for options.algorithm auto with compression
- * and for the best plain schedule of ours; under compress auto, the plain schedules too (auto may
- * leave a call uncompressed). */
+ * says which): an oracle over schedules, for a forced coder under options.algorithm auto and for
+ * the best plain schedule of ours; under compress auto, the plain schedules too (auto may leave a
+ * call uncompressed). ncclzSimRun's auto with compression takes the cost model's pair instead. */
 ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
                             const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* The cost model's (algorithm, coder) pair for a point (model/: ncclzChoose) over the algorithms
+ * this replay can run there, with every pair's predicted time: what options.algorithm auto with
+ * compress auto replays. */
+ncclzStatus ncclzSimChoose(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
+                           const ncclzSimOptions *opt, ncclzChoice *out);
 
 /* nccl-tests' algbw and busbw (GB/s) of `bytes` in time_us on n ranks. */
 double ncclzSimAlgBw(uint64_t bytes, double time_us);

@@ -1,0 +1,448 @@
+/* The (algorithm, coder policy) cost model of a call (docs/simulator.md, "Algorithm choice"):
+ * each algorithm is a list of stages of like steps (docs/simulator.md's closed forms, step by
+ * step), each step a pipeline of its chunks through encode, transfer and decode, with the
+ * profile's codec curves and, for REA, REA's own decision functions (rea_decide.h). The
+ * simulator's auto and the executor's auto both take their (algorithm, coder) pair here. */
+#include "rea_decide.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const coder_names[NCCLZ_CHOICE_CODERS] = {"plain", "fixedlen", "huffman", "rea"};
+
+const char *ncclzChoiceCoderName(ncclzChoiceCoder c) {
+  return (unsigned)c < NCCLZ_CHOICE_CODERS ? coder_names[c] : "?";
+}
+
+/* Steps of one shape in a row: one transfer per rank and step, of `bytes` raw bytes in the first
+ * step and `grow` times the step before after it. */
+typedef struct {
+  double steps;
+  double bytes, grow;
+  double k, kmul, kadd; /* ranks the first step's frames sum; the next step's: k * kmul + kadd */
+  int net;              /* the transfers cross the NICs (else NVLink) */
+  double flows;         /* transfers that share one NIC (or one GPU's NVLink) at once */
+  double nv_flows;      /* ring: a concurrent NVLink hop carries this many such transfers (0: none) */
+  double lanes;         /* ring: channels whose chunks one rank's codec streams take in turn (0: 1) */
+  int reduce;           /* receives are added before the next step sends them: decode on the path */
+  int forward;          /* after its first step the stage forwards the frames it received */
+} stage;
+
+#define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
+typedef struct {
+  stage st[MAX_STAGES];
+  int n;
+  double chunk_range; /* the range one op moves, in bytes, which sets the chunks (as the replay's size_job) */
+} plan;
+
+/* The link a stage's transfers take. */
+typedef struct {
+  double alpha_us;
+  double gbps;      /* what `flows` transfers share */
+  double flow_gbps; /* the most one transfer gets (0: no cap) */
+} link_t;
+
+static int ilog2(long x) {
+  int l = 0;
+  while ((1L << (l + 1)) <= x) l++;
+  return l;
+}
+
+static stage *add_stage(plan *p, double steps, double bytes, double grow, int net, double flows) {
+  stage *s = &p->st[p->n++];
+  memset(s, 0, sizeof *s);
+  s->steps = steps;
+  s->bytes = bytes;
+  s->grow = grow;
+  s->k = 1;
+  s->kmul = 1;
+  s->net = net;
+  s->flows = flows;
+  return s;
+}
+
+static void set_k(stage *s, double k, double kmul, double kadd) {
+  s->k = k;
+  s->kmul = kmul;
+  s->kadd = kadd;
+}
+
+/* The ring over C channels: every step, each channel moves one chunk range of S/(N C) over each
+ * hop; the inter-node hop of channel q leaves from a GPU on rail q % R (C/R channels a NIC). */
+static void plan_ring(const ncclzChoiceInput *in, double S, uint32_t ch, plan *p) {
+  int n = in->nodes * in->gpus_per_node;
+  double b = S / n / ch, steps = n - 1.0;
+  int net = in->nodes > 1;
+  double flows = net ? ceil((double)ch / in->rails) : ch;
+  p->chunk_range = b;
+  if (in->coll != NCCLZ_ALLGATHER) {
+    stage *rs = add_stage(p, steps, b, 1, net, flows);
+    set_k(rs, 1, 1, 1);
+    rs->reduce = 1;
+    rs->nv_flows = net ? ch : 0;
+    rs->lanes = ch;
+  }
+  if (in->coll != NCCLZ_REDUCESCATTER) {
+    stage *ag = add_stage(p, steps, b, 1, net, flows);
+    set_k(ag, in->coll == NCCLZ_ALLREDUCE ? n : 1, 1, 0);
+    ag->forward = 1;
+    ag->nv_flows = net ? ch : 0;
+    ag->lanes = ch;
+  }
+}
+
+/* Halving-doubling among n members, unit = one member's block, g members a node (1: every
+ * partner across nodes, as hier's rails); wk: ranks one member's data already sums. Partners at
+ * distance below g are on the node. */
+static void plan_rhd_group(const ncclzChoiceInput *in, int n, double unit, int g, double wk, double flows, plan *p) {
+  int pof2 = 1 << ilog2(n), rem = n - pof2, lg = ilog2(pof2);
+  int fold_net = g <= 1;
+  double S = unit * n;
+  int nets = 0; /* halving steps that cross nodes: the farthest partners first */
+  for (int mask = pof2 / 2; mask > 0; mask /= 2) nets += mask >= g;
+  if (in->coll != NCCLZ_ALLGATHER) {
+    if (rem) {
+      stage *f = add_stage(p, 1, S, 1, fold_net, fold_net ? flows : 1);
+      set_k(f, wk, 1, 0);
+      f->reduce = 1;
+    }
+    if (nets) {
+      stage *h = add_stage(p, nets, S / 2, 0.5, 1, flows);
+      set_k(h, wk * (rem ? 2 : 1), 2, 0);
+      h->reduce = 1;
+    }
+    if (lg - nets) {
+      stage *h = add_stage(p, lg - nets, S / 2 / (1 << nets), 0.5, 0, 1);
+      set_k(h, wk * (rem ? 2 : 1) * (1 << nets), 2, 0);
+      h->reduce = 1;
+    }
+    if (in->coll == NCCLZ_REDUCESCATTER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), wk * n, 1, 0);
+  }
+  if (in->coll != NCCLZ_REDUCESCATTER) {
+    double k = in->coll == NCCLZ_ALLREDUCE ? wk * n : wk;
+    if (in->coll == NCCLZ_ALLGATHER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
+    double first = S / pof2;
+    if (lg - nets) set_k(add_stage(p, lg - nets, first, 2, 0, 1), k, 1, 0);
+    if (nets) set_k(add_stage(p, nets, first * (1 << (lg - nets)), 2, 1, flows), k, 1, 0);
+    if (rem) set_k(add_stage(p, 1, S, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
+  }
+}
+
+/* Flat halving-doubling over all ranks: the steps at distance >= G cross nodes, every GPU of a
+ * node at once (G/R transfers a NIC). */
+static void plan_rhd(const ncclzChoiceInput *in, double S, plan *p) {
+  int n = in->nodes * in->gpus_per_node, g = in->gpus_per_node;
+  p->chunk_range = S / 2;
+  plan_rhd_group(in, n, S / n, in->nodes > 1 ? g : n, 1, ceil((double)g / in->rails), p);
+}
+
+/* Two levels: a ring inside the node over parts of S/G (NVLink), halving-doubling of the part
+ * among the nodes of one rail (every GPU of a node at once: G/R transfers a NIC), a ring inside
+ * the node again; ReduceScatter and AllGather trade one stage for the exchange of a block with
+ * its owner (S/N, across nodes). */
+static void plan_hier(const ncclzChoiceInput *in, double S, plan *p) {
+  int g = in->gpus_per_node, m = in->nodes, n = m * g;
+  double part = S / g, flows = ceil((double)g / in->rails);
+  p->chunk_range = part;
+  if (in->coll == NCCLZ_ALLGATHER) set_k(add_stage(p, 1, S / n, 1, 1, flows), 1, 1, 0);
+  else {
+    stage *rs = add_stage(p, g - 1, part, 1, 0, 1);
+    set_k(rs, 1, 1, 1);
+    rs->reduce = 1;
+  }
+  plan_rhd_group(in, m, S / n, 1, in->coll == NCCLZ_ALLGATHER ? 1 : g, flows, p);
+  if (in->coll == NCCLZ_REDUCESCATTER) set_k(add_stage(p, 1, S / n, 1, 1, flows), n, 1, 0);
+  else {
+    stage *ag = add_stage(p, g - 1, part, 1, 0, 1);
+    set_k(ag, in->coll == NCCLZ_ALLGATHER ? 1 : n, 1, 0);
+    ag->forward = 1;
+  }
+}
+
+/* ------------------------------------------------------------------ frames */
+
+static double cr_of(const ncclzChoiceInput *in, int coder, double k) {
+  if (coder == NCCLZ_CODER_RAW || in->cr_ranks == 0) return 1.0;
+  uint32_t i = k <= 1 ? 0 : (uint32_t)fmin(k - 1, (double)(in->cr_ranks - 1));
+  double cr = in->cr[coder][i];
+  return cr > 0 ? cr : 1.0;
+}
+
+/* Wire bytes of a frame of raw bytes summing k ranks (RAW: raw + the header; a coder: raw / CR, at
+ * least the header); plain NCCL sends the raw bytes. */
+static double frame_wire(const ncclzChoiceInput *in, int coder, double k, double raw) {
+  if (coder < 0) return raw;
+  if (coder == NCCLZ_CODER_RAW) return raw + NCCLZ_FRAME_HEADER_BYTES;
+  double b = raw / cr_of(in, coder, k);
+  return b < NCCLZ_FRAME_HEADER_BYTES ? NCCLZ_FRAME_HEADER_BYTES : b;
+}
+
+static double codec_us(const ncclzProfile *prof, const ncclzChoiceInput *in, int coder, int decode, double raw) {
+  if (coder <= NCCLZ_CODER_RAW) return 0.0;
+  const ncclzCodecCurves *cv = ncclz_rea_curves(prof, coder, in->data_class);
+  return ncclz_rea_curve_us(decode ? &cv->decode : &cv->encode, raw);
+}
+
+/* REA's coder for a frame of raw bytes summing k ranks on a NIC hop, as the replay's and the
+ * executor's arbitration take it: candidates from the CR, the profile's rules, the hop's link. */
+static int rea_frame(const ncclzProfile *prof, const ncclzChoiceInput *in, int net, double k, double raw,
+                     double pipeline, ncclzReaDecision *dec) {
+  ncclzReaConfig cfg;
+  ncclzTransportHint hint = net ? NCCLZ_HINT_NET : NCCLZ_HINT_NVLINK;
+  ncclzReaConfigFromProfile(prof, hint, (ncclzDataClass)in->data_class, &cfg);
+  ncclzReaCandidates cand;
+  memset(&cand, 0, sizeof cand);
+  memset(dec, 0, sizeof *dec);
+  cand.frame_raw_bytes = raw;
+  cand.nframes = 1.0;
+  cand.pipeline_frames = pipeline;
+  cand.raw_frame_bytes = (uint64_t)frame_wire(in, NCCLZ_CODER_RAW, k, raw);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
+    cand.pred_frame_bytes[c] = (uint64_t)ceil(frame_wire(in, c, k, raw));
+    cand.pred_valid[c] = 1;
+  }
+  const ncclzReaRules rules = ncclz_rea_rules(&cfg, cand.raw_frame_bytes);
+  if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
+  ncclzReaLink link; /* what one transfer of the hop gets */
+  link.hint = hint;
+  link.alpha_us = net ? in->nic_alpha_us : in->nvlink_alpha_us;
+  link.beta_gbps = !net ? in->nvlink_gbps
+                   : in->nic_flow_gbps > 0 && in->nic_flow_gbps < in->nic_gbps ? in->nic_flow_gbps : in->nic_gbps;
+  ncclz_rea_arbitrate(prof, link, in->data_class, &rules, &cand, dec);
+  return dec->coder;
+}
+
+/* ------------------------------------------------------------------ timing */
+
+/* A call's chunks per op: the range one op moves cut into chunks of chunk_bytes, min..max. */
+static double chunks_of(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, int plain) {
+  double chunk = in->chunk_bytes ? (double)in->chunk_bytes
+                 : prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  double lo = in->min_chunks ? in->min_chunks : plain ? 1 : 2, hi = in->max_chunks ? in->max_chunks : 64;
+  double c = ceil(range / chunk);
+  return c < lo ? lo : c > hi ? hi : c;
+}
+
+static link_t link_of(const ncclzChoiceInput *in, int net) {
+  link_t l;
+  l.alpha_us = net ? in->nic_alpha_us : in->nvlink_alpha_us;
+  l.gbps = net ? in->nic_gbps : in->nvlink_gbps;
+  l.flow_gbps = net && in->nic_flow_gbps > 0 ? in->nic_flow_gbps : 0;
+  return l;
+}
+
+/* Time (us) of `bytes` for each of `flows` transfers sharing a link. */
+static double share_us(link_t l, double flows, double bytes) {
+  double t = flows * bytes / (l.gbps * 1e3);
+  return l.flow_gbps > 0 ? fmax(t, bytes / (l.flow_gbps * 1e3)) : t;
+}
+
+/* The running total of a call: the steps so far, when the decode stream is free (decodes that
+ * no send waits for run there behind the transfers), and the last step's pipeline (its drain). */
+typedef struct {
+  double sum, dec_free;
+  double fill, period, chunks;
+} clock_t_;
+
+/* One step of c chunks: encode e, transfer t (+ alpha a), decode d per chunk; two staging banks
+ * overlap the transfers in pairs (one latency per pair), and the encode stream and the link take
+ * the chunks one after another. When the next step sends the sum (reduce), a received chunk's
+ * decode starts once the rank posts the receive two chunks later (a staging bank frees), or, for
+ * a step's last two chunks, when the next step's send needs it: those two cost e + d each. */
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce) {
+  double wire = t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
+  if (reduce) {
+    double lazy = c < 2 ? c : 2;
+    period = fmax(fmax(e, d), wire);
+    busy = (c - lazy) * period + lazy * fmax(e + d, wire);
+  } else {
+    period = fmax(e, wire);
+    busy = c * period;
+  }
+  double start = ck->sum;
+  ck->sum += fmax(fill, busy);
+  ck->dec_free = reduce ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
+  ck->fill = fill;
+  ck->period = period;
+  ck->chunks = c;
+}
+
+static double clock_end(const clock_t_ *ck) {
+  return fmax(ck->sum + fmin(ck->fill - ck->period, (ck->chunks - 1) * ck->period), ck->dec_free);
+}
+
+/* The coder a policy gives a step's frames (-1: plain, no frames). */
+static int step_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int net, double k,
+                      double raw, double pipeline) {
+  ncclzReaDecision dec;
+  switch (pol) {
+  case NCCLZ_CHOICE_FIXEDLEN: return NCCLZ_CODER_FIXEDLEN;
+  case NCCLZ_CHOICE_HUFFMAN: return NCCLZ_CODER_HUFFMAN;
+  case NCCLZ_CHOICE_REA: return net ? rea_frame(prof, in, 1, k, raw, pipeline, &dec) : NCCLZ_CODER_RAW;
+  default: return -1;
+  }
+}
+
+/* The plan's steps under a policy; call_coder >= 0 codes every frame with it (REA's call-level
+ * decision on the ring). */
+static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, const plan *p, ncclzChoiceCoder pol,
+                      int call_coder) {
+  int plain = pol == NCCLZ_CHOICE_PLAIN;
+  double C = plain ? 1 : chunks_of(prof, in, p->chunk_range, 0);
+  clock_t_ ck;
+  memset(&ck, 0, sizeof ck);
+  for (int s = 0; s < p->n; s++) {
+    const stage *st = &p->st[s];
+    link_t l = link_of(in, st->net), nv = link_of(in, 0);
+    double bytes = st->bytes, k = st->k;
+    int coder = -1;
+    long n = (long)st->steps;
+    for (long i = 0; i < n; i++) {
+      double raw = bytes / C;
+      if (i == 0 || !st->forward)
+        coder = call_coder >= 0 ? call_coder : step_coder(prof, in, pol, st->net, k, raw, C);
+      double w = frame_wire(in, coder, k, raw);
+      double t = share_us(l, st->flows, w);
+      if (st->nv_flows > 0) t = fmax(t, share_us(nv, st->nv_flows, w));
+      /* the channels' transfers run side by side, their codec work on the rank's streams in turn */
+      double lanes = st->lanes > 1 ? st->lanes : 1;
+      double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
+      double d = lanes * codec_us(prof, in, coder, 1, raw);
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce);
+      bytes *= st->grow;
+      k = k * st->kmul + st->kadd;
+    }
+  }
+  return clock_end(&ck);
+}
+
+/* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
+ * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
+ * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
+ * rank's codec streams, which take every channel's chunks, are the slower; the
+ * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
+ * the broadcast coming down (frames forwarded as they are). G = 1 and plain: the closed form
+ * 2 (2C + 2 log2 M - 3) tau of docs/simulator.md. */
+static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, double ch, ncclzChoiceCoder pol) {
+  int plain = pol == NCCLZ_CHOICE_PLAIN, g = in->gpus_per_node, h = in->nodes > 1 ? ilog2(in->nodes) : 0;
+  double range = (double)in->bytes / 2 / ch, C = chunks_of(prof, in, range, plain), raw = range / C;
+  double k = (double)in->nodes * g;
+  int cn = step_coder(prof, in, pol, 1, k, raw, 1.0);
+  int cv = pol == NCCLZ_CHOICE_REA ? NCCLZ_CODER_RAW : step_coder(prof, in, pol, 0, k, raw, 1.0);
+  link_t l = link_of(in, 1), nv = link_of(in, 0);
+  double t = share_us(l, ceil(ch / in->rails), frame_wire(in, cn, k, raw)), tau = l.alpha_us + t;
+  double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
+  double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
+  double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
+  /* one channel's chunk: its transfers and its codec work overlap by half */
+  double wire = 2 * (t + l.alpha_us / 2), work = 2 * d + e;
+  double period = fmax(wire, work) + fmin(wire, work) / 2;
+  /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
+   * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
+   * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
+   * the channels whose NIC hop it is, and decodes every channel's frames coming down. */
+  double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
+  double decodes = pol == NCCLZ_CHOICE_REA ? 2 * ch + 2 * own : 4 * ch;
+  double streams = C * fmax(decodes * d, 2 * own * e);
+  double fill = fmax(0.0, h - 1.0) * 2 * 2 * tau + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
+  return fmax((2 * C - 1) * period, streams) + fill;
+}
+
+/* REA on the ring decides once per call, as the executor: the first chunk's frame (one rank's
+ * codes) on the communicator's link, then whether the call's frames pay for its interface
+ * (ncclzReaCallWorthIt; the host's time per unit is handed back, as the replay does under the
+ * piggy-backed headers). -1: the call runs as plain NCCL. */
+static int ring_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, const plan *p, double C, double ch) {
+  int net = in->nodes > 1;
+  ncclzTransportHint hint = net ? NCCLZ_HINT_NET : NCCLZ_HINT_NVLINK;
+  double raw = p->chunk_range / C, steps = 0;
+  for (int s = 0; s < p->n; s++) steps += p->st[s].steps;
+  ncclzReaDecision dec;
+  int c = rea_frame(prof, in, net, 1, raw, C, &dec);
+  if (c == NCCLZ_CODER_RAW) return -1;
+  dec.time_us[NCCLZ_CODER_RAW] += ncclzProfileUnitUs(prof, hint);
+  ncclzReaCall call = {(double)in->bytes, steps * C * ch, raw, in->data_class, C};
+  return ncclzReaCallWorthIt(prof, hint, &dec, (ncclzCoder)c, &call) ? c : -1;
+}
+
+static uint32_t channels_of(const ncclzChoiceInput *in) { return in->channels ? in->channels : (uint32_t)in->rails; }
+
+static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
+  ncclzScheduleSpec sp;
+  char why[160];
+  memset(&sp, 0, sizeof sp);
+  sp.coll = in->coll;
+  sp.algo = a;
+  sp.nranks = in->nodes * in->gpus_per_node;
+  sp.ranks_per_node = in->gpus_per_node;
+  sp.nchunks = 1;
+  sp.nchannels = channels_of(in);
+  sp.hier_inter = NCCLZ_ALGO_RHD;
+  return a > NCCLZ_ALGO_AUTO && a < NCCLZ_ALGO_COUNT && ncclzScheduleCheck(&sp, why, sizeof why) == 0 &&
+         (in->coll == NCCLZ_ALLREDUCE || in->coll == NCCLZ_ALLGATHER || in->coll == NCCLZ_REDUCESCATTER);
+}
+
+double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
+                         ncclzChoiceCoder pol) {
+  if ((unsigned)pol >= NCCLZ_CHOICE_CODERS || (pol != NCCLZ_CHOICE_PLAIN && !prof) || !runs(in, algo))
+    return NCCLZ_CHOICE_NO_TIME;
+  double S = (double)in->bytes, ch = channels_of(in), t;
+  int net = in->nodes > 1;
+  if (in->nodes * in->gpus_per_node == 1) return 0.0;
+  if (algo == NCCLZ_ALGO_TREE) {
+    t = tree_us(prof, in, ch, pol);
+  } else {
+    plan p;
+    memset(&p, 0, sizeof p);
+    if (algo == NCCLZ_ALGO_RING) plan_ring(in, S, (uint32_t)ch, &p);
+    else if (algo == NCCLZ_ALGO_RHD) plan_rhd(in, S, &p);
+    else plan_hier(in, S, &p);
+    int call = -1;
+    if (pol == NCCLZ_CHOICE_REA && algo == NCCLZ_ALGO_RING) {
+      call = ring_call_coder(prof, in, &p, chunks_of(prof, in, p.chunk_range, 0), ch);
+      if (call < 0) return plan_us(prof, in, &p, NCCLZ_CHOICE_PLAIN, -1);
+    }
+    t = plan_us(prof, in, &p, pol, call);
+  }
+  if (pol != NCCLZ_CHOICE_PLAIN) /* a compressed call quantizes, agrees and dequantizes outside */
+    t += ncclzProfileInterfaceUs(prof, net ? NCCLZ_HINT_NET : NCCLZ_HINT_NVLINK, S);
+  return t;
+}
+
+static ncclzStatus check_input(const ncclzChoiceInput *in) {
+#define BAD(field, what) ncclzSetError(NCCLZ_ERR_ARG, "choice input %s: %s", field, what)
+  if (!in) return BAD("", "NULL");
+  if ((unsigned)in->coll >= NCCLZ_COLL_COUNT) return BAD("coll", "unknown");
+  if (in->bytes == 0) return BAD("bytes", "must be > 0");
+  if (in->nodes < 1 || in->gpus_per_node < 1) return BAD("nodes, gpus_per_node", "must be >= 1");
+  if (in->rails < 1 || in->rails > in->gpus_per_node) return BAD("rails", "must be in 1..gpus_per_node");
+  if (!(in->nic_gbps > 0) || !(in->nvlink_gbps > 0)) return BAD("nic_gbps, nvlink_gbps", "must be > 0");
+  if (!(in->nic_alpha_us >= 0) || !(in->nvlink_alpha_us >= 0)) return BAD("alpha_us", "must be >= 0");
+  if (in->cr_ranks > NCCLZ_CHOICE_MAX_K) return BAD("cr_ranks", "must be <= NCCLZ_CHOICE_MAX_K");
+  if (in->data_class < 0 || in->data_class >= NCCLZ_CLASS_COUNT) return BAD("data_class", "unknown");
+  return NCCLZ_OK;
+#undef BAD
+}
+
+ncclzStatus ncclzChoose(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoice *out) {
+  ncclzStatus st = check_input(in);
+  if (st != NCCLZ_OK) return st;
+  memset(out, 0, sizeof *out);
+  out->time_us = NCCLZ_CHOICE_NO_TIME;
+  for (int a = 0; a < NCCLZ_ALGO_COUNT; a++)
+    for (int c = 0; c < NCCLZ_CHOICE_CODERS; c++) {
+      int allowed = a != NCCLZ_ALGO_AUTO && (!in->algorithms || (in->algorithms >> a & 1)) &&
+                    (!in->coders || (in->coders >> c & 1));
+      double t = allowed ? ncclzChoicePairUs(prof, in, (ncclzAlgorithm)a, (ncclzChoiceCoder)c) : NCCLZ_CHOICE_NO_TIME;
+      out->pair_us[a][c] = t;
+      if (t < out->time_us) { /* ties keep the earlier pair: plain before coders, the ring first */
+        out->time_us = t;
+        out->algorithm = (ncclzAlgorithm)a;
+        out->coder = (ncclzChoiceCoder)c;
+      }
+    }
+  if (out->time_us >= NCCLZ_CHOICE_NO_TIME)
+    return ncclzSetError(NCCLZ_ERR_ARG, "no allowed (algorithm, coder) pair runs %s on %d x %d ranks",
+                         ncclzCollectiveName(in->coll), in->nodes, in->gpus_per_node);
+  return NCCLZ_OK;
+}

@@ -1,0 +1,248 @@
+/* The (algorithm, coder) cost model (model/choose.c): its plain times against the closed forms of
+ * docs/simulator.md on a uniform platform, its refusals, the executor's auto taking its pair, and
+ * (with SimGrid) the replay running the model's pair and the pair landing within 5% of the best
+ * forced one on points of the scale grid. */
+#include "testutil.h"
+#include "ncclz/model.h"
+#include "../exec/call_rules.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ncclzProfile prof;
+
+static double rel(double a, double b) { return fabs(a - b) / b; }
+
+/* M nodes of G GPUs where every hop is alike: G rails, NVLink as fast and as far as a NIC. */
+static void uniform(ncclzChoiceInput *in, ncclzCollective coll, int m, int g, double bytes) {
+  memset(in, 0, sizeof *in);
+  in->coll = coll;
+  in->bytes = (uint64_t)bytes;
+  in->nodes = m;
+  in->gpus_per_node = g;
+  in->rails = g;
+  in->nvlink_alpha_us = in->nic_alpha_us = 5.0;
+  in->nvlink_gbps = in->nic_gbps = 25.0;
+}
+
+static int ilog2(int x) {
+  int l = 0;
+  while ((1 << (l + 1)) <= x) l++;
+  return l;
+}
+
+/* docs/simulator.md's closed forms (alpha a, bandwidth B in bytes/us, S bytes, N = M G ranks). */
+static double rhd_form(ncclzCollective c, int n, double a, double B, double S) {
+  int p = 1 << ilog2(n);
+  double half = ilog2(p) * a + (p - 1.0) / p * S / B;
+  if (c == NCCLZ_ALLREDUCE) return 2 * half + (n > p ? 2 * (a + S / B) : 0);
+  return half + (n > p ? 2 * a + S / B + S / n / B : 0); /* the fold moves S one way, a block the other */
+}
+
+static double closed_form(ncclzAlgorithm al, ncclzCollective c, int m, int g, double a, double B, double S) {
+  int n = m * g, ar = c == NCCLZ_ALLREDUCE;
+  if (al == NCCLZ_ALGO_RING) return (ar ? 2 : 1) * (n - 1) * (a + S / n / B);
+  if (al == NCCLZ_ALGO_RHD) return rhd_form(c, n, a, B, S);
+  /* hier: rings of S/G inside the node around halving-doubling of S/G between nodes */
+  double inner = (g - 1) * (a + S / g / B);
+  return ar ? 2 * inner + rhd_form(c, m, a, B, S / g) : inner + rhd_form(c, m, a, B, S / g) + a + S / n / B;
+}
+
+static void test_closed_forms(void) {
+  const int shapes[][2] = {{2, 1}, {3, 1}, {6, 1}, {2, 8}, {4, 2}, {5, 4}, {16, 8}, {1024, 8}};
+  const ncclzCollective colls[] = {NCCLZ_ALLREDUCE, NCCLZ_REDUCESCATTER, NCCLZ_ALLGATHER};
+  const ncclzAlgorithm algos[] = {NCCLZ_ALGO_RING, NCCLZ_ALGO_RHD, NCCLZ_ALGO_HIER};
+  int checked = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t c = 0; c < 3; c++)
+      for (size_t a = 0; a < 3; a++) {
+        int m = shapes[s][0], g = shapes[s][1];
+        if (algos[a] == NCCLZ_ALGO_HIER && g < 2) continue;
+        if (algos[a] != NCCLZ_ALGO_RING && colls[c] != NCCLZ_ALLREDUCE && (m * g) & (m * g - 1)) continue;
+        ncclzChoiceInput in;
+        uniform(&in, colls[c], m, g, 256.0 * (1 << 20));
+        double t = ncclzChoicePairUs(&prof, &in, algos[a], NCCLZ_CHOICE_PLAIN);
+        double f = closed_form(algos[a], colls[c], m, g, 5.0, 25e3, (double)in.bytes);
+        CHECK(rel(t, f) < 1e-9, "%s %s on %d x %d: model %.3f us, closed form %.3f", ncclzAlgorithmName(algos[a]),
+              ncclzCollectiveName(colls[c]), m, g, t, f);
+        checked++;
+      }
+  /* the tree, G = 1, no latency: 2 (2C + 2 log2 M - 3) tau, tau = S / (2C) / B, C chunks of 4 MiB */
+  for (int m = 4; m <= 64; m *= 2) {
+    ncclzChoiceInput in;
+    uniform(&in, NCCLZ_ALLREDUCE, m, 1, 64.0 * (1 << 20));
+    in.nic_alpha_us = in.nvlink_alpha_us = 0;
+    double C = 8, tau = (double)in.bytes / (2 * C) / 25e3;
+    double t = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN);
+    double f = 2 * (2 * C + 2 * ilog2(m) - 3) * tau;
+    CHECK(rel(t, f) < 1e-9, "tree on %d nodes: model %.3f us, closed form %.3f", m, t, f);
+    checked++;
+  }
+  printf("plain closed forms: %d (algorithm, collective, shape) cases equal\n", checked);
+}
+
+static void test_refusals(void) {
+  ncclzChoiceInput in;
+  ncclzChoice ch;
+  uniform(&in, NCCLZ_ALLREDUCE, 4, 8, 1 << 20);
+  in.rails = 0;
+  CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "rails"), "%s", ncclzLastError());
+  uniform(&in, NCCLZ_ALLTOALL, 4, 8, 1 << 20);
+  CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_ERR_ARG &&
+            !strcmp(ncclzLastError(), "no allowed (algorithm, coder) pair runs alltoall on 4 x 8 ranks"),
+        "%s", ncclzLastError());
+  uniform(&in, NCCLZ_ALLGATHER, 4, 8, 1 << 20);
+  in.algorithms = 1u << NCCLZ_ALGO_TREE; /* the tree runs AllReduce only */
+  CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_ERR_ARG, "tree for allgather: %s", ncclzLastError());
+  in.algorithms = 1u << NCCLZ_ALGO_HIER;
+  in.coders = 1u << NCCLZ_CHOICE_PLAIN;
+  CHECK(ncclzChoose(&prof, &in, &ch) == NCCLZ_OK && ch.algorithm == NCCLZ_ALGO_HIER && ch.coder == NCCLZ_CHOICE_PLAIN &&
+            ch.pair_us[NCCLZ_ALGO_RING][NCCLZ_CHOICE_PLAIN] >= NCCLZ_CHOICE_NO_TIME,
+        "masks: %s/%s", ncclzAlgorithmName(ch.algorithm), ncclzChoiceCoderName(ch.coder));
+}
+
+/* The executor's auto schedule is the algorithm of the model's pair for its config. */
+static void test_executor_auto(void) {
+  ncclzConfig cfg;
+  ncclzConfigDefault(&cfg);
+  cfg.profile = &prof;
+  cfg.policy = NCCLZ_POLICY_AUTO;
+  cfg.ranks_per_node = 8;
+  for (size_t count = 1u << 10; count <= (1u << 28); count <<= 6) {
+    ncclzChoice ch;
+    ncclzScheduleSpec sp;
+    CHECK(ncclz_exec_choose(&cfg, NCCLZ_ALLREDUCE, count, 64, 4, NULL, &ch) == NCCLZ_OK, "%s", ncclzLastError());
+    ncclz_exec_spec(&cfg, NCCLZ_ALLREDUCE, count, 64, 0, 4, &sp);
+    CHECK(sp.algo == ch.algorithm && sp.algo != NCCLZ_ALGO_AUTO, "count %zu: spec %s, model %s", count,
+          ncclzAlgorithmName(sp.algo), ncclzAlgorithmName(ch.algorithm));
+  }
+  cfg.ranks_per_node = 0; /* one node: the ring */
+  ncclzScheduleSpec sp;
+  ncclz_exec_spec(&cfg, NCCLZ_ALLREDUCE, 1u << 20, 8, 0, 4, &sp);
+  CHECK(sp.algo == NCCLZ_ALGO_RING, "one node: %s", ncclzAlgorithmName(sp.algo));
+}
+
+#ifdef NCCLZ_HAVE_SIM
+#include "ncclz/sim.h"
+
+/* The replay of auto runs the model's pair, and reports the model's time beside its own. */
+static void test_replay_runs_choice(const ncclzSimScenario *sc) {
+  for (size_t i = 0; i < sc->npoints; i++) {
+    const ncclzSimPoint *pt = &sc->points[i];
+    if (pt->options.compress != NCCLZ_SIM_AUTO || pt->platform.nodes != 8) continue;
+    ncclzSimOptions o = pt->options;
+    o.algorithm = NCCLZ_ALGO_AUTO;
+    ncclzChoice ch;
+    ncclzSimResult r;
+    CHECK(ncclzSimChoose(&prof, &sc->data, &pt->platform, &o, &ch) == NCCLZ_OK, "%s", ncclzLastError());
+    CHECK(ncclzSimRun(&prof, &sc->data, &pt->platform, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
+    uint64_t frames = 0;
+    for (int c = 0; c < NCCLZ_CODER_COUNT; c++) frames += r.frames[c];
+    int coders_ok = ch.coder == NCCLZ_CHOICE_PLAIN     ? frames == 0
+                    : ch.coder == NCCLZ_CHOICE_FIXEDLEN ? r.frames[NCCLZ_CODER_FIXEDLEN] == frames && frames > 0
+                    : ch.coder == NCCLZ_CHOICE_HUFFMAN  ? r.frames[NCCLZ_CODER_HUFFMAN] == frames && frames > 0
+                                                        : frames > 0;
+    CHECK(r.algorithm == ch.algorithm && r.choice == (int)ch.coder && r.predicted_us == ch.time_us && coders_ok,
+          "point %zu: replayed %s/%d (%llu frames), model %s/%s", i, ncclzAlgorithmName(r.algorithm), r.choice,
+          (unsigned long long)frames, ncclzAlgorithmName(ch.algorithm), ncclzChoiceCoderName(ch.coder));
+  }
+}
+
+/* The fastest forced pair: each forced coder's fastest schedule, and the fastest plain one. */
+static double best_forced_us(const ncclzSimScenario *sc, const ncclzSimPoint *pt, char *name, size_t cap) {
+  const ncclzSimCompress forced[] = {NCCLZ_SIM_OFF, NCCLZ_SIM_RAW, NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_HUFFMAN};
+  double best = INFINITY;
+  for (size_t k = 0; k < 4; k++) {
+    ncclzSimOptions o = pt->options;
+    ncclzSimResult r;
+    o.compress = forced[k];
+    o.algorithm = NCCLZ_ALGO_AUTO;
+    if (ncclzSimRunBest(&prof, &sc->data, &pt->platform, &o, &r) == NCCLZ_OK && r.time_us < best) {
+      best = r.time_us;
+      snprintf(name, cap, "%s/%s", ncclzSimCompressName(forced[k]), ncclzAlgorithmName(r.algorithm));
+    }
+  }
+  return best;
+}
+
+/* Points of the scale grid where REA's coders lost to forced FIXEDLEN on the same schedule by
+ * 5-13% before the model chose: the model's pair, replayed, is within 5% of the best forced pair. */
+static void test_grid_subset(const ncclzSimScenario *ag, const ncclzSimScenario *ar) {
+  const struct {
+    const ncclzSimScenario *sc;
+    int nodes;
+    double nic;
+    uint64_t bytes;
+  } pts[] = {{ag, 8, 3.125, 4u << 20}, {ag, 1024, 50, 64u << 20}, {ag, 64, 12.5, 64u << 20}, {ar, 64, 12.5, 64u << 20}};
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++)
+    for (size_t j = 0; j < pts[i].sc->npoints; j++) {
+      const ncclzSimPoint *pt = &pts[i].sc->points[j];
+      if (pt->options.compress != NCCLZ_SIM_AUTO || pt->platform.nodes != pts[i].nodes ||
+          pt->platform.nic_gbps != pts[i].nic || pt->options.bytes != pts[i].bytes)
+        continue;
+      ncclzSimOptions o = pt->options;
+      ncclzSimResult r;
+      char best_name[64] = "-";
+      o.algorithm = NCCLZ_ALGO_AUTO;
+      CHECK(ncclzSimRun(&prof, &pts[i].sc->data, &pt->platform, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
+      double best = best_forced_us(pts[i].sc, pt, best_name, sizeof best_name);
+      printf("grid %s %d nodes %g GB/s %llu MiB: auto %s/%s %.0f us (model %.0f), best forced %s %.0f us: x%.3f\n",
+             ncclzCollectiveName(o.coll), pts[i].nodes, pts[i].nic, (unsigned long long)(pts[i].bytes >> 20),
+             ncclzAlgorithmName(r.algorithm), ncclzChoiceCoderName((ncclzChoiceCoder)r.choice), r.time_us,
+             r.predicted_us, best_name, best, r.time_us / best);
+      CHECK(r.time_us <= 1.05 * best, "auto %.0f us against the best forced pair's %.0f", r.time_us, best);
+    }
+}
+
+/* A what-if's coders share their plain job: the baseline and the best plain schedule are replayed
+ * once per (platform, collective, size) and copied to the other coders' rows (the same wall time
+ * to the last bit says so). */
+static void test_whatif_shares_plain(void) {
+  static const char json[] =
+      "{\"kind\": \"what-if\", \"data\": {\"profile\": \"calibrate/profiles/data/resnet18-qsgd8.json\"},"
+      "\"platform\": {\"nodes\": 2, \"gpus_per_node\": 4, \"nic_gbps\": 12.5},"
+      "\"sweep\": {\"bytes\": [\"4M\", \"16M\"], \"compress\": [\"auto\", \"fixedlen\", \"huffman\"]}}";
+  ncclzSimScenario sc;
+  if (ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", &prof, &sc) != NCCLZ_OK) {
+    CHECK(0, "what-if: %s", ncclzLastError());
+    return;
+  }
+  ncclzSimPointResult *out = calloc(sc.npoints, sizeof *out);
+  CHECK(out && sc.npoints == 6 && ncclzSimScenarioRun(&prof, &sc, out, NULL, NULL) == NCCLZ_OK, "%s", ncclzLastError());
+  for (size_t i = 0; out && i < sc.npoints; i++) {
+    size_t first = sc.points[i].options.bytes == sc.points[0].options.bytes ? 0 : 3;
+    CHECK(out[i].best_plain.time_us > 0 && out[i].best_plain.wall_s == out[first].best_plain.wall_s &&
+              out[i].best_plain.time_us == out[first].best_plain.time_us && out[i].base_us == out[first].base_us,
+          "point %zu: best plain %.1f us (wall %g s), point %zu's %.1f us (wall %g s)", i, out[i].best_plain.time_us,
+          out[i].best_plain.wall_s, first, out[first].best_plain.time_us, out[first].best_plain.wall_s);
+  }
+  free(out);
+  ncclzSimScenarioFree(&sc);
+}
+
+static void test_replays(void) {
+  test_whatif_shares_plain();
+  ncclzSimScenario ag, ar;
+  CHECK(ncclzSimScenarioLoad(NCCLZ_TEST_DATA "/../../scenarios/scale-grid-allgather.json", &prof, &ag) == NCCLZ_OK,
+        "%s", ncclzLastError());
+  CHECK(ncclzSimScenarioLoad(NCCLZ_TEST_DATA "/../../scenarios/scale-grid-allreduce.json", &prof, &ar) == NCCLZ_OK,
+        "%s", ncclzLastError());
+  test_replay_runs_choice(&ag);
+  test_grid_subset(&ag, &ar);
+  ncclzSimScenarioFree(&ag);
+  ncclzSimScenarioFree(&ar);
+}
+#else
+static void test_replays(void) { printf("replays: skipped (built without SimGrid)\n"); }
+#endif
+
+int main(void) {
+  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &prof) == NCCLZ_OK, "%s",
+        ncclzLastError());
+  test_closed_forms();
+  test_refusals();
+  test_executor_auto();
+  test_replays();
+  return tu_finish("choice");
+}
