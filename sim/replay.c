@@ -301,9 +301,9 @@ int sim_hier_typical_nodes(int m, int g, int rep[2]) {
     if (all && k < 2) rep[k++] = v;
   }
   /* the others finish early (or start early, in AllGather) and load their partners' NICs while
-   * the typical ranks exchange; from one in 64 ranks on, that moved the full replay's time by
-   * up to 7% (16 x 8: 14 of 128 ranks), up to 1/64 by under 0.06% */
-  return k == 2 && 64 * odd <= m * g ? 0 : -1;
+   * the typical ranks exchange: with 14 of 128 ranks (16 x 8) that moved the full replay's time
+   * by up to 7%, with 1 in 64 (64 x 8) by up to 0.56%, below that by under 0.04% */
+  return k == 2 && 64 * odd < m * g ? 0 : -1;
 }
 
 int sim_actor_rank(const sim_job *j, int a) {

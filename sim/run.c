@@ -101,11 +101,12 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
     return "halving-doubling folds the ranks beyond a power of two";
-  if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes))
-    return "hier's halving-doubling between nodes folds nodes";
+  if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING)
+    return "hier's ring between nodes is longer than the two nodes of the mirror (compressed, its frames wait around it)";
+  if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
   int rep[2];
   if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
-    return "hier's block permutation stays inside the node for more than one rank in 64";
+    return "hier's block permutation stays inside the node for one rank in 64 or more";
   return NULL;
 }
 

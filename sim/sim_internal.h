@@ -71,7 +71,7 @@ int sim_channels(const sim_job *j);
 int sim_actor_rank(const sim_job *j, int a);
 /* Two nodes of m (g GPUs each) whose every GPU sends one block of hier's ReduceScatter/AllGather
  * permutation to another node and receives one from another node, into rep[]: 0, or -1 when
- * there are not two such nodes or more than one rank in 64 is not like them (then the reduced
+ * there are not two such nodes or one rank in 64 or more is not like them (then the reduced
  * replay, which plays only such ranks, is not within 0.1% of the full one). */
 int sim_hier_typical_nodes(int m, int g, int rep[2]);
 
