@@ -102,7 +102,7 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
     return "halving-doubling folds the ranks beyond a power of two";
   if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING)
-    return "hier's ring between nodes is longer than the two nodes of the mirror (compressed, its frames wait around it)";
+    return "hier's ring between nodes: the two-node mirror is off the full replay on long rings (docs/simulator.md)";
   if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
   int rep[2];
   if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
