@@ -23,11 +23,11 @@
 #define SIM_DEFAULT_BUDGET_S 120.0
 #define SIM_DEFAULT_BUDGET_MIB 2048.0
 
-/* Ops and sends of one actor's list: rank 0's list of the schedule replayed (its algorithm,
- * channels and chunks). */
+/* Ops and sends of one actor's list: that of actor 0's logical rank in the schedule replayed (its
+ * algorithm, channels and chunks). */
 static int actor_ops(const sim_job *j, double *ops, double *sends) {
   ncclzSchedule s;
-  if (ncclzScheduleBuildSpec(&j->spec, 0, &s) != 0) return -1;
+  if (ncclzScheduleBuildSpec(&j->spec, sim_actor_rank(j, 0), &s) != 0) return -1;
   *sends = 0;
   for (size_t i = 0; i < s.nops; i++) *sends += s.ops[i].kind == NCCLZ_OP_SEND;
   *ops = (double)s.nops;

@@ -83,7 +83,7 @@ void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchu
   sp->ranks_per_node = p->gpus_per_node;
   sp->root = o->root;
   sp->nchunks = nchunks;
-  sp->hier_inter = NCCLZ_ALGO_RHD;
+  sp->hier_inter = o->hier_inter == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RHD : o->hier_inter;
 }
 
 /* Which schedules are the same on every rank up to a relabeling (so that one node's actors, or
@@ -101,8 +101,12 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
     return "halving-doubling folds the ranks beyond a power of two";
+  if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING)
+    return "hier's ring between nodes: the two-node mirror is off the full replay on long rings (docs/simulator.md)";
   if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
-  if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) return "hier's last (first) step sends blocks across nodes to their owners";
+  int rep[2];
+  if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
+    return "hier's block permutation stays inside the node for one rank in 64 or more";
   return NULL;
 }
 
@@ -339,6 +343,9 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   size_job(&j, prof, &o);
   sim_spec(p, &o, j.nchunks, &j.spec);
   j.mirror = j.reduced && mirrored(j.spec.algo, j.spec.nchannels);
+  j.rep_node[1] = 1;
+  if (j.mirror && j.spec.algo == NCCLZ_ALGO_HIER && o.coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
+    sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j.rep_node);
   if (prof)
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);

@@ -41,6 +41,8 @@ typedef struct {
   int reduced;         /* actors stand for nranks: peers are remapped (ring offset, or mirror) */
   int mirror;          /* reduced on two nodes: a peer on another node is played by the actor of
                           its local index on the other simulated node (symmetric schedules) */
+  int rep_node[2];     /* mirror: the nodes whose ranks the two simulated nodes play ({0, 1};
+                          hier ReduceScatter/AllGather: two typical nodes, sim_hier_typical_nodes) */
   ncclzScheduleSpec spec; /* the schedule every actor builds (its logical rank's list) */
   uint32_t nchunks;
   uint64_t frame_bytes; /* the profile's frame_bytes: the default chunk (a chunk is one frame) */
@@ -64,6 +66,14 @@ typedef struct {
 
 /* Actors per rank: the channels that progress on their own (2 for the tree, else 1). */
 int sim_channels(const sim_job *j);
+
+/* The logical rank actor a plays (the mirror: rank (rep_node[side], local index)). */
+int sim_actor_rank(const sim_job *j, int a);
+/* Two nodes of m (g GPUs each) whose every GPU sends one block of hier's ReduceScatter/AllGather
+ * permutation to another node and receives one from another node, into rep[]: 0, or -1 when
+ * there are not two such nodes or one rank in 64 or more is not like them (then the reduced
+ * replay, which plays only such ranks, is not within 0.1% of the full one). */
+int sim_hier_typical_nodes(int m, int g, int rep[2]);
 
 /* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
  * process). stats: one per actor and channel (lay.nactors x sim_channels). Returns 0 or -1. */

@@ -150,6 +150,98 @@ static void test_closed_form_algorithms(void) {
     }
 }
 
+/* Hier ReduceScatter and AllGather, plain, one chunk an op, on the uniform platform, with both
+ * inter-node stages: halving-doubling (power-of-two nodes) and the ring (any node count). Each is
+ * the reduce-scatter inside the node, (g-1) (alpha + S/g/B), the inter-node stage on S/g, and one
+ * exchange of a block with its owner, alpha + S/N/B: halving-doubling log2(m) alpha + (m-1)/m
+ * S/g/B, the ring (m-1) (alpha + S/N/B). 4 to 8192 ranks; from 1000 the reduced replay (two
+ * nodes' actors) stands for all (halving-doubling; the ring between nodes takes the full replay). */
+static void test_closed_form_hier(void) {
+  const int shapes[][3] = {{2, 2, 0}, {4, 2, 0}, {8, 8, 0},  {64, 8, 0}, {256, 6, 0}, {4096, 2, 0},
+                           {1024, 8, 0}, {3, 4, 1}, {5, 2, 1}, {8, 8, 1}, {33, 2, 1}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int c = 0; c < 2; c++) {
+      int m = shapes[s][0], g = shapes[s][1], ring = shapes[s][2], n = m * g;
+      ncclzSimPlatform p;
+      uniform(&p, m, g);
+      ncclzSimOptions o;
+      ncclzSimOptionsDefault(&o);
+      o.coll = c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+      o.bytes = 64u << 20;
+      o.algorithm = NCCLZ_ALGO_HIER;
+      o.hier_inter = ring ? NCCLZ_ALGO_RING : NCCLZ_ALGO_RHD;
+      double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes, part = S / g;
+      double inter = ring ? (m - 1) * (a + S / n / B) : log2(m) * a + (m - 1.0) / m * part / B;
+      double cf = (g - 1) * (a + part / B) + inter + a + S / n / B;
+      ncclzSimResult r;
+      double t = run_us(&p, &o, &r);
+      CHECK(rel(t, cf) < 1e-3, "hier (%s between nodes) %s %dx%d: sim %.3f us, closed form %.3f us (%s)",
+            ring ? "ring" : "rhd",
+            ncclzCollectiveName(o.coll), m, g, t, cf, r.why);
+      CHECK(n < 1000 || (r.fidelity == NCCLZ_FID_REDUCED && r.actors == 2 * g), "hier %dx%d: %s", m, g, r.why);
+    }
+}
+
+/* Hier ReduceScatter and AllGather: the reduced replay (two typical nodes' actors; a rank's block
+ * of the permutation goes to the other node's actor of its own index) against the full replay,
+ * plain, auto and (up to 512 ranks) forced FIXEDLEN, 1 to 32 chunks a block, on one 12.5 GB/s NIC
+ * a node (its GPUs share it, so the permutation's flows contend as in the full replay): within 0.1%
+ * (in practice 2e-8). Where one rank in 64 or more is atypical (its block stays inside its node) the
+ * reduced replay is refused, and hier on one GPU a node is refused by the schedule. */
+static void test_hier_reduced(void) {
+  const struct {
+    int m, g;
+    unsigned chunks[4];
+  } cases[] = {{128, 2, {1, 2, 8, 32}}, {128, 4, {8}}, {256, 3, {1}}, {128, 8, {1}}, {128, 6, {2}}};
+  const ncclzSimCompress modes[] = {NCCLZ_SIM_OFF, NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_AUTO};
+  double worst = 0.0, t0 = ncclzNowSeconds();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int c = 0; c < 2; c++)
+      for (int k = 0; k < 4 && cases[i].chunks[k]; k++)
+        for (int md = 0; md < 3; md++) {
+          if (cases[i].m * cases[i].g > 512 && modes[md] == NCCLZ_SIM_FIXEDLEN) continue; /* slow full replays */
+          ncclzSimPlatform p;
+          platform(&p, cases[i].m, cases[i].g);
+          p.nic_gbps = 12.5;
+          ncclzSimOptions o;
+          ncclzSimOptionsDefault(&o);
+          o.coll = c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+          o.bytes = 256u << 20;
+          o.algorithm = NCCLZ_ALGO_HIER;
+          o.compress = modes[md];
+          o.min_chunks = o.max_chunks = cases[i].chunks[k];
+          ncclzSimResult red, full;
+          double tr = run_us(&p, &o, &red);
+          CHECK(red.fidelity == NCCLZ_FID_REDUCED && red.actors == 2 * cases[i].g && red.nchunks == cases[i].chunks[k],
+                "hier %dx%d: %s, %d actors, %u chunks", cases[i].m, cases[i].g, red.why, red.actors, red.nchunks);
+          o.fidelity = NCCLZ_FID_FULL;
+          double tf = run_us(&p, &o, &full);
+          worst = fmax(worst, rel(tr, tf));
+          CHECK(rel(tr, tf) < 1e-3, "hier %s %dx%d %s, %u chunks: reduced %.3f us, full %.3f us",
+                ncclzCollectiveName(o.coll),
+                cases[i].m, cases[i].g,
+                ncclzSimCompressName(o.compress), red.nchunks, tr, tf);
+        }
+  printf("hier ReduceScatter/AllGather, reduced against full: largest difference %.2e (%.1f s)\n", worst,
+         ncclzNowSeconds() - t0);
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult r;
+  platform(&p, 64, 8); /* 8 of 512 ranks keep their block inside the node (there 0.56% off) */
+  ncclzSimOptionsDefault(&o);
+  o.coll = NCCLZ_ALLGATHER;
+  o.algorithm = NCCLZ_ALGO_HIER;
+  run_us(&p, &o, &r);
+  CHECK(r.fidelity == NCCLZ_FID_FULL && strstr(r.why, "one rank in 64 or more"), "16 x 8: %s", r.why);
+  o.fidelity = NCCLZ_FID_REDUCED;
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "reduced does not apply"),
+        "16 x 8 reduced: %s", ncclzLastError());
+  platform(&p, 64, 1);
+  o.fidelity = NCCLZ_FID_AUTO;
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "hier needs several nodes"),
+        "64 x 1: %s", ncclzLastError());
+}
+
 /* The double binary tree, plain, one GPU per node (M = 4..64), C chunks of tau = S/(2C)/B each: an
  * interior node takes two children's chunks through its NIC per chunk step, in both phases, and
  * the pipeline fills in two chunk steps a level: T = 2 (2C + 2 log2(M) - 3) tau (latencies aside:
@@ -663,6 +755,21 @@ static void test_speed(void) {
     CHECK(r.time_us > 0 && r.wall_s < 20.0, "%s: wall %.2f s", ncclzAlgorithmName((ncclzAlgorithm)a), r.wall_s);
     CHECK(a == NCCLZ_ALGO_TREE || r.fidelity == NCCLZ_FID_REDUCED, "%s: %s", ncclzAlgorithmName((ncclzAlgorithm)a), r.why);
   }
+  /* hier's ReduceScatter and AllGather on the whatif-1024 NIC (100 Gb/s) */
+  p.nic_gbps = 12.5;
+  o.algorithm = NCCLZ_ALGO_HIER;
+  for (int c = 0; c < 2; c++) {
+    o.coll = c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+    run_us(&p, &o, &r);
+    printf("1024 nodes x 8 GPUs, %s 1 GiB auto, hier: %.1f us simulated, %.3f s wall, %s\n",
+           ncclzCollectiveName(o.coll), r.time_us, r.wall_s, r.why);
+    CHECK(r.time_us > 0 && r.wall_s < 20.0 && r.fidelity == NCCLZ_FID_REDUCED, "hier %s: wall %.2f s, %s",
+          ncclzCollectiveName(o.coll), r.wall_s, r.why);
+  }
+  o.hier_inter = NCCLZ_ALGO_RING; /* the full replay only: refused at 8192 ranks, with the reason */
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG &&
+            strstr(ncclzLastError(), "hier's ring between nodes: the two-node mirror"),
+        "hier, ring between nodes, 8192 ranks: %s", ncclzLastError());
 }
 
 /* Large rings are extrapolated from the steady state of two shorter rings: the same time as
@@ -851,6 +958,8 @@ int main(void) {
   test_closed_form();
   test_closed_form_algorithms();
   test_hier_many_chunks();
+  test_closed_form_hier();
+  test_hier_reduced();
   test_rails_busbw();
   test_tree();
   test_targets();

@@ -163,6 +163,7 @@ typedef struct {
                                  affine in the step count there; a test holds them together) */
   double max_replay_s;        /* a replay estimated to run longer is refused (0: 120 s) */
   double max_replay_mib;      /* or to take more memory (0: 2048 MiB); docs/simulator.md, Budget */
+  ncclzAlgorithm hier_inter;  /* HIER's inter-node stage: RHD (0: AUTO, RHD) or RING */
 } ncclzSimOptions;
 
 void ncclzSimOptionsDefault(ncclzSimOptions *o);
