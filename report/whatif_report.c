@@ -45,6 +45,10 @@ static cJSON *point_json(const wi_point *p) {
   cJSON_AddNumberToObject(j, "busbw_GBps", p->busbw);
   cJSON_AddNumberToObject(j, "speedup_vs_nccl", p->speedup);
   cJSON_AddNumberToObject(j, "wire_ratio", p->r.wire_bytes > 0 ? p->r.raw_bytes / p->r.wire_bytes : 1.0);
+  cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(p->r.algorithm));
+  if (p->r.choice >= 0) /* auto: the cost model's pair, replayed */
+    cJSON_AddStringToObject(j, "choice_coder", ncclzChoiceCoderName((ncclzChoiceCoder)p->r.choice));
+  if (p->r.predicted_us > 0) cJSON_AddNumberToObject(j, "predicted_us", p->r.predicted_us);
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)k), (double)p->r.frames[k]);
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(p->r.fidelity));
@@ -54,7 +58,7 @@ static cJSON *point_json(const wi_point *p) {
 
 static ncclzStatus points_table(ncclzReport *r, const wi_results *w) {
   ncclzTable *t = ncclzTableNew("whatif_points", "data\tcollective\tnodes\tgpus/node\tNIC\tsize\tcompress\t"
-                                                 "time us\tbusbw GB/s\tspeedup vs NCCL\twire CR\tcoders\tfidelity");
+                                                 "schedule\ttime us\tbusbw GB/s\tspeedup vs NCCL\twire CR\tcoders\tfidelity");
   cJSON *arr = cJSON_AddArrayToObject(ncclzReportJson(r), "points");
   for (size_t i = 0; i < w->n; i++) {
     const wi_point *p = &w->pt[i];
@@ -62,9 +66,9 @@ static ncclzStatus points_table(ncclzReport *r, const wi_results *w) {
     ncclzSimCoderMix(&p->r, " ", mix, sizeof mix);
     fmt_bytes((double)p->p.options.bytes, b, sizeof b);
     ncclzFormatBandwidth(p->p.platform.nic_gbps, nic, sizeof nic);
-    ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
+    ncclzTableAdd(t, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%.3f\t%.3f\t%.2f\t%s\t%s(%d)", p->workload,
                   ncclzCollectiveName(p->p.options.coll), p->p.platform.nodes, p->p.platform.gpus_per_node,
-                  nic, b, ncclzSimCompressName(p->p.options.compress), p->r.time_us, p->busbw,
+                  nic, b, ncclzSimCompressName(p->p.options.compress), ncclzAlgorithmName(p->r.algorithm), p->r.time_us, p->busbw,
                   p->speedup, p->r.wire_bytes > 0 ? p->r.raw_bytes / p->r.wire_bytes : 1.0, mix,
                   ncclzSimFidelityName(p->r.fidelity), p->r.actors);
     cJSON_AddItemToArray(arr, point_json(p));
