@@ -189,11 +189,14 @@ static void print_screen(FILE *o, const sim_flags *f, const ncclzSimScenario *s,
   if (res[1].best_plain.time_us > 0)
     fprintf(o, ", %.2fx over our best plain schedule (%s)", res[1].best_plain.time_us / z->time_us,
             ncclzAlgorithmName(res[1].best_plain.algorithm));
-  fprintf(o, "\n  coder          %s\n  algorithm      %s\n  wire CR        %.2f\n", coders,
-          ncclzAlgorithmName(z->algorithm), res[1].wire_cr);
+  fprintf(o, "\n  coder          %s\n  algorithm      %s", coders, ncclzAlgorithmName(z->algorithm));
+  if (z->choice >= 0) /* compress auto: the cost model's pair, then replayed */
+    fprintf(o, " with coders %s: the cost model's pair (it predicted %.1f us)",
+            ncclzChoiceCoderName((ncclzChoiceCoder)z->choice), z->predicted_us);
+  fprintf(o, "\n  wire CR        %.2f\n", res[1].wire_cr);
   if (z->frames[NCCLZ_CODER_FIXEDLEN] + z->frames[NCCLZ_CODER_HUFFMAN] == 0)
-    fprintf(o, "  why            on every schedule the wire time the coders would save does not pay for\n"
-               "                 their cost (REA's vote)\n");
+    fprintf(o, "  why            on every schedule the cost model finds that the wire time the coders\n"
+               "                 would save does not pay for their cost\n");
   fprintf(o, "\nreplay: %s, %d actors, %.2f s\n", ncclzSimFidelityName(z->fidelity), z->actors, z->wall_s + res[0].r.wall_s);
 }
 
