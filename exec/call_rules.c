@@ -139,7 +139,7 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
   if (sp->algo == NCCLZ_ALGO_AUTO) { /* the cost model's pair where the nodes and the profile are known */
     int g = cfg->ranks_per_node;
     ncclzChoice ch;
-    int weigh = count > 0 && cfg->profile && g > 0 && nranks % g == 0 && nranks / g > 1;
+    int weigh = count > 0 && cfg->profile && g > 0 && nranks % g == 0 && nranks / g > 1 && ncclzChoiceServes(coll);
     sp->algo = weigh && ncclz_exec_choose(cfg, coll, count, nranks, dsize, NULL, &ch) == NCCLZ_OK ? ch.algorithm
                                                                                                 : NCCLZ_ALGO_RING;
   }

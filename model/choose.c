@@ -367,6 +367,10 @@ static int ring_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in,
 
 static uint32_t channels_of(const ncclzChoiceInput *in) { return in->channels ? in->channels : (uint32_t)in->rails; }
 
+int ncclzChoiceServes(ncclzCollective c) {
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
+}
+
 static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
   ncclzScheduleSpec sp;
   char why[160];
@@ -379,7 +383,7 @@ static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
   sp.nchannels = channels_of(in);
   sp.hier_inter = NCCLZ_ALGO_RHD;
   return a > NCCLZ_ALGO_AUTO && a < NCCLZ_ALGO_COUNT && ncclzScheduleCheck(&sp, why, sizeof why) == 0 &&
-         (in->coll == NCCLZ_ALLREDUCE || in->coll == NCCLZ_ALLGATHER || in->coll == NCCLZ_REDUCESCATTER);
+         ncclzChoiceServes(in->coll);
 }
 
 double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,

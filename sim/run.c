@@ -486,7 +486,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
 
 ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *opt, ncclzSimResult *res) {
-  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress == NCCLZ_SIM_AUTO && prof && data) /* the model's pair */
+  if (opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress == NCCLZ_SIM_AUTO && prof && data &&
+      ncclzChoiceServes(opt->coll)) /* the model's pair */
     return sim_run_choice(prof, data, p, opt, res);
   ncclzStatus st = opt->algorithm == NCCLZ_ALGO_AUTO && opt->compress != NCCLZ_SIM_OFF
                        ? ncclzSimRunBest(prof, data, p, opt, res) /* a forced coder's fastest schedule */

@@ -221,6 +221,26 @@ static void test_whatif_shares_plain(void) {
   ncclzSimScenarioFree(&sc);
 }
 
+/* AlltoAll and Broadcast have only their ring: compress auto replays it with REA's coders (the model
+ * weighs the collectives with a choice of schedule and refuses the others). */
+static void test_ring_only_collectives(const ncclzSimScenario *sc) {
+  const ncclzSimPoint *pt = &sc->points[0];
+  const ncclzCollective colls[] = {NCCLZ_ALLTOALL, NCCLZ_BROADCAST};
+  for (size_t k = 0; k < 2; k++) {
+    ncclzSimOptions o = pt->options;
+    ncclzSimResult r;
+    o.coll = colls[k];
+    o.compress = NCCLZ_SIM_AUTO;
+    o.algorithm = NCCLZ_ALGO_AUTO;
+    CHECK(!ncclzChoiceServes(colls[k]), "the model serves %s", ncclzCollectiveName(colls[k]));
+    CHECK(ncclzSimRun(&prof, &sc->data, &pt->platform, &o, &r) == NCCLZ_OK && r.algorithm == NCCLZ_ALGO_RING &&
+              r.choice == -1,
+          "%s, compress auto: %s", ncclzCollectiveName(colls[k]), ncclzLastError());
+  }
+  CHECK(ncclzChoiceServes(NCCLZ_ALLREDUCE) && ncclzChoiceServes(NCCLZ_ALLGATHER) &&
+            ncclzChoiceServes(NCCLZ_REDUCESCATTER), "the model's collectives");
+}
+
 static void test_replays(void) {
   test_whatif_shares_plain();
   ncclzSimScenario ag, ar;
@@ -229,6 +249,7 @@ static void test_replays(void) {
   CHECK(ncclzSimScenarioLoad(NCCLZ_TEST_DATA "/../../scenarios/scale-grid-allreduce.json", &prof, &ar) == NCCLZ_OK,
         "%s", ncclzLastError());
   test_replay_runs_choice(&ag);
+  test_ring_only_collectives(&ag);
   test_grid_subset(&ag, &ar);
   ncclzSimScenarioFree(&ag);
   ncclzSimScenarioFree(&ar);
