@@ -60,13 +60,12 @@ static ncclzStatus derive_eb(run_t *r, const double *v) {
 
 /* QSGD: adopt the shared scales; the bound is k levels of the largest scale, plus rounding. */
 static void derive_qsgd(run_t *r, const double *v) {
-  double s = (double)((1 << (r->qp.qsgd_bits - 1)) - 1), smax = 0;
+  double smax = 0;
   for (size_t b = 0; b < r->n_scales; b++) {
     r->scales[b] = (float)v[V_HEAD + b];
     smax = fmax(smax, r->scales[b]);
   }
-  r->st->quant_bound = smax / s;
-  r->st->error_bound = r->k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(r->dtype, 2 * r->k * smax) / 2;
+  ncclz_exec_derive_qsgd(&r->qp, r->dtype, r->k, smax, &r->st->quant_bound, &r->st->error_bound);
 }
 
 static ncclzStatus quantize(run_t *r, const float *x) {

@@ -51,6 +51,13 @@ ncclzStatus ncclz_exec_derive_eb(const ncclzConfig *cfg, ncclzDtype dt, double k
   return NCCLZ_OK;
 }
 
+void ncclz_exec_derive_qsgd(const ncclzQuantParams *qp, ncclzDtype dt, double k, double smax, double *quant_bound,
+                            double *error_bound) {
+  double s = (double)((1 << (qp->qsgd_bits - 1)) - 1);
+  *quant_bound = smax / s;
+  *error_bound = k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(dt, 2 * k * smax) / 2;
+}
+
 void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in, ncclzQuantParams *qp) {
   const ncclzQuantSpec *q = &cfg->quant;
   memset(qp, 0, sizeof *qp);
@@ -68,28 +75,6 @@ void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in,
     qp->qsgd_bucket = q->qsgd_bucket;
     qp->seed = q->seed;
   }
-}
-
-/* The buffer rules are the schedule's per-collective table (schedule.h), shared with the replay. */
-size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollInCount(c, count, nranks); }
-
-size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks) { return ncclzCollOutCount(c, count, nranks); }
-
-size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  return ncclzCollInOffset(c, rank, count, off);
-}
-
-size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off) {
-  size_t skip, olen;
-  return ncclzCollOutPart(c, rank, count, off, 1, &skip, &olen);
-}
-
-uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize) {
-  size_t blocks = coll == NCCLZ_BROADCAST ? 1 : (size_t)nranks;
-  size_t blk = coll == NCCLZ_ALLREDUCE || coll == NCCLZ_BROADCAST ? (count + blocks - 1) / blocks : count;
-  size_t per = cfg->chunk_bytes / dsize ? cfg->chunk_bytes / dsize : 1;
-  size_t c = (blk + per - 1) / per;
-  return (uint32_t)(c < 1 ? 1 : c > cfg->max_chunks ? cfg->max_chunks : c);
 }
 
 /* The coders a config's policy leaves the choice (auto: all four). */

@@ -15,17 +15,6 @@ extern "C" {
  * NaN/Inf and of unflagged huge values, -min, max, max |x|; QSGD bucket maxima follow. */
 enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_MAX, V_MAXABS, V_HEAD };
 
-/* Elements of a rank's input and output buffers for a collective of `count` (NCCL's meaning). */
-size_t ncclz_exec_in_count(ncclzCollective c, size_t count, int nranks);
-size_t ncclz_exec_out_count(ncclzCollective c, size_t count, int nranks);
-/* An offset into the collective's whole buffer (ncclzScheduleRange) as an offset into this rank's
- * input (AllGather's input is only the rank's own block) and output (ReduceScatter's output is
- * only its own block); the same offset for every other buffer. */
-size_t ncclz_exec_in_offset(ncclzCollective c, int rank, size_t count, size_t off);
-size_t ncclz_exec_out_offset(ncclzCollective c, int rank, size_t count, size_t off);
-/* Chunks per block: blocks cut into chunks of the config's chunk_bytes, 1..max_chunks. */
-uint32_t ncclz_exec_chunks(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize);
-
 /* The cost model's (algorithm, coder) pair for a call (model/: ncclzChoose, the simulator's auto
  * too): nodes of ranks_per_node ranks, the profile's NVLink link inside a node and the hint's
  * between nodes (what one rank's transfers get), the coders the config's policy allows, the
@@ -49,6 +38,11 @@ double ncclz_exec_dtype_ulp(ncclzDtype dt, double v);
  * the bound the result then meets (*error_bound). NCCLZ_ERR_RANGE when it cannot hold. */
 ncclzStatus ncclz_exec_derive_eb(const ncclzConfig *cfg, ncclzDtype dt, double k, const double *v,
                                  ncclzQuantParams *qp, double *error_bound);
+
+/* QSGD over k contributions with the largest agreed bucket scale smax: one level of it per element
+ * (*quant_bound) and k levels plus the result's rounding for the sum (*error_bound). */
+void ncclz_exec_derive_qsgd(const ncclzQuantParams *qp, ncclzDtype dt, double k, double smax, double *quant_bound,
+                            double *error_bound);
 
 /* The quantizer parameters of a config for a rank's n_in input elements. */
 void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in, ncclzQuantParams *qp);

@@ -391,8 +391,8 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.dtype = dtype;
   r.dsize = ncclzDtypeSize(dtype);
   r.count = count;
-  r.n_in = ncclz_exec_in_count(coll, count, c->t->nranks);
-  r.n_out = ncclz_exec_out_count(coll, count, c->t->nranks);
+  r.n_in = ncclzCollInCount(coll, count, c->t->nranks);
+  r.n_out = ncclzCollOutCount(coll, count, c->t->nranks);
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
   r.k = ncclzCollContributions(coll, c->t->nranks);

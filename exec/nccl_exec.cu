@@ -226,8 +226,8 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.ds = ncclzDtypeSize(dt);
   r.count = count;
   r.root = root;
-  r.n_in = ncclz_exec_in_count(coll, count, c->nranks);
-  r.n_out = ncclz_exec_out_count(coll, count, c->nranks);
+  r.n_in = ncclzCollInCount(coll, count, c->nranks);
+  r.n_out = ncclzCollOutCount(coll, count, c->nranks);
   r.max_chunk = 0;
   r.n_scales = 0;
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;

@@ -176,9 +176,7 @@ ncclzStatus agree(grun *r, const float *x) {
                          v[V_HUGE], (double)NCCLZ_EB_HUGE_VALUE);
   if (r->qp.kind == NCCLZ_QUANT_EB) return derive_eb(r, v);
   if (r->qp.kind == NCCLZ_QUANT_QSGD && r->n_scales) {
-    double s = (double)((1 << (r->qp.qsgd_bits - 1)) - 1), smax = v[V_MAXABS], k = contributions(r);
-    r->st->quant_bound = smax / s;
-    r->st->error_bound = k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(r->dt, 2 * k * smax) / 2;
+    ncclz_exec_derive_qsgd(&r->qp, r->dt, contributions(r), v[V_MAXABS], &r->st->quant_bound, &r->st->error_bound);
     NC(ncclAllReduce(c->scales.p, c->scales.p, r->n_scales, ncclFloat32, ncclMax, c->nccl, r->stream));
   }
   return NCCLZ_OK;
