@@ -190,26 +190,14 @@ static int rea_frame(const ncclzProfile *prof, const ncclzChoiceInput *in, int n
   ncclzReaConfig cfg;
   ncclzTransportHint hint = net ? NCCLZ_HINT_NET : NCCLZ_HINT_NVLINK;
   ncclzReaConfigFromProfile(prof, hint, (ncclzDataClass)in->data_class, &cfg);
-  ncclzReaCandidates cand;
-  memset(&cand, 0, sizeof cand);
-  memset(dec, 0, sizeof *dec);
-  cand.frame_raw_bytes = raw;
-  cand.nframes = 1.0;
-  cand.pipeline_frames = pipeline;
-  cand.raw_frame_bytes = (uint64_t)frame_wire(in, NCCLZ_CODER_RAW, k, raw);
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
-    cand.pred_frame_bytes[c] = (uint64_t)ceil(frame_wire(in, c, k, raw));
-    cand.pred_valid[c] = 1;
-  }
-  const ncclzReaRules rules = ncclz_rea_rules(&cfg, cand.raw_frame_bytes);
-  if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
+  double pred[NCCLZ_CODER_COUNT];
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) pred[c] = frame_wire(in, c, k, raw);
   ncclzReaLink link; /* what one transfer of the hop gets */
   link.hint = hint;
   link.alpha_us = net ? in->nic_alpha_us : in->nvlink_alpha_us;
   link.beta_gbps = !net ? in->nvlink_gbps
                    : in->nic_flow_gbps > 0 && in->nic_flow_gbps < in->nic_gbps ? in->nic_flow_gbps : in->nic_gbps;
-  ncclz_rea_arbitrate(prof, link, in->data_class, &rules, &cand, dec);
-  return dec->coder;
+  return ncclzReaDecidePredicted(prof, &cfg, link, in->data_class, raw, pipeline, pred, dec);
 }
 
 /* ------------------------------------------------------------------ timing */

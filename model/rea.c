@@ -14,6 +14,7 @@
 #include "ncclz/model.h"
 #include "rea_decide.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,6 +76,26 @@ int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const
                           ncclz_rea_exposed_codec_us(prof, hint, coder, call->data_class, call->frame_raw_bytes, 0.0);
   double per_unit = d->time_us[NCCLZ_CODER_RAW] - d->time_us[coder] - ncclzProfileUnitUs(prof, hint);
   return call->units * per_unit > ncclzProfileInterfaceUs(prof, hint, call->call_bytes) + fill;
+}
+
+ncclzCoder ncclzReaDecidePredicted(const ncclzProfile *prof, const ncclzReaConfig *cfg, ncclzReaLink link,
+                                   int data_class, double frame_raw, double pipeline_frames,
+                                   const double pred_bytes[NCCLZ_CODER_COUNT], ncclzReaDecision *dec) {
+  ncclzReaCandidates cand;
+  memset(&cand, 0, sizeof cand);
+  memset(dec, 0, sizeof *dec);
+  cand.frame_raw_bytes = frame_raw;
+  cand.nframes = 1.0;
+  cand.pipeline_frames = pipeline_frames;
+  cand.raw_frame_bytes = (uint64_t)pred_bytes[NCCLZ_CODER_RAW];
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
+    cand.pred_frame_bytes[c] = (uint64_t)ceil(pred_bytes[c]);
+    cand.pred_valid[c] = 1;
+  }
+  const ncclzReaRules rules = ncclz_rea_rules(cfg, cand.raw_frame_bytes); /* a staging bank holds one RAW frame */
+  if (ncclz_rea_fast_path(&rules, frame_raw)) return NCCLZ_CODER_RAW;
+  ncclz_rea_arbitrate(prof, link, data_class, &rules, &cand, dec);
+  return dec->coder;
 }
 
 void ncclzFrameCoderParams(ncclzCoderParams *cp) {

@@ -49,27 +49,15 @@ double sim_codec_us(const sim_job *job, ncclzCoder c, int decode, double raw_byt
  * profile's thresholds (the executor's), the link of this hop (the scenario's bandwidth). */
 ncclzCoder sim_rea_decide(const sim_job *job, const sim_hop *hop, uint32_t k, double raw, double pipeline_frames,
                           ncclzReaDecision *dec) {
-  const ncclzReaConfig *cfg = &job->cfg[hop->hint];
-  ncclzReaCandidates cand;
-  memset(&cand, 0, sizeof cand);
-  cand.frame_raw_bytes = raw;
-  cand.nframes = 1.0;
-  cand.pipeline_frames = pipeline_frames;
-  cand.raw_frame_bytes = (uint64_t)one_frame(job, NCCLZ_CODER_RAW, k, raw);
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
-    cand.pred_frame_bytes[c] = (uint64_t)ceil(one_frame(job, (ncclzCoder)c, k, raw));
-    cand.pred_valid[c] = 1;
-  }
-  const ncclzReaRules rules = ncclz_rea_rules(cfg, cand.raw_frame_bytes); /* a staging bank holds one RAW frame */
-  memset(dec, 0, sizeof *dec);
-  if (ncclz_rea_fast_path(&rules, raw)) return NCCLZ_CODER_RAW;
+  double pred[NCCLZ_CODER_COUNT];
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) pred[c] = one_frame(job, (ncclzCoder)c, k, raw);
   ncclzReaLink link = ncclz_rea_link(job->prof, hop->hint);
   if (!job->opt->rea_link_profile) {
     link.alpha_us = hop->alpha_us;
     link.beta_gbps = hop->beta_gbps;
   }
-  ncclz_rea_arbitrate(job->prof, link, job->data->data_class, &rules, &cand, dec);
-  return dec->coder;
+  return ncclzReaDecidePredicted(job->prof, &job->cfg[hop->hint], link, job->data->data_class, raw, pipeline_frames,
+                                 pred, dec);
 }
 
 ncclzCoder sim_pick_coder(const sim_job *job, const sim_hop *hop, uint32_t k, double raw_bytes) {

@@ -250,19 +250,12 @@ static void do_recv(rank_ctx *c, size_t i) {
   c->comm[i] = sg_mailbox_get_async(mb_get(c, c->mb_in, slot, p, c->a, ""), &c->payload[i]);
 }
 
-/* Op i starts a unit: a SEND, or a RECV that is not its (step, chunk)'s SEND's partner. */
-static int starts_unit(const rank_ctx *c, size_t i) {
-  const ncclzOp *o = &c->s.ops[i], *prev = i ? &c->s.ops[i - 1] : NULL;
-  if (o->kind == NCCLZ_OP_SEND) return 1;
-  return !prev || prev->kind != NCCLZ_OP_SEND || prev->step != o->step || prev->chunk != o->chunk;
-}
-
 static void rank_actor(int argc, char **argv) {
   rank_ctx *c = sg_actor_self_get_data();
   for (size_t i = 0; i < c->s.nops; i++) {
     const ncclzOp *o = &c->s.ops[i];
     if (o->kind != NCCLZ_OP_SEND && o->kind != NCCLZ_OP_RECV) continue;
-    if (starts_unit(c, i)) { /* a new unit: the host's turn, and its transfers pass lane_gate first */
+    if (ncclzOpStartsUnit(&c->s, i)) { /* a new unit (the executor's rule): the host's turn, then lane_gate */
       c->units[c->u_tail % UNIT_RING].send = c->units[c->u_tail % UNIT_RING].recv = -1;
       c->u_tail++;
       c->gate = 1;

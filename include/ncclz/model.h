@@ -375,6 +375,14 @@ typedef struct {
 int ncclzReaCallWorthIt(const ncclzProfile *prof, ncclzTransportHint hint, const ncclzReaDecision *d,
                         ncclzCoder coder, const ncclzReaCall *call);
 
+/* REA's coder for one frame of frame_raw raw bytes whose wire size under each coder is predicted
+ * (pred_bytes[c], RAW's included) rather than sampled: cfg's rules with a staging bank of one RAW
+ * frame, the fast path, then the arbitration on `link`. The replay and the cost model decide
+ * their frames with it, so they decide as each other. */
+ncclzCoder ncclzReaDecidePredicted(const ncclzProfile *prof, const ncclzReaConfig *cfg, ncclzReaLink link,
+                                   int data_class, double frame_raw, double pipeline_frames,
+                                   const double pred_bytes[NCCLZ_CODER_COUNT], ncclzReaDecision *dec);
+
 /* QSGD side bytes of a frame of n symbols (0 for other quantizers). */
 uint32_t ncclzReaSideBytes(const ncclzQuantParams *q, size_t n);
 
