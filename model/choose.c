@@ -322,8 +322,11 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
-  /* one channel's chunk: its transfers and its codec work overlap by half */
-  double wire = 2 * (t + l.alpha_us / 2), work = 2 * d + e;
+  /* one channel's chunk: its transfers and its codec work overlap by half. A node's NIC takes two
+   * chunks a step (two children's, or a child's and the parent's); between two nodes each tree's
+   * root has one child, and the two trees' chunks cross in opposite directions: one a step. */
+  double arrivals = in->nodes == 2 ? 1.0 : 2.0;
+  double wire = arrivals * (t + l.alpha_us / 2), work = 2 * d + e;
   double period = fmax(wire, work) + fmin(wire, work) / 2;
   /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
    * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
@@ -332,7 +335,10 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
   double decodes = pol == NCCLZ_CHOICE_REA ? 2 * ch + 2 * own : 4 * ch;
   double streams = C * fmax(decodes * d, 2 * own * e);
-  double fill = fmax(0.0, h - 1.0) * 2 * 2 * tau + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
+  /* the pipeline's fill: two chunk steps a level of the trees (between two nodes, one chunk step:
+   * the first chunk down waits for the first chunk up) */
+  double levels = in->nodes == 2 ? tau : fmax(0.0, h - 1.0) * 2 * 2 * tau;
+  double fill = levels + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
   return fmax((2 * C - 1) * period, streams) + fill;
 }
 

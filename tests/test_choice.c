@@ -79,6 +79,15 @@ static void test_closed_forms(void) {
     CHECK(rel(t, f) < 1e-9, "tree on %d nodes: model %.3f us, closed form %.3f", m, t, f);
     checked++;
   }
+  { /* two nodes: each tree's root has one child and the trees' chunks cross, one a step: 2C tau */
+    ncclzChoiceInput in;
+    uniform(&in, NCCLZ_ALLREDUCE, 2, 1, 64.0 * (1 << 20));
+    in.nic_alpha_us = in.nvlink_alpha_us = 0;
+    double C = 8, tau = (double)in.bytes / (2 * C) / 25e3;
+    double t = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN);
+    CHECK(rel(t, 2 * C * tau) < 1e-9, "tree on 2 nodes: model %.3f us, closed form %.3f", t, 2 * C * tau);
+    checked++;
+  }
   printf("plain closed forms: %d (algorithm, collective, shape) cases equal\n", checked);
 }
 

@@ -260,6 +260,18 @@ static void test_tree(void) {
     double cf = 2 * (2 * C + 2 * log2(m) - 3) * tau;
     CHECK(rel(t, cf) < 1e-3, "tree %d x 1: sim %.1f us, closed form %.1f us (%u chunks)", m, t, cf, r.nchunks);
   }
+  { /* two nodes, no latency: each tree's root has one child, the trees' chunks cross: 2C tau */
+    ncclzSimPlatform p;
+    platform(&p, 2, 1);
+    p.nic_gbps = 12.5;
+    p.nic_latency_us = p.nvlink_latency_us = 0;
+    ncclzSimOptions o;
+    allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    ncclzSimResult r;
+    double t = run_us(&p, &o, &r), C = r.nchunks, tau = (double)o.bytes / (2 * C) / (p.nic_gbps * 1e3);
+    CHECK(rel(t, 2 * C * tau) < 1e-3, "tree 2 x 1: sim %.1f us, closed form %.1f us (%u chunks)", t, 2 * C * tau, r.nchunks);
+  }
   for (int comp = 0; comp < 2; comp++) {
     ncclzSimPlatform p;
     platform(&p, 128, 2);
