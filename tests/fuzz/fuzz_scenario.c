@@ -13,10 +13,6 @@
 
 #define T "fuzz_scenario"
 
-#ifndef NCCLZ_FUZZ_SCENARIO_DIR
-#define NCCLZ_FUZZ_SCENARIO_DIR "."
-#endif
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_scenario(const ncclzSimScenario *s) {
@@ -32,14 +28,9 @@ static void check_scenario(const ncclzSimScenario *s) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static ncclzProfile prof;
-  static int have_prof;
-  if (!have_prof) {
-    if (ncclzProfileDefault(&prof) != NCCLZ_OK) fuzz_fail(T, "the built-in profile");
-    have_prof = 1;
-  }
+  ncclzProfile *prof = fuzz_builtin_profile(T);
   ncclzSimScenario s;
-  ncclzStatus st = ncclzSimScenarioParse((const char *)data, size, NCCLZ_FUZZ_SCENARIO_DIR, &prof, &s);
+  ncclzStatus st = ncclzSimScenarioParse((const char *)data, size, NCCLZ_FUZZ_SCENARIO_DIR, prof, &s);
   if (st == NCCLZ_OK) {
     check_scenario(&s);
     ncclzSimScenarioFree(&s);

@@ -13,10 +13,6 @@
 
 #define T "fuzz_tune"
 
-#ifndef NCCLZ_FUZZ_SCENARIO_DIR
-#define NCCLZ_FUZZ_SCENARIO_DIR "."
-#endif
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_setup(const tn_setup *s) {
@@ -34,12 +30,7 @@ static void check_setup(const tn_setup *s) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static ncclzProfile prof;
-  static int have_prof;
-  if (!have_prof) {
-    if (ncclzProfileDefault(&prof) != NCCLZ_OK) fuzz_fail(T, "the built-in profile");
-    have_prof = 1;
-  }
+  ncclzProfile *prof = fuzz_builtin_profile(T);
   cJSON *root = NULL;
   ncclzStatus st = ncclzJsonParse("tune", (const char *)data, size, &root);
   if (st != NCCLZ_OK) {
@@ -47,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   ncclzRunOptions opt = {.scenario = "fuzz.json", .out_dir = "/nonexistent"};
-  run_ctx c = {.opt = &opt, .root = root, .text = (const char *)data, .len = size, .prof = &prof};
+  run_ctx c = {.opt = &opt, .root = root, .text = (const char *)data, .len = size, .prof = prof};
   snprintf(c.dir, sizeof c.dir, "%s", NCCLZ_FUZZ_SCENARIO_DIR);
   tn_setup s;
   st = tune_parse(&c, &s);
