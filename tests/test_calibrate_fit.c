@@ -214,13 +214,6 @@ static int ncclz_binary(char *bin, size_t cap) {
   return 0;
 }
 
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  CHECK(f != NULL, "cannot write %s", path);
-  if (!f) return;
-  fputs(text, f);
-  fclose(f);
-}
 
 /* The CLI round trip of a points document, when the ncclz binary sits next to tests/ (the build
  * tree): --from-points writes a loadable profile, and the exit codes hold. */
@@ -229,7 +222,7 @@ static void cli_round_trip(const char *dir, const char *doc) {
   if (!ncclz_binary(bin, sizeof bin)) return;
   snprintf(pts, sizeof pts, "%s/points.json", dir);
   snprintf(out, sizeof out, "%s/cli-profile.json", dir);
-  write_file(pts, doc);
+  tu_write_text(pts, doc);
   snprintf(cmd, sizeof cmd, "'%s' calibrate --from-points '%s' --out '%s' 2>/dev/null", bin, pts, out);
   int rc = system(cmd);
   CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--from-points rc %d", rc);
@@ -279,9 +272,7 @@ static void test_profile(const char *dir) {
   if (text) {
     char path[512];
     snprintf(path, sizeof path, "%s/profile.json", dir);
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
+    tu_write_text(path, text);
     ncclzProfile *p = malloc(sizeof *p);
     CHECK(ncclzProfileLoad(path, p) == NCCLZ_OK, "%s", ncclzLastError());
     CHECK(rel(p->transport[NCCLZ_HINT_NVLINK].beta_gbps, 320) < 1e-5, "nvlink beta %g", p->transport[NCCLZ_HINT_NVLINK].beta_gbps);
@@ -401,7 +392,7 @@ static void cli_check(const char *dir, const char *path, const char *fresh) {
   if (!ncclz_binary(bin, sizeof bin)) return;
   snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
   snprintf(out, sizeof out, "%s/check.json", dir);
-  write_file(fpath, fresh);
+  tu_write_text(fpath, fresh);
   snprintf(cmd, sizeof cmd, "'%s' calibrate --check '%s' --from-points '%s' --out '%s' >/dev/null", bin, path, fpath, out);
   int rc = system(cmd);
   CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "--check rc %d", rc);

@@ -21,9 +21,7 @@ static char tmp[64];
 static const char *scenario(const char *name, const char *text) {
   static char path[128];
   snprintf(path, sizeof path, "%s/%s.json", tmp, name);
-  FILE *f = fopen(path, "w");
-  fputs(text, f);
-  fclose(f);
+  tu_write_text(path, text);
   return path;
 }
 
@@ -212,15 +210,20 @@ static void validate_calibrated_run(void) {
 
 #ifdef NCCLZ_HAVE_SIM
 /* A validate scenario named `name`: the synthetic profile, CR 4 / 6, one 3 GB/s NIC path "net",
- * against `measured` (a JSON list of {"file", "path": "net"}); its results.json. */
-static cJSON *validate_net(const char *name, const char *measured) {
+ * against `measured` (a JSON list of {"file", "path": "net"}); the status of its run. */
+static ncclzStatus run_validate_net(const char *name, const char *measured) {
   char text[1024];
   snprintf(text, sizeof text,
            "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
            "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
            "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
            "\"measured\": %s}", measured);
-  OK(run(scenario(name, text), name) == NCCLZ_OK);
+  return run(scenario(name, text), name);
+}
+
+/* The same, run to completion: its results.json. */
+static cJSON *validate_net(const char *name, const char *measured) {
+  OK(run_validate_net(name, measured) == NCCLZ_OK);
   return load_json(name);
 }
 #endif
@@ -231,14 +234,10 @@ static void validate_spread_run(void) {
 #ifdef NCCLZ_HAVE_SIM
   char meas[160];
   snprintf(meas, sizeof meas, "%s/meas-spread.json", tmp);
-  FILE *f = fopen(meas, "w");
-  OK(f != NULL);
-  if (!f) return;
-  fputs("{\"runs\": [{\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
-        "{\"size\": 1048576, \"time_us\": 100}, {\"size\": 4194304, \"time_us\": 900}]},"
-        " {\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
-        "{\"size\": 1048576, \"time_us\": 150}]}]}", f);
-  fclose(f);
+  tu_write_text(meas, "{\"runs\": [{\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
+                     "{\"size\": 1048576, \"time_us\": 100}, {\"size\": 4194304, \"time_us\": 900}]},"
+                     " {\"collective\": \"allreduce\", \"compress\": \"off\", \"nranks\": 2, \"points\": ["
+                     "{\"size\": 1048576, \"time_us\": 150}]}]}");
   char measured[256];
   snprintf(measured, sizeof measured, "[{\"file\": \"%s\", \"path\": \"net\"}]", meas);
   cJSON *j = validate_net("vs", measured);
@@ -324,19 +323,9 @@ static void validate_algorithm_run(void) {
   CHECK(none > 0 && none == ring && aut == ring && tree > 0 && tree != ring,
         "no algorithm %.3f us, auto %.3f, ring %.3f (want all equal), tree %.3f (want another)", none, aut, ring, tree);
   cJSON_Delete(j);
-  f = fopen(meas, "w");
-  OK(f != NULL);
-  if (!f) return;
-  fputs("{\"collective\": \"allreduce\", \"compress\": \"huffman\", \"nranks\": 2, \"algorithm\": \"spiral\","
-        " \"points\": [{\"size\": 67108864, \"time_us\": 9000}]}", f);
-  fclose(f);
-  char text[1024];
-  snprintf(text, sizeof text,
-           "{\"kind\": \"validate\", \"profile\": \"" DATA "/profile_synthetic.json\","
-           "\"data\": {\"cr\": {\"fixedlen\": 4, \"huffman\": 6}, \"class\": \"qsgd\"},"
-           "\"paths\": {\"net\": {\"gpus_per_node\": 1, \"nic_gbps\": 3, \"nic_latency_us\": 20}},"
-           "\"measured\": %s}", measured);
-  ncclzStatus st = run(scenario("vab", text), "vab");
+  tu_write_text(meas, "{\"collective\": \"allreduce\", \"compress\": \"huffman\", \"nranks\": 2, "
+                      "\"algorithm\": \"spiral\", \"points\": [{\"size\": 67108864, \"time_us\": 9000}]}");
+  ncclzStatus st = run_validate_net("vab", measured);
   CHECK(st == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "algorithm: expected auto, ring, tree, rhd or hier"),
         "unknown algorithm: %d '%s'", (int)st, ncclzLastError());
 #else

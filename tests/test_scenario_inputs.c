@@ -20,9 +20,7 @@ static char tmp[64];
 static const char *write_file(const char *name, const char *text) {
   static char path[128];
   snprintf(path, sizeof path, "%s/%s", tmp, name);
-  FILE *f = fopen(path, "wb");
-  fputs(text, f);
-  fclose(f);
+  tu_write_text(path, text);
   return path;
 }
 

@@ -23,6 +23,13 @@ void *tu_read_file(const char *name, size_t *len) {
   return buf;
 }
 
+void tu_write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  CHECK(fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
 uint64_t tu_rand(uint64_t *s) {
   uint64_t x = *s ? *s : 0x9E3779B97F4A7C15ull;
   x ^= x >> 12;

@@ -1,4 +1,5 @@
-/* Small helpers shared by the tests: checks that count, real-data loading, a seeded PRNG. */
+/* Small helpers shared by the tests: checks that count, real-data loading, scratch files, a seeded
+ * PRNG. */
 #ifndef NCCLZ_TESTUTIL_H
 #define NCCLZ_TESTUTIL_H
 #include <stddef.h>
@@ -24,6 +25,8 @@ extern int tu_passed, tu_failed;
 int tu_finish(const char *suite);
 /* Reads a whole file from tests/data (or an absolute path); NULL with a message on failure. */
 void *tu_read_file(const char *name, size_t *len);
+/* Writes text to path (replacing it); a file that cannot be written is a failed check. */
+void tu_write_text(const char *path, const char *text);
 /* Deterministic xorshift64* generator. */
 uint64_t tu_rand(uint64_t *state);
 double tu_uniform(uint64_t *state);
