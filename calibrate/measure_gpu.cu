@@ -155,10 +155,14 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
   const double factor = o->quick ? 4 : 2;
   const int runs = 20;
   char method[256];
-  snprintf(method, sizeof method,
-           "ncclz calibrate -g %d%s: codec curves 64 KiB..%zu MiB (one frame, median of %d), send/recv and "
-           "5 NCCL collectives 1 KiB..%s after an untimed warm-up, overlap from executor traces; docs/calibrate.md",
-           o->ngpus, o->quick ? " --quick" : "", max_bytes >> 20, runs, o->quick ? "256 MiB" : "1 GiB");
+  if (o->codecs_only)
+    snprintf(method, sizeof method, "ncclz calibrate --codecs-only -g %d%s: 64 KiB..%zu MiB, one frame, median of %d",
+             o->ngpus, o->quick ? " --quick" : "", max_bytes >> 20, runs);
+  else
+    snprintf(method, sizeof method,
+             "ncclz calibrate -g %d%s: codec curves 64 KiB..%zu MiB (one frame, median of %d), send/recv and "
+             "5 NCCL collectives 1 KiB..%s after an untimed warm-up, overlap from executor traces; docs/calibrate.md",
+             o->ngpus, o->quick ? " --quick" : "", max_bytes >> 20, runs, o->quick ? "256 MiB" : "1 GiB");
   cJSON *root = new_doc(o, method);
   cJSON *codecs = cJSON_AddArrayToObject(root, "codecs");
   size_t nmax = max_bytes / 4;

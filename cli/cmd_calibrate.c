@@ -5,7 +5,8 @@
  * a child process: this binary again (/proc/self/exe) with the path's NCCL_* variables and the
  * internal option --child-codecs or --child-path NAME, writing a points document to a temporary
  * file. The parent merges the documents, fits them (calibrate/fit.c) and writes the profile
- * (calibrate/write_profile.c). docs/calibrate.md tells the whole story. */
+ * (calibrate/write_profile.c). --codecs-only measures the codec curves alone and takes every other
+ * point from a base points document (calibrate/codecs_only.c). docs/calibrate.md tells the whole story. */
 #include "cli.h"
 #include "ncclz/calibrate.h"
 #include "ncclz/model.h"
@@ -26,6 +27,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: ncclz calibrate [-g NGPUS] [--paths nvlink,shm,socket] [--sweeps N] [--quick] --out PROFILE.json\n"
           "       ncclz calibrate --from-points POINTS.json --out PROFILE.json\n"
+          "       ncclz calibrate --codecs-only --base POINTS.json [-g 1] [--quick] [--from-points FRESH.json]\n"
+          "                       --out PROFILE.json [--points-out POINTS.json]\n"
           "       ncclz calibrate --check PROFILE.json [-g N] [--paths LIST] [--sweeps N] [--quick]\n"
           "                       [--from-points FRESH.json] [--points-out FRESH.json] [--out CHECK.json]\n"
           "\n"
@@ -46,6 +49,11 @@ static void usage(FILE *f) {
           "  --out FILE            the profile to write (required)\n"
           "  --points-out FILE     also keep the measured points document\n"
           "  --from-points FILE    no measurement: fit and write from a points document\n"
+          "  --codecs-only         measure only the codec curves, on one GPU; send/recv, the collectives and\n"
+          "                        the overlap come unchanged from --base (what 1 GPU cannot measure);\n"
+          "                        --points-out keeps the merged points, whose metadata says which part came\n"
+          "                        from where; --from-points FRESH takes the codec curves of a saved run\n"
+          "  --base POINTS         the points document of a full calibration that --codecs-only keeps from\n"
           "  --quiet               no residual table on stderr\n"
           "  --check PROFILE       no profile written: measure the five plain collectives again (a fresh run,\n"
           "                        1 MiB..256 MiB x4 plus 1.5..384 MiB x4, between the calibration's points,\n"
@@ -63,6 +71,10 @@ typedef struct {
   int child_codecs;
   const char *check; /* the profile to check */
   int sweeps; /* 0: the default */
+  int codecs_only;
+  const char *base;  /* --base: its file name */
+  char *base_text;   /* ... and its text, read and checked before anything is measured */
+  size_t base_len;
 } cal_opts;
 
 /* Fit a points document and write the profile. */
@@ -116,10 +128,26 @@ static int check_and_report(const cal_opts *o, const char *points, size_t len) {
   return rc;
 }
 
+/* A measured or saved points document (doc_name in messages) to its end: with --codecs-only its
+ * codec curves joined to the base's other points, then --points-out, then the check or the profile. */
+static int finish_points(const cal_opts *o, const char *doc, size_t len, const char *doc_name) {
+  char *merged = NULL;
+  if (o->codecs_only) {
+    merged = ncclzCalCodecsOnlyMerge(o->base_text, o->base_len, o->base, doc, len, doc_name);
+    if (!merged) return cli_usage_error(VERB, "%s", ncclzLastError());
+    doc = merged;
+    len = strlen(merged);
+  }
+  int rc = o->points_out ? cli_write_text(VERB, o->points_out, doc) : CLI_OK;
+  if (!rc) rc = o->check ? check_and_report(o, doc, len) : fit_and_write(o, doc, len);
+  free(merged);
+  return rc;
+}
+
 #ifdef NCCLZ_HAVE_CALIBRATE_GPU
 /* Child side: one measurement, its points document to --points-out. */
 static int run_child(const cal_opts *o) {
-  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2), o->check != NULL, o->sweeps};
+  ncclzCalMeasureOpts mo = {o->ngpus, o->quick, isatty(2), o->check != NULL, o->sweeps, o->codecs_only};
   char *doc;
   if (o->child_codecs) {
     doc = ncclzCalMeasureCodecs(&mo);
@@ -139,7 +167,7 @@ static char *spawn(const cal_opts *o, const char *what, int path, const char *tm
   char g[16], rep[16];
   snprintf(g, sizeof g, "%d", o->ngpus);
   snprintf(rep, sizeof rep, "%d", o->sweeps);
-  const char *argv[16];
+  const char *argv[20];
   int a = 0;
   argv[a++] = "ncclz";
   argv[a++] = "calibrate";
@@ -152,6 +180,7 @@ static char *spawn(const cal_opts *o, const char *what, int path, const char *tm
     argv[a++] = ncclzCalPathName((ncclzCalPath)path);
   }
   if (o->quick) argv[a++] = "--quick";
+  if (o->codecs_only) argv[a++] = "--codecs-only";
   if (o->check) {
     argv[a++] = "--check";
     argv[a++] = o->check;
@@ -203,7 +232,7 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   int ndev = ncclzCalGpuCount();
   if (ndev < 1) return cli_runtime_error(VERB, "no CUDA GPU on this machine");
   if (ndev < o->ngpus) return cli_runtime_error(VERB, "-g %d: this machine has %d GPUs", o->ngpus, ndev);
-  if (o->ngpus < 2) return cli_runtime_error(VERB, "-g %d: transports need 2 GPUs", o->ngpus);
+  if (o->ngpus < 2 && !o->codecs_only) return cli_runtime_error(VERB, "-g %d: transports need 2 GPUs", o->ngpus);
   char tmpl[] = "/tmp/ncclz-calibrate-XXXXXX";
   if (!mkdtemp(tmpl)) return cli_runtime_error(VERB, "mkdtemp: %s", strerror(errno));
   char tmp[64];
@@ -238,15 +267,72 @@ static int run_measure(const cal_opts *o, const int *paths, int npaths) {
   rmdir(tmpl);
   if (!doc) return rc ? rc : CLI_RUNTIME;
   fprintf(stderr, "# calibrate: measured in %.0f s\n", ncclzNowSeconds() - t0);
-  if (o->points_out) rc = cli_write_text(VERB, o->points_out, doc);
-  if (!rc) rc = o->check ? check_and_report(o, doc, strlen(doc)) : fit_and_write(o, doc, strlen(doc));
+  rc = finish_points(o, doc, strlen(doc), "measured");
   free(doc);
   return rc;
 }
 #endif
 
+/* --paths LIST into paths[*n]; CLI_USAGE after a one-line error. */
+static int parse_paths(const char *list, int *paths, int *n) {
+  char buf[256];
+  *n = 0;
+  if (strlen(list) >= sizeof buf) return cli_usage_error(VERB, "--paths: too long");
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int p = ncclzCalPathFromName(tok);
+    if (p < 0) return cli_usage_error(VERB, "--paths: unknown path '%s' (nvlink, shm, socket, socket1x1, socket4x4)", tok);
+    for (int i = 0; i < *n; i++)
+      if (paths[i] == p) return cli_usage_error(VERB, "--paths: '%s' twice", tok);
+    paths[(*n)++] = p;
+  }
+  return *n ? CLI_OK : cli_usage_error(VERB, "--paths: empty");
+}
+
+/* --codecs-only and --base: what goes with them, then the base read and checked (before any
+ * measurement: a bad base costs no GPU time); *_given: the option was on the line. */
+static int codecs_only_setup(cal_opts *o, int g_given, int paths_given, int sweeps_given) {
+  if (o->base && !o->codecs_only) return cli_usage_error(VERB, "--base goes with --codecs-only");
+  if (!o->codecs_only) return CLI_OK;
+  if (!o->base)
+    return cli_usage_error(VERB, "--codecs-only needs --base POINTS.json (the points whose transports and overlap are kept)");
+  if (o->check) return cli_usage_error(VERB, "--codecs-only and --check exclude each other");
+  if (paths_given || sweeps_given) return cli_usage_error(VERB, "--codecs-only measures no path: --paths and --sweeps do not apply");
+  if (g_given && o->ngpus != 1) return cli_usage_error(VERB, "-g %d: --codecs-only measures on one GPU (-g 1)", o->ngpus);
+  o->ngpus = 1;
+  o->base_text = ncclzReadFile("--base", o->base, &o->base_len);
+  if (!o->base_text) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (ncclzCalCodecsOnlyBase(o->base_text, o->base_len, o->base)) return cli_usage_error(VERB, "%s", ncclzLastError());
+  return CLI_OK;
+}
+
+/* Everything after the options: a saved document, a child's measurement or the whole run. */
+static int run_mode(const cal_opts *o, const int *paths, int npaths) {
+  if (o->from_points) {
+    size_t len = 0;
+    char *doc = cli_read_file(VERB, o->from_points, &len);
+    if (!doc) return CLI_USAGE;
+    int rc = finish_points(o, doc, len, o->from_points);
+    free(doc);
+    return rc;
+  }
+#ifdef NCCLZ_HAVE_CALIBRATE_GPU
+  if (o->child_codecs || o->child_path) {
+    if (!o->points_out) return cli_usage_error(VERB, "internal child mode needs --points-out");
+    return run_child(o);
+  }
+  return run_measure(o, paths, o->codecs_only ? 0 : npaths);
+#else
+  (void)paths, (void)npaths;
+  return cli_runtime_error(VERB, "this build has no CUDA/NCCL: it cannot measure (use --from-points FILE)");
+#endif
+}
+
 int cli_calibrate(int argc, char **argv) {
-  enum { O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH, O_CHECK, O_SWEEPS };
+  enum {
+    O_PATHS = 256, O_QUICK, O_OUT, O_POINTS_OUT, O_FROM, O_QUIET, O_CHILD_CODECS, O_CHILD_PATH, O_CHECK, O_SWEEPS,
+    O_CODECS_ONLY, O_BASE
+  };
   static const struct option lo[] = {{"paths", required_argument, 0, O_PATHS},
                                      {"quick", no_argument, 0, O_QUICK},
                                      {"out", required_argument, 0, O_OUT},
@@ -257,18 +343,21 @@ int cli_calibrate(int argc, char **argv) {
                                      {"child-path", required_argument, 0, O_CHILD_PATH},
                                      {"check", required_argument, 0, O_CHECK},
                                      {"sweeps", required_argument, 0, O_SWEEPS},
+                                     {"codecs-only", no_argument, 0, O_CODECS_ONLY},
+                                     {"base", required_argument, 0, O_BASE},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
-  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 0};
-  int c;
+  cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, NULL, 0};
+  int c, g_given = 0, paths_given = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":g:h", lo, NULL)) != -1) {
     switch (c) {
     case 'g':
       if (cli_parse_int(VERB, "-g", optarg, 1, 64, &o.ngpus) != CLI_OK) return CLI_USAGE;
+      g_given = 1;
       break;
-    case O_PATHS: o.paths = optarg; break;
+    case O_PATHS: o.paths = optarg, paths_given = 1; break;
     case O_QUICK: o.quick = 1; break;
     case O_OUT: o.out = optarg; break;
     case O_POINTS_OUT: o.points_out = optarg; break;
@@ -280,6 +369,8 @@ int cli_calibrate(int argc, char **argv) {
     case O_SWEEPS:
       if (cli_parse_int(VERB, "--sweeps", optarg, 1, NCCLZ_CAL_CHECK_MAX_REPEAT, &o.sweeps) != CLI_OK) return CLI_USAGE;
       break;
+    case O_CODECS_ONLY: o.codecs_only = 1; break;
+    case O_BASE: o.base = optarg; break;
     case 'h': usage(stdout); return CLI_OK;
     case ':': return cli_usage_error(VERB, "%s needs a value (ncclz calibrate --help)", argv[optind - 1]);
     default: return cli_usage_error(VERB, "unknown option '%s' (ncclz calibrate --help)", argv[optind - 1]);
@@ -287,37 +378,12 @@ int cli_calibrate(int argc, char **argv) {
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);
   if (!o.out && !o.check) return cli_usage_error(VERB, "--out PROFILE.json is required");
+  int paths[NCCLZ_CAL_PATH_COUNT], npaths;
+  if (parse_paths(o.paths, paths, &npaths)) return CLI_USAGE;
+  /* a child measures what its parent asked for: the parent checked the options */
+  int rc = o.child_codecs || o.child_path ? CLI_OK : codecs_only_setup(&o, g_given, paths_given, o.sweeps != 0);
   if (!o.sweeps) o.sweeps = o.quick ? 1 : 3;
-  int paths[NCCLZ_CAL_PATH_COUNT], npaths = 0;
-  {
-    char buf[256];
-    if (strlen(o.paths) >= sizeof buf) return cli_usage_error(VERB, "--paths: too long");
-    snprintf(buf, sizeof buf, "%s", o.paths);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      int p = ncclzCalPathFromName(tok);
-      if (p < 0) return cli_usage_error(VERB, "--paths: unknown path '%s' (nvlink, shm, socket, socket1x1, socket4x4)", tok);
-      for (int i = 0; i < npaths; i++)
-        if (paths[i] == p) return cli_usage_error(VERB, "--paths: '%s' twice", tok);
-      paths[npaths++] = p;
-    }
-    if (!npaths) return cli_usage_error(VERB, "--paths: empty");
-  }
-  if (o.from_points) {
-    size_t len = 0;
-    char *doc = cli_read_file(VERB, o.from_points, &len);
-    if (!doc) return CLI_USAGE;
-    int rc = o.check ? check_and_report(&o, doc, len) : fit_and_write(&o, doc, len);
-    free(doc);
-    return rc;
-  }
-#ifdef NCCLZ_HAVE_CALIBRATE_GPU
-  if (o.child_codecs || o.child_path) {
-    if (!o.points_out) return cli_usage_error(VERB, "internal child mode needs --points-out");
-    return run_child(&o);
-  }
-  return run_measure(&o, paths, npaths);
-#else
-  (void)paths;
-  return cli_runtime_error(VERB, "this build has no CUDA/NCCL: it cannot measure (use --from-points FILE)");
-#endif
+  if (!rc) rc = run_mode(&o, paths, npaths);
+  free(o.base_text);
+  return rc;
 }

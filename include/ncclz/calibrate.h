@@ -169,6 +169,17 @@ void ncclzCalReport(const ncclzCalResult *r, FILE *f);
  * returns the merged document (malloc'd) or NULL with the error set. */
 char *ncclzCalPointsMerge(const char *a, const char *b);
 
+/* ---- Codec-only recalibration (`ncclz calibrate --codecs-only --base POINTS.json`): the codec
+ * curves of a fresh measurement joined to every other point (send/recv, collectives, overlap) of a
+ * base points document, unchanged; the merged document's metadata says where each part came from
+ * (docs/calibrate.md). `name` is the base's file name as the messages and the metadata give it. */
+/* NCCLZ_ERR_ARG (one line naming `name`) unless base is a points document with send/recv points. */
+ncclzStatus ncclzCalCodecsOnlyBase(const char *base, size_t len, const char *name);
+/* The base with its "codecs" replaced by those of fresh (a points document with some, named
+ * fresh_name in errors); malloc'd, or NULL with the error set. */
+char *ncclzCalCodecsOnlyMerge(const char *base, size_t base_len, const char *name, const char *fresh, size_t fresh_len,
+                              const char *fresh_name);
+
 /* ---- The check (`ncclz calibrate --check`): a profile's plain-collective predictions against a
  * fresh measurement (a points document of "collectives" entries, each size measured in
  * several sweeps), at sizes >= NCCLZ_CAL_MIN_FIT_BYTES. Targets: median |error| <= 8%, none > 20%. */
@@ -211,6 +222,7 @@ typedef struct {
   int progress;   /* progress lines on stderr */
   int check;      /* ncclzCalMeasurePath: only the plain collectives, at the check's sizes */
   int sweeps;     /* ncclzCalMeasurePath: whole size sweeps of send/recv and the collectives (>= 1) */
+  int codecs_only; /* ncclzCalMeasureCodecs: the run measures nothing else (its metadata says so) */
 } ncclzCalMeasureOpts;
 int ncclzCalGpuCount(void);
 char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o);
