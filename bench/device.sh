@@ -15,6 +15,9 @@
 #   h200-x2.json         the profile (calibrate/profiles/h200-x2.json when it passes)
 #   h200-x2-points.json  its measured points (ncclz calibrate --from-points refits them)
 #   check.txt            ncclz calibrate --check of that profile: a fresh, second measurement
+#   calibrate-codecs.log (step calibrate-codecs, one GPU) ncclz calibrate --codecs-only: the codec
+#                        curves measured again, every other point kept from $CAL_BASE; it writes
+#                        h200-x2.json and h200-x2-points.json (the merged points) as above
 #   codec-latency.json   bench_latency (step latency): one call per frame size, every coder x
 #                        quantizer, and the quantizer passes on 256 MiB; latency.txt its table,
 #                        latency-nopdl.txt the same with NCCLZ_CUDA_PDL=0
@@ -27,7 +30,7 @@
 #   latency-warm.txt     (step latency-warm) ncu's time of every kernel of one FIXEDLEN call, 64 KiB
 #                        and 1 MiB, warm caches, one kernel and chain
 # STEPS (default "tests calibrate check memcheck"; also "codecs", "kernels", "ncu", "quant-ncu", "latency-ab",
-#   "latency-warm"):
+#   "latency-warm", "calibrate-codecs"):
 #   tests      $TESTS (default test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec
 #              test_calibrate_fit), each within 240 s
 #   codecs     bench/codecs.sh without its own tests (needs .devdata: carry it)
@@ -39,6 +42,8 @@
 #              1e-4 with and without 3D Lorenzo, the gradients at QSGD 8/512; fixedlen, huffman, auto)
 #   exec       bench/exec.sh (ncclz perf on every path and launch mode; exec-DATE.json and
 #              exec-table.md), the measurements the validate scenario compares the simulator with
+#   calibrate-codecs  ncclz calibrate --codecs-only --base $CAL_BASE (default the shipped points) on
+#              GPU 0, instead of calibrate (CAL_QUICK=1: --quick)
 #   calibrate, check, memcheck (compute-sanitizer memcheck, then racecheck, of each test in SANITIZE,
 #              default test_gpu_codecs, run with --quick; test_gpu_rea takes it too; SANITIZE_TOOLS
 #              names the tools, default "memcheck racecheck")
@@ -68,7 +73,8 @@ LOG="$OUTDIR/tests.log"
 echo "== build (steps:$STEPS)"
 TESTS=${TESTS:-test_gpu_huffbook test_gpu_codecs test_gpu_rea test_gpu_exec test_calibrate_fit}
 EXTRA=""; { want latency || want latency-ab; } && EXTRA=bench_latency
-ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $TESTS $EXTRA || exit 1
+BUILD_TESTS=""; { want tests || want memcheck; } && BUILD_TESTS=$TESTS # the steps that run them
+ncclz_device_build "$B" "$OUTDIR/build.log" ncclz $BUILD_TESTS $EXTRA || exit 1
 rm -f "$OUTDIR/build.log"
 
 declare -A RC
@@ -305,6 +311,19 @@ if want calibrate && [ "$(left)" -gt 300 ]; then
   tr '\r' '\n' <"$OUTDIR/calibrate.log" | grep -E "worst residual|wrote|lambda" | tail -8
 fi
 
+CALC_RC=skipped
+if want calibrate-codecs && [ "$(left)" -gt 60 ]; then
+  CAL_BASE=${CAL_BASE:-calibrate/profiles/h200-x2-points.json}
+  Q=(); [ "${CAL_QUICK:-0}" = 1 ] && Q=(--quick)
+  echo "== calibrate --codecs-only --base $CAL_BASE ${Q[*]} ($(left) s left)"
+  START=$(date +%s)
+  timeout $(($(left) - 10)) "$B/ncclz" calibrate --codecs-only --base "$CAL_BASE" "${Q[@]}" --out "$OUTDIR/h200-x2.json" \
+    --points-out "$OUTDIR/h200-x2-points.json" 2>"$OUTDIR/calibrate-codecs.log"
+  CALC_RC=$?
+  echo "calibrate-codecs rc=$CALC_RC in $(($(date +%s) - START)) s" | tee -a "$OUTDIR/calibrate-codecs.log"
+  tr '\r' '\n' <"$OUTDIR/calibrate-codecs.log" | grep -E "measured in|^  (fixedlen|huffman)/|worst residual|wrote"
+fi
+
 CHECK_RC=skipped
 if want check && [ -f "$OUTDIR/h200-x2.json" ] && [ "$(left)" -gt 100 ]; then
   echo "== calibrate --check ($(left) s left)"
@@ -333,7 +352,7 @@ fi
 echo "== summary ($(($(date +%s) - T0)) s)"
 for t in $TESTS; do echo "$t rc=${RC[$t]:-skipped}"; done
 echo "latency rc=$LAT_RC latency-ab rc=$AB_RC latency-warm rc=$WARM_RC latency-ncu rc=$LNCU_RC quant-ncu rc=$QNCU_RC"
-echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
+echo "codecs rc=$CODECS_RC kernels rc=$KERNELS_RC kernels-sci rc=$KSCI_RC ncu rc=$NCU_RC exec rc=$EXEC_RC calibrate rc=$CAL_RC calibrate-codecs rc=$CALC_RC check rc=$CHECK_RC memcheck rc=$MEM_RC racecheck rc=$RACE_RC"
 grep -E "planning" "$LOG" | tail -3
 [ -f "$OUTDIR/check.txt" ] && grep '^#' "$OUTDIR/check.txt" | tail -4
 exit 0
