@@ -7,7 +7,6 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +21,12 @@
 static char *fresh_points(const char *base) {
   cJSON *b = cJSON_Parse(base), *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "version", 1);
-  cJSON *m = cJSON_AddObjectToObject(f, "metadata");
-  cJSON_AddStringToObject(m, "device", "NVIDIA H200 (1x used of 1)");
-  cJSON_AddStringToObject(m, "driver", "580.159.04");
-  cJSON_AddStringToObject(m, "cuda", "13.0");
-  cJSON_AddStringToObject(m, "nccl", "2.28.3");
-  cJSON_AddStringToObject(m, "date", "2026-12-02");
-  cJSON_AddStringToObject(m, "method", "ncclz calibrate --codecs-only -g 1: 64 KiB..64 MiB, one frame, median of 20");
+  cJSON *m = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(b, "metadata"), 1); /* driver, CUDA, NCCL: the base's */
+  cJSON_ReplaceItemInObjectCaseSensitive(m, "device", cJSON_CreateString("NVIDIA H200 (1x used of 1)"));
+  cJSON_ReplaceItemInObjectCaseSensitive(m, "date", cJSON_CreateString("2026-12-02"));
+  cJSON_ReplaceItemInObjectCaseSensitive(
+      m, "method", cJSON_CreateString("ncclz calibrate --codecs-only -g 1: 64 KiB..64 MiB, one frame, median of 20"));
+  cJSON_AddItemToObject(f, "metadata", m);
   cJSON *codecs = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(b, "codecs"), 1), *e;
   cJSON_ArrayForEach(e, codecs) {
     const char *keys[2] = {"encode", "decode"};
@@ -155,18 +153,6 @@ static void test_refused(const char *base, const char *fresh) {
   free(m);
 }
 
-/* The ncclz binary next to tests/ (the build tree) into bin; 0 when there is none. */
-static int ncclz_binary(char *bin, size_t cap) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 0;
-  exe[n] = 0;
-  snprintf(bin, cap, "%s/../ncclz", dirname(exe));
-  if (access(bin, X_OK) == 0) return 1;
-  printf("note: %s not found, CLI checks skipped\n", bin);
-  return 0;
-}
-
 static int run(const char *cmd) {
   int rc = system(cmd);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -176,7 +162,7 @@ static int run(const char *cmd) {
  * whose plain refit is the same profile; bad bases and options exit 2. */
 static void test_cli(const char *dir, const char *base, const char *fresh) {
   char bin[4200], fpath[600], out[600], pts[600], refit[600], cmd[12000];
-  if (!ncclz_binary(bin, sizeof bin)) return;
+  if (!tu_ncclz_binary(bin, sizeof bin)) return;
   snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
   snprintf(out, sizeof out, "%s/merged-profile.json", dir);
   snprintf(pts, sizeof pts, "%s/merged-points.json", dir);

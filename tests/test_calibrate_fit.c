@@ -6,7 +6,6 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,24 +201,11 @@ static char *points_doc(void) {
   return s;
 }
 
-/* The ncclz binary next to tests/ (the build tree) into bin; 0 when there is none. */
-static int ncclz_binary(char *bin, size_t cap) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 0;
-  exe[n] = 0;
-  snprintf(bin, cap, "%s/../ncclz", dirname(exe));
-  if (access(bin, X_OK) == 0) return 1;
-  printf("note: %s not found, CLI round trip skipped\n", bin);
-  return 0;
-}
-
-
 /* The CLI round trip of a points document, when the ncclz binary sits next to tests/ (the build
  * tree): --from-points writes a loadable profile, and the exit codes hold. */
 static void cli_round_trip(const char *dir, const char *doc) {
   char bin[4200], pts[600], out[600], cmd[9000];
-  if (!ncclz_binary(bin, sizeof bin)) return;
+  if (!tu_ncclz_binary(bin, sizeof bin)) return;
   snprintf(pts, sizeof pts, "%s/points.json", dir);
   snprintf(out, sizeof out, "%s/cli-profile.json", dir);
   tu_write_text(pts, doc);
@@ -389,7 +375,7 @@ static void fresh_entry(cJSON *co, const char *path, const char *coll, int ranks
 /* The CLI: --check with --from-points, when the binary is next to tests/. */
 static void cli_check(const char *dir, const char *path, const char *fresh) {
   char bin[4200], fpath[600], out[600], cmd[9000];
-  if (!ncclz_binary(bin, sizeof bin)) return;
+  if (!tu_ncclz_binary(bin, sizeof bin)) return;
   snprintf(fpath, sizeof fpath, "%s/fresh.json", dir);
   snprintf(out, sizeof out, "%s/check.json", dir);
   tu_write_text(fpath, fresh);

@@ -2,8 +2,10 @@
 
 #include "ncclz/codecs.h"
 
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int tu_passed, tu_failed;
 
@@ -28,6 +30,17 @@ void tu_write_text(const char *path, const char *text) {
   CHECK(f != NULL, "cannot write %s", path);
   if (!f) return;
   CHECK(fputs(text, f) >= 0 && fclose(f) == 0, "cannot write %s", path);
+}
+
+int tu_ncclz_binary(char *bin, size_t cap) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = 0;
+  snprintf(bin, cap, "%s/../ncclz", dirname(exe));
+  if (access(bin, X_OK) == 0) return 1;
+  printf("note: %s not found, CLI checks skipped\n", bin);
+  return 0;
 }
 
 uint64_t tu_rand(uint64_t *s) {

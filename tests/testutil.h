@@ -27,6 +27,9 @@ int tu_finish(const char *suite);
 void *tu_read_file(const char *name, size_t *len);
 /* Writes text to path (replacing it); a file that cannot be written is a failed check. */
 void tu_write_text(const char *path, const char *text);
+/* The ncclz binary next to the tests/ directory of the build tree into bin: 1, or 0 with a note on
+ * stdout when there is none (the caller skips its CLI checks). */
+int tu_ncclz_binary(char *bin, size_t cap);
 /* Deterministic xorshift64* generator. */
 uint64_t tu_rand(uint64_t *state);
 double tu_uniform(uint64_t *state);
