@@ -312,9 +312,9 @@ if want calibrate && [ "$(left)" -gt 300 ]; then
 fi
 
 CALC_RC=skipped
-if want calibrate-codecs && [ "$(left)" -gt 60 ]; then
+Q=(); NEED=120; [ "${CAL_QUICK:-0}" = 1 ] && Q=(--quick) NEED=30 # the codec curves took 80 s on H200, --quick less
+if want calibrate-codecs && [ "$(left)" -gt $NEED ]; then
   CAL_BASE=${CAL_BASE:-calibrate/profiles/h200-x2-points.json}
-  Q=(); [ "${CAL_QUICK:-0}" = 1 ] && Q=(--quick)
   echo "== calibrate --codecs-only --base $CAL_BASE ${Q[*]} ($(left) s left)"
   START=$(date +%s)
   timeout $(($(left) - 10)) "$B/ncclz" calibrate --codecs-only --base "$CAL_BASE" "${Q[@]}" --out "$OUTDIR/h200-x2.json" \
