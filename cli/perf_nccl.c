@@ -125,6 +125,7 @@ static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *s
   p->comm_us = ts->comm_us;
   p->iface_us = ts->iface_us;
   p->host_unit_us = 1e6 * st->t_unit_host; /* rank 0's own, as calibrate's unit_host_us */
+  perf_set_pair(p, st);
   free(v);
   return s;
 }

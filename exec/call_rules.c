@@ -124,12 +124,25 @@ int ncclz_exec_pair_auto(const ncclzConfig *cfg, ncclzCollective coll, size_t co
          nranks / g > 1 && ncclzChoiceServes(coll);
 }
 
+/* REA's sample window and pieces for the config's hint and the data's class. */
+static ncclzReaConfig sample_config(const ncclzConfig *cfg, const ncclzQuantParams *qp) {
+  ncclzReaConfig rc;
+  ncclzReaConfigFromProfile(cfg->profile, cfg->hint, ncclzDataClassOf(qp), &rc);
+  return rc;
+}
+
+uint32_t ncclz_exec_sample_pieces(const ncclzConfig *cfg, const ncclzQuantParams *qp, size_t n, uint64_t *start,
+                                  uint64_t *len, uint32_t cap) {
+  if (!cfg->profile) return 0;
+  ncclzReaConfig rc = sample_config(cfg, qp);
+  return ncclzReaSamplePieces(n, rc.sample_window_bytes, rc.sample_pieces, start, len, cap);
+}
+
 void ncclz_exec_sample_wire(const ncclzConfig *cfg, const ncclzQuantParams *qp, const int32_t *sym, size_t n,
                             size_t dsize, double *w) {
   memset(w, 0, PAIR_SLOTS * sizeof *w);
   if (!n || !cfg->profile) return;
-  ncclzReaConfig rc;
-  ncclzReaConfigFromProfile(cfg->profile, cfg->hint, ncclzDataClassOf(qp), &rc);
+  ncclzReaConfig rc = sample_config(cfg, qp);
   ncclzSampleStats s;
   if (ncclzReaSampleProfile(sym, n, rc.sample_window_bytes, rc.sample_pieces, &s)) {
     w[PAIR_FAILED] = 1;

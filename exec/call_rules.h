@@ -40,6 +40,12 @@ enum { PAIR_FAILED = NCCLZ_CODER_COUNT, PAIR_SLOTS };
 void ncclz_exec_sample_wire(const ncclzConfig *cfg, const ncclzQuantParams *qp, const int32_t *sym, size_t n,
                             size_t dsize, double *w);
 
+/* Where ncclz_exec_sample_wire's window lies in n symbols (ncclzReaSamplePieces; cap 512 always
+ * suffices): a backend whose codes live on the device copies these pieces to a host array of n
+ * symbols and samples that. */
+uint32_t ncclz_exec_sample_pieces(const ncclzConfig *cfg, const ncclzQuantParams *qp, size_t n, uint64_t *start,
+                                  uint64_t *len, uint32_t cap);
+
 /* The call's pair from the agreed w (the max over ranks: the least compressible rank's CR per
  * coder, 1 where no rank had symbols): ncclz_exec_choose with those CR (into cr[NCCLZ_CODER_COUNT]
  * when not NULL). Every rank that holds the same w gets the same pair. */
