@@ -1,7 +1,7 @@
 /* The executor's auto pair (ncclzConfig.algorithm auto with nodes): every rank samples its codes
  * after the quantizer, the ranks agree on the least compressible CR per coder, and the call runs
  * the (algorithm, coder) pair ncclzChoose picks for that CR. 4 ranks in 2 nodes of 2, over the
- * thread transport, and over MPI when started by mpirun (CTest test_exec_auto_mpi_np4). Each case
+ * thread transport, and over MPI when started by mpirun (CTest test_exec_auto_np4). Each case
  * asserts, on every rank: the pair is the same everywhere; it is ncclz_exec_choose's pair for the
  * agreed CR; the agreed CR is the least of the ranks' own samples (lossless f32, where the test
  * can sample every rank's symbols itself); the call ran that pair (frames and coders); lossless
