@@ -328,19 +328,24 @@ static ncclzStatus sample_wire(grun *r, double *w) {
   const ncclzQuantParams *qp = r->quantized ? &r->qp : nullptr;
   uint64_t start[512], len[512];
   uint32_t np = ncclz_exec_sample_pieces(&r->c->cfg, qp, r->n_in, start, len, 512);
-  std::vector<int32_t> sym(r->n_in);
-  for (uint32_t i = 0; i < np; i++)
-    CU(cudaMemcpyAsync(sym.data() + start[i], r->in + start[i], len[i] * 4, cudaMemcpyDeviceToHost, r->stream));
-  CU(cudaStreamSynchronize(r->stream));
-  if (!r->quantized && r->dt != NCCLZ_DTYPE_F32) {
-    std::vector<uint16_t> h(r->n_in);
-    for (uint32_t i = 0; i < np; i++) {
-      ncclzFromFloat((const float *)sym.data() + start[i], len[i], r->dt, h.data() + start[i]);
-      for (uint64_t k = start[i]; k < start[i] + len[i]; k++) sym[k] = h[k];
-    }
+  /* malloc, not a vector: the pages outside the pieces are never touched (a 64 MiB call's array
+   * costs the window, not a fill of the whole) */
+  int32_t *sym = (int32_t *)malloc(r->n_in * 4);
+  if (!sym) return ncclzSetError(NCCLZ_ERR_NOMEM, "auto pair: sample of %zu symbols", r->n_in);
+  ncclzStatus st = NCCLZ_OK;
+  for (uint32_t i = 0; i < np && !st; i++)
+    if (cudaMemcpyAsync(sym + start[i], r->in + start[i], len[i] * 4, cudaMemcpyDeviceToHost, r->stream))
+      st = ncclzSetError(NCCLZ_ERR_CUDA, "auto pair: copy of the sample");
+  if (!st && cudaStreamSynchronize(r->stream)) st = ncclzSetError(NCCLZ_ERR_CUDA, "auto pair: copy of the sample");
+  std::vector<uint16_t> h;
+  for (uint32_t i = 0; i < np && !st && !r->quantized && r->dt != NCCLZ_DTYPE_F32; i++) {
+    h.resize(len[i]);
+    ncclzFromFloat((const float *)sym + start[i], len[i], r->dt, h.data());
+    for (uint64_t k = 0; k < len[i]; k++) sym[start[i] + k] = h[k];
   }
-  ncclz_exec_sample_wire(&r->c->cfg, qp, sym.data(), r->n_in, r->ds, w);
-  return NCCLZ_OK;
+  if (!st) ncclz_exec_sample_wire(&r->c->cfg, qp, sym, r->n_in, r->ds, w);
+  free(sym);
+  return st;
 }
 
 /* The schedule, units and buffers of the chosen algorithm (the cells keep their codes: their size
