@@ -149,7 +149,9 @@ typedef struct {
    * profile and a collective the cost model weighs (allreduce, reducescatter, allgather): the
    * pair ncclzChoose picks with the data's compression ratio, sampled on every rank after the
    * quantizer and agreed (the least compressible rank's, per coder); a plain pair (policy off)
-   * runs the float collective. Otherwise the config's algorithm (or its auto default) and policy. */
+   * runs the float collective. Otherwise the config's algorithm (or its auto default) and policy.
+   * NCCL backend: a call that REA's earlier vote sends straight to NCCL reads auto/off (NCCL's own
+   * collective). */
   ncclzAlgorithm algorithm;
   ncclzCoderPolicy policy;
   int pair_auto;               /* 1: the pair is the cost model's */
