@@ -122,7 +122,8 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
     if (*bypassed) return NCCLZ_OK;
   }
   if (d && r->policy == NCCLZ_POLICY_AUTO) {
-    if (d->calls >= d->next_plan) TRY(decide(r, d)); /* >=: a plan due on a call the auto pair gave another coder comes at the next REA call */
+    /* >=: a plan due on a call the auto pair gave another coder comes at the next REA call */
+    if (d->calls >= d->next_plan) TRY(decide(r, d));
     r->coder[0] = d->coder[0];
     r->coder[1] = d->coder[1];
     if (d->bypass) {
