@@ -52,8 +52,11 @@ static void print_help(void) {
          "staging banks (default 4), so that one unit's transfer starts while the previous ones' run.\n"
          "--rea-frames (nccl, auto): the REA plans every frame on the GPU and codes it with its own coder\n"
          "(default: the coder planned on a call's first chunk for all its frames; both post-check each frame).\n"
-         "--algo A: the schedule (docs/executor.md): auto (NCCL's ring or tree), ring, tree, rhd or hier, ranks\n"
-         "in nodes of --ranks-per-node G (default: all on one node); one that cannot run the case is refused.\n"
+         "--algo A: the schedule (docs/executor.md): auto, ring, tree, rhd or hier, ranks in nodes of\n"
+         "--ranks-per-node G (default: all on one node); one that cannot run the case is refused. auto with\n"
+         "several nodes: per call, the cost model's (algorithm, coder) pair for the data's compression ratio,\n"
+         "sampled after the quantizer and agreed by the ranks (a line '# pair ...' per size, and in --json);\n"
+         "within one node, the ring.\n"
          "--stress N: instead of the table, N calls of a collective, root and count (0..4M elements)\n"
          "drawn alike on every rank, each output checked; prints one line (0 wrong elements or the failure).\n"
          "--vs-plain (nccl): per size, 7 rounds of plain NCCL calls and calls of --compress (-n each, more where\n"
@@ -209,7 +212,9 @@ static int write_json(const perf_opts *o, cJSON *points) {
 }
 
 static int load_inputs(perf_opts *o) {
-  if (o->cfg.policy == NCCLZ_POLICY_AUTO) {
+  /* REA, and the auto pair (which weighs every coder with the profile's curves) */
+  int pair = o->cfg.algorithm == NCCLZ_ALGO_AUTO && o->cfg.ranks_per_node > 0 && o->cfg.ranks_per_node < o->nranks;
+  if (o->cfg.policy == NCCLZ_POLICY_AUTO || pair) {
     if (cli_load_profile(VERB, o->profile, &o->prof, &o->profile)) return CLI_USAGE;
     o->cfg.profile = &o->prof;
   }

@@ -48,6 +48,11 @@ typedef struct {
   double host_unit_us;         /* nccl: rank 0's host time per pipeline unit in the last timed call,
                                   without its waits (0: no units, e.g. a bypassed call) */
   int traced;
+  /* the (algorithm, coder policy) the calls ran: the same on every rank (ncclzExecStats) */
+  ncclzAlgorithm algo;
+  ncclzCoderPolicy policy;
+  int pair_auto;               /* 1: the cost model's pair for the sampled, agreed CR */
+  double pair_cr[NCCLZ_CODER_COUNT];
 } perf_point;
 
 /* Elements of one rank's input and output for a call of `count` (nccl-tests' count). */
@@ -61,6 +66,8 @@ void perf_check_output(const perf_opts *o, size_t count, int rank, const void *o
                        perf_point *p);
 void perf_print_header(const perf_opts *o);
 void perf_print_point(const perf_opts *o, const perf_point *p);
+/* The pair a call ran (its stats), into the point. */
+void perf_set_pair(perf_point *p, const ncclzExecStats *s);
 cJSON *perf_point_json(const perf_point *p);
 /* The sizes -b..-e by -f (calloc'd into *pts); returns their number. */
 size_t perf_make_points(const perf_opts *o, perf_point **pts);

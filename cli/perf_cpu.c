@@ -63,6 +63,7 @@ static void add_rank(const perf_opts *o, const rank_job *j, perf_point *p) {
   p->wire += j->stats.wire_bytes;
   p->bound = fmax(p->bound, j->stats.error_bound);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) p->mix[c] += j->stats.coder_mix[c];
+  perf_set_pair(p, &j->stats);
 }
 
 /* -g N ranks as threads of this process. */

@@ -105,6 +105,18 @@ void perf_print_point(const perf_opts *o, const perf_point *p) {
           p->algbw, p->busbw, (unsigned long long)p->wrong, p->cr, mix, p->maxerr);
   if (o->vs_plain) fprintf(stderr, " %8.1f %9.3fx", p->plain_us, p->time_us > 0 ? p->plain_us / p->time_us : 0);
   fprintf(stderr, "\n");
+  /* the auto pair on a line of its own: the table's columns stay what scripts read */
+  if (p->pair_auto)
+    fprintf(stderr, "#%11s pair %s/%s (cost model, agreed CR fixedlen %.2f huffman %.2f)\n", "",
+            ncclzAlgorithmName(p->algo), p->policy == NCCLZ_POLICY_OFF ? "plain" : ncclzPolicyName(p->policy),
+            p->pair_cr[NCCLZ_CODER_FIXEDLEN], p->pair_cr[NCCLZ_CODER_HUFFMAN]);
+}
+
+void perf_set_pair(perf_point *p, const ncclzExecStats *s) {
+  p->algo = s->algorithm;
+  p->policy = s->policy;
+  p->pair_auto = s->pair_auto;
+  memcpy(p->pair_cr, s->pair_cr, sizeof p->pair_cr);
 }
 
 cJSON *perf_point_json(const perf_point *p) {
@@ -123,6 +135,16 @@ cJSON *perf_point_json(const perf_point *p) {
   cJSON_AddNumberToObject(j, "wire_bytes", (double)p->wire);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)p->mix[c]);
   cJSON_AddItemToObject(j, "coders", mix);
+  /* the pair the calls ran; "pair": "model" when the cost model chose it for the agreed CR */
+  cJSON_AddStringToObject(j, "algorithm", ncclzAlgorithmName(p->algo));
+  cJSON_AddStringToObject(j, "coder", p->policy == NCCLZ_POLICY_OFF ? "plain" : ncclzPolicyName(p->policy));
+  cJSON_AddStringToObject(j, "pair", p->pair_auto ? "model" : "config");
+  if (p->pair_cr[NCCLZ_CODER_RAW] > 0) {
+    cJSON *cr = cJSON_CreateObject();
+    for (int c = NCCLZ_CODER_FIXEDLEN; c < NCCLZ_CODER_COUNT; c++)
+      cJSON_AddNumberToObject(cr, ncclzCoderName((ncclzCoder)c), p->pair_cr[c]);
+    cJSON_AddItemToObject(j, "pair_cr", cr);
+  }
   if (p->plain_us > 0) {
     cJSON_AddNumberToObject(j, "plain_us", p->plain_us);
     cJSON_AddNumberToObject(j, "vs_plain", p->time_us > 0 ? p->plain_us / p->time_us : 0);

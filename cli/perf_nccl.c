@@ -54,6 +54,20 @@ static ncclzStatus write_trace(const perf_opts *o, int rank, ncclzComm_t c) {
   enum { N_TRACKS = sizeof tracks / sizeof tracks[0] };
   _Static_assert(N_TRACKS == 3 + NCCLZ_MAX_COMM_LANES, "a track name for every comm lane");
   cJSON *arr = cJSON_CreateArray();
+  /* the process (rank) is named with the pair the traced call ran */
+  ncclzExecStats last;
+  ncclzCommLastStats(c, &last);
+  char pname[96];
+  snprintf(pname, sizeof pname, "rank %d: %s/%s%s", rank, ncclzAlgorithmName(last.algorithm),
+           last.policy == NCCLZ_POLICY_OFF ? "plain" : ncclzPolicyName(last.policy),
+           last.pair_auto ? " (cost model)" : "");
+  cJSON *pm = cJSON_CreateObject(), *pa = cJSON_CreateObject();
+  cJSON_AddStringToObject(pm, "name", "process_name");
+  cJSON_AddStringToObject(pm, "ph", "M");
+  cJSON_AddNumberToObject(pm, "pid", rank);
+  cJSON_AddStringToObject(pa, "name", pname);
+  cJSON_AddItemToObject(pm, "args", pa);
+  cJSON_AddItemToArray(arr, pm);
   for (int l = 0; l < N_TRACKS; l++) {
     cJSON *m = cJSON_CreateObject(), *a = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "name", "thread_name");
@@ -125,6 +139,7 @@ static ncclzStatus aggregate(gpu_rank *g, perf_point *p, const ncclzExecStats *s
   p->comm_us = ts->comm_us;
   p->iface_us = ts->iface_us;
   p->host_unit_us = 1e6 * st->t_unit_host; /* rank 0's own, as calibrate's unit_host_us */
+  perf_set_pair(p, st);
   free(v);
   return s;
 }

@@ -109,6 +109,7 @@ ncclzStatus exec_agree_and_quantize(run_t *r, const float *x) {
     st = derive_eb(r, v);
   else if (!st && r->qp.kind == NCCLZ_QUANT_QSGD)
     derive_qsgd(r, v);
+  r->gmax = v[V_MAXABS];
   free(v);
   if (st) return st;
   t0 = ncclzNowSeconds();

@@ -77,12 +77,14 @@ void ncclz_exec_init_qparams(const ncclzConfig *cfg, uint32_t rank, size_t n_in,
   }
 }
 
-/* The coders a config's policy leaves the choice (auto: all four). */
-static uint32_t choice_coders(ncclzCoderPolicy p) {
-  switch (p) {
+/* The coders a config's policy leaves the choice (auto: all four, but plain where fill values must
+ * pass through the codes: the float sum would add them). */
+static uint32_t choice_coders(const ncclzConfig *cfg) {
+  uint32_t all = (1u << NCCLZ_CHOICE_CODERS) - 1;
+  switch (cfg->policy) {
   case NCCLZ_POLICY_FIXEDLEN: return 1u << NCCLZ_CHOICE_FIXEDLEN;
   case NCCLZ_POLICY_HUFFMAN: return 1u << NCCLZ_CHOICE_HUFFMAN;
-  case NCCLZ_POLICY_AUTO: return (1u << NCCLZ_CHOICE_CODERS) - 1;
+  case NCCLZ_POLICY_AUTO: return cfg->quant.has_fill ? all & ~(1u << NCCLZ_CHOICE_PLAIN) : all;
   default: return 1u << NCCLZ_CHOICE_PLAIN; /* off, and RAW frames: the plain bytes' schedule */
   }
 }
@@ -112,8 +114,72 @@ ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) in.cr[c][0] = cr ? cr[c] : 1.0;
   in.chunk_bytes = cfg->chunk_bytes;
   in.max_chunks = cfg->max_chunks;
-  in.coders = choice_coders(cfg->policy);
+  in.coders = choice_coders(cfg);
   return ncclzChoose(prof, &in, out);
+}
+
+int ncclz_exec_pair_auto(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks) {
+  int g = cfg->ranks_per_node;
+  return cfg->algorithm == NCCLZ_ALGO_AUTO && count > 0 && cfg->profile && g > 0 && nranks % g == 0 &&
+         nranks / g > 1 && ncclzChoiceServes(coll);
+}
+
+/* REA's sample window and pieces for the config's hint and the data's class. */
+static ncclzReaConfig sample_config(const ncclzConfig *cfg, const ncclzQuantParams *qp) {
+  ncclzReaConfig rc;
+  ncclzReaConfigFromProfile(cfg->profile, cfg->hint, ncclzDataClassOf(qp), &rc);
+  return rc;
+}
+
+uint32_t ncclz_exec_sample_pieces(const ncclzConfig *cfg, const ncclzQuantParams *qp, size_t n, uint64_t *start,
+                                  uint64_t *len, uint32_t cap) {
+  if (!cfg->profile) return 0;
+  ncclzReaConfig rc = sample_config(cfg, qp);
+  return ncclzReaSamplePieces(n, rc.sample_window_bytes, rc.sample_pieces, start, len, cap);
+}
+
+void ncclz_exec_sample_wire(const ncclzConfig *cfg, const ncclzQuantParams *qp, const int32_t *sym, size_t n,
+                            size_t dsize, double *w) {
+  memset(w, 0, PAIR_SLOTS * sizeof *w);
+  if (!n || !cfg->profile) return;
+  ncclzReaConfig rc = sample_config(cfg, qp);
+  ncclzSampleStats s;
+  if (ncclzReaSampleProfile(sym, n, rc.sample_window_bytes, rc.sample_pieces, &s)) {
+    w[PAIR_FAILED] = 1;
+    return;
+  }
+  size_t frame = cfg->chunk_bytes / dsize < n ? cfg->chunk_bytes / dsize : n;
+  ncclzReaCandidates cand;
+  ncclzReaPredictFrames(&s, frame, dsize, ncclzReaSideBytes(qp, frame), &cfg->coder_params, &cand);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
+    double b = c == NCCLZ_CODER_RAW ? (double)cand.raw_frame_bytes
+               : cand.pred_valid[c] ? (double)cand.pred_frame_bytes[c]
+                                    : cand.frame_raw_bytes; /* no prediction: no gain */
+    w[c] = b / cand.frame_raw_bytes;
+  }
+}
+
+ncclzStatus ncclz_exec_choose_sampled(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks,
+                                      size_t dsize, const double *w, ncclzChoice *out, double *cr) {
+  if (w[PAIR_FAILED] > 0) return ncclzSetError(NCCLZ_ERR_NOMEM, "auto pair: a rank could not sample its data");
+  double c_of[NCCLZ_CODER_COUNT];
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) c_of[c] = w[c] > 0 ? 1.0 / w[c] : 1.0;
+  if (cr) memcpy(cr, c_of, sizeof c_of);
+  return ncclz_exec_choose(cfg, coll, count, nranks, dsize, c_of, out);
+}
+
+ncclzCoderPolicy ncclz_exec_choice_policy(ncclzChoiceCoder c) {
+  switch (c) {
+  case NCCLZ_CHOICE_FIXEDLEN: return NCCLZ_POLICY_FIXEDLEN;
+  case NCCLZ_CHOICE_HUFFMAN: return NCCLZ_POLICY_HUFFMAN;
+  case NCCLZ_CHOICE_REA: return NCCLZ_POLICY_AUTO;
+  default: return NCCLZ_POLICY_OFF;
+  }
+}
+
+double ncclz_exec_plain_bound(ncclzDtype dt, double k, double gmax) {
+  double top = k * gmax;
+  return (k - 1) * ncclz_exec_f32_ulp(top) / 2 + (dt == NCCLZ_DTYPE_F32 ? 0.0 : ncclz_exec_dtype_ulp(dt, top) / 2);
 }
 
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
@@ -122,9 +188,8 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
   sp->coll = coll;
   sp->algo = cfg->algorithm;
   if (sp->algo == NCCLZ_ALGO_AUTO) { /* the cost model's pair where the nodes and the profile are known */
-    int g = cfg->ranks_per_node;
     ncclzChoice ch;
-    int weigh = count > 0 && cfg->profile && g > 0 && nranks % g == 0 && nranks / g > 1 && ncclzChoiceServes(coll);
+    int weigh = ncclz_exec_pair_auto(cfg, coll, count, nranks);
     sp->algo = weigh && ncclz_exec_choose(cfg, coll, count, nranks, dsize, NULL, &ch) == NCCLZ_OK ? ch.algorithm
                                                                                                 : NCCLZ_ALGO_RING;
   }

@@ -23,6 +23,43 @@ enum { V_FP_HI, V_FP_LO, V_NFP_HI, V_NFP_LO, V_NONFINITE, V_HUGE, V_NEG_MIN, V_M
 ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize,
                               const double *cr, ncclzChoice *out);
 
+/* Whether a call's (algorithm, coder) pair is the cost model's, chosen per call with the data's
+ * sampled CR: algorithm auto, ranks_per_node splitting the ranks into several nodes, a profile, a
+ * collective the model weighs (ncclzChoiceServes) and data. */
+int ncclz_exec_pair_auto(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks);
+
+/* Slots of the pair's agreement (one allreduce(max)): per coder the predicted wire bytes per raw
+ * byte of a frame of this rank's codes, then a local failure flag. */
+enum { PAIR_FAILED = NCCLZ_CODER_COUNT, PAIR_SLOTS };
+
+/* This rank's part of the pair's agreement (w[PAIR_SLOTS]): REA's sample window (the profile's
+ * window and pieces) over its n symbols, the frames of a chunk (chunk_bytes) predicted from it,
+ * per coder their wire bytes per raw byte (ncclzReaPredictFrames, the simulator's CR). All zero
+ * without symbols (a broadcast non-root), so that the other ranks' sample decides. qp: NULL for
+ * quant none. */
+void ncclz_exec_sample_wire(const ncclzConfig *cfg, const ncclzQuantParams *qp, const int32_t *sym, size_t n,
+                            size_t dsize, double *w);
+
+/* Where ncclz_exec_sample_wire's window lies in n symbols (ncclzReaSamplePieces; cap 512 always
+ * suffices): a backend whose codes live on the device copies these pieces to a host array of n
+ * symbols and samples that. */
+uint32_t ncclz_exec_sample_pieces(const ncclzConfig *cfg, const ncclzQuantParams *qp, size_t n, uint64_t *start,
+                                  uint64_t *len, uint32_t cap);
+
+/* The call's pair from the agreed w (the max over ranks: the least compressible rank's CR per
+ * coder, 1 where no rank had symbols): ncclz_exec_choose with those CR (into cr[NCCLZ_CODER_COUNT]
+ * when not NULL). Every rank that holds the same w gets the same pair. */
+ncclzStatus ncclz_exec_choose_sampled(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks,
+                                      size_t dsize, const double *w, ncclzChoice *out, double *cr);
+
+/* The coder policy a choice's coder runs: plain is policy off (the plain collective on the
+ * floats), REA is auto (REA per frame). */
+ncclzCoderPolicy ncclz_exec_choice_policy(ncclzChoiceCoder c);
+
+/* The bound of the plain collective's float sum of k contributions of at most gmax each: k - 1
+ * roundings of partial sums up to k gmax, then the result's rounding to the dtype. */
+double ncclz_exec_plain_bound(ncclzDtype dt, double k, double gmax);
+
 /* The schedule of a call: the config's algorithm (AUTO: the algorithm of ncclz_exec_choose's pair
  * when ranks_per_node splits the ranks into nodes and the config has a profile, else the ring),
  * node size and channels, and chunks so that the largest op's chunks hold chunk_bytes. */

@@ -86,10 +86,10 @@ static void symbols_to_floats(run_t *r, size_t n) {
 static ncclzStatus encode_policy(run_t *r, size_t n, uint8_t link, const ncclzFrameDesc *d, size_t *len,
                                  ncclzCoder *coder) {
   const ncclzConfig *cfg = &r->c->cfg;
-  if (cfg->policy != NCCLZ_POLICY_AUTO) {
-    *coder = cfg->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
-             : cfg->policy == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN
-                                                   : NCCLZ_CODER_RAW;
+  if (r->policy != NCCLZ_POLICY_AUTO) {
+    *coder = r->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
+             : r->policy == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN
+                                                 : NCCLZ_CODER_RAW;
     return ncclzFrameEncode(*coder, r->sym, n, d, r->stage, r->stage_cap, len);
   }
   ncclzReaConfig rc = cfg->ranks_per_node > 0 && link == NCCLZ_LINK_INTRA ? r->c->rea_intra : r->c->rea;
@@ -279,11 +279,26 @@ static ncclzStatus run_ops(run_t *r) {
 /* ------------------------------------------------------------- set-up */
 
 
-static ncclzStatus alloc_run(run_t *r) {
-  size_t ni = r->n_in ? r->n_in : 1, no = r->n_out ? r->n_out : 1, mc = r->max_chunk ? r->max_chunk : 1;
+/* The call's cells (input, working, output) and QSGD scales: they do not depend on the schedule. */
+static ncclzStatus alloc_cells(run_t *r) {
+  size_t ni = r->n_in ? r->n_in : 1, no = r->n_out ? r->n_out : 1;
   r->in = calloc(ni, 4);
   r->work = r->coll == NCCLZ_REDUCESCATTER ? malloc(ni * 4) : NULL;
   r->out = r->coll == NCCLZ_ALLREDUCE ? NULL : calloc(no, 4);
+  if (r->qp.kind == NCCLZ_QUANT_QSGD) {
+    r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
+    r->scales = calloc(r->n_scales + 1, sizeof *r->scales);
+  }
+  int ok = r->in && (r->coll != NCCLZ_REDUCESCATTER || r->work) && (r->coll == NCCLZ_ALLREDUCE || r->out) &&
+           (r->qp.kind != NCCLZ_QUANT_QSGD || r->scales);
+  if (r->coll == NCCLZ_ALLREDUCE) r->work = r->out = r->in; /* NCCL: allreduce works in its output */
+  if (r->coll != NCCLZ_ALLREDUCE && r->coll != NCCLZ_REDUCESCATTER) r->work = r->in;
+  return ok ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "executor buffers for %zu elements", r->n_in);
+}
+
+/* Staging and scratch of one chunk, and the kept frames: sized by the schedule's largest chunk. */
+static ncclzStatus alloc_chunks(run_t *r) {
+  size_t mc = r->max_chunk ? r->max_chunk : 1;
   size_t cap = 0;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) {
     size_t b = ncclzFrameBound((ncclzCoder)c, &r->c->cfg.coder_params, mc, 0);
@@ -297,16 +312,21 @@ static ncclzStatus alloc_run(run_t *r) {
   r->fl = malloc(mc * 4);
   r->kept = calloc(r->s.nops + 1, sizeof *r->kept);
   r->kept_len = calloc(r->s.nops + 1, sizeof *r->kept_len);
-  if (r->qp.kind == NCCLZ_QUANT_QSGD) {
-    r->n_scales = ncclzQsgdNumBuckets(&r->qp, r->n_in);
-    r->scales = calloc(r->n_scales + 1, sizeof *r->scales);
-  }
-  int ok = r->in && r->stage && r->rstage && r->sym && r->half && r->fl && r->kept && r->kept_len &&
-           (r->coll != NCCLZ_REDUCESCATTER || r->work) && (r->coll == NCCLZ_ALLREDUCE || r->out) &&
-           (r->qp.kind != NCCLZ_QUANT_QSGD || r->scales);
-  if (r->coll == NCCLZ_ALLREDUCE) r->work = r->out = r->in; /* NCCL: allreduce works in its output */
-  if (r->coll != NCCLZ_ALLREDUCE && r->coll != NCCLZ_REDUCESCATTER) r->work = r->in;
-  return ok ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "executor buffers for %zu elements", r->n_in);
+  int ok = r->stage && r->rstage && r->sym && r->half && r->fl && r->kept && r->kept_len;
+  return ok ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "executor staging for chunks of %zu elements", mc);
+}
+
+/* The call's schedule with the algorithm `algo` (AUTO: ncclz_exec_spec's), and its largest chunk. */
+static ncclzStatus build_schedule(run_t *r, ncclzAlgorithm algo, int root) {
+  ncclzConfig cfg = r->c->cfg;
+  if (algo != NCCLZ_ALGO_AUTO) cfg.algorithm = algo;
+  ncclzScheduleSpec sp;
+  ncclz_exec_spec(&cfg, r->coll, r->count, r->t->nranks, root, r->dsize, &sp);
+  ncclzScheduleFree(&r->s);
+  if (ncclzScheduleBuildSpec(&sp, r->t->rank, &r->s))
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(r->coll));
+  r->max_chunk = ncclzScheduleLargestRange(&r->s, r->count);
+  return NCCLZ_OK;
 }
 
 static void free_run(run_t *r) {
@@ -354,8 +374,64 @@ static void init_qparams(run_t *r) {
   ncclz_exec_init_qparams(&r->c->cfg, (uint32_t)r->t->rank, r->n_in, &r->qp);
 }
 
-static ncclzStatus prepare(run_t *r, const void *sendbuff) {
-  ncclzStatus st = alloc_run(r);
+/* ------------------------------------------------------------ auto pair */
+
+/* This rank's part of the pair's agreement: the sample of its symbols as the coders see them
+ * (quant none bf16/f16: the dtype's bit patterns). x: NULL where the rank has no input. */
+static void sample_wire(run_t *r, const float *x, double *w) {
+  const int32_t *sym = r->in;
+  int32_t *tmp = NULL;
+  memset(w, 0, PAIR_SLOTS * sizeof *w);
+  if (!x) return;
+  if (!r->quantized && r->dtype != NCCLZ_DTYPE_F32) {
+    tmp = malloc((r->n_in ? r->n_in : 1) * 6);
+    if (!tmp) {
+      w[PAIR_FAILED] = 1;
+      return;
+    }
+    uint16_t *h = (uint16_t *)(tmp + r->n_in);
+    ncclzFromFloat(x, r->n_in, r->dtype, h);
+    for (size_t i = 0; i < r->n_in; i++) tmp[i] = h[i];
+    sym = tmp;
+  }
+  ncclz_exec_sample_wire(&r->c->cfg, r->quantized ? &r->qp : NULL, sym, r->n_in, r->dsize, w);
+  free(tmp);
+}
+
+/* The auto pair (call_rules.h): sample, agree, ncclzChoose; the schedule of the chosen algorithm.
+ * A plain pair runs the float collective on x (the quantized cells give way to the input). Under
+ * policy raw or off nothing compresses: the provisional schedule (CR 1) is the pair's. */
+static ncclzStatus choose_pair(run_t *r, const float *x, int root) {
+  ncclzCoderPolicy pol = r->c->cfg.policy;
+  if (pol == NCCLZ_POLICY_OFF || pol == NCCLZ_POLICY_RAW) {
+    r->st->pair_auto = 1;
+    return NCCLZ_OK;
+  }
+  double w[PAIR_SLOTS];
+  sample_wire(r, x, w);
+  double t0 = ncclzNowSeconds();
+  ncclzStatus st = r->t->allreduce_max(r->t, w, PAIR_SLOTS);
+  r->st->t_agree += ncclzNowSeconds() - t0;
+  ncclzChoice ch;
+  if (!st)
+    st = ncclz_exec_choose_sampled(&r->c->cfg, r->coll, r->count, r->t->nranks, r->dsize, w, &ch, r->st->pair_cr);
+  if (st) return st;
+  r->st->pair_auto = 1;
+  r->policy = ncclz_exec_choice_policy(ch.coder);
+  if (r->policy == NCCLZ_POLICY_OFF) {
+    r->framed = 0;
+    if (r->quantized && x) memcpy(r->in, x, r->n_in * 4);
+    if (r->quantized) r->st->error_bound = ncclz_exec_plain_bound(r->dtype, r->k, r->gmax);
+    r->st->quant_bound = 0;
+    r->quantized = 0;
+  }
+  if (ch.algorithm != r->s.algo && (st = build_schedule(r, ch.algorithm, root)) != NCCLZ_OK)
+    r->t->abort(r->t, ncclzLastError()); /* local, past the agreement: wake the peers */
+  return st;
+}
+
+static ncclzStatus prepare(run_t *r, const void *sendbuff, int root) {
+  ncclzStatus st = alloc_cells(r);
   float *x = NULL;
   int has_input = sendbuff && (r->coll != NCCLZ_BROADCAST || r->s.rank == r->s.root);
   if (!st && has_input) {
@@ -370,8 +446,12 @@ static ncclzStatus prepare(run_t *r, const void *sendbuff) {
     return st;
   }
   st = exec_agree_and_quantize(r, x);
+  if (!st && ncclz_exec_pair_auto(&r->c->cfg, r->coll, r->count, r->t->nranks)) st = choose_pair(r, x, root);
   if (x != (float *)r->in) free(x);
   if (r->coll == NCCLZ_REDUCESCATTER && !st) memcpy(r->work, r->in, r->n_in * 4);
+  if (st) return st;
+  /* past the agreement a local failure must wake the peers */
+  if ((st = alloc_chunks(r)) != NCCLZ_OK) r->t->abort(r->t, ncclzLastError());
   return st;
 }
 
@@ -395,16 +475,15 @@ ncclzStatus ncclzHostRun(ncclzHostComm *c, ncclzCollective coll, const void *sen
   r.n_out = ncclzCollOutCount(coll, count, c->t->nranks);
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.framed = c->cfg.policy != NCCLZ_POLICY_OFF;
+  r.policy = c->cfg.policy;
   r.k = ncclzCollContributions(coll, c->t->nranks);
   r.st = st_out;
-  ncclzScheduleSpec sp;
-  ncclz_exec_spec(&c->cfg, coll, count, c->t->nranks, root, r.dsize, &sp);
-  if (ncclzScheduleBuildSpec(&sp, c->t->rank, &r.s))
-    return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(coll));
-  r.max_chunk = ncclzScheduleLargestRange(&r.s, count);
+  if ((st = build_schedule(&r, NCCLZ_ALGO_AUTO, root)) != NCCLZ_OK) return st;
   init_qparams(&r);
   uint64_t wire0 = r.t->bytes_sent[0] + r.t->bytes_sent[1];
-  st = prepare(&r, sendbuff);
+  st = prepare(&r, sendbuff, root);
+  st_out->algorithm = r.s.algo;
+  st_out->policy = r.policy;
   if (!st) {
     st = run_ops(&r);
     if (st) r.t->abort(r.t, ncclzLastError());

@@ -21,6 +21,8 @@ typedef struct {
   ncclzDtype dtype;
   size_t dsize, count, n_in, n_out;
   int quantized, framed, k; /* k: contributions summed into each output element */
+  ncclzCoderPolicy policy;  /* the call's (the config's, or the auto pair's) */
+  double gmax;              /* agreed max |x| (quantized modes) */
   ncclzQuantParams qp;
   float *scales;            /* QSGD shared scales, over input coordinates */
   size_t n_scales;

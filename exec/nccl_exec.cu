@@ -117,8 +117,13 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   }
   TRY(agree(r, x));
   TRY(quantize(r, sendbuff, x));
-  if (d) {
-    if (d->calls == d->next_plan) TRY(decide(r, d));
+  if (ncclz_exec_pair_auto(&c->cfg, r->coll, r->count, c->nranks)) {
+    TRY(choose_pair(r, bypassed));
+    if (*bypassed) return NCCLZ_OK;
+  }
+  if (d && r->policy == NCCLZ_POLICY_AUTO) {
+    /* >=: a plan due on a call the auto pair gave another coder comes at the next REA call */
+    if (d->calls >= d->next_plan) TRY(decide(r, d));
     r->coder[0] = d->coder[0];
     r->coder[1] = d->coder[1];
     if (d->bypass) {
@@ -211,7 +216,8 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
       c->decisions.push_back(decision{(int)coll, count, (int)dt, 0, 0, {NCCLZ_CODER_RAW, NCCLZ_CODER_RAW}, 0, 0, 0});
       d = &c->decisions.back();
     }
-    if (d->bypass && d->calls != d->next_plan) {
+    /* the auto pair decides every call: no shortcut past its sample */
+    if (d->bypass && d->calls != d->next_plan && !ncclz_exec_pair_auto(&c->cfg, coll, count, c->nranks)) {
       ncclzStatus st = run_bypassed(c, d, coll, sb, rb, count, t, op, root, stream);
       c->last.t_total = now_s() - t0;
       return st;
@@ -233,6 +239,8 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.has_input = coll != NCCLZ_BROADCAST || c->rank == root;
   r.coder[0] = r.coder[1] = policy_coder(c->cfg.policy);
+  r.policy = c->cfg.policy;
+  r.gmax = 0;
   r.st = &c->last;
   r.stream = stream;
   ncclzScheduleSpec sp;
@@ -257,6 +265,8 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
     }
   }
   if (d) d->calls++;
+  c->last.algorithm = r.s.algo;
+  c->last.policy = bypassed ? NCCLZ_POLICY_OFF : r.policy;
   st = bypassed ? plain_call(c, coll, sb, rb, count, t, op, root, stream, &r.s, r.ds) : NCCLZ_OK;
   if (!bypassed) c->last.wire_bytes = c->last.frame_bytes; /* 64 B on the lane + payload on NCCL */
   ncclzUnitListFree(&r.ul);

@@ -174,6 +174,7 @@ ncclzStatus agree(grun *r, const float *x) {
   if (v[V_HUGE] > 0)
     return ncclzSetError(NCCLZ_ERR_RANGE, "%.0f values with |x| >= %g: fill values? give fill=V in the quantizer spec",
                          v[V_HUGE], (double)NCCLZ_EB_HUGE_VALUE);
+  r->gmax = v[V_MAXABS];
   if (r->qp.kind == NCCLZ_QUANT_EB) return derive_eb(r, v);
   if (r->qp.kind == NCCLZ_QUANT_QSGD && r->n_scales) {
     ncclz_exec_derive_qsgd(&r->qp, r->dt, contributions(r), v[V_MAXABS], &r->st->quant_bound, &r->st->error_bound);
@@ -314,4 +315,74 @@ ncclzStatus decide(grun *r, decision *d) {
   d->coder[0] = coder[0];
   d->coder[1] = coder[1];
   return NCCLZ_OK;
+}
+
+/* ------------------------------------------------------------ auto: the (algorithm, coder) pair */
+
+/* This rank's part of the pair's agreement: the sample window's pieces of its cells, copied to a
+ * host array of the whole input (only they are read), as the coders see them (quant none bf16/f16:
+ * the dtype's bit patterns), sampled as the host engine does (ncclz_exec_sample_wire). */
+static ncclzStatus sample_wire(grun *r, double *w) {
+  memset(w, 0, PAIR_SLOTS * sizeof *w);
+  if (!r->has_input || !r->n_in) return NCCLZ_OK;
+  const ncclzQuantParams *qp = r->quantized ? &r->qp : nullptr;
+  uint64_t start[512], len[512];
+  uint32_t np = ncclz_exec_sample_pieces(&r->c->cfg, qp, r->n_in, start, len, 512);
+  /* malloc, not a vector: the pages outside the pieces are never touched (a 64 MiB call's array
+   * costs the window, not a fill of the whole) */
+  int32_t *sym = (int32_t *)malloc(r->n_in * 4);
+  if (!sym) return ncclzSetError(NCCLZ_ERR_NOMEM, "auto pair: sample of %zu symbols", r->n_in);
+  ncclzStatus st = NCCLZ_OK;
+  for (uint32_t i = 0; i < np && !st; i++)
+    if (cudaMemcpyAsync(sym + start[i], r->in + start[i], len[i] * 4, cudaMemcpyDeviceToHost, r->stream))
+      st = ncclzSetError(NCCLZ_ERR_CUDA, "auto pair: copy of the sample");
+  if (!st && cudaStreamSynchronize(r->stream)) st = ncclzSetError(NCCLZ_ERR_CUDA, "auto pair: copy of the sample");
+  std::vector<uint16_t> h;
+  for (uint32_t i = 0; i < np && !st && !r->quantized && r->dt != NCCLZ_DTYPE_F32; i++) {
+    h.resize(len[i]);
+    ncclzFromFloat((const float *)sym + start[i], len[i], r->dt, h.data());
+    for (uint64_t k = 0; k < len[i]; k++) sym[start[i] + k] = h[k];
+  }
+  if (!st) ncclz_exec_sample_wire(&r->c->cfg, qp, sym, r->n_in, r->ds, w);
+  free(sym);
+  return st;
+}
+
+/* The schedule, units and buffers of the chosen algorithm (the cells keep their codes: their size
+ * does not depend on the schedule). */
+static ncclzStatus rebuild(grun *r, ncclzAlgorithm algo) {
+  ncclzConfig cfg = r->c->cfg;
+  cfg.algorithm = algo;
+  ncclzScheduleSpec sp;
+  ncclz_exec_spec(&cfg, r->coll, r->count, r->c->nranks, r->root, r->ds, &sp);
+  ncclzUnitListFree(&r->ul);
+  ncclzScheduleFree(&r->s);
+  if (ncclzScheduleBuildSpec(&sp, r->c->rank, &r->s))
+    return ncclzSetError(NCCLZ_ERR_NOMEM, "schedule of %s", ncclzCollectiveName(r->coll));
+  TRY(build_units(r));
+  return alloc_call(r);
+}
+
+ncclzStatus choose_pair(grun *r, int *plain) {
+  ncclzComm *c = r->c;
+  *plain = 0;
+  r->st->pair_auto = 1;
+  if (c->cfg.policy == NCCLZ_POLICY_OFF || c->cfg.policy == NCCLZ_POLICY_RAW) return NCCLZ_OK;
+  double w[PAIR_SLOTS];
+  if (sample_wire(r, w)) w[PAIR_FAILED] = 1; /* still agree, so that no rank waits */
+  double t0 = now_s();
+  TRY(c->t->allreduce_max(c->t, w, PAIR_SLOTS));
+  r->st->t_agree += now_s() - t0;
+  ncclzChoice ch;
+  TRY(ncclz_exec_choose_sampled(&c->cfg, r->coll, r->count, c->nranks, r->ds, w, &ch, r->st->pair_cr));
+  r->policy = ncclz_exec_choice_policy(ch.coder);
+  if (r->policy == NCCLZ_POLICY_OFF) { /* NCCL's own collective on the floats */
+    if (r->quantized) r->st->error_bound = ncclz_exec_plain_bound(r->dt, contributions(r), r->gmax);
+    r->st->quant_bound = 0;
+    *plain = 1;
+    return NCCLZ_OK;
+  }
+  if (r->policy != NCCLZ_POLICY_AUTO)
+    r->coder[0] = r->coder[1] = r->policy == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : NCCLZ_CODER_HUFFMAN;
+  return ch.algorithm == r->s.algo ? NCCLZ_OK : rebuild(r, ch.algorithm);
 }

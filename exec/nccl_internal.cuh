@@ -113,6 +113,8 @@ struct grun {
   ncclzDtype dt;
   size_t ds, count, n_in, n_out, max_chunk, slot;
   int quantized, root, has_input;
+  ncclzCoderPolicy policy; /* the call's (the config's, or the auto pair's) */
+  double gmax;             /* agreed max |x| (quantized modes) */
   ncclzQuantParams qp;
   size_t n_scales;
   int32_t *in, *work, *out;
@@ -155,6 +157,9 @@ decision *find_decision(ncclzComm *c, ncclzCollective coll, size_t count, ncclzD
 ncclzReaConfig call_rea_config(const grun *r, int link); /* link: NCCLZ_LINK_* of the hop */
 ncclzStatus ensure_planner(ncclzComm *c); /* c->planner, made at its first use */
 ncclzStatus decide(grun *r, decision *d);
+/* The auto pair (exec/call_rules.h): sample the codes, agree, ncclzChoose; rebuilds the schedule,
+ * units and buffers for the chosen algorithm; *plain: run the plain collective. */
+ncclzStatus choose_pair(grun *r, int *plain);
 
 /* exec/nccl_pipeline.cu: set-up of one call and the unit pipeline. */
 /* Quant none, bf16/f16: n float cells as the dtype's bit patterns, the symbols its frames code. */

@@ -191,7 +191,7 @@ static ncclzStatus prepare_send(grun *r, size_t u) {
    * the device, and a frame that gains too little is rewritten as RAW (Algorithm 1, 5-6); its
    * coder is the one planned on the call's first chunk, or (rea_per_frame) its own, planned here on
    * the encode stream */
-  if (c->cfg.policy == NCCLZ_POLICY_AUTO) {
+  if (r->policy == NCCLZ_POLICY_AUTO) {
     const ncclzReaConfig rc = call_rea_config(r, o->link);
     b.fallback_bytes = ncclzReaFallbackBytes(&rc, un.slen, 0, r->slot);
     if (c->cfg.rea_per_frame) TRY(plan_frame(r, &rc, sym, un.slen, bank, &b));

@@ -63,6 +63,16 @@ ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_
   return NCCLZ_OK;
 }
 
+uint32_t ncclzReaSamplePieces(size_t n, uint32_t window_bytes, uint32_t pieces, uint64_t *start, uint64_t *len,
+                              uint32_t cap) {
+  if (n == 0) return 0;
+  ncclzSamplePlan plan;
+  ncclz_rea_sample_plan(n, window_bytes, pieces, &plan);
+  uint32_t k = plan.count < cap ? plan.count : cap;
+  for (uint32_t i = 0; i < k; i++) ncclz_rea_sample_piece(&plan, i, &start[i], &len[i]);
+  return k;
+}
+
 ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t frame_syms, uint32_t window_bytes,
                                         uint32_t pieces, ncclzSampleStats *out) {
   if (!out || frame_syms == 0) return ncclzSetError(NCCLZ_ERR_ARG, "ncclzReaSampleProfileFrames: bad argument");

@@ -71,9 +71,10 @@ typedef struct {
                                   coder planned on the call's first chunk for every frame, each
                                   post-checked. The host engine plans every frame either way. */
   ncclzAlgorithm algorithm;    /* the schedule (schedule.h): ring, tree, rhd, hier; AUTO (default):
-                                  NCCL's tuner's ring or tree (ncclzTunerChoose, as the simulator's
-                                  plain baseline) over ranks_per_node nodes and the profile's link
-                                  of the hint; the ring without them */
+                                  with ranks_per_node nodes and a profile, the (algorithm, coder)
+                                  pair of the cost model (ncclzChoose) for the call's sampled and
+                                  agreed compression ratio, per call (ncclzExecStats.algorithm,
+                                  .policy); the ring without them */
   int ranks_per_node;          /* consecutive ranks per node, for tree and hier and the ring's
                                   channels (0: all ranks on one node) */
   uint32_t channels;           /* ring channels (0: 1) */
@@ -144,6 +145,18 @@ typedef struct {
                                   (t_encode) and for the peers' headers (t_wait_ctrl), over the
                                   units; 0 without units */
   uint64_t chunks_received;    /* frames received (for the per-chunk protocol cost) */
+  /* The (algorithm, coder policy) the call ran. Algorithm auto with nodes (ranks_per_node), a
+   * profile and a collective the cost model weighs (allreduce, reducescatter, allgather): the
+   * pair ncclzChoose picks with the data's compression ratio, sampled on every rank after the
+   * quantizer and agreed (the least compressible rank's, per coder); a plain pair (policy off)
+   * runs the float collective. Otherwise the config's algorithm (or its auto default) and policy.
+   * NCCL backend: a call that REA's earlier vote sends straight to NCCL reads auto/off (NCCL's own
+   * collective). */
+  ncclzAlgorithm algorithm;
+  ncclzCoderPolicy policy;
+  int pair_auto;               /* 1: the pair is the cost model's */
+  double pair_cr[NCCLZ_CODER_COUNT]; /* the agreed CR per coder the pair was chosen with (0: none
+                                  sampled, as under policy raw or off: nothing compresses) */
 } ncclzExecStats;
 
 typedef struct ncclzHostComm ncclzHostComm;

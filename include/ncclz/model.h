@@ -300,6 +300,12 @@ typedef struct {
 ncclzStatus ncclzReaSampleProfile(const int32_t *sym, size_t n, uint32_t window_bytes, uint32_t pieces,
                                   ncclzSampleStats *out);
 
+/* Where ncclzReaSampleProfile's window lies in n symbols: *count pieces (at most cap; 512 always
+ * suffice), piece i at start[i], len[i] symbols. A caller whose symbols live elsewhere (device
+ * memory) copies only these pieces to a host array of n symbols and samples that. */
+uint32_t ncclzReaSamplePieces(size_t n, uint32_t window_bytes, uint32_t pieces, uint64_t *start, uint64_t *len,
+                              uint32_t cap);
+
 /* The same, frame by frame over an array cut into frames of frame_syms symbols, with the
  * statistics summed (table span: the largest): what the runtime would see over the whole array. */
 ncclzStatus ncclzReaSampleProfileFrames(const int32_t *sym, size_t n, size_t frame_syms, uint32_t window_bytes,
