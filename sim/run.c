@@ -499,6 +499,42 @@ static ncclzStatus run_rail_extrapolated(const ncclzProfile *prof, const ncclzSi
   return NCCLZ_OK;
 }
 
+/* Broadcast's pipelined chain from the root on a symmetric platform: chunks move hop by hop, and
+ * every G-th hop crosses the NICs, so the time is the pipeline's period times the chunks plus a fill
+ * affine in the ranks. Chains of SIM_RING_SHORT and SIM_RING_LONG ranks (the same buffer and chunks,
+ * the root at the same local index) are replayed in full and extrapolated. */
+static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  int g = p->gpus_per_node, n = p->nodes * g;
+  return o->coll == NCCLZ_BROADCAST && !o->every_step && o->fidelity != NCCLZ_FID_FULL && n >= SIM_EXTRAPOLATE_FROM &&
+         p->placement == NCCLZ_PLACE_CONTIGUOUS &&
+         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) && SIM_RING_SHORT % g == 0 &&
+         SIM_RING_LONG % g == 0 && SIM_RING_SHORT / g >= 3;
+}
+
+static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                              const ncclzSimPlatform *p, const ncclzSimOptions *o,
+                                              ncclzSimResult *res) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  ncclzSimResult a, b;
+  int g = p->gpus_per_node, n = p->nodes * g;
+  u.every_step = 1;
+  u.root = o->root % g;
+  double t0 = ncclzNowSeconds();
+  q.nodes = SIM_RING_SHORT / g;
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
+  q.nodes = SIM_RING_LONG / g;
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, &b);
+  if (st != NCCLZ_OK) return st;
+  *res = b;
+  extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
+  res->nranks = n;
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks",
+           SIM_RING_SHORT, SIM_RING_LONG, n);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -509,6 +545,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_tree_extrapolated(prof, data, p, opt, res);
+  if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
+    return run_broadcast_extrapolated(prof, data, p, opt, res);
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
