@@ -327,8 +327,10 @@ static int plan_call(sim_job *j) {
 }
 
 /* Hier's ring between nodes on more nodes than SIM_RAIL_FROM: the reduced replay keeps the first
- * h and the last SIM_RAIL_TAIL steps of each rail ring stage, for two h, and extrapolates in h. */
+ * h and the last SIM_RAIL_TAIL steps of each rail ring stage, for two h, and extrapolates in h
+ * (run_rail_extrapolated). */
 #define SIM_RAIL_FROM 128
+#define SIM_RAIL_HEAD 32
 #define SIM_RAIL_TAIL 8
 
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -478,12 +480,12 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
 
 /* Hier's ring between nodes: the rail ring's middle steps are alike (one block a step, and past the
  * data profile's rows frames of one CR), so the time is affine in the steps kept; two replays that
- * keep the first h1 and h2 steps (enough that the CR has settled) and the last SIM_RAIL_TAIL of each
- * rail ring stage give the time with all m - 1. */
+ * keep the first h1 and 2 h1 steps and the last SIM_RAIL_TAIL of each rail ring stage give the time
+ * with all m - 1. h1 = SIM_RAIL_HEAD: past the CR's 64 rows (G >= 2 ranks a step), and long enough
+ * for the codec streams' backlog to settle into its steady growth. */
 static ncclzStatus run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *opt, ncclzSimResult *res) {
-  int g = p->gpus_per_node, h1 = (NCCLZ_SIM_MAX_CR_RANKS + g - 1) / g, m1 = p->nodes - 1;
-  if (h1 < 8) h1 = 8;
+  int h1 = SIM_RAIL_HEAD, m1 = p->nodes - 1;
   if (m1 <= 2 * h1 + SIM_RAIL_TAIL) return sim_run_once(prof, data, p, opt, 0, res);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
@@ -551,7 +553,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
   int g = p->gpus_per_node;
-  if (!opt->every_step && reduced && algo == NCCLZ_ALGO_HIER && opt->hier_inter == NCCLZ_ALGO_RING &&
+  if (!opt->every_step && (reduced || opt->fidelity == NCCLZ_FID_REDUCED) && algo == NCCLZ_ALGO_HIER &&
+      opt->hier_inter == NCCLZ_ALGO_RING &&
       p->nodes > SIM_RAIL_FROM)
     return run_rail_extrapolated(prof, data, p, opt, res);
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||

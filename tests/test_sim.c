@@ -293,6 +293,38 @@ static void test_hier_ring_reduced(void) {
     }
   printf("hier with the ring between nodes, reduced against full: largest difference %.2e (%.1f s)\n", worst,
          ncclzNowSeconds() - t0);
+  /* past 128 nodes the rail ring's middle steps are extrapolated: the same time as every step */
+  const struct {
+    int m, g, coll;
+    ncclzSimCompress comp;
+  } big[] = {{200, 8, NCCLZ_ALLREDUCE, NCCLZ_SIM_AUTO},
+             {300, 4, NCCLZ_ALLGATHER, NCCLZ_SIM_FIXEDLEN},
+             {300, 4, NCCLZ_REDUCESCATTER, NCCLZ_SIM_HUFFMAN},
+             {130, 2, NCCLZ_REDUCESCATTER, NCCLZ_SIM_OFF}};
+  worst = 0.0;
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    ncclzSimPlatform p;
+    platform(&p, big[i].m, big[i].g);
+    p.nic_gbps = 12.5;
+    ncclzSimOptions o;
+    ncclzSimOptionsDefault(&o);
+    o.coll = (ncclzCollective)big[i].coll;
+    o.bytes = 256u << 20;
+    o.algorithm = NCCLZ_ALGO_HIER;
+    o.hier_inter = NCCLZ_ALGO_RING;
+    o.compress = big[i].comp;
+    o.fidelity = NCCLZ_FID_REDUCED;
+    ncclzSimResult r;
+    double t_extra = run_us(&p, &o, &r);
+    CHECK(strstr(r.why, "extrapolated") != NULL, "hier ring %dx%d: not extrapolated (%s)", big[i].m, big[i].g, r.why);
+    o.every_step = 1;
+    double t_all = run_us(&p, &o, &r);
+    worst = fmax(worst, rel(t_extra, t_all));
+    CHECK(rel(t_extra, t_all) < 1e-3, "hier ring %s %s %dx%d: extrapolated %.3f us, every step %.3f us",
+          ncclzCollectiveName(o.coll), ncclzSimCompressName(o.compress), big[i].m, big[i].g, t_extra, t_all);
+  }
+  printf("hier with the ring between nodes, rail steps extrapolated against every step: largest difference %.2e\n",
+         worst);
   ncclzSimPlatform p;
   ncclzSimOptions o;
   ncclzSimResult r;
