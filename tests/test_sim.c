@@ -799,6 +799,11 @@ static void test_scenario(void) {
   CHECK(ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 2) == 7 && ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 50) == 6,
         "CR per ranks summed");
   ncclzSimScenarioFree(&s);
+  const char *ring = "{\"kind\":\"what-if\",\"options\":{\"hier_inter\":\"ring\"}}";
+  CHECK(ncclzSimScenarioParse(ring, strlen(ring), NULL, &prof, &s) == NCCLZ_OK && s.npoints == 1 &&
+            s.points[0].options.hier_inter == NCCLZ_ALGO_RING,
+        "options.hier_inter ring: %s", ncclzLastError());
+  ncclzSimScenarioFree(&s);
   const struct {
     const char *json, *field;
   } bad[] = {
@@ -809,6 +814,7 @@ static void test_scenario(void) {
       {"{\"kind\":\"what-if\",\"sweep\":{\"compress\":[\"auto\"]}}", "data"},
       {"{\"kind\":\"what-if\",\"data\":{\"cr\":{\"fixedlen\":4}}}", "data.cr.huffman"},
       {"{\"kind\":\"what-if\",\"options\":{\"size_protocol\":\"mpi\"}}", "options.size_protocol"},
+      {"{\"kind\":\"what-if\",\"options\":{\"hier_inter\":\"tree\"}}", "options.hier_inter"},
       {"{\"kind\":\"what-if\",", "JSON"},
       {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200\"}}", "platform.nic"},
       {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200Gb/s\",\"nic_gbps\":25}}", "nic or nic_gbps"},
