@@ -160,7 +160,8 @@ static void test_closed_form_algorithms(void) {
 static void test_closed_form_hier(void) {
   const int shapes[][3] = {{2, 2, 0},  {4, 2, 0},    {8, 8, 0},    {64, 8, 0},   {256, 6, 0}, {4096, 2, 0},
                            {1024, 8, 0}, {3, 4, 1},  {5, 2, 1},    {8, 8, 1},    {33, 2, 1},  {3, 8, 1},
-                           {7, 8, 1},  {1000, 8, 1}, {1023, 8, 1}, {1024, 8, 1}, {4095, 2, 1}};
+                           {7, 8, 1},  {1000, 8, 1}, {1023, 8, 1}, {1024, 8, 1}, {4095, 2, 1}, {2, 2, 1},
+                           {2, 8, 1},  {6, 3, 1},    {5, 8, 1}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int c = 0; c < 3; c++) {
       int m = shapes[s][0], g = shapes[s][1], ring = shapes[s][2], n = m * g;
@@ -249,7 +250,8 @@ static void test_hier_reduced(void) {
 /* Hier with the ring between nodes: the reduced replay (two nodes' actors; for ReduceScatter and
  * AllGather two typical nodes) against the full replay, 1 to 8 chunks a block, on one 12.5 GB/s
  * NIC a node, with blocks of whole chunks (the mirror's ranks all move equal blocks): AllReduce
- * plain, FIXEDLEN and auto on 3, 5, 6, 7 nodes of 8 and 101 of 2; ReduceScatter and AllGather plain
+ * plain, FIXEDLEN and auto on 3, 5, 6, 7 nodes of 8, 3 and 7 of 2, 5 of 4, 6 of 3 and 101 of 2 (6 to
+ * 202 ranks); ReduceScatter and AllGather plain
  * on 101 and 130 nodes of 2 (fewer nodes keep too many blocks inside their node). Compressed, their
  * reduced replay is approximate: auto takes the full replay (and the reduced one only where the
  * full one is refused), and a reduced replay asked for says so. */
@@ -257,9 +259,10 @@ static void test_hier_ring_reduced(void) {
   const struct {
     int m, g, coll;
     unsigned chunks;
-  } cases[] = {{3, 8, NCCLZ_ALLREDUCE, 1},       {5, 8, NCCLZ_ALLREDUCE, 4},   {6, 8, NCCLZ_ALLREDUCE, 8},
-               {7, 8, NCCLZ_ALLREDUCE, 4},       {101, 2, NCCLZ_ALLREDUCE, 8}, {101, 2, NCCLZ_REDUCESCATTER, 8},
-               {130, 2, NCCLZ_ALLGATHER, 4},     {130, 2, NCCLZ_REDUCESCATTER, 1}};
+  } cases[] = {{3, 8, NCCLZ_ALLREDUCE, 1},   {5, 8, NCCLZ_ALLREDUCE, 4},       {6, 8, NCCLZ_ALLREDUCE, 8},
+               {7, 8, NCCLZ_ALLREDUCE, 4},   {3, 2, NCCLZ_ALLREDUCE, 2},       {5, 4, NCCLZ_ALLREDUCE, 8},
+               {6, 3, NCCLZ_ALLREDUCE, 4},   {7, 2, NCCLZ_ALLREDUCE, 1},       {101, 2, NCCLZ_ALLREDUCE, 8},
+               {101, 2, NCCLZ_REDUCESCATTER, 8}, {130, 2, NCCLZ_ALLGATHER, 4}, {130, 2, NCCLZ_REDUCESCATTER, 1}};
   const ncclzSimCompress modes[] = {NCCLZ_SIM_OFF, NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_AUTO};
   double worst = 0.0, t0 = ncclzNowSeconds();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
