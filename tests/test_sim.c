@@ -247,6 +247,19 @@ static void test_hier_reduced(void) {
         "64 x 1: %s", ncclzLastError());
 }
 
+/* Hier with the ring between nodes on m x g, one 12.5 GB/s NIC a node, `bytes` of coll under comp. */
+static void hier_ring_point(ncclzSimPlatform *p, ncclzSimOptions *o, int m, int g, int coll, ncclzSimCompress comp,
+                            uint64_t bytes) {
+  platform(p, m, g);
+  p->nic_gbps = 12.5;
+  ncclzSimOptionsDefault(o);
+  o->coll = (ncclzCollective)coll;
+  o->bytes = bytes;
+  o->algorithm = NCCLZ_ALGO_HIER;
+  o->hier_inter = NCCLZ_ALGO_RING;
+  o->compress = comp;
+}
+
 /* Hier with the ring between nodes: the reduced replay (two nodes' actors; for ReduceScatter and
  * AllGather two typical nodes) against the full replay, 1 to 8 chunks a block, on one 12.5 GB/s
  * NIC a node, with blocks of whole chunks (the mirror's ranks all move equal blocks): AllReduce
@@ -270,15 +283,9 @@ static void test_hier_ring_reduced(void) {
       if (cases[i].coll != NCCLZ_ALLREDUCE && md) continue;
       if (cases[i].m > 100 && md == 1) continue; /* slow full replays */
       ncclzSimPlatform p;
-      platform(&p, cases[i].m, cases[i].g);
-      p.nic_gbps = 12.5;
       ncclzSimOptions o;
-      ncclzSimOptionsDefault(&o);
-      o.coll = (ncclzCollective)cases[i].coll;
-      o.bytes = (uint64_t)cases[i].m * (uint64_t)cases[i].g * (4u << 20);
-      o.algorithm = NCCLZ_ALGO_HIER;
-      o.hier_inter = NCCLZ_ALGO_RING;
-      o.compress = modes[md];
+      hier_ring_point(&p, &o, cases[i].m, cases[i].g, cases[i].coll, modes[md],
+                      (uint64_t)cases[i].m * (uint64_t)cases[i].g * (4u << 20));
       o.min_chunks = o.max_chunks = cases[i].chunks;
       ncclzSimResult red, full;
       o.fidelity = NCCLZ_FID_REDUCED;
@@ -296,7 +303,23 @@ static void test_hier_ring_reduced(void) {
     }
   printf("hier with the ring between nodes, reduced against full: largest difference %.2e (%.1f s)\n", worst,
          ncclzNowSeconds() - t0);
-  /* past 128 nodes the rail ring's middle steps are extrapolated: the same time as every step */
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult r;
+  hier_ring_point(&p, &o, 101, 2, NCCLZ_ALLGATHER, NCCLZ_SIM_FIXEDLEN, 101u * 2u * (4u << 20));
+  o.min_chunks = o.max_chunks = 8;
+  o.fidelity = NCCLZ_FID_REDUCED;
+  run_us(&p, &o, &r);
+  CHECK(r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "approximate"), "101 x 2 AllGather reduced: %s", r.why);
+  o.fidelity = NCCLZ_FID_AUTO;
+  o.max_replay_s = 1e-9; /* the choice only: the full replay is refused by the budget */
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "full replay"),
+        "101 x 2 AllGather auto: %s", ncclzLastError());
+}
+
+/* Hier with the ring between nodes past 128 nodes: the rail ring's middle steps are extrapolated,
+ * the same time as replaying every step (within 0.1%). */
+static void test_hier_ring_extrapolated(void) {
   const struct {
     int m, g, coll;
     ncclzSimCompress comp;
@@ -304,18 +327,11 @@ static void test_hier_ring_reduced(void) {
              {300, 4, NCCLZ_ALLGATHER, NCCLZ_SIM_FIXEDLEN},
              {300, 4, NCCLZ_REDUCESCATTER, NCCLZ_SIM_HUFFMAN},
              {130, 2, NCCLZ_REDUCESCATTER, NCCLZ_SIM_OFF}};
-  worst = 0.0;
+  double worst = 0.0;
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
     ncclzSimPlatform p;
-    platform(&p, big[i].m, big[i].g);
-    p.nic_gbps = 12.5;
     ncclzSimOptions o;
-    ncclzSimOptionsDefault(&o);
-    o.coll = (ncclzCollective)big[i].coll;
-    o.bytes = 256u << 20;
-    o.algorithm = NCCLZ_ALGO_HIER;
-    o.hier_inter = NCCLZ_ALGO_RING;
-    o.compress = big[i].comp;
+    hier_ring_point(&p, &o, big[i].m, big[i].g, big[i].coll, big[i].comp, 256u << 20);
     o.fidelity = NCCLZ_FID_REDUCED;
     ncclzSimResult r;
     double t_extra = run_us(&p, &o, &r);
@@ -328,25 +344,6 @@ static void test_hier_ring_reduced(void) {
   }
   printf("hier with the ring between nodes, rail steps extrapolated against every step: largest difference %.2e\n",
          worst);
-  ncclzSimPlatform p;
-  ncclzSimOptions o;
-  ncclzSimResult r;
-  platform(&p, 101, 2);
-  p.nic_gbps = 12.5;
-  ncclzSimOptionsDefault(&o);
-  o.coll = NCCLZ_ALLGATHER;
-  o.bytes = 101u * 2u * (4u << 20);
-  o.algorithm = NCCLZ_ALGO_HIER;
-  o.hier_inter = NCCLZ_ALGO_RING;
-  o.compress = NCCLZ_SIM_FIXEDLEN;
-  o.min_chunks = o.max_chunks = 8;
-  o.fidelity = NCCLZ_FID_REDUCED;
-  run_us(&p, &o, &r);
-  CHECK(r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "approximate"), "101 x 2 AllGather reduced: %s", r.why);
-  o.fidelity = NCCLZ_FID_AUTO;
-  o.max_replay_s = 1e-9; /* the choice only: the full replay is refused by the budget */
-  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "full replay"),
-        "101 x 2 AllGather auto: %s", ncclzLastError());
 }
 
 /* The double binary tree, plain, one GPU per node (M = 4..64), C chunks of tau = S/(2C)/B each: an
@@ -909,18 +906,23 @@ static void test_speed(void) {
 /* Broadcast from 512 ranks: chains of 128 and 256 ranks replayed in full and extrapolated, against
  * the full replay of every rank (64 x 8: plain, one message a hop, and FIXEDLEN in chunks; roots at a
  * node's first GPU and inside a node), within 0.1%; 8192 ranks then replay in well under a second. */
+/* A Broadcast of `bytes` on nodes x 8 under comp. */
+static void broadcast_point(ncclzSimPlatform *p, ncclzSimOptions *o, int nodes, uint64_t bytes, ncclzSimCompress comp) {
+  platform(p, nodes, 8);
+  ncclzSimOptionsDefault(o);
+  o->coll = NCCLZ_BROADCAST;
+  o->bytes = bytes;
+  o->compress = comp;
+}
+
 static void test_broadcast_extrapolation(void) {
   const int roots[] = {0, 13};
   double worst = 0.0;
   for (int comp = 0; comp < 2; comp++)
     for (int k = 0; k < 2; k++) {
       ncclzSimPlatform p;
-      platform(&p, 64, 8);
       ncclzSimOptions o;
-      ncclzSimOptionsDefault(&o);
-      o.coll = NCCLZ_BROADCAST;
-      o.bytes = 256u << 20;
-      o.compress = comp ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF;
+      broadcast_point(&p, &o, 64, 256u << 20, comp ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
       o.root = roots[k];
       ncclzSimResult r;
       double t_extra = run_us(&p, &o, &r);
@@ -933,12 +935,8 @@ static void test_broadcast_extrapolation(void) {
     }
   printf("broadcast on 512 ranks, extrapolated against every rank: largest difference %.2e\n", worst);
   ncclzSimPlatform p;
-  platform(&p, 1024, 8);
   ncclzSimOptions o;
-  ncclzSimOptionsDefault(&o);
-  o.coll = NCCLZ_BROADCAST;
-  o.bytes = 1u << 30;
-  o.compress = NCCLZ_SIM_AUTO;
+  broadcast_point(&p, &o, 1024, 1u << 30, NCCLZ_SIM_AUTO);
   o.algorithm = NCCLZ_ALGO_RING;
   ncclzSimResult r;
   run_us(&p, &o, &r);
@@ -1135,6 +1133,7 @@ int main(void) {
   test_closed_form_hier();
   test_hier_reduced();
   test_hier_ring_reduced();
+  test_hier_ring_extrapolated();
   test_rails_busbw();
   test_tree();
   test_targets();
