@@ -332,6 +332,38 @@ static int keep_channel(const sim_job *j, ncclzSchedule *s, int k) {
   return 0;
 }
 
+/* Hier's ring between nodes with rail_head set: keeps the first rail_head and last rail_tail steps
+ * of each rail ring stage (its NET ops outside the permutation, m - 1 steps a stage) and drops the
+ * middle ones, all alike in the steady state; an op that needed a dropped receive takes the last
+ * kept receive of its chunk instead (the partial sum or the frame it forwards). */
+static int drop_rail_steps(const sim_job *j, ncclzSchedule *s) {
+  uint32_t m1 = (uint32_t)(j->nranks / j->lay.p.gpus_per_node - 1), first = UINT32_MAX, nc = j->spec.nchunks;
+  int32_t *map = malloc((s->nops + 1) * sizeof *map), *last = malloc(nc * sizeof *last);
+  if (!map || !last) return free(map), free(last), -1;
+  for (uint32_t c = 0; c < nc; c++) last[c] = -1;
+  for (size_t i = 0; i < s->nops; i++)
+    if (s->ops[i].link == NCCLZ_LINK_NET && s->ops[i].phase != NCCLZ_PHASE_EXCHANGE && s->ops[i].step < first)
+      first = s->ops[i].step;
+  size_t n = 0;
+  for (size_t i = 0; i < s->nops; i++) {
+    ncclzOp o = s->ops[i];
+    int rail = o.link == NCCLZ_LINK_NET && o.phase != NCCLZ_PHASE_EXCHANGE && o.chunk < nc;
+    uint32_t r = rail ? (o.step - first) % m1 : 0;
+    if (rail && r >= (uint32_t)j->rail_head && r < m1 - (uint32_t)j->rail_tail) {
+      map[i] = o.kind == NCCLZ_OP_RECV ? last[o.chunk] : -1;
+      continue;
+    }
+    o.dep = o.dep >= 0 ? map[o.dep] : -1;
+    map[i] = (int32_t)n;
+    if (rail && o.kind == NCCLZ_OP_RECV) last[o.chunk] = (int32_t)n;
+    s->ops[n++] = o;
+  }
+  s->nops = n;
+  free(map);
+  free(last);
+  return 0;
+}
+
 static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams, sim_actor_stats *st) {
   memset(c, 0, sizeof *c);
   c->job = j;
@@ -343,6 +375,7 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams
   c->m = j->lay.nactors;
   if (ncclzScheduleBuildSpec(&j->spec, sim_actor_rank(j, a), &c->s)) return -1;
   if (sim_channels(j) > 1 && keep_channel(j, &c->s, k)) return -1;
+  if (j->rail_head && drop_rail_steps(j, &c->s)) return -1;
   size_t n = c->s.nops, m = 2 * (size_t)c->m; /* peer slots: actors, and the proxied permutation's */
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);

@@ -88,8 +88,8 @@ void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchu
 
 /* Which schedules are the same on every rank up to a relabeling (so that one node's actors, or
  * two nodes', stand for all): the ring (a rotation), halving-doubling on powers of two, the
- * hierarchical schedule whose inter-node stage is; and only on a platform whose every hop of one
- * class sees the same links and load. */
+ * hierarchical schedule whose inter-node stage is (the ring between nodes on any node count); and
+ * only on a platform whose every hop of one class sees the same links and load. */
 static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a) {
   int n = p->nodes * p->gpus_per_node;
   if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
@@ -101,14 +101,26 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
     return "halving-doubling folds the ranks beyond a power of two";
-  if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING)
-    return "hier's ring between nodes: the two-node mirror is off the full replay on long rings (docs/simulator.md)";
-  if (a == NCCLZ_ALGO_HIER && !pow2(p->nodes)) return "hier's halving-doubling between nodes folds nodes";
+  if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes))
+    return "hier's halving-doubling between nodes folds nodes";
   int rep[2];
   if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
     return "hier's block permutation stays inside the node for one rank in 64 or more";
   return NULL;
 }
+
+/* Where the reduced replay is symmetric but not held to the full replay: hier's compressed
+ * ReduceScatter/AllGather with the ring between nodes. The full replay's ring there can settle into
+ * a slower period after its atypical ranks (sim_hier_typical_nodes) start early, which the two
+ * typical nodes never do (docs/simulator.md). Taken only where the full replay is refused. */
+static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
+  if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING && o->coll != NCCLZ_ALLREDUCE &&
+      o->compress != NCCLZ_SIM_OFF)
+    return "hier RS/AG, compressed ring between nodes";
+  return NULL;
+}
+
+static int full_cap(const ncclzSimOptions *o) { return o->full_max_ranks ? o->full_max_ranks : 4096; }
 
 /* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
 static int mirrored(ncclzAlgorithm a, uint32_t channels) { return a != NCCLZ_ALGO_RING || channels > 1; }
@@ -118,13 +130,15 @@ ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSi
   ncclzAlgorithm a;
   uint32_t ch;
   sim_resolve(p, o, &a, &ch);
-  const char *reason = asymmetric(p, o, a);
-  if (reason) {
-    snprintf(why, cap, "full: %s", reason);
+  const char *reason = asymmetric(p, o, a), *approx = reason ? NULL : approximate(o, a);
+  if (reason || (approx && n <= full_cap(o))) {
+    snprintf(why, cap, "full: %s%s%s", reason ? "" : "the reduced replay is approximate (", reason ? reason : approx,
+             reason ? "" : ")");
     return NCCLZ_FID_FULL;
   }
   if (mirrored(a, ch))
-    snprintf(why, cap, "reduced: symmetric %s, %d actors on two nodes stand for %d ranks", ncclzAlgorithmName(a),
+    snprintf(why, cap, "reduced%s%s%s: symmetric %s, %d actors on two nodes stand for %d ranks",
+             approx ? ", approximate (" : "", approx ? approx : "", approx ? ")" : "", ncclzAlgorithmName(a),
              2 * p->gpus_per_node, n);
   else
     snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
@@ -312,8 +326,15 @@ static int plan_call(sim_job *j) {
   return 0;
 }
 
+/* Hier's ring between nodes on more nodes than SIM_RAIL_FROM: the reduced replay keeps the first
+ * h and the last SIM_RAIL_TAIL steps of each rail ring stage, for two h, and extrapolates in h
+ * (run_rail_extrapolated). */
+#define SIM_RAIL_FROM 128
+#define SIM_RAIL_HEAD 32
+#define SIM_RAIL_TAIL 8
+
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                                const ncclzSimOptions *opt, ncclzSimResult *res) {
+                                const ncclzSimOptions *opt, int rail_head, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
   ncclzStatus st = check_inputs(prof, data, p, opt);
   if (st != NCCLZ_OK) return st;
@@ -324,10 +345,13 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   char why[160];
   ncclzSimFidelity auto_f = ncclzSimChooseFidelity(p, &o, why, sizeof why);
   ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? auto_f : o.fidelity;
-  if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL)
+  if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL &&
+      strstr(why, "approximate") == NULL)
     return ncclzSetError(NCCLZ_ERR_ARG, "options.fidelity: reduced does not apply (%s)", why + 6);
   if (f == NCCLZ_FID_REDUCED && (p->nodes < 2 || n < 3)) f = NCCLZ_FID_FULL;
-  if (o.fidelity != NCCLZ_FID_AUTO) snprintf(why, sizeof why, "%s: asked for", ncclzSimFidelityName(f));
+  int approx = f == NCCLZ_FID_REDUCED && strstr(why, "approximate") != NULL;
+  if (o.fidelity != NCCLZ_FID_AUTO)
+    snprintf(why, sizeof why, "%s: asked for%s", ncclzSimFidelityName(f), approx ? ", approximate" : "");
   if (f == NCCLZ_FID_FULL && n > o.full_max_ranks)
     return ncclzSetError(NCCLZ_ERR_ARG, "options: %d ranks need the full replay (%s), above full_max_ranks %d",
                          n, why + 6, o.full_max_ranks);
@@ -339,6 +363,8 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   j.opt = &o;
   j.nranks = n;
   j.reduced = f == NCCLZ_FID_REDUCED;
+  j.rail_head = j.reduced ? rail_head : 0;
+  j.rail_tail = SIM_RAIL_TAIL;
   j.lay.p = *p;
   size_job(&j, prof, &o);
   sim_spec(p, &o, j.nchunks, &j.spec);
@@ -403,7 +429,7 @@ static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *dat
   q.nodes = m / p->gpus_per_node;
   u.bytes = block_elems * (uint64_t)m * eb;
   u.every_step = 1;
-  return sim_run_once(prof, data, &q, &u, r);
+  return sim_run_once(prof, data, &q, &u, 0, r);
 }
 
 /* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes: each step of a ring in
@@ -434,9 +460,9 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
   q.nodes = SIM_TREE_SHORT;
-  ncclzStatus st = sim_run_once(prof, data, &q, &u, &a);
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
   q.nodes = SIM_TREE_LONG;
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, &b);
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = floor(log2((double)p->nodes));
@@ -452,6 +478,65 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   return NCCLZ_OK;
 }
 
+/* Hier's ring between nodes: the rail ring's middle steps are alike (one block a step, and past the
+ * data profile's rows frames of one CR), so the time is affine in the steps kept; two replays that
+ * keep the first h1 and 2 h1 steps and the last SIM_RAIL_TAIL of each rail ring stage give the time
+ * with all m - 1. h1 = SIM_RAIL_HEAD: past the CR's 64 rows (G >= 2 ranks a step), and long enough
+ * for the codec streams' backlog to settle into its steady growth. */
+static ncclzStatus run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                         const ncclzSimOptions *opt, ncclzSimResult *res) {
+  int h1 = SIM_RAIL_HEAD, m1 = p->nodes - 1;
+  if (m1 <= 2 * h1 + SIM_RAIL_TAIL) return sim_run_once(prof, data, p, opt, 0, res);
+  ncclzSimResult a, b;
+  double t0 = ncclzNowSeconds();
+  ncclzStatus st = sim_run_once(prof, data, p, opt, h1, &a);
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, p, opt, 2 * h1, &b);
+  if (st != NCCLZ_OK) return st;
+  *res = b;
+  extrapolate(&a, &b, h1, 2 * h1, m1 - SIM_RAIL_TAIL, res);
+  res->wall_s = ncclzNowSeconds() - t0;
+  size_t used = strlen(res->why);
+  snprintf(res->why + used, sizeof res->why - used, " (rail steps %d, %d of %d, extrapolated)",
+           h1 + SIM_RAIL_TAIL, 2 * h1 + SIM_RAIL_TAIL, m1);
+  return NCCLZ_OK;
+}
+
+/* Broadcast's pipelined chain from the root on a symmetric platform: chunks move hop by hop, and
+ * every G-th hop crosses the NICs, so the time is the pipeline's period times the chunks plus a fill
+ * affine in the ranks. Chains of SIM_RING_SHORT and SIM_RING_LONG ranks (the same buffer and chunks,
+ * the root at the same local index) are replayed in full and extrapolated. */
+static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  int g = p->gpus_per_node, n = p->nodes * g;
+  return o->coll == NCCLZ_BROADCAST && !o->every_step && o->fidelity != NCCLZ_FID_FULL && n >= SIM_EXTRAPOLATE_FROM &&
+         p->placement == NCCLZ_PLACE_CONTIGUOUS &&
+         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) && SIM_RING_SHORT % g == 0 &&
+         SIM_RING_LONG % g == 0 && SIM_RING_SHORT / g >= 3;
+}
+
+static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                              const ncclzSimPlatform *p, const ncclzSimOptions *o,
+                                              ncclzSimResult *res) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  ncclzSimResult a, b;
+  int g = p->gpus_per_node, n = p->nodes * g;
+  u.every_step = 1;
+  u.root = o->root % g;
+  double t0 = ncclzNowSeconds();
+  q.nodes = SIM_RING_SHORT / g;
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
+  q.nodes = SIM_RING_LONG / g;
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, &b);
+  if (st != NCCLZ_OK) return st;
+  *res = b;
+  extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
+  res->nranks = n;
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks",
+           SIM_RING_SHORT, SIM_RING_LONG, n);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -462,13 +547,19 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_tree_extrapolated(prof, data, p, opt, res);
+  if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
+    return run_broadcast_extrapolated(prof, data, p, opt, res);
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
   int g = p->gpus_per_node;
+  if (!opt->every_step && (reduced || opt->fidelity == NCCLZ_FID_REDUCED) && algo == NCCLZ_ALGO_HIER &&
+      opt->hier_inter == NCCLZ_ALGO_RING &&
+      p->nodes > SIM_RAIL_FROM)
+    return run_rail_extrapolated(prof, data, p, opt, res);
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
       SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
-    return sim_run_once(prof, data, p, opt, res);
+    return sim_run_once(prof, data, p, opt, 0, res);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
   ncclzStatus st = run_ring_of(prof, data, p, opt, n, SIM_RING_SHORT, &a);

@@ -69,6 +69,9 @@ static int place_from(const char *s) {
 }
 static int rea_link_from(const char *s) { return !strcmp(s, "platform") ? 0 : !strcmp(s, "profile") ? 1 : -1; }
 static int proto_from(const char *s) { return !strcmp(s, "piggyback") ? 0 : !strcmp(s, "header") ? 1 : -1; }
+static int hier_inter_from(const char *s) {
+  return !strcmp(s, "rhd") ? NCCLZ_ALGO_RHD : !strcmp(s, "ring") ? NCCLZ_ALGO_RING : -1;
+}
 static int class_from(const char *s) { return ncclzDataClassFromName(s); }
 
 /* --------------------------------------------------------------- sections */
@@ -108,7 +111,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   if (!o) return 0;
   if (!cJSON_IsObject(o)) return ERR("options: must be an object"), -1;
   int link = opt->rea_link_profile, fid = opt->fidelity, proto = opt->size_protocol, hint = opt->hint, minc = (int)opt->min_chunks, maxc = (int)opt->max_chunks,
-      banks = (int)opt->banks, lanes = (int)opt->comm_lanes;
+      banks = (int)opt->banks, lanes = (int)opt->comm_lanes, inter = opt->hier_inter;
   double chunk = (double)opt->chunk_bytes;
   if (num_field(o, "options", "chunk_bytes", 0, 1e15, &chunk) || int_field(o, "options", "min_chunks", 0, 1 << 16, &minc) ||
       int_field(o, "options", "max_chunks", 0, 1 << 16, &maxc) || int_field(o, "options", "banks", 0, 64, &banks) ||
@@ -121,7 +124,8 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
       name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||
       name_field(o, "options", "size_protocol", proto_from, "piggyback or header", &proto) ||
       name_field(o, "options", "hint", ncclzSimHintPolicyFromName, "auto, per_hop, nvlink, shm or net", &hint) ||
-      name_field(o, "options", "rea_link", rea_link_from, "platform or profile", &link))
+      name_field(o, "options", "rea_link", rea_link_from, "platform or profile", &link) ||
+      name_field(o, "options", "hier_inter", hier_inter_from, "rhd or ring", &inter))
     return -1;
   opt->rea_link_profile = link;
   opt->hint = (ncclzSimHintPolicy)hint;
@@ -132,6 +136,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
   opt->max_chunks = (uint32_t)maxc;
   opt->banks = (uint32_t)banks;
   opt->comm_lanes = (uint32_t)lanes;
+  opt->hier_inter = (ncclzAlgorithm)inter;
   return 0;
 }
 

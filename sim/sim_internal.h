@@ -54,6 +54,8 @@ typedef struct {
                            encodes every frame with (-1: REA plans each frame) */
   sim_hop hop;          /* the communicator's hint and its link */
   double unit_us;       /* the host's time per pipeline unit (profile interface unit_us; HEADER only) */
+  int rail_head, rail_tail; /* hier's ring between nodes: each rail ring stage keeps its first rail_head
+                               and last rail_tail steps (0: every step; sim_drop_rail_steps) */
 } sim_job;
 
 /* Per-actor counters that the replay returns. */

@@ -150,29 +150,34 @@ static void test_closed_form_algorithms(void) {
     }
 }
 
-/* Hier ReduceScatter and AllGather, plain, one chunk an op, on the uniform platform, with both
- * inter-node stages: halving-doubling (power-of-two nodes) and the ring (any node count). Each is
- * the reduce-scatter inside the node, (g-1) (alpha + S/g/B), the inter-node stage on S/g, and one
- * exchange of a block with its owner, alpha + S/N/B: halving-doubling log2(m) alpha + (m-1)/m
- * S/g/B, the ring (m-1) (alpha + S/N/B). 4 to 8192 ranks; from 1000 the reduced replay (two
- * nodes' actors) stands for all (halving-doubling; the ring between nodes takes the full replay). */
+/* Hier, plain, one chunk an op, on the uniform platform, with both inter-node stages:
+ * halving-doubling (power-of-two nodes) and the ring (any node count). ReduceScatter and AllGather
+ * are the reduce-scatter inside the node, (g-1) (alpha + S/g/B), the inter-node stage on S/g, and
+ * one exchange of a block with its owner, alpha + S/N/B: halving-doubling log2(m) alpha + (m-1)/m
+ * S/g/B, the ring (m-1) (alpha + S/N/B). AllReduce with the ring between nodes: 2 (g-1) (alpha +
+ * S/g/B) + 2 (m-1) (alpha + S/N/B). 4 to 8192 ranks; from 1000 the reduced replay (two nodes'
+ * actors) stands for all, on any node count with the ring between nodes. */
 static void test_closed_form_hier(void) {
-  const int shapes[][3] = {{2, 2, 0}, {4, 2, 0}, {8, 8, 0},  {64, 8, 0}, {256, 6, 0}, {4096, 2, 0},
-                           {1024, 8, 0}, {3, 4, 1}, {5, 2, 1}, {8, 8, 1}, {33, 2, 1}};
+  const int shapes[][3] = {{2, 2, 0},  {4, 2, 0},    {8, 8, 0},    {64, 8, 0},   {256, 6, 0}, {4096, 2, 0},
+                           {1024, 8, 0}, {3, 4, 1},  {5, 2, 1},    {8, 8, 1},    {33, 2, 1},  {3, 8, 1},
+                           {7, 8, 1},  {1000, 8, 1}, {1023, 8, 1}, {1024, 8, 1}, {4095, 2, 1}, {2, 2, 1},
+                           {2, 8, 1},  {6, 3, 1},    {5, 8, 1}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
       int m = shapes[s][0], g = shapes[s][1], ring = shapes[s][2], n = m * g;
+      if (c == 2 && !ring) continue; /* hier AllReduce on halving-doubling: test_closed_form_algorithms */
       ncclzSimPlatform p;
       uniform(&p, m, g);
       ncclzSimOptions o;
       ncclzSimOptionsDefault(&o);
-      o.coll = c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+      o.coll = c == 2 ? NCCLZ_ALLREDUCE : c ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
       o.bytes = 64u << 20;
       o.algorithm = NCCLZ_ALGO_HIER;
       o.hier_inter = ring ? NCCLZ_ALGO_RING : NCCLZ_ALGO_RHD;
       double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes, part = S / g;
       double inter = ring ? (m - 1) * (a + S / n / B) : log2(m) * a + (m - 1.0) / m * part / B;
       double cf = (g - 1) * (a + part / B) + inter + a + S / n / B;
+      if (c == 2) cf = 2 * (g - 1) * (a + part / B) + 2 * inter;
       ncclzSimResult r;
       double t = run_us(&p, &o, &r);
       CHECK(rel(t, cf) < 1e-3, "hier (%s between nodes) %s %dx%d: sim %.3f us, closed form %.3f us (%s)",
@@ -240,6 +245,105 @@ static void test_hier_reduced(void) {
   o.fidelity = NCCLZ_FID_AUTO;
   CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "hier needs several nodes"),
         "64 x 1: %s", ncclzLastError());
+}
+
+/* Hier with the ring between nodes on m x g, one 12.5 GB/s NIC a node, `bytes` of coll under comp. */
+static void hier_ring_point(ncclzSimPlatform *p, ncclzSimOptions *o, int m, int g, int coll, ncclzSimCompress comp,
+                            uint64_t bytes) {
+  platform(p, m, g);
+  p->nic_gbps = 12.5;
+  ncclzSimOptionsDefault(o);
+  o->coll = (ncclzCollective)coll;
+  o->bytes = bytes;
+  o->algorithm = NCCLZ_ALGO_HIER;
+  o->hier_inter = NCCLZ_ALGO_RING;
+  o->compress = comp;
+}
+
+/* Hier with the ring between nodes: the reduced replay (two nodes' actors; for ReduceScatter and
+ * AllGather two typical nodes) against the full replay, 1 to 8 chunks a block, on one 12.5 GB/s
+ * NIC a node, with blocks of whole chunks (the mirror's ranks all move equal blocks): AllReduce
+ * plain, FIXEDLEN and auto on 3, 5, 6, 7 nodes of 8, 3 and 7 of 2, 5 of 4, 6 of 3 and 101 of 2 (6 to
+ * 202 ranks); ReduceScatter and AllGather plain
+ * on 101 and 130 nodes of 2 (fewer nodes keep too many blocks inside their node). Compressed, their
+ * reduced replay is approximate: auto takes the full replay (and the reduced one only where the
+ * full one is refused), and a reduced replay asked for says so. */
+static void test_hier_ring_reduced(void) {
+  const struct {
+    int m, g, coll;
+    unsigned chunks;
+  } cases[] = {{3, 8, NCCLZ_ALLREDUCE, 1},   {5, 8, NCCLZ_ALLREDUCE, 4},       {6, 8, NCCLZ_ALLREDUCE, 8},
+               {7, 8, NCCLZ_ALLREDUCE, 4},   {3, 2, NCCLZ_ALLREDUCE, 2},       {5, 4, NCCLZ_ALLREDUCE, 8},
+               {6, 3, NCCLZ_ALLREDUCE, 4},   {7, 2, NCCLZ_ALLREDUCE, 1},       {101, 2, NCCLZ_ALLREDUCE, 8},
+               {101, 2, NCCLZ_REDUCESCATTER, 8}, {130, 2, NCCLZ_ALLGATHER, 4}, {130, 2, NCCLZ_REDUCESCATTER, 1}};
+  const ncclzSimCompress modes[] = {NCCLZ_SIM_OFF, NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_AUTO};
+  double worst = 0.0, t0 = ncclzNowSeconds();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int md = 0; md < 3; md++) {
+      if (cases[i].coll != NCCLZ_ALLREDUCE && md) continue;
+      if (cases[i].m > 100 && md == 1) continue; /* slow full replays */
+      ncclzSimPlatform p;
+      ncclzSimOptions o;
+      hier_ring_point(&p, &o, cases[i].m, cases[i].g, cases[i].coll, modes[md],
+                      (uint64_t)cases[i].m * (uint64_t)cases[i].g * (4u << 20));
+      o.min_chunks = o.max_chunks = cases[i].chunks;
+      ncclzSimResult red, full;
+      o.fidelity = NCCLZ_FID_REDUCED;
+      double tr = run_us(&p, &o, &red);
+      CHECK(red.fidelity == NCCLZ_FID_REDUCED && red.actors == 2 * cases[i].g, "hier ring %dx%d: %s, %d actors",
+            cases[i].m, cases[i].g, red.why, red.actors);
+      o.fidelity = NCCLZ_FID_AUTO;
+      run_us(&p, &o, &full);
+      CHECK(full.fidelity == NCCLZ_FID_REDUCED, "hier ring %dx%d auto: %s", cases[i].m, cases[i].g, full.why);
+      o.fidelity = NCCLZ_FID_FULL;
+      double tf = run_us(&p, &o, &full);
+      worst = fmax(worst, rel(tr, tf));
+      CHECK(rel(tr, tf) < 1e-3, "hier ring %s %dx%d %s, %u chunks: reduced %.3f us, full %.3f us",
+            ncclzCollectiveName(o.coll), cases[i].m, cases[i].g, ncclzSimCompressName(o.compress), red.nchunks, tr, tf);
+    }
+  printf("hier with the ring between nodes, reduced against full: largest difference %.2e (%.1f s)\n", worst,
+         ncclzNowSeconds() - t0);
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult r;
+  hier_ring_point(&p, &o, 101, 2, NCCLZ_ALLGATHER, NCCLZ_SIM_FIXEDLEN, 101u * 2u * (4u << 20));
+  o.min_chunks = o.max_chunks = 8;
+  o.fidelity = NCCLZ_FID_REDUCED;
+  run_us(&p, &o, &r);
+  CHECK(r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "approximate"), "101 x 2 AllGather reduced: %s", r.why);
+  o.fidelity = NCCLZ_FID_AUTO;
+  o.max_replay_s = 1e-9; /* the choice only: the full replay is refused by the budget */
+  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "full replay"),
+        "101 x 2 AllGather auto: %s", ncclzLastError());
+}
+
+/* Hier with the ring between nodes past 128 nodes: the rail ring's middle steps are extrapolated,
+ * the same time as replaying every step (within 0.1%). */
+static void test_hier_ring_extrapolated(void) {
+  const struct {
+    int m, g, coll;
+    ncclzSimCompress comp;
+  } big[] = {{200, 8, NCCLZ_ALLREDUCE, NCCLZ_SIM_AUTO},
+             {300, 4, NCCLZ_ALLGATHER, NCCLZ_SIM_FIXEDLEN},
+             {300, 4, NCCLZ_REDUCESCATTER, NCCLZ_SIM_HUFFMAN},
+             {130, 2, NCCLZ_REDUCESCATTER, NCCLZ_SIM_OFF}};
+  double worst = 0.0;
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    ncclzSimPlatform p;
+    ncclzSimOptions o;
+    hier_ring_point(&p, &o, big[i].m, big[i].g, big[i].coll, big[i].comp, 256u << 20);
+    o.fidelity = NCCLZ_FID_REDUCED;
+    ncclzSimResult r;
+    double t_extra = run_us(&p, &o, &r);
+    CHECK(strstr(r.why, "extrapolated") != NULL, "hier ring %dx%d: not extrapolated (%s)", big[i].m, big[i].g, r.why);
+    o.every_step = 1;
+    double t_all = run_us(&p, &o, &r);
+    worst = fmax(worst, rel(t_extra, t_all));
+    CHECK(rel(t_extra, t_all) < 1e-3, "hier ring %s %s %dx%d: extrapolated %.3f us, every step %.3f us",
+          ncclzCollectiveName(o.coll), ncclzSimCompressName(o.compress), big[i].m, big[i].g, t_extra, t_all);
+  }
+  printf("hier with the ring between nodes, rail steps extrapolated against every step: largest difference %.2e\n",
+         worst);
 }
 
 /* The double binary tree, plain, one GPU per node (M = 4..64), C chunks of tau = S/(2C)/B each: an
@@ -695,6 +799,11 @@ static void test_scenario(void) {
   CHECK(ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 2) == 7 && ncclzSimDataCr(&s.data, NCCLZ_CODER_HUFFMAN, 50) == 6,
         "CR per ranks summed");
   ncclzSimScenarioFree(&s);
+  const char *ring = "{\"kind\":\"what-if\",\"options\":{\"hier_inter\":\"ring\"}}";
+  CHECK(ncclzSimScenarioParse(ring, strlen(ring), NULL, &prof, &s) == NCCLZ_OK && s.npoints == 1 &&
+            s.points[0].options.hier_inter == NCCLZ_ALGO_RING,
+        "options.hier_inter ring: %s", ncclzLastError());
+  ncclzSimScenarioFree(&s);
   const struct {
     const char *json, *field;
   } bad[] = {
@@ -705,6 +814,7 @@ static void test_scenario(void) {
       {"{\"kind\":\"what-if\",\"sweep\":{\"compress\":[\"auto\"]}}", "data"},
       {"{\"kind\":\"what-if\",\"data\":{\"cr\":{\"fixedlen\":4}}}", "data.cr.huffman"},
       {"{\"kind\":\"what-if\",\"options\":{\"size_protocol\":\"mpi\"}}", "options.size_protocol"},
+      {"{\"kind\":\"what-if\",\"options\":{\"hier_inter\":\"tree\"}}", "options.hier_inter"},
       {"{\"kind\":\"what-if\",", "JSON"},
       {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200\"}}", "platform.nic"},
       {"{\"kind\":\"what-if\",\"platform\":{\"nic\":\"200Gb/s\",\"nic_gbps\":25}}", "nic or nic_gbps"},
@@ -778,10 +888,60 @@ static void test_speed(void) {
     CHECK(r.time_us > 0 && r.wall_s < 20.0 && r.fidelity == NCCLZ_FID_REDUCED, "hier %s: wall %.2f s, %s",
           ncclzCollectiveName(o.coll), r.wall_s, r.why);
   }
-  o.hier_inter = NCCLZ_ALGO_RING; /* the full replay only: refused at 8192 ranks, with the reason */
-  CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG &&
-            strstr(ncclzLastError(), "hier's ring between nodes: the two-node mirror"),
-        "hier, ring between nodes, 8192 ranks: %s", ncclzLastError());
+  /* the ring between nodes, 1024 and 1023 nodes: the two-node mirror (compressed ReduceScatter and
+   * AllGather approximate, AllReduce exact) */
+  o.hier_inter = NCCLZ_ALGO_RING;
+  for (int c = 0; c < 6; c++) {
+    p.nodes = c < 3 ? 1024 : 1023;
+    o.coll = c % 3 == 2 ? NCCLZ_ALLREDUCE : c % 3 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+    run_us(&p, &o, &r);
+    printf("%d nodes x 8 GPUs, %s 1 GiB auto, hier (ring between nodes): %.1f us simulated, %.3f s wall, %s\n", p.nodes,
+           ncclzCollectiveName(o.coll), r.time_us, r.wall_s, r.why);
+    CHECK(r.time_us > 0 && r.wall_s < 20.0 && r.fidelity == NCCLZ_FID_REDUCED &&
+              (o.coll == NCCLZ_ALLREDUCE) == !strstr(r.why, "approximate"),
+          "hier ring %s: wall %.2f s, %s", ncclzCollectiveName(o.coll), r.wall_s, r.why);
+  }
+}
+
+/* Broadcast from 512 ranks: chains of 128 and 256 ranks replayed in full and extrapolated, against
+ * the full replay of every rank (64 x 8: plain, one message a hop, and FIXEDLEN in chunks; roots at a
+ * node's first GPU and inside a node), within 0.1%; 8192 ranks then replay in well under a second. */
+/* A Broadcast of `bytes` on nodes x 8 under comp. */
+static void broadcast_point(ncclzSimPlatform *p, ncclzSimOptions *o, int nodes, uint64_t bytes, ncclzSimCompress comp) {
+  platform(p, nodes, 8);
+  ncclzSimOptionsDefault(o);
+  o->coll = NCCLZ_BROADCAST;
+  o->bytes = bytes;
+  o->compress = comp;
+}
+
+static void test_broadcast_extrapolation(void) {
+  const int roots[] = {0, 13};
+  double worst = 0.0;
+  for (int comp = 0; comp < 2; comp++)
+    for (int k = 0; k < 2; k++) {
+      ncclzSimPlatform p;
+      ncclzSimOptions o;
+      broadcast_point(&p, &o, 64, 256u << 20, comp ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
+      o.root = roots[k];
+      ncclzSimResult r;
+      double t_extra = run_us(&p, &o, &r);
+      CHECK(strstr(r.why, "extrapolated") != NULL, "broadcast 512 ranks: not extrapolated (%s)", r.why);
+      o.every_step = 1;
+      double t_all = run_us(&p, &o, &r);
+      CHECK(rel(t_extra, t_all) < 1e-3, "broadcast %s root %d, 512 ranks: extrapolated %.3f us, every rank %.3f us",
+            ncclzSimCompressName(o.compress), o.root, t_extra, t_all);
+      worst = fmax(worst, rel(t_extra, t_all));
+    }
+  printf("broadcast on 512 ranks, extrapolated against every rank: largest difference %.2e\n", worst);
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  broadcast_point(&p, &o, 1024, 1u << 30, NCCLZ_SIM_AUTO);
+  o.algorithm = NCCLZ_ALGO_RING;
+  ncclzSimResult r;
+  run_us(&p, &o, &r);
+  printf("1024 nodes x 8 GPUs, broadcast 1 GiB auto: %.1f us simulated, %.3f s wall, %s\n", r.time_us, r.wall_s, r.why);
+  CHECK(r.time_us > 0 && r.wall_s < 20.0, "broadcast 8192 ranks: wall %.2f s", r.wall_s);
 }
 
 /* Large rings are extrapolated from the steady state of two shorter rings: the same time as
@@ -972,6 +1132,8 @@ int main(void) {
   test_hier_many_chunks();
   test_closed_form_hier();
   test_hier_reduced();
+  test_hier_ring_reduced();
+  test_hier_ring_extrapolated();
   test_rails_busbw();
   test_tree();
   test_targets();
@@ -989,6 +1151,7 @@ int main(void) {
   test_scenario();
   test_speed();
   test_extrapolation();
+  test_broadcast_extrapolation();
   return tu_finish("sim");
 }
 #endif
