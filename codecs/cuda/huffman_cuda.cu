@@ -18,7 +18,6 @@
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
 #define ENC_WARPS 8
-#define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
 
 /* vmin/vmax: trimmed extremes of the sampled non-fill symbols, centre: their median (k_hf_median). */
@@ -470,6 +469,7 @@ struct TableShared {
   typename RankScan::TempStorage rank;
   uint8_t lens[HF_K + 7];
   uint32_t codes[HF_K];
+  uint16_t sorted[HF_K]; /* indices in canonical order */
   uint32_t bad, max_len, used;
   unsigned long long kraft;
 };
@@ -589,7 +589,6 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   const uint32_t max_len = s.max_len, fb = max_len < FAST_BITS ? max_len : FAST_BITS;
   uint32_t *L = lut + ((size_t)f << FAST_BITS);
   uint32_t *tb = tables + (size_t)f * NZ_HF_TSTRIDE;
-  for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) L[e] = 0;
   if (t < 16) {
     tb[t] = s.canon.count[t];
     tb[16 + t] = s.canon.first[t];
@@ -600,39 +599,41 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     tb[49] = fb;
     F->fast_bits = fb;
   }
-  __syncthreads();
   for (uint32_t i = t; i < K; i += BOOK_THREADS) {
-    uint32_t l = s.lens[i];
+    const uint32_t l = s.lens[i];
     if (!l) continue;
-    uint32_t code = s.codes[i];
-    tb[64 + s.canon.start[l] + code - s.canon.first[l]] = i;
-    if (l > fb) continue;
-    uint32_t rev = ncclz_huff_reverse(code, l);
-    for (uint32_t hi = 0; hi < (1u << (fb - l)); hi++) L[rev | hi << l] = i << 4 | l;
+    const uint32_t at = s.canon.start[l] + s.codes[i] - s.canon.first[l];
+    tb[64 + at] = i;
+    s.sorted[at] = (uint16_t)i;
+  }
+  __syncthreads();
+  /* Each entry finds its own code (one thread filling a short code's 2^(fb-l) entries was the
+   * kernel's serial tail: 22-53 us on one 1 MiB frame). */
+  for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) {
+    const uint32_t msb = fb ? __brev(e) >> (32 - fb) : 0u; /* fb 0: one entry, no code */
+    uint32_t v = 0;
+    for (uint32_t l = 1; l <= fb; l++) {
+      const uint32_t code = msb >> (fb - l);
+      if (code - s.canon.first[l] < s.canon.count[l]) {
+        v = (uint32_t)s.sorted[s.canon.start[l] + code - s.canon.first[l]] << 4 | l;
+        break;
+      }
+    }
+    L[e] = v;
   }
 }
 
-/* Words of a lane's ring (ring_refill), a power of two. */
-#define NZ_HF_RING 32u
-
-/* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
-struct BitSource {
-  const uint32_t *src;
-  uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
+/* LSB-first reader over one segment's words (shared or global); words past the segment read as
+ * zero, as in the reference, so a code that runs past the end is caught by the end check. */
+struct HfReader {
+  const uint32_t *w;
+  uint32_t words, next, nbits;
   unsigned long long buf;
-  uint32_t chk;
-  const uint32_t *ring; /* ring_refill's copy of words [ring_end - NZ_HF_RING, ring_end), or NULL */
-  uint32_t ring_end;
+  __device__ uint32_t word(uint32_t i) const { return i < words ? w[i] : 0u; }
   __device__ void refill() {
     if (nbits <= 32) {
-      uint32_t w = 0;
-      if (next < words) {
-        /* the ring, else shared memory (stage_segments) or global */
-        w = next < ring_end ? ring[next % NZ_HF_RING] : src[next];
-        chk += nz_chk(w, base + next);
-      }
+      buf |= (unsigned long long)word(next) << nbits;
       next++;
-      buf |= (unsigned long long)w << nbits;
       nbits += 32;
     }
   }
@@ -640,193 +641,223 @@ struct BitSource {
     buf >>= l;
     nbits -= l;
   }
+  __device__ void seek(uint32_t bit) {
+    next = bit / 32, nbits = 0, buf = 0;
+    refill();
+    skip(bit % 32);
+  }
+  __device__ uint32_t pos() const { return 32 * next - nbits; }
 };
 
-/* The reader's loads depend on each other (one word per refill), so a segment read from global
- * memory waits on it at every word: a 4 MiB frame coded alone has too few decoders to hide that
- * (ncu: 397 us per 4 MiB of 1,024-symbol segments). A warp's 32 segments lie back to back in the
- * stream: when they fit in the warp's seg_words of shared memory, the warp copies them there with
- * coalesced loads and each reader takes its words from shared memory; otherwise (wide codes,
- * corrupt offsets) the reader stays on global memory, its segment prefetched into L1. */
-static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
-                                      uint32_t seg_words) {
-  const uint32_t lane = threadIdx.x & 31, first = mine ? (uint32_t)(br.src - stream) : 0xFFFFFFFFu;
-  const uint32_t lo = __reduce_min_sync(NZ_FULL, first), hi = __reduce_max_sync(NZ_FULL, mine ? first + br.words : 0u);
-  if (lo < hi && hi - lo <= seg_words) {
-    for (uint32_t i = lane; i < hi - lo; i += 32) seg[i] = __ldg(stream + lo + i);
-    __syncwarp();
-    if (mine) br.src = seg + (first - lo);
-    return true;
-  }
-  if (mine)
-    for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
-  return false;
-}
+/* What decoding one symbol needs: the first-level table and canonical tables in shared memory,
+ * the long codes' symbols (shared when they fit, else global). */
+struct HfBook {
+  const uint32_t *lut, *tab, *sorted;
+  const uint16_t *slong; /* symbols of codes longer than fb, from long0; NULL: read sorted */
+  uint32_t long0, fmask, fb, max_len, esc, fill, basev;
+  ncclzHuffAlphabet a;
+};
 
-/* Tops up every lane's ring (NZ_HF_RING words in `rings`, lane r's at r * NZ_HF_RING) to the
- * words [next, next + NZ_HF_RING) of its segment, for a round of 32 symbols. Streams of escapes
- * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
- * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
- * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors. Here the warp loads
- * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader
- * that outruns its ring in a round (more than NZ_HF_RING words: 32 long escapes) reads the rest
- * from global memory. */
-static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
-  const uint32_t lane = threadIdx.x & 31;
-  const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
-  const uint32_t to = br.next + NZ_HF_RING < br.words ? br.next + NZ_HF_RING : br.words;
-  const uint32_t want = active && to > from ? to - from : 0;
-  const uint32_t at = (uint32_t)(br.src - stream) + from; /* stream word of the first one wanted */
-  for (uint32_t r0 = 0; r0 < 32; r0 += 8) {
-    uint32_t w[8], n[8], first[8];
-#pragma unroll
-    for (uint32_t i = 0; i < 8; i++) { /* loads first, so that eight are in flight */
-      n[i] = __shfl_sync(NZ_FULL, want, r0 + i);
-      first[i] = __shfl_sync(NZ_FULL, from, r0 + i);
-      const uint32_t a = __shfl_sync(NZ_FULL, at, r0 + i);
-      w[i] = lane < n[i] ? __ldg(stream + a + lane) : 0u;
+/* One symbol (as decode_segment in coder_huffman.c): 0, or the reason it is invalid. */
+static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, HfReader &r, int32_t &v) {
+  r.refill();
+  uint32_t e = b.lut[r.buf & b.fmask];
+  if (!(e & 15u)) {
+    const uint32_t msb = __brev((uint32_t)r.buf & 0x7FFFu) >> 17;
+    e = 0;
+    for (uint32_t l = b.fb + 1; l <= b.max_len; l++) {
+      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
+      if (code - b.tab[16 + l] < b.tab[l]) {
+        const uint32_t at = b.tab[32 + l] + code - b.tab[16 + l];
+        e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l;
+        break;
+      }
     }
-#pragma unroll
-    for (uint32_t i = 0; i < 8; i++)
-      if (lane < n[i]) rings[(r0 + i) * NZ_HF_RING + (first[i] + lane) % NZ_HF_RING] = w[i];
+    if (!e) return NZ_R_HF_CODE;
   }
-  if (want) br.ring_end = to;
-  __syncwarp();
+  r.skip(e & 15u);
+  const uint32_t idx = e >> 4;
+  if (idx == b.esc) { /* as read_escape: b - 1, then the bits below z's leading one */
+    r.refill();
+    const uint32_t b1 = (uint32_t)r.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+    r.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+    r.refill();
+    const uint32_t z = 1u << b1 | ((uint32_t)r.buf & ((1u << b1) - 1u));
+    r.skip(b1);
+    v = ncclz_huff_unescape(z, b.a.centre);
+    if (ncclz_huff_index(v, b.a) != b.esc) return NZ_R_HF_ESCAPE; /* one encoding per symbol */
+  } else if (idx == b.fill) {
+    v = NCCLZ_FILL_CODE;
+  } else {
+    v = (int32_t)(b.basev + idx);
+  }
+  return 0;
 }
 
-/* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
- * 16-bit words in the block's segment room, when no warp staged its segments there and they fit
- * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
- * of global. On wide alphabets (REL without prediction: ~12 bits a symbol, about half the codes
- * 13-15 bits long) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
- * half of the stall cycles on L1TEX; loading the segment words ahead does not help). Block-uniform;
- * NULL when not used. */
-static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
-                                                     uint32_t nlong, uint32_t *room, uint32_t room_words) {
-  if (__syncthreads_or(staged) || nlong == 0 || nlong > 2 * room_words) return nullptr;
-  uint16_t *t = reinterpret_cast<uint16_t *>(room);
-  for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
-  __syncthreads();
-  return t - long0;
+/* The segment end (as check_segment_end): exactly its words used, the rest of the last one zero. */
+static __device__ uint32_t hf_segment_end(const uint32_t *w, uint32_t words, uint32_t used) {
+  if ((used + 31) / 32 != words) return NZ_R_HF_SEGEND;
+  if (used % 32 && w[words - 1] >> (used % 32)) return NZ_R_HF_PAD;
+  return 0;
 }
 
-/* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
- * QSGD codes: ~3.3), at most 1,024 words, so that a block keeps to 16 KiB more (the executor's
- * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
-static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
+/* The reference's serial decode of a segment: 0 or the first reason it fails. */
+static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count, int32_t *out) {
+  HfReader r = {w, words, 0, 0, 0};
+  for (uint32_t i = 0; i < count; i++) {
+    int32_t v;
+    const uint32_t bad = hf_symbol(b, r, v);
+    if (bad) return bad;
+    out[i] = v;
+  }
+  return hf_segment_end(w, words, r.pos());
+}
 
-__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
-                                                           const uint32_t *lut, const uint32_t *tables,
-                                                           uint32_t seg_words) {
+#define HF_NONE 0xFFFFFFFFu
+struct HfSpan {
+  uint32_t n, end, err_at; /* symbols, where the next one starts (HF_NONE after a failure), failure at */
+};
+
+/* The codes that start in [start, stop), one lane's share of a segment: counted, or (WRITE) their
+ * symbols stored from out[base] up to out[count - 1], where the last one's end goes to *used. */
+template <bool WRITE>
+static __device__ HfSpan hf_span(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t start, uint32_t stop,
+                                 int32_t *out, uint32_t base, uint32_t count, uint32_t *used) {
+  HfSpan sp = {0, HF_NONE, HF_NONE};
+  if (start == HF_NONE) return sp;
+  HfReader r = {w, words, 0, 0, 0};
+  r.seek(start);
+  uint32_t pos = start;
+  while (pos < stop) {
+    int32_t v;
+    if (hf_symbol(b, r, v)) {
+      sp.err_at = sp.n;
+      return sp;
+    }
+    pos = r.pos();
+    if (WRITE && base + sp.n < count) {
+      out[base + sp.n] = v;
+      if (base + sp.n == count - 1) *used = pos;
+    }
+    sp.n++;
+  }
+  sp.end = pos;
+  return sp;
+}
+
+/* A warp decodes one segment of `words` words (words <= 2^26) into out[0, count): lane j takes
+ * the codes that start in its 1/32 of the words. It first decodes from its slice's first bit,
+ * then from where the lane before it ended, until no lane's start moves (Huffman codes fall back
+ * into step within a few codes, so two or three rounds; 32 at most, as lane j is right after j
+ * rounds); then each lane decodes its codes again at their place. False when the segment is not
+ * valid (an invalid code or escape before the count-th symbol, too few symbols, a wrong end):
+ * the caller then runs the serial decode for the reference's reason. All lanes call it. */
+static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
+                                       int32_t *out) {
+  const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
+  const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
+  const uint32_t stop = 32 * w1;
+  uint32_t start = 32 * w0;
+  HfSpan sp = hf_span<false>(b, w, words, start, stop, nullptr, 0, 0, nullptr);
+  for (uint32_t round = 0; round < 32; round++) {
+    uint32_t from = __shfl_up_sync(NZ_FULL, sp.end, 1);
+    if (lane == 0) from = 0;
+    const bool moved = from != start;
+    if (!__any_sync(NZ_FULL, moved)) break;
+    if (moved) {
+      start = from;
+      sp = hf_span<false>(b, w, words, start, stop, nullptr, 0, 0, nullptr);
+    }
+  }
+  const uint32_t incl = nz_warp_inclusive_sum(sp.n), base = incl - sp.n, total = __shfl_sync(NZ_FULL, incl, 31);
+  const bool failed = sp.err_at != HF_NONE && base + sp.err_at < count;
+  if (__any_sync(NZ_FULL, failed) || total < count) return false;
+  uint32_t used = 0;
+  hf_span<true>(b, w, words, start, stop, out, base, count, &used);
+  used = __reduce_max_sync(NZ_FULL, used);
+  return hf_segment_end(w, words, used) == 0;
+}
+
+/* Shared words per decoding warp for a segment's coded words: a valid segment of S symbols
+ * holds at most 51 S bits, typically 3-25 a symbol; longer ones are read from global memory. */
+#define DEC_WARPS 8
+#define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
+static uint32_t dec_stage_words(uint32_t S) { return 2 * S < 1024u ? 2 * S : 1024u; }
+/* Symbols per decoding warp in shared memory, so that the stores are coalesced; 0 above 1,024. */
+static uint32_t dec_sym_room(uint32_t S) { return S <= 1024u ? S : 0u; }
+
+/* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
+__global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+                                                              const uint32_t *lut, const uint32_t *tables,
+                                                              uint32_t stage_words, uint32_t sym_room) {
   nz_pdl_enter();
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
-  __shared__ int32_t stage[DEC_THREADS / 32][32][33];
-  extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
+  __shared__ uint16_t s_long[DEC_LONG];
+  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, then sym_room symbols */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
   const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
-  if (blockIdx.x * DEC_THREADS >= nseg) return;
+  if (blockIdx.x * DEC_WARPS >= nseg) return;
   const uint32_t fb = F->fast_bits;
-  for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = lut[((size_t)f << FAST_BITS) + e];
-  if (tid < 64) s_tab[tid] = tables[(size_t)f * NZ_HF_TSTRIDE + tid];
+  for (uint32_t e = tid; e < (1u << fb); e += DEC_WARPS * 32) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
+  if (tid < 64) s_tab[tid] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + tid);
   __syncthreads();
-  const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
+  HfBook b;
+  b.lut = s_lut, b.tab = s_tab, b.sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
+  b.fb = fb, b.max_len = s_tab[48], b.fmask = (1u << fb) - 1;
+  b.a.centre = F->centre, b.a.radius = F->radius;
+  b.esc = ncclz_huff_escape_index(b.a.radius), b.fill = ncclz_huff_fill_index(b.a.radius);
+  b.basev = (uint32_t)b.a.centre - b.a.radius;
+  b.long0 = fb < b.max_len ? s_tab[32 + fb + 1] : 0;
+  const uint32_t nlong = fb < b.max_len ? s_tab[32 + b.max_len] + s_tab[b.max_len] - b.long0 : 0;
+  b.slong = nullptr;
+  if (nlong && nlong <= DEC_LONG) { /* block-uniform */
+    for (uint32_t i = tid; i < nlong; i += DEC_WARPS * 32) s_long[i] = (uint16_t)__ldg(b.sorted + b.long0 + i);
+    __syncthreads();
+    b.slong = s_long;
+  }
   const uint32_t sw = F->side_bytes / 4;
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
   const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
-  const uint32_t k = blockIdx.x * DEC_THREADS + tid;
-  uint32_t chk = 0, bad = 0, count = 0;
-  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0};
-  if (k < nseg) {
-    uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
-    chk += nz_chk(begin, sw + H - nseg + k);
-    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
-        (k + 1 == nseg && end % 4))
-      bad = NZ_R_HF_OFFSETS;
-    else {
-      br.src = P + H + begin / 4;
-      br.base = sw + H + begin / 4;
-      br.words = (end - begin) / 4;
-    }
-    count = n - k * S < S ? n - k * S : S;
-  }
-  const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  const ncclzHuffAlphabet a = {F->centre, F->radius};
-  const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
-  const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
-  const uint32_t max_len = s_tab[48];
-  const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
-  const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
-  /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
-   * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
-  const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
-  const uint16_t *slong =
-      stage_long_symbols(staged || wide, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
-  const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
-  if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
-  const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
+  uint32_t *stage = dec_room + warp * (stage_words + sym_room);
+  int32_t *syms = reinterpret_cast<int32_t *>(stage + stage_words);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
-  for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
-    if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
-    for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
-      br.refill();
-      uint32_t e = s_lut[br.buf & fmask];
-      if (!(e & 15u)) {
-        uint32_t msb = __brev((uint32_t)br.buf & 0x7FFFu) >> 17;
-        e = 0;
-        for (uint32_t l = fb + 1; l <= max_len; l++) {
-          uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
-          if (code - s_tab[16 + l] < s_tab[l]) {
-            const uint32_t at = s_tab[32 + l] + code - s_tab[16 + l];
-            e = (slong ? (uint32_t)slong[at] : sorted[at]) << 4 | l;
-            break;
-          }
-        }
-        if (!e) {
-          bad = NZ_R_HF_CODE;
-          break;
-        }
-      }
-      br.skip(e & 15u);
-      uint32_t idx = e >> 4;
-      int32_t v;
-      if (idx == esc) { /* as read_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
-        br.refill();
-        const uint32_t b1 = (uint32_t)br.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
-        br.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-        br.refill();
-        const uint32_t z = 1u << b1 | ((uint32_t)br.buf & ((1u << b1) - 1u));
-        br.skip(b1);
-        v = ncclz_huff_unescape(z, a.centre);
-        if (ncclz_huff_index(v, a) != esc) { /* one encoding per symbol */
-          bad = NZ_R_HF_ESCAPE;
-          break;
-        }
-      } else if (idx == fill) {
-        v = NCCLZ_FILL_CODE;
-      } else {
-        v = (int32_t)(basev + idx);
-      }
-      stage[warp][lane][j] = v;
+  uint32_t chk = 0;
+  for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
+    const uint32_t begin = __ldg(P + H - nseg + k), end = k + 1 < nseg ? __ldg(P + H - nseg + k + 1) : stream_bytes;
+    if (lane == 0) chk += nz_chk(begin, sw + H - nseg + k);
+    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
+        (k + 1 == nseg && end % 4)) {
+      if (lane == 0) hf_fail(F, NZ_R_HF_OFFSETS);
+      continue;
+    }
+    const uint32_t words = (end - begin) / 4, count = n - k * S < S ? n - k * S : S;
+    const uint32_t *src = P + H + begin / 4, base = sw + H + begin / 4;
+    const bool staged = words <= stage_words;
+    for (uint32_t i = lane; i < words; i += 32) {
+      const uint32_t v = __ldg(src + i);
+      chk += nz_chk(v, base + i);
+      if (staged) stage[i] = v;
     }
     __syncwarp();
-    for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
-      uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
-      if (c0 + lane < cr) dst[(size_t)kr * S + c0 + lane] = stage[warp][r][lane];
+    const uint32_t *w = staged ? stage : src;
+    int32_t *out = sym_room ? syms : dst + (size_t)k * S;
+    /* a valid segment holds at most 51 bits a symbol: longer ones go to the serial decode */
+    if (!(words <= 2 * S && hf_warp_segment(b, w, words, count, out))) {
+      __syncwarp();
+      uint32_t bad = 0;
+      if (lane == 0) bad = hf_serial(b, w, words, count, out);
+      if (bad) hf_fail(F, bad);
     }
     __syncwarp();
+    if (sym_room)
+      for (uint32_t i = lane; i < count; i += 32) dst[(size_t)k * S + i] = syms[i];
+    __syncwarp();
   }
-  if (k < nseg && !bad) {
-    unsigned long long used = (unsigned long long)br.next * 32 - br.nbits;
-    uint32_t pad = (uint32_t)(br.words * 32ull - used);
-    if ((used + 31) / 32 != br.words) bad = NZ_R_HF_SEGEND;
-    else if (pad && (br.buf & ((1ull << pad) - 1)) != 0) bad = NZ_R_HF_PAD;
-  }
-  if (bad) hf_fail(F, bad);
-  nz_add_check<DEC_THREADS>(chk + br.chk, &F->check);
+  nz_add_check_warp(chk, &F->check);
 }
 
 ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
@@ -835,11 +866,14 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
-  uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0), seg_words = dec_seg_words(sh.p0);
-  size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
-  nz_launch(k_hf_decode, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s, 
-      sh, d_in, d_sym, fr, lut, tables, seg_words);
+  const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
+  const uint32_t stage_words = dec_stage_words(sh.p0), sym_room = dec_sym_room(sh.p0);
+  /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
+  const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
+  const size_t room = sizeof(uint32_t) * (stage_words + sym_room) * DEC_WARPS;
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
+  nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
+            tables, stage_words, sym_room);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
