@@ -28,22 +28,26 @@ static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame
 /* ------------------------------------------------------------ range and histogram */
 
 /* The alphabet's sample (as sample_alphabet in coder_huffman.c): median and extremes of up to
- * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block radix sort. */
+ * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block bitonic sort of
+ * order-preserving keys (absent and fill samples sort last: only the first k are read). */
 __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
   nz_pdl_enter();
-  typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
-  __shared__ typename Sort::TempStorage ts;
+  __shared__ uint32_t s[1024];
   const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
   if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return; /* a mixed batch's frame of another coder */
   const uint32_t m = n < NCCLZ_HUFF_CENTRE_SAMPLES ? n : NCCLZ_HUFF_CENTRE_SAMPLES;
-  uint64_t key[1] = {1ull << 32}; /* absent or fill: after every symbol */
+  uint32_t key = 0xFFFFFFFFu;
+  bool valid = false;
   if (t < m) {
     int32_t v = __ldg(sym + (size_t)f * sh.frame_symbols + ncclz_huff_sample_pos(t, n, m));
-    if (v != NCCLZ_FILL_CODE) key[0] = (uint32_t)v ^ 0x80000000u; /* order-preserving */
+    valid = v != NCCLZ_FILL_CODE;
+    if (valid) key = (uint32_t)v ^ 0x80000000u; /* order-preserving */
   }
-  const uint32_t k = __syncthreads_count(key[0] >> 32 == 0);
-  Sort(ts).Sort(key, 0, 33);
-  const int32_t v = (int32_t)((uint32_t)key[0] ^ 0x80000000u);
+  const uint32_t k = __syncthreads_count(valid);
+  uint32_t np = 1;
+  while (np < m) np <<= 1;
+  key = ncclz_block_bitonic(key, s, np);
+  const int32_t v = (int32_t)(key ^ 0x80000000u);
   if (k == 0 && t == 0) fr[f].centre = fr[f].vmin = fr[f].vmax = 0;
   if (k && t == (k - 1) / 2) fr[f].centre = v;
   const uint32_t trim = ncclz_huff_sample_trim(k);
@@ -176,15 +180,11 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
 /* ------------------------------------------------------------ code book (encode) */
 
 typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, BOOK_ITEMS> BookSort;
-/* Alphabets of at most BOOK_THREADS used symbols (8-bit QSGD, Lorenzo residuals) sort one key
- * per thread: nine times fewer keys through the same passes. */
-typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, 1> SmallSort;
 
 struct BookShared {
   uint64_t key[HF_K];
   union {
     typename BookSort::TempStorage sort;
-    typename SmallSort::TempStorage small;
     struct {
       uint64_t weight[HF_K];
       uint32_t node[2 * HF_K];
@@ -204,11 +204,12 @@ struct BookShared {
 static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits) {
   const int end_bit = 14 + value_bits < 64 ? 14 + value_bits + 1 : 64;
   if (m <= BOOK_THREADS) {
-    uint64_t item[1] = {threadIdx.x < m ? s.key[threadIdx.x] : ~(uint64_t)0};
+    uint32_t np = 1;
+    while (np < m) np <<= 1;
+    const uint64_t item = threadIdx.x < m ? s.key[threadIdx.x] : ~(uint64_t)0;
+    const uint64_t v = ncclz_block_bitonic(item, reinterpret_cast<uint64_t *>(&s.u), np);
     __syncthreads();
-    SmallSort(s.u.small).Sort(item, 0, end_bit);
-    __syncthreads();
-    if (threadIdx.x < m) s.key[threadIdx.x] = item[0];
+    if (threadIdx.x < m) s.key[threadIdx.x] = v;
     __syncthreads();
     return;
   }
@@ -470,8 +471,7 @@ struct TableShared {
   uint8_t lens[HF_K + 7];
   uint32_t codes[HF_K];
   uint16_t sorted[HF_K]; /* indices in canonical order */
-  uint32_t bad, max_len, used;
-  unsigned long long kraft;
+  uint32_t bad, max_len, used, kraft; /* Kraft sum: at most 8,194 * 2^14 < 2^32 */
 };
 
 static __device__ __forceinline__ uint32_t nibble_at(const uint8_t *nib, uint32_t k) {
@@ -479,23 +479,24 @@ static __device__ __forceinline__ uint32_t nibble_at(const uint8_t *nib, uint32_
 }
 
 /* One listed length l of index i: into the table, the Kraft sum and the longest length. */
-static __device__ __forceinline__ void take_length(TableShared &s, uint32_t i, uint32_t l, unsigned long long &kraft) {
+static __device__ __forceinline__ void take_length(TableShared &s, uint32_t i, uint32_t l, uint32_t &kraft,
+                                                   uint32_t &max_len) {
   s.lens[i] = (uint8_t)l;
   if (l) {
-    kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - l);
-    atomicMax(&s.max_len, l);
+    kraft += 1u << (NCCLZ_HUFF_MAX_LEN - l);
+    max_len = l > max_len ? l : max_len;
   }
 }
 
 /* Dense table (as read_dense): nibble j is the length of lo+j for j < m, zero padding after it;
  * the nonzero ones are counted into s.used for the check against u. */
 static __device__ void read_dense_lengths(TableShared &s, const uint8_t *nib, uint32_t lo, uint32_t m, uint32_t nw,
-                                          unsigned long long &kraft) {
+                                          uint32_t &kraft, uint32_t &max_len) {
   uint32_t used = 0;
   for (uint32_t j = threadIdx.x; j < 8 * nw; j += BOOK_THREADS) {
     const uint32_t l = nibble_at(nib, j);
     if (j < m) {
-      take_length(s, lo + j, l, kraft);
+      take_length(s, lo + j, l, kraft, max_len);
       used += l != 0;
     } else if (l) {
       s.bad = 1; /* nonzero padding */
@@ -510,7 +511,7 @@ static __device__ void read_dense_lengths(TableShared &s, const uint8_t *nib, ui
  * length must not be. */
 static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitmap, const uint8_t *nib, uint32_t lo,
                                            uint32_t m, uint32_t u, uint32_t bw, uint32_t nw,
-                                           unsigned long long &kraft) {
+                                           uint32_t &kraft, uint32_t &max_len) {
   const uint32_t t = threadIdx.x, j0 = 32 * t;
   const uint32_t word = t < bw ? bitmap[t] : 0u;
   const uint32_t inside = m - j0 >= 32 ? 0xFFFFFFFFu : (1u << (m - j0)) - 1u; /* for t < bw, j0 < m */
@@ -525,7 +526,7 @@ static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitma
       if (!(bits >> b & 1u)) continue;
       const uint32_t l = nibble_at(nib, rank + __popc(bits & ((1u << b) - 1u)));
       if (!l) s.bad = 1;
-      take_length(s, lo + j0 + b, l, kraft);
+      take_length(s, lo + j0 + b, l, kraft, max_len);
     }
   }
   for (uint32_t j = u + t; j < 8 * nw; j += BOOK_THREADS)
@@ -571,13 +572,20 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   const uint8_t *nib = (const uint8_t *)(P + 2 + bw);
   uint32_t chk = 0;
   for (uint32_t q = t; q < T + 3; q += BOOK_THREADS) chk += nz_chk(P[q], sw + q);
-  unsigned long long kraft = 0;
+  uint32_t kraft = 0, longest = 0;
   if (bw) {
-    read_sparse_lengths(s, P + 2, nib, lo, m, u, bw, nw, kraft);
+    read_sparse_lengths(s, P + 2, nib, lo, m, u, bw, nw, kraft, longest);
   } else {
-    read_dense_lengths(s, nib, lo, m, nw, kraft);
+    read_dense_lengths(s, nib, lo, m, nw, kraft, longest);
   }
-  if (kraft) atomicAdd(&s.kraft, kraft);
+  /* a warp's sum and maximum, then one shared atomic a warp (a 64-bit sum by every thread made the
+   * table kernel wait on one shared word) */
+  kraft = __reduce_add_sync(NZ_FULL, kraft);
+  longest = __reduce_max_sync(NZ_FULL, longest);
+  if ((t & 31) == 0 && kraft) {
+    atomicAdd(&s.kraft, kraft);
+    atomicMax(&s.max_len, longest);
+  }
   __syncthreads();
   const bool table_bad = s.bad || (!bw && s.used != u); /* dense: exactly u nonzero lengths */
   if (table_bad || s.kraft > (1u << NCCLZ_HUFF_MAX_LEN) || (s.kraft == 0 && n > 0)) {
@@ -714,75 +722,108 @@ static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_
 }
 
 #define HF_NONE 0xFFFFFFFFu
-struct HfSpan {
-  uint32_t n, end, err_at; /* symbols, where the next one starts (HF_NONE after a failure), failure at */
-};
 
-/* The codes that start in [start, stop), one lane's share of a segment: counted, or (WRITE) their
- * symbols stored from out[base] up to out[count - 1], where the last one's end goes to *used. */
-template <bool WRITE>
-static __device__ HfSpan hf_span(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t start, uint32_t stop,
-                                 int32_t *out, uint32_t base, uint32_t count, uint32_t *used) {
-  HfSpan sp = {0, HF_NONE, HF_NONE};
-  if (start == HF_NONE) return sp;
+/* The codes that start in [start, stop), one lane's share of a segment, decoded into out[base]
+ * up to out[count - 1], where the last one's end goes to used. */
+static __device__ void hf_place(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t start, uint32_t stop,
+                                int32_t *out, uint32_t base, uint32_t count, uint32_t &used) {
+  if (start == HF_NONE) return;
   HfReader r = {w, words, 0, 0, 0};
   r.seek(start);
-  uint32_t pos = start;
-  while (pos < stop) {
+  for (uint32_t pos = start, i = base; pos < stop && i < count; i++) {
     int32_t v;
-    if (hf_symbol(b, r, v)) {
-      sp.err_at = sp.n;
-      return sp;
-    }
+    if (hf_symbol(b, r, v)) return;
     pos = r.pos();
-    if (WRITE && base + sp.n < count) {
-      out[base + sp.n] = v;
-      if (base + sp.n == count - 1) *used = pos;
-    }
-    sp.n++;
+    out[i] = v;
+    if (i == count - 1) used = pos;
   }
-  sp.end = pos;
-  return sp;
 }
 
-/* A warp decodes one segment of `words` words (words <= 2^26) into out[0, count): lane j takes
- * the codes that start in its 1/32 of the words. It first decodes from its slice's first bit,
- * then from where the lane before it ended, until no lane's start moves (Huffman codes fall back
- * into step within a few codes, so two or three rounds; 32 at most, as lane j is right after j
- * rounds); then each lane decodes its codes again at their place. False when the segment is not
- * valid (an invalid code or escape before the count-th symbol, too few symbols, a wrong end):
- * the caller then runs the serial decode for the reference's reason. All lanes call it. */
+/* Clears bits [lo, hi) of a bitmap. */
+static __device__ void hf_bits_clear(uint32_t *bm, uint32_t lo, uint32_t hi) {
+  while (lo < hi) {
+    const uint32_t b = lo % 32, nb = 32 - b < hi - lo ? 32 - b : hi - lo;
+    bm[lo / 32] &= ~((nb == 32 ? 0xFFFFFFFFu : (1u << nb) - 1u) << b);
+    lo += nb;
+  }
+}
+
+/* One lane's codes from `from` on that start in [r0, r1), as the bits of bm (a bit per stream bit,
+ * set where a code starts; the lane owns the words of [r0, r1)) that hold its previous parse:
+ * where the new parse reaches a start of the old one, the rest is the same and it stops there
+ * (end and failed stay); positions it passes over are cleared. A code that fails stays marked and
+ * ends the parse (end HF_NONE). */
+static __device__ void hf_resync(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t *bm, uint32_t from,
+                                 uint32_t r0, uint32_t r1, uint32_t &end, bool &failed) {
+  if (from == HF_NONE) {
+    hf_bits_clear(bm, r0, r1);
+    end = HF_NONE, failed = false;
+    return;
+  }
+  hf_bits_clear(bm, r0, from < r1 ? from : r1);
+  HfReader r = {w, words, 0, 0, 0};
+  r.seek(from);
+  uint32_t p = from;
+  while (p < r1) {
+    if (bm[p / 32] >> (p % 32) & 1u) return; /* in step with the old parse */
+    bm[p / 32] |= 1u << (p % 32);
+    int32_t v;
+    if (hf_symbol(b, r, v)) {
+      hf_bits_clear(bm, p + 1, r1);
+      end = HF_NONE, failed = true;
+      return;
+    }
+    const uint32_t q = r.pos();
+    hf_bits_clear(bm, p + 1, q < r1 ? q : r1);
+    p = q;
+  }
+  end = p, failed = false;
+}
+
+/* A warp decodes one segment of `words` words (staged in shared memory, words <= 2^26) into
+ * out[0, count): lane j takes the codes that start in its 1/32 of the words. It first parses from
+ * its slice's first bit, then from where the lane before it ended, until no lane's start moves
+ * (32 rounds at most: lane j is right after j); a parse from a new start stops where it meets the
+ * old one (Huffman codes fall into step within a few codes), marked in bm (`words` words). The
+ * starts marked give each lane's symbol count; then each lane decodes its codes again in place.
+ * False when the segment is not valid (an invalid code or escape before the count-th symbol, too
+ * few symbols, a wrong end): the caller then runs the serial decode for the reference's reason.
+ * All lanes call it. */
 static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
-                                       int32_t *out) {
+                                       uint32_t *bm, int32_t *out) {
   const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
   const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
-  const uint32_t stop = 32 * w1;
-  uint32_t start = 32 * w0;
-  HfSpan sp = hf_span<false>(b, w, words, start, stop, nullptr, 0, 0, nullptr);
+  const uint32_t r0 = 32 * w0, r1 = 32 * w1;
+  for (uint32_t i = w0; i < w1; i++) bm[i] = 0;
+  uint32_t start = r0, end;
+  bool failed;
+  hf_resync(b, w, words, bm, start, r0, r1, end, failed);
   for (uint32_t round = 0; round < 32; round++) {
-    uint32_t from = __shfl_up_sync(NZ_FULL, sp.end, 1);
+    uint32_t from = __shfl_up_sync(NZ_FULL, end, 1);
     if (lane == 0) from = 0;
     const bool moved = from != start;
     if (!__any_sync(NZ_FULL, moved)) break;
     if (moved) {
       start = from;
-      sp = hf_span<false>(b, w, words, start, stop, nullptr, 0, 0, nullptr);
+      hf_resync(b, w, words, bm, start, r0, r1, end, failed);
     }
   }
-  const uint32_t incl = nz_warp_inclusive_sum(sp.n), base = incl - sp.n, total = __shfl_sync(NZ_FULL, incl, 31);
-  const bool failed = sp.err_at != HF_NONE && base + sp.err_at < count;
-  if (__any_sync(NZ_FULL, failed) || total < count) return false;
+  uint32_t n = 0; /* codes that start here, a failing one included */
+  for (uint32_t i = w0; i < w1; i++) n += __popc(bm[i]);
+  const uint32_t incl = nz_warp_inclusive_sum(n), base = incl - n, total = __shfl_sync(NZ_FULL, incl, 31);
+  if (__any_sync(NZ_FULL, failed && base + n - 1 < count) || total < count) return false;
   uint32_t used = 0;
-  hf_span<true>(b, w, words, start, stop, out, base, count, &used);
+  hf_place(b, w, words, start, r1, out, base, count, used);
   used = __reduce_max_sync(NZ_FULL, used);
   return hf_segment_end(w, words, used) == 0;
 }
 
-/* Shared words per decoding warp for a segment's coded words: a valid segment of S symbols
- * holds at most 51 S bits, typically 3-25 a symbol; longer ones are read from global memory. */
+/* Shared words per decoding warp for a segment's coded words, and as many for the bitmap of its
+ * code starts: a valid segment of S symbols holds at most 51 S bits, typically 3-25 a symbol; a
+ * longer one (S over 640 with wide codes, or corrupt) is decoded serially from global memory. */
 #define DEC_WARPS 8
 #define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
-static uint32_t dec_stage_words(uint32_t S) { return 2 * S < 1024u ? 2 * S : 1024u; }
+static uint32_t dec_stage_words(uint32_t S) { return seg_stage_words(S) < 1024u ? seg_stage_words(S) : 1024u; }
 /* Symbols per decoding warp in shared memory, so that the stores are coalesced; 0 above 1,024. */
 static uint32_t dec_sym_room(uint32_t S) { return S <= 1024u ? S : 0u; }
 
@@ -794,7 +835,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
   __shared__ uint16_t s_long[DEC_LONG];
-  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, then sym_room symbols */
+  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, as many bitmap words, sym_room symbols */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
@@ -822,8 +863,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
   const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
-  uint32_t *stage = dec_room + warp * (stage_words + sym_room);
-  int32_t *syms = reinterpret_cast<int32_t *>(stage + stage_words);
+  uint32_t *stage = dec_room + warp * (2 * stage_words + sym_room), *bm = stage + stage_words;
+  int32_t *syms = reinterpret_cast<int32_t *>(bm + stage_words);
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
   uint32_t chk = 0;
   for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
@@ -845,8 +886,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
     __syncwarp();
     const uint32_t *w = staged ? stage : src;
     int32_t *out = sym_room ? syms : dst + (size_t)k * S;
-    /* a valid segment holds at most 51 bits a symbol: longer ones go to the serial decode */
-    if (!(words <= 2 * S && hf_warp_segment(b, w, words, count, out))) {
+    if (!(staged && hf_warp_segment(b, w, words, count, bm, out))) {
       __syncwarp();
       uint32_t bad = 0;
       if (lane == 0) bad = hf_serial(b, w, words, count, out);
@@ -870,7 +910,7 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   const uint32_t stage_words = dec_stage_words(sh.p0), sym_room = dec_sym_room(sh.p0);
   /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
   const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
-  const size_t room = sizeof(uint32_t) * (stage_words + sym_room) * DEC_WARPS;
+  const size_t room = sizeof(uint32_t) * (2 * stage_words + sym_room) * DEC_WARPS;
   NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
   nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
             tables, stage_words, sym_room);
