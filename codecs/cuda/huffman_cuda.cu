@@ -723,20 +723,47 @@ static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_
 
 #define HF_NONE 0xFFFFFFFFu
 
-/* The codes that start in [start, stop), one lane's share of a segment, decoded into out[base]
- * up to out[count - 1], where the last one's end goes to used. */
-static __device__ void hf_place(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t start, uint32_t stop,
-                                int32_t *out, uint32_t base, uint32_t count, uint32_t &used) {
-  if (start == HF_NONE) return;
+/* The first parse of one lane's codes that start in [r0, r1) from r0, marked in bm (clear there). */
+static __device__ void hf_mark(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t *bm, uint32_t r0,
+                               uint32_t r1, uint32_t &end, bool &failed) {
   HfReader r = {w, words, 0, 0, 0};
-  r.seek(start);
-  for (uint32_t pos = start, i = base; pos < stop && i < count; i++) {
+  r.seek(r0);
+  uint32_t p = r0;
+  end = HF_NONE, failed = true;
+  while (p < r1) {
+    bm[p / 32] |= 1u << (p % 32);
     int32_t v;
     if (hf_symbol(b, r, v)) return;
-    pos = r.pos();
-    out[i] = v;
-    if (i == count - 1) used = pos;
+    p = r.pos();
   }
+  end = p, failed = false;
+}
+
+/* Symbols [0, count) of a segment whose code starts are the set bits of bm (words words), pre[i]
+ * the set bits before word i: lane l decodes symbols l, l + 32, ... each from its own start, so
+ * that the lanes share the symbols evenly whatever the codes' lengths in their slices, and the
+ * stores are coalesced. Returns where the last symbol ends (all lanes). */
+static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, uint32_t words, const uint32_t *bm,
+                                           const uint32_t *pre, uint32_t count, int32_t *dst) {
+  uint32_t used = 0;
+  for (uint32_t i = threadIdx.x & 31; i < count; i += 32) {
+    uint32_t lo = 0, hi = words; /* the last word whose prefix is <= i */
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (pre[mid] <= i) lo = mid;
+      else hi = mid;
+    }
+    uint32_t x = bm[lo];
+    for (uint32_t k = i - pre[lo]; k; k--) x &= x - 1; /* drop the starts before it */
+    const uint32_t start = 32 * lo + __ffs(x) - 1;
+    HfReader r = {w, words, 0, 0, 0};
+    r.seek(start);
+    int32_t v;
+    hf_symbol(b, r, v); /* valid: the parse reached symbol count - 1 without a failure */
+    dst[i] = v;
+    if (i == count - 1) used = r.pos();
+  }
+  return __reduce_max_sync(NZ_FULL, used);
 }
 
 /* Clears bits [lo, hi) of a bitmap. */
@@ -781,23 +808,23 @@ static __device__ void hf_resync(const HfBook &b, const uint32_t *w, uint32_t wo
 }
 
 /* A warp decodes one segment of `words` words (staged in shared memory, words <= 2^26) into
- * out[0, count): lane j takes the codes that start in its 1/32 of the words. It first parses from
+ * dst[0, count): lane j takes the codes that start in its 1/32 of the words. It first parses from
  * its slice's first bit, then from where the lane before it ended, until no lane's start moves
  * (32 rounds at most: lane j is right after j); a parse from a new start stops where it meets the
  * old one (Huffman codes fall into step within a few codes), marked in bm (`words` words). The
- * starts marked give each lane's symbol count; then each lane decodes its codes again in place.
+ * code starts marked then rank the symbols (pre: `words` words), which the lanes decode evenly.
  * False when the segment is not valid (an invalid code or escape before the count-th symbol, too
  * few symbols, a wrong end): the caller then runs the serial decode for the reference's reason.
  * All lanes call it. */
 static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
-                                       uint32_t *bm, int32_t *out) {
+                                       uint32_t *bm, uint32_t *pre, int32_t *dst) {
   const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
   const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
   const uint32_t r0 = 32 * w0, r1 = 32 * w1;
   for (uint32_t i = w0; i < w1; i++) bm[i] = 0;
   uint32_t start = r0, end;
   bool failed;
-  hf_resync(b, w, words, bm, start, r0, r1, end, failed);
+  hf_mark(b, w, words, bm, r0, r1, end, failed);
   for (uint32_t round = 0; round < 32; round++) {
     uint32_t from = __shfl_up_sync(NZ_FULL, end, 1);
     if (lane == 0) from = 0;
@@ -812,30 +839,31 @@ static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint3
   for (uint32_t i = w0; i < w1; i++) n += __popc(bm[i]);
   const uint32_t incl = nz_warp_inclusive_sum(n), base = incl - n, total = __shfl_sync(NZ_FULL, incl, 31);
   if (__any_sync(NZ_FULL, failed && base + n - 1 < count) || total < count) return false;
-  uint32_t used = 0;
-  hf_place(b, w, words, start, r1, out, base, count, used);
-  used = __reduce_max_sync(NZ_FULL, used);
-  return hf_segment_end(w, words, used) == 0;
+  for (uint32_t i = w0, c = base; i < w1; i++) {
+    pre[i] = c;
+    c += __popc(bm[i]);
+  }
+  __syncwarp();
+  return hf_segment_end(w, words, hf_write_ranked(b, w, words, bm, pre, count, dst)) == 0;
 }
 
 /* Shared words per decoding warp for a segment's coded words, and as many for the bitmap of its
- * code starts: a valid segment of S symbols holds at most 51 S bits, typically 3-25 a symbol; a
- * longer one (S over 640 with wide codes, or corrupt) is decoded serially from global memory. */
+ * code starts and for their ranks: up to 32 bits a symbol (raw float bits: about 25) and 512
+ * words; a longer segment (wide codes in segments over 512 symbols, or corrupt) is decoded
+ * serially from global memory. */
 #define DEC_WARPS 8
 #define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
-static uint32_t dec_stage_words(uint32_t S) { return seg_stage_words(S) < 1024u ? seg_stage_words(S) : 1024u; }
-/* Symbols per decoding warp in shared memory, so that the stores are coalesced; 0 above 1,024. */
-static uint32_t dec_sym_room(uint32_t S) { return S <= 1024u ? S : 0u; }
+static uint32_t dec_stage_words(uint32_t S) { return S < 512u ? S : 512u; }
 
 /* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
 __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
                                                               const uint32_t *lut, const uint32_t *tables,
-                                                              uint32_t stage_words, uint32_t sym_room) {
+                                                              uint32_t stage_words) {
   nz_pdl_enter();
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
   __shared__ uint16_t s_long[DEC_LONG];
-  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, as many bitmap words, sym_room symbols */
+  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, bitmap words, ranks */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
@@ -863,8 +891,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
   const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
-  uint32_t *stage = dec_room + warp * (2 * stage_words + sym_room), *bm = stage + stage_words;
-  int32_t *syms = reinterpret_cast<int32_t *>(bm + stage_words);
+  uint32_t *stage = dec_room + warp * 3 * stage_words, *bm = stage + stage_words, *pre = bm + stage_words;
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
   uint32_t chk = 0;
   for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
@@ -885,16 +912,13 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
     }
     __syncwarp();
     const uint32_t *w = staged ? stage : src;
-    int32_t *out = sym_room ? syms : dst + (size_t)k * S;
-    if (!(staged && hf_warp_segment(b, w, words, count, bm, out))) {
+    int32_t *out = dst + (size_t)k * S;
+    if (!(staged && hf_warp_segment(b, stage, words, count, bm, pre, out))) {
       __syncwarp();
       uint32_t bad = 0;
       if (lane == 0) bad = hf_serial(b, w, words, count, out);
       if (bad) hf_fail(F, bad);
     }
-    __syncwarp();
-    if (sym_room)
-      for (uint32_t i = lane; i < count; i += 32) dst[(size_t)k * S + i] = syms[i];
     __syncwarp();
   }
   nz_add_check_warp(chk, &F->check);
@@ -907,13 +931,13 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
   const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
-  const uint32_t stage_words = dec_stage_words(sh.p0), sym_room = dec_sym_room(sh.p0);
+  const uint32_t stage_words = dec_stage_words(sh.p0);
   /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
   const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
-  const size_t room = sizeof(uint32_t) * (2 * stage_words + sym_room) * DEC_WARPS;
+  const size_t room = sizeof(uint32_t) * 3 * stage_words * DEC_WARPS;
   NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
   nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
-            tables, stage_words, sym_room);
+            tables, stage_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
