@@ -722,7 +722,6 @@ static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_
 }
 
 #define HF_NONE 0xFFFFFFFFu
-#define DEC_THREADS 128 /* a CTA per segment: 4 symbols a thread at 512-symbol segments */
 
 /* The first parse of one lane's codes that start in [r0, r1) from r0, marked in bm (clear there). */
 static __device__ void hf_mark(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t *bm, uint32_t r0,
@@ -741,13 +740,13 @@ static __device__ void hf_mark(const HfBook &b, const uint32_t *w, uint32_t word
 }
 
 /* Symbols [0, count) of a segment whose code starts are the set bits of bm (words words), pre[i]
- * the set bits before word i: thread t decodes symbols t, t + DEC_THREADS, ... each from its own
- * start, so that the threads share the symbols evenly whatever the codes' lengths in their
- * slices, and the stores are coalesced. Returns where the last symbol ends (on that thread, else 0). */
+ * the set bits before word i: lane l decodes symbols l, l + 32, ... each from its own start, so
+ * that the lanes share the symbols evenly whatever the codes' lengths in their slices, and the
+ * stores are coalesced. Returns where the last symbol ends (all lanes). */
 static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, uint32_t words, const uint32_t *bm,
                                            const uint32_t *pre, uint32_t count, int32_t *dst) {
   uint32_t used = 0;
-  for (uint32_t i = threadIdx.x; i < count; i += DEC_THREADS) {
+  for (uint32_t i = threadIdx.x & 31; i < count; i += 32) {
     uint32_t lo = 0, hi = words; /* the last word whose prefix is <= i */
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
@@ -756,14 +755,15 @@ static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, u
     }
     uint32_t x = bm[lo];
     for (uint32_t k = i - pre[lo]; k; k--) x &= x - 1; /* drop the starts before it */
+    const uint32_t start = 32 * lo + __ffs(x) - 1;
     HfReader r = {w, words, 0, 0, 0};
-    r.seek(32 * lo + __ffs(x) - 1);
+    r.seek(start);
     int32_t v;
     hf_symbol(b, r, v); /* valid: the parse reached symbol count - 1 without a failure */
     dst[i] = v;
     if (i == count - 1) used = r.pos();
   }
-  return used;
+  return __reduce_max_sync(NZ_FULL, used);
 }
 
 /* Clears bits [lo, hi) of a bitmap. */
@@ -807,36 +807,29 @@ static __device__ void hf_resync(const HfBook &b, const uint32_t *w, uint32_t wo
   end = p, failed = false;
 }
 
-/* Block-wide scratch of hf_block_segment. */
-struct HfSegShared {
-  uint32_t end[DEC_THREADS], sum[DEC_THREADS / 32], used;
-};
-
-/* A CTA decodes one segment of `words` words (staged in shared memory, words <= 2^26) into
- * dst[0, count): thread t takes the codes that start in its 1/DEC_THREADS of the words. It first
- * parses from its slice's first bit, then from where the thread before it ended, until no
- * thread's start moves (thread t is right after t rounds); a parse from a new start stops where it
- * meets the old one (Huffman codes fall into step within a few codes), marked in bm (`words`
- * words). The code starts marked then rank the symbols (pre: `words` words), which the threads
- * decode evenly. False when the segment is not valid (an invalid code or escape before the
- * count-th symbol, too few symbols, a wrong end): the caller then runs the serial decode for the
- * reference's reason. All threads call it; block-uniform result. */
-static __device__ bool hf_block_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
-                                        uint32_t *bm, uint32_t *pre, int32_t *dst, HfSegShared &sc) {
-  const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5, per = (words + DEC_THREADS - 1) / DEC_THREADS;
-  const uint32_t w0 = t * per < words ? t * per : words, w1 = w0 + per < words ? w0 + per : words;
+/* A warp decodes one segment of `words` words (staged in shared memory, words <= 2^26) into
+ * dst[0, count): lane j takes the codes that start in its 1/32 of the words. It first parses from
+ * its slice's first bit, then from where the lane before it ended, until no lane's start moves
+ * (32 rounds at most: lane j is right after j); a parse from a new start stops where it meets the
+ * old one (Huffman codes fall into step within a few codes), marked in bm (`words` words). The
+ * code starts marked then rank the symbols (pre: `words` words), which the lanes decode evenly.
+ * False when the segment is not valid (an invalid code or escape before the count-th symbol, too
+ * few symbols, a wrong end): the caller then runs the serial decode for the reference's reason.
+ * All lanes call it. */
+static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
+                                       uint32_t *bm, uint32_t *pre, int32_t *dst) {
+  const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
+  const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
   const uint32_t r0 = 32 * w0, r1 = 32 * w1;
   for (uint32_t i = w0; i < w1; i++) bm[i] = 0;
-  if (t == 0) sc.used = 0;
   uint32_t start = r0, end;
   bool failed;
   hf_mark(b, w, words, bm, r0, r1, end, failed);
-  for (uint32_t round = 0; round < DEC_THREADS; round++) {
-    sc.end[t] = end;
-    __syncthreads();
-    const uint32_t from = t ? sc.end[t - 1] : 0;
+  for (uint32_t round = 0; round < 32; round++) {
+    uint32_t from = __shfl_up_sync(NZ_FULL, end, 1);
+    if (lane == 0) from = 0;
     const bool moved = from != start;
-    if (!__syncthreads_or(moved)) break; /* also: every read of end[] before the next writes */
+    if (!__any_sync(NZ_FULL, moved)) break;
     if (moved) {
       start = from;
       hf_resync(b, w, words, bm, start, r0, r1, end, failed);
@@ -844,50 +837,40 @@ static __device__ bool hf_block_segment(const HfBook &b, const uint32_t *w, uint
   }
   uint32_t n = 0; /* codes that start here, a failing one included */
   for (uint32_t i = w0; i < w1; i++) n += __popc(bm[i]);
-  const uint32_t incl = nz_warp_inclusive_sum(n);
-  if (lane == 31) sc.sum[warp] = incl;
-  __syncthreads();
-  uint32_t base = incl - n, total = 0;
-  for (uint32_t j = 0; j < DEC_THREADS / 32; j++) {
-    base += j < warp ? sc.sum[j] : 0u;
-    total += sc.sum[j];
-  }
-  if (__syncthreads_or(failed && base + n - 1 < count) || total < count) return false;
+  const uint32_t incl = nz_warp_inclusive_sum(n), base = incl - n, total = __shfl_sync(NZ_FULL, incl, 31);
+  if (__any_sync(NZ_FULL, failed && base + n - 1 < count) || total < count) return false;
   for (uint32_t i = w0, c = base; i < w1; i++) {
     pre[i] = c;
     c += __popc(bm[i]);
   }
-  __syncthreads();
-  const uint32_t used = hf_write_ranked(b, w, words, bm, pre, count, dst);
-  if (used) sc.used = used;
-  __syncthreads();
-  return hf_segment_end(w, words, sc.used) == 0;
+  __syncwarp();
+  return hf_segment_end(w, words, hf_write_ranked(b, w, words, bm, pre, count, dst)) == 0;
 }
 
 /* Shared words per decoding warp for a segment's coded words, and as many for the bitmap of its
  * code starts and for their ranks: up to 32 bits a symbol (raw float bits: about 25) and 512
  * words; a longer segment (wide codes in segments over 512 symbols, or corrupt) is decoded
  * serially from global memory. */
+#define DEC_WARPS 8
 #define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
 static uint32_t dec_stage_words(uint32_t S) { return S < 512u ? S : 512u; }
 
-/* A CTA per segment (grid-stride over the frame's segments), the tables in shared memory. */
-__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
-                                                           const uint32_t *lut, const uint32_t *tables,
-                                                           uint32_t stage_words) {
+/* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
+__global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+                                                              const uint32_t *lut, const uint32_t *tables,
+                                                              uint32_t stage_words) {
   nz_pdl_enter();
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
   __shared__ uint16_t s_long[DEC_LONG];
-  __shared__ HfSegShared s_seg;
-  extern __shared__ uint32_t dec_room[]; /* stage_words coded words, as many bitmap words, ranks */
-  const uint32_t f = blockIdx.y, tid = threadIdx.x;
+  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, bitmap words, ranks */
+  const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
   const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
-  if (blockIdx.x >= nseg) return;
+  if (blockIdx.x * DEC_WARPS >= nseg) return;
   const uint32_t fb = F->fast_bits;
-  for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
+  for (uint32_t e = tid; e < (1u << fb); e += DEC_WARPS * 32) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
   if (tid < 64) s_tab[tid] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + tid);
   __syncthreads();
   HfBook b;
@@ -900,44 +883,45 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   const uint32_t nlong = fb < b.max_len ? s_tab[32 + b.max_len] + s_tab[b.max_len] - b.long0 : 0;
   b.slong = nullptr;
   if (nlong && nlong <= DEC_LONG) { /* block-uniform */
-    for (uint32_t i = tid; i < nlong; i += DEC_THREADS) s_long[i] = (uint16_t)__ldg(b.sorted + b.long0 + i);
+    for (uint32_t i = tid; i < nlong; i += DEC_WARPS * 32) s_long[i] = (uint16_t)__ldg(b.sorted + b.long0 + i);
+    __syncthreads();
     b.slong = s_long;
   }
   const uint32_t sw = F->side_bytes / 4;
   const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
   const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
-  uint32_t *stage = dec_room, *bm = stage + stage_words, *pre = bm + stage_words;
+  uint32_t *stage = dec_room + warp * 3 * stage_words, *bm = stage + stage_words, *pre = bm + stage_words;
   int32_t *dst = sym + (size_t)f * sh.frame_symbols;
   uint32_t chk = 0;
-  for (uint32_t k = blockIdx.x; k < nseg; k += gridDim.x) { /* block-uniform */
+  for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
     const uint32_t begin = __ldg(P + H - nseg + k), end = k + 1 < nseg ? __ldg(P + H - nseg + k + 1) : stream_bytes;
-    if (tid == 0) chk += nz_chk(begin, sw + H - nseg + k);
+    if (lane == 0) chk += nz_chk(begin, sw + H - nseg + k);
     if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
         (k + 1 == nseg && end % 4)) {
-      if (tid == 0) hf_fail(F, NZ_R_HF_OFFSETS);
+      if (lane == 0) hf_fail(F, NZ_R_HF_OFFSETS);
       continue;
     }
     const uint32_t words = (end - begin) / 4, count = n - k * S < S ? n - k * S : S;
     const uint32_t *src = P + H + begin / 4, base = sw + H + begin / 4;
     const bool staged = words <= stage_words;
-    __syncthreads(); /* the last segment's readers are done with the room */
-    for (uint32_t i = tid; i < words; i += DEC_THREADS) {
+    for (uint32_t i = lane; i < words; i += 32) {
       const uint32_t v = __ldg(src + i);
       chk += nz_chk(v, base + i);
       if (staged) stage[i] = v;
     }
-    __syncthreads();
+    __syncwarp();
+    const uint32_t *w = staged ? stage : src;
     int32_t *out = dst + (size_t)k * S;
-    if (!(staged && hf_block_segment(b, stage, words, count, bm, pre, out, s_seg))) {
-      __syncthreads();
-      if (tid == 0) {
-        const uint32_t bad = hf_serial(b, staged ? stage : src, words, count, out);
-        if (bad) hf_fail(F, bad);
-      }
+    if (!(staged && hf_warp_segment(b, stage, words, count, bm, pre, out))) {
+      __syncwarp();
+      uint32_t bad = 0;
+      if (lane == 0) bad = hf_serial(b, w, words, count, out);
+      if (bad) hf_fail(F, bad);
     }
+    __syncwarp();
   }
-  nz_add_check<DEC_THREADS>(chk, &F->check);
+  nz_add_check_warp(chk, &F->check);
 }
 
 ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
@@ -948,12 +932,11 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   NZ_LAUNCHED();
   const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
   const uint32_t stage_words = dec_stage_words(sh.p0);
-  /* every segment its own CTA up to about 4,096 CTAs over the batch; beyond, CTAs take several
-   * (each loads the frame's tables once) */
-  const uint32_t cap = (4096 + sh.n_frames - 1) / sh.n_frames;
-  const size_t room = sizeof(uint32_t) * 3 * stage_words;
+  /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
+  const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
+  const size_t room = sizeof(uint32_t) * 3 * stage_words * DEC_WARPS;
   NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
-  nz_launch(k_hf_decode, dim3(nseg < cap ? nseg : cap, sh.n_frames), DEC_THREADS, room, s, sh, d_in, d_sym, fr, lut,
+  nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
             tables, stage_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;
