@@ -1,11 +1,11 @@
 /* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
- * (one CTA per frame: a CUB radix sort of the used symbols, the reference's own two-queue merge
- * and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in
- * the sort's order, by the whole block from huff_block.cuh, a packed 16-way block scan for
- * canonical codes) -> one pass that codes a segment per warp into shared memory and places it by
- * decoupled look-back. Decode: a table kernel per frame, then one thread per segment with the
- * first-level table in shared memory (and its coded words too when the warp's fit), staging 32
- * symbols per lane so that the stores are coalesced. */
+ * (one CTA per frame: the used symbols sorted, the reference's own two-queue merge and length
+ * limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in the sort's
+ * order, by the whole block from huff_block.cuh, a packed 16-way block scan for canonical codes)
+ * -> one pass that codes a segment per warp into shared memory and places it by decoupled
+ * look-back. Decode: a table kernel per frame, then a warp per segment: its lanes find the code
+ * starts of their slices of the segment (parse, then re-parse until in step with the lane
+ * before), then decode the symbols by rank, each from its own start. */
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -18,6 +18,7 @@
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
 #define ENC_WARPS 8
+#define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
 
 /* vmin/vmax: trimmed extremes of the sampled non-fill symbols, centre: their median (k_hf_median). */
@@ -631,6 +632,231 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   }
 }
 
+/* ------------------------------------------------------------ decode, a thread a segment
+ * For batches with enough segments to fill the GPU a thread each (k_hf_decode_thread): a warp a
+ * segment does about three times the work per symbol (parse, re-parse, decode by rank), which
+ * the latency of one small frame repays and a full GPU does not. */
+
+/* Words of a lane's ring (ring_refill), a power of two. */
+#define NZ_HF_RING 32u
+
+/* LSB-first reader over one segment; words past the segment read as zero (as the reference). */
+struct BitSource {
+  const uint32_t *src;
+  uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
+  unsigned long long buf;
+  uint32_t chk;
+  const uint32_t *ring; /* ring_refill's copy of words [ring_end - NZ_HF_RING, ring_end), or NULL */
+  uint32_t ring_end;
+  __device__ void refill() {
+    if (nbits <= 32) {
+      uint32_t w = 0;
+      if (next < words) {
+        /* the ring, else shared memory (stage_segments) or global */
+        w = next < ring_end ? ring[next % NZ_HF_RING] : src[next];
+        chk += nz_chk(w, base + next);
+      }
+      next++;
+      buf |= (unsigned long long)w << nbits;
+      nbits += 32;
+    }
+  }
+  __device__ void skip(uint32_t l) {
+    buf >>= l;
+    nbits -= l;
+  }
+};
+
+/* The reader's loads depend on each other (one word per refill), so a segment read from global
+ * memory waits on it at every word: a 4 MiB frame coded alone has too few decoders to hide that
+ * (ncu: 397 us per 4 MiB of 1,024-symbol segments). A warp's 32 segments lie back to back in the
+ * stream: when they fit in the warp's seg_words of shared memory, the warp copies them there with
+ * coalesced loads and each reader takes its words from shared memory; otherwise (wide codes,
+ * corrupt offsets) the reader stays on global memory, its segment prefetched into L1. */
+static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, bool mine, uint32_t *seg,
+                                      uint32_t seg_words) {
+  const uint32_t lane = threadIdx.x & 31, first = mine ? (uint32_t)(br.src - stream) : 0xFFFFFFFFu;
+  const uint32_t lo = __reduce_min_sync(NZ_FULL, first), hi = __reduce_max_sync(NZ_FULL, mine ? first + br.words : 0u);
+  if (lo < hi && hi - lo <= seg_words) {
+    for (uint32_t i = lane; i < hi - lo; i += 32) seg[i] = __ldg(stream + lo + i);
+    __syncwarp();
+    if (mine) br.src = seg + (first - lo);
+    return true;
+  }
+  if (mine)
+    for (uint32_t w = 0; w < br.words; w += 32) asm volatile("prefetch.global.L1 [%0];" ::"l"(br.src + w));
+  return false;
+}
+
+/* Tops up every lane's ring (NZ_HF_RING words in `rings`, lane r's at r * NZ_HF_RING) to the
+ * words [next, next + NZ_HF_RING) of its segment, for a round of 32 symbols. Streams of escapes
+ * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
+ * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
+ * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors. Here the warp loads
+ * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader
+ * that outruns its ring in a round (more than NZ_HF_RING words: 32 long escapes) reads the rest
+ * from global memory. */
+static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
+  const uint32_t to = br.next + NZ_HF_RING < br.words ? br.next + NZ_HF_RING : br.words;
+  const uint32_t want = active && to > from ? to - from : 0;
+  const uint32_t at = (uint32_t)(br.src - stream) + from; /* stream word of the first one wanted */
+  for (uint32_t r0 = 0; r0 < 32; r0 += 8) {
+    uint32_t w[8], n[8], first[8];
+#pragma unroll
+    for (uint32_t i = 0; i < 8; i++) { /* loads first, so that eight are in flight */
+      n[i] = __shfl_sync(NZ_FULL, want, r0 + i);
+      first[i] = __shfl_sync(NZ_FULL, from, r0 + i);
+      const uint32_t a = __shfl_sync(NZ_FULL, at, r0 + i);
+      w[i] = lane < n[i] ? __ldg(stream + a + lane) : 0u;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < 8; i++)
+      if (lane < n[i]) rings[(r0 + i) * NZ_HF_RING + (first[i] + lane) % NZ_HF_RING] = w[i];
+  }
+  if (want) br.ring_end = to;
+  __syncwarp();
+}
+
+/* The symbols of the codes longer than the first-level table (sorted from long0, nlong of them) as
+ * 16-bit words in the block's segment room, when no warp staged its segments there and they fit
+ * (8,192 at 512-symbol segments): the decoder's second step reads them from shared memory instead
+ * of global. On wide alphabets (REL without prediction: ~12 bits a symbol, about half the codes
+ * 13-15 bits long) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
+ * half of the stall cycles on L1TEX; loading the segment words ahead does not help). Block-uniform;
+ * NULL when not used. */
+static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
+                                                     uint32_t nlong, uint32_t *room, uint32_t room_words) {
+  if (__syncthreads_or(staged) || nlong == 0 || nlong > 2 * room_words) return nullptr;
+  uint16_t *t = reinterpret_cast<uint16_t *>(room);
+  for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
+  __syncthreads();
+  return t - long0;
+}
+
+/* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
+ * QSGD codes: ~3.3), at most 1,024 words, so that a block keeps to 16 KiB more (the executor's
+ * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
+static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
+
+__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+                                                           const uint32_t *lut, const uint32_t *tables,
+                                                           uint32_t seg_words) {
+  nz_pdl_enter();
+  __shared__ uint32_t s_lut[1u << FAST_BITS];
+  __shared__ uint32_t s_tab[64];
+  __shared__ int32_t stage[DEC_THREADS / 32][32][33];
+  extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
+  const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
+  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
+  if (blockIdx.x * DEC_THREADS >= nseg) return;
+  const uint32_t fb = F->fast_bits;
+  for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = lut[((size_t)f << FAST_BITS) + e];
+  if (tid < 64) s_tab[tid] = tables[(size_t)f * NZ_HF_TSTRIDE + tid];
+  __syncthreads();
+  const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
+  const uint32_t sw = F->side_bytes / 4;
+  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
+  const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
+  const uint32_t k = blockIdx.x * DEC_THREADS + tid;
+  uint32_t chk = 0, bad = 0, count = 0;
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0};
+  if (k < nseg) {
+    uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
+    chk += nz_chk(begin, sw + H - nseg + k);
+    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
+        (k + 1 == nseg && end % 4))
+      bad = NZ_R_HF_OFFSETS;
+    else {
+      br.src = P + H + begin / 4;
+      br.base = sw + H + begin / 4;
+      br.words = (end - begin) / 4;
+    }
+    count = n - k * S < S ? n - k * S : S;
+  }
+  const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
+  const ncclzHuffAlphabet a = {F->centre, F->radius};
+  const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
+  const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
+  const uint32_t max_len = s_tab[48];
+  const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
+  const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
+  /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
+   * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
+  const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
+  const uint16_t *slong =
+      stage_long_symbols(staged || wide, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
+  const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
+  if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
+  const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
+  int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+  for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
+    if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
+    for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
+      br.refill();
+      uint32_t e = s_lut[br.buf & fmask];
+      if (!(e & 15u)) {
+        uint32_t msb = __brev((uint32_t)br.buf & 0x7FFFu) >> 17;
+        e = 0;
+        for (uint32_t l = fb + 1; l <= max_len; l++) {
+          uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
+          if (code - s_tab[16 + l] < s_tab[l]) {
+            const uint32_t at = s_tab[32 + l] + code - s_tab[16 + l];
+            e = (slong ? (uint32_t)slong[at] : sorted[at]) << 4 | l;
+            break;
+          }
+        }
+        if (!e) {
+          bad = NZ_R_HF_CODE;
+          break;
+        }
+      }
+      br.skip(e & 15u);
+      uint32_t idx = e >> 4;
+      int32_t v;
+      if (idx == esc) { /* as read_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
+        br.refill();
+        const uint32_t b1 = (uint32_t)br.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+        br.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+        br.refill();
+        const uint32_t z = 1u << b1 | ((uint32_t)br.buf & ((1u << b1) - 1u));
+        br.skip(b1);
+        v = ncclz_huff_unescape(z, a.centre);
+        if (ncclz_huff_index(v, a) != esc) { /* one encoding per symbol */
+          bad = NZ_R_HF_ESCAPE;
+          break;
+        }
+      } else if (idx == fill) {
+        v = NCCLZ_FILL_CODE;
+      } else {
+        v = (int32_t)(basev + idx);
+      }
+      stage[warp][lane][j] = v;
+    }
+    __syncwarp();
+    for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
+      uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
+      if (c0 + lane < cr) dst[(size_t)kr * S + c0 + lane] = stage[warp][r][lane];
+    }
+    __syncwarp();
+  }
+  if (k < nseg && !bad) {
+    unsigned long long used = (unsigned long long)br.next * 32 - br.nbits;
+    uint32_t pad = (uint32_t)(br.words * 32ull - used);
+    if ((used + 31) / 32 != br.words) bad = NZ_R_HF_SEGEND;
+    else if (pad && (br.buf & ((1ull << pad) - 1)) != 0) bad = NZ_R_HF_PAD;
+  }
+  if (bad) hf_fail(F, bad);
+  nz_add_check<DEC_THREADS>(chk + br.chk, &F->check);
+}
+
+
+/* ------------------------------------------------------------ decode, a warp a segment */
+
 /* LSB-first reader over one segment's words (shared or global); words past the segment read as
  * zero, as in the reference, so a code that runs past the end is caught by the end check. */
 struct HfReader {
@@ -853,6 +1079,9 @@ static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint3
  * serially from global memory. */
 #define DEC_WARPS 8
 #define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
+/* Segments in a batch from which a thread a segment decodes (k_hf_decode_thread): 256 CTAs of
+ * DEC_THREADS, two an SM (256 MiB of 4 MiB frames: 131,072 segments of 512 symbols). */
+#define NZ_HF_THREAD_SEGMENTS 32768u
 static uint32_t dec_stage_words(uint32_t S) { return S < 512u ? S : 512u; }
 
 /* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
@@ -931,6 +1160,15 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
   const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
+  if ((uint64_t)nseg * sh.n_frames >= NZ_HF_THREAD_SEGMENTS) {
+    const uint32_t seg_words = dec_seg_words(sh.p0);
+    const size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
+    NZ_CUDA(cudaFuncSetAttribute(k_hf_decode_thread, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
+    nz_launch(k_hf_decode_thread, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
+              sh, d_in, d_sym, fr, lut, tables, seg_words);
+    NZ_LAUNCHED();
+    return NCCLZ_OK;
+  }
   const uint32_t stage_words = dec_stage_words(sh.p0);
   /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
   const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
