@@ -637,6 +637,52 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
  * segment does about three times the work per symbol (parse, re-parse, decode by rank), which
  * the latency of one small frame repays and a full GPU does not. */
 
+/* What decoding one symbol needs: the first-level table and canonical tables in shared memory,
+ * the long codes' symbols (shared when they fit, else global). */
+struct HfBook {
+  const uint32_t *lut, *tab, *sorted;
+  const uint16_t *slong; /* symbols of codes longer than fb, from long0; NULL: read sorted */
+  uint32_t long0, fmask, fb, max_len, esc, fill, basev;
+  ncclzHuffAlphabet a;
+};
+
+/* One symbol (as decode_segment in coder_huffman.c): 0, or the reason it is invalid. */
+template <typename Reader> /* refill(), skip(), buf: HfReader or BitSource */
+static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, Reader &r, int32_t &v) {
+  r.refill();
+  uint32_t e = b.lut[r.buf & b.fmask];
+  if (!(e & 15u)) {
+    const uint32_t msb = __brev((uint32_t)r.buf & 0x7FFFu) >> 17;
+    e = 0;
+    for (uint32_t l = b.fb + 1; l <= b.max_len; l++) {
+      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
+      if (code - b.tab[16 + l] < b.tab[l]) {
+        const uint32_t at = b.tab[32 + l] + code - b.tab[16 + l];
+        e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l;
+        break;
+      }
+    }
+    if (!e) return NZ_R_HF_CODE;
+  }
+  r.skip(e & 15u);
+  const uint32_t idx = e >> 4;
+  if (idx == b.esc) { /* as read_escape: b - 1, then the bits below z's leading one */
+    r.refill();
+    const uint32_t b1 = (uint32_t)r.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+    r.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+    r.refill();
+    const uint32_t z = 1u << b1 | ((uint32_t)r.buf & ((1u << b1) - 1u));
+    r.skip(b1);
+    v = ncclz_huff_unescape(z, b.a.centre);
+    if (ncclz_huff_index(v, b.a) != b.esc) return NZ_R_HF_ESCAPE; /* one encoding per symbol */
+  } else if (idx == b.fill) {
+    v = NCCLZ_FILL_CODE;
+  } else {
+    v = (int32_t)(b.basev + idx);
+  }
+  return 0;
+}
+
 /* Words of a lane's ring (ring_refill), a power of two. */
 #define NZ_HF_RING 32u
 
@@ -732,7 +778,7 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
   uint16_t *t = reinterpret_cast<uint16_t *>(room);
   for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
   __syncthreads();
-  return t - long0;
+  return t;
 }
 
 /* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
@@ -779,17 +825,18 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
     count = n - k * S < S ? n - k * S : S;
   }
   const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  const ncclzHuffAlphabet a = {F->centre, F->radius};
-  const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
-  const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
-  const uint32_t max_len = s_tab[48];
-  const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
-  const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
+  HfBook bk;
+  bk.lut = s_lut, bk.tab = s_tab, bk.sorted = sorted;
+  bk.fb = fb, bk.max_len = s_tab[48], bk.fmask = (1u << fb) - 1;
+  bk.a.centre = F->centre, bk.a.radius = F->radius;
+  bk.esc = ncclz_huff_escape_index(bk.a.radius), bk.fill = ncclz_huff_fill_index(bk.a.radius);
+  bk.basev = (uint32_t)bk.a.centre - bk.a.radius;
+  bk.long0 = fb < bk.max_len ? s_tab[32 + fb + 1] : 0;
+  const uint32_t nlong = fb < bk.max_len ? s_tab[32 + bk.max_len] + s_tab[bk.max_len] - bk.long0 : 0;
   /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
    * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
   const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
-  const uint16_t *slong =
-      stage_long_symbols(staged || wide, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
+  bk.slong = stage_long_symbols(staged || wide, sorted, bk.long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
   const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
   if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
@@ -797,43 +844,11 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
   for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
     if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
     for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
-      br.refill();
-      uint32_t e = s_lut[br.buf & fmask];
-      if (!(e & 15u)) {
-        uint32_t msb = __brev((uint32_t)br.buf & 0x7FFFu) >> 17;
-        e = 0;
-        for (uint32_t l = fb + 1; l <= max_len; l++) {
-          uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
-          if (code - s_tab[16 + l] < s_tab[l]) {
-            const uint32_t at = s_tab[32 + l] + code - s_tab[16 + l];
-            e = (slong ? (uint32_t)slong[at] : sorted[at]) << 4 | l;
-            break;
-          }
-        }
-        if (!e) {
-          bad = NZ_R_HF_CODE;
-          break;
-        }
-      }
-      br.skip(e & 15u);
-      uint32_t idx = e >> 4;
       int32_t v;
-      if (idx == esc) { /* as read_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
-        br.refill();
-        const uint32_t b1 = (uint32_t)br.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
-        br.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-        br.refill();
-        const uint32_t z = 1u << b1 | ((uint32_t)br.buf & ((1u << b1) - 1u));
-        br.skip(b1);
-        v = ncclz_huff_unescape(z, a.centre);
-        if (ncclz_huff_index(v, a) != esc) { /* one encoding per symbol */
-          bad = NZ_R_HF_ESCAPE;
-          break;
-        }
-      } else if (idx == fill) {
-        v = NCCLZ_FILL_CODE;
-      } else {
-        v = (int32_t)(basev + idx);
+      const uint32_t why = hf_symbol(bk, br, v);
+      if (why) {
+        bad = why;
+        break;
       }
       stage[warp][lane][j] = v;
     }
@@ -882,51 +897,6 @@ struct HfReader {
   }
   __device__ uint32_t pos() const { return 32 * next - nbits; }
 };
-
-/* What decoding one symbol needs: the first-level table and canonical tables in shared memory,
- * the long codes' symbols (shared when they fit, else global). */
-struct HfBook {
-  const uint32_t *lut, *tab, *sorted;
-  const uint16_t *slong; /* symbols of codes longer than fb, from long0; NULL: read sorted */
-  uint32_t long0, fmask, fb, max_len, esc, fill, basev;
-  ncclzHuffAlphabet a;
-};
-
-/* One symbol (as decode_segment in coder_huffman.c): 0, or the reason it is invalid. */
-static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, HfReader &r, int32_t &v) {
-  r.refill();
-  uint32_t e = b.lut[r.buf & b.fmask];
-  if (!(e & 15u)) {
-    const uint32_t msb = __brev((uint32_t)r.buf & 0x7FFFu) >> 17;
-    e = 0;
-    for (uint32_t l = b.fb + 1; l <= b.max_len; l++) {
-      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
-      if (code - b.tab[16 + l] < b.tab[l]) {
-        const uint32_t at = b.tab[32 + l] + code - b.tab[16 + l];
-        e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l;
-        break;
-      }
-    }
-    if (!e) return NZ_R_HF_CODE;
-  }
-  r.skip(e & 15u);
-  const uint32_t idx = e >> 4;
-  if (idx == b.esc) { /* as read_escape: b - 1, then the bits below z's leading one */
-    r.refill();
-    const uint32_t b1 = (uint32_t)r.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
-    r.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-    r.refill();
-    const uint32_t z = 1u << b1 | ((uint32_t)r.buf & ((1u << b1) - 1u));
-    r.skip(b1);
-    v = ncclz_huff_unescape(z, b.a.centre);
-    if (ncclz_huff_index(v, b.a) != b.esc) return NZ_R_HF_ESCAPE; /* one encoding per symbol */
-  } else if (idx == b.fill) {
-    v = NCCLZ_FILL_CODE;
-  } else {
-    v = (int32_t)(b.basev + idx);
-  }
-  return 0;
-}
 
 /* The segment end (as check_segment_end): exactly its words used, the rest of the last one zero. */
 static __device__ uint32_t hf_segment_end(const uint32_t *w, uint32_t words, uint32_t used) {
