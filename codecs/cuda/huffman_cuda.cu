@@ -646,6 +646,21 @@ struct HfBook {
   ncclzHuffAlphabet a;
 };
 
+/* A frame's book from its tables in shared memory (lut, tab: count, first, start, max_len at 48)
+ * and sorted in global memory; nlong: the codes longer than fb. slong is left NULL. */
+static __device__ HfBook hf_book(const uint32_t *lut, const uint32_t *tab, const uint32_t *sorted, const NzFrame *F,
+                                 uint32_t fb, uint32_t &nlong) {
+  HfBook b;
+  b.lut = lut, b.tab = tab, b.sorted = sorted, b.slong = nullptr;
+  b.fb = fb, b.max_len = tab[48], b.fmask = (1u << fb) - 1;
+  b.a.centre = F->centre, b.a.radius = F->radius;
+  b.esc = ncclz_huff_escape_index(b.a.radius), b.fill = ncclz_huff_fill_index(b.a.radius);
+  b.basev = (uint32_t)b.a.centre - b.a.radius;
+  b.long0 = fb < b.max_len ? tab[32 + fb + 1] : 0;
+  nlong = fb < b.max_len ? tab[32 + b.max_len] + tab[b.max_len] - b.long0 : 0;
+  return b;
+}
+
 /* One symbol (as decode_segment in coder_huffman.c): 0, or the reason it is invalid. */
 template <typename Reader> /* refill(), skip(), buf: HfReader or BitSource */
 static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, Reader &r, int32_t &v) {
@@ -825,14 +840,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
     count = n - k * S < S ? n - k * S : S;
   }
   const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  HfBook bk;
-  bk.lut = s_lut, bk.tab = s_tab, bk.sorted = sorted;
-  bk.fb = fb, bk.max_len = s_tab[48], bk.fmask = (1u << fb) - 1;
-  bk.a.centre = F->centre, bk.a.radius = F->radius;
-  bk.esc = ncclz_huff_escape_index(bk.a.radius), bk.fill = ncclz_huff_fill_index(bk.a.radius);
-  bk.basev = (uint32_t)bk.a.centre - bk.a.radius;
-  bk.long0 = fb < bk.max_len ? s_tab[32 + fb + 1] : 0;
-  const uint32_t nlong = fb < bk.max_len ? s_tab[32 + bk.max_len] + s_tab[bk.max_len] - bk.long0 : 0;
+  uint32_t nlong;
+  HfBook bk = hf_book(s_lut, s_tab, sorted, F, fb, nlong);
   /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
    * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
   const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
@@ -1072,15 +1081,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   for (uint32_t e = tid; e < (1u << fb); e += DEC_WARPS * 32) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
   if (tid < 64) s_tab[tid] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + tid);
   __syncthreads();
-  HfBook b;
-  b.lut = s_lut, b.tab = s_tab, b.sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
-  b.fb = fb, b.max_len = s_tab[48], b.fmask = (1u << fb) - 1;
-  b.a.centre = F->centre, b.a.radius = F->radius;
-  b.esc = ncclz_huff_escape_index(b.a.radius), b.fill = ncclz_huff_fill_index(b.a.radius);
-  b.basev = (uint32_t)b.a.centre - b.a.radius;
-  b.long0 = fb < b.max_len ? s_tab[32 + fb + 1] : 0;
-  const uint32_t nlong = fb < b.max_len ? s_tab[32 + b.max_len] + s_tab[b.max_len] - b.long0 : 0;
-  b.slong = nullptr;
+  uint32_t nlong;
+  HfBook b = hf_book(s_lut, s_tab, tables + (size_t)f * NZ_HF_TSTRIDE + 64, F, fb, nlong);
   if (nlong && nlong <= DEC_LONG) { /* block-uniform */
     for (uint32_t i = tid; i < nlong; i += DEC_WARPS * 32) s_long[i] = (uint16_t)__ldg(b.sorted + b.long0 + i);
     __syncthreads();
