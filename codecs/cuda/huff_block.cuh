@@ -66,8 +66,9 @@ __device__ uint32_t ncclz_huff_block_parents(const uint64_t *key, uint32_t m, ui
 
 /* Ascending bitonic sort of one key a thread over the block's first n threads (n a power of two,
  * at most blockDim.x): returns the key now at the thread's position. Strides under 32 go through
- * shuffles, longer ones through s (n keys). A 1,024-key CUB radix sort of 33-bit keys took 16 us
- * (nine passes, each a block scan); this takes a few. Every thread of the block calls it. */
+ * shuffles, longer ones through s (n keys): fewer block barriers than a radix sort's passes (the
+ * median kernel on 1,024 samples: 16 us with CUB's, 9 with this, ncu). Every thread of the
+ * block calls it. */
 template <typename T>
 __device__ T ncclz_block_bitonic(T v, T *s, uint32_t n) {
   const uint32_t t = threadIdx.x;

@@ -616,8 +616,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     s.sorted[at] = (uint16_t)i;
   }
   __syncthreads();
-  /* Each entry finds its own code (one thread filling a short code's 2^(fb-l) entries was the
-   * kernel's serial tail: 22-53 us on one 1 MiB frame). */
+  /* Each entry finds its own code, so that no thread fills a short code's 2^(fb-l) entries alone. */
   for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) {
     const uint32_t msb = fb ? __brev(e) >> (32 - fb) : 0u; /* fb 0: one entry, no code */
     uint32_t v = 0;
