@@ -1,11 +1,11 @@
 /* HUFFMAN on the GPU (FORMAT.md). Encode, per batch: sample (median, extremes) -> histogram -> code book
- * (one CTA per frame: a CUB radix sort of the used symbols, the reference's own two-queue merge
- * and length limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in
- * the sort's order, by the whole block from huff_block.cuh, a packed 16-way block scan for
- * canonical codes) -> one pass that codes a segment per warp into shared memory and places it by
- * decoupled look-back. Decode: a table kernel per frame, then one thread per segment with the
- * first-level table in shared memory (and its coded words too when the warp's fit), staging 32
- * symbols per lane so that the stores are coalesced. */
+ * (one CTA per frame: the used symbols sorted, the reference's own two-queue merge and length
+ * limiter from huff_codebook.h, the tree's depths and the step-4 lengths, ranked in the sort's
+ * order, by the whole block from huff_block.cuh, a packed 16-way block scan for canonical codes)
+ * -> one pass that codes a segment per warp into shared memory and places it by decoupled
+ * look-back. Decode: a table kernel per frame, then a warp per segment: its lanes find the code
+ * starts of their slices of the segment (parse, then re-parse until in step with the lane
+ * before), then decode the symbols by rank, each from its own start. */
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
@@ -29,22 +29,26 @@ static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame
 /* ------------------------------------------------------------ range and histogram */
 
 /* The alphabet's sample (as sample_alphabet in coder_huffman.c): median and extremes of up to
- * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block radix sort. */
+ * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block bitonic sort of
+ * order-preserving keys (absent and fill samples sort last: only the first k are read). */
 __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
   nz_pdl_enter();
-  typedef cub::BlockRadixSort<uint64_t, 1024, 1> Sort;
-  __shared__ typename Sort::TempStorage ts;
+  __shared__ uint32_t s[1024];
   const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
   if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return; /* a mixed batch's frame of another coder */
   const uint32_t m = n < NCCLZ_HUFF_CENTRE_SAMPLES ? n : NCCLZ_HUFF_CENTRE_SAMPLES;
-  uint64_t key[1] = {1ull << 32}; /* absent or fill: after every symbol */
+  uint32_t key = 0xFFFFFFFFu;
+  bool valid = false;
   if (t < m) {
     int32_t v = __ldg(sym + (size_t)f * sh.frame_symbols + ncclz_huff_sample_pos(t, n, m));
-    if (v != NCCLZ_FILL_CODE) key[0] = (uint32_t)v ^ 0x80000000u; /* order-preserving */
+    valid = v != NCCLZ_FILL_CODE;
+    if (valid) key = (uint32_t)v ^ 0x80000000u; /* order-preserving */
   }
-  const uint32_t k = __syncthreads_count(key[0] >> 32 == 0);
-  Sort(ts).Sort(key, 0, 33);
-  const int32_t v = (int32_t)((uint32_t)key[0] ^ 0x80000000u);
+  const uint32_t k = __syncthreads_count(valid);
+  uint32_t np = 1;
+  while (np < m) np <<= 1;
+  key = ncclz_block_bitonic(key, s, np);
+  const int32_t v = (int32_t)(key ^ 0x80000000u);
   if (k == 0 && t == 0) fr[f].centre = fr[f].vmin = fr[f].vmax = 0;
   if (k && t == (k - 1) / 2) fr[f].centre = v;
   const uint32_t trim = ncclz_huff_sample_trim(k);
@@ -177,15 +181,11 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
 /* ------------------------------------------------------------ code book (encode) */
 
 typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, BOOK_ITEMS> BookSort;
-/* Alphabets of at most BOOK_THREADS used symbols (8-bit QSGD, Lorenzo residuals) sort one key
- * per thread: nine times fewer keys through the same passes. */
-typedef cub::BlockRadixSort<uint64_t, BOOK_THREADS, 1> SmallSort;
 
 struct BookShared {
   uint64_t key[HF_K];
   union {
     typename BookSort::TempStorage sort;
-    typename SmallSort::TempStorage small;
     struct {
       uint64_t weight[HF_K];
       uint32_t node[2 * HF_K];
@@ -205,11 +205,12 @@ struct BookShared {
 static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits) {
   const int end_bit = 14 + value_bits < 64 ? 14 + value_bits + 1 : 64;
   if (m <= BOOK_THREADS) {
-    uint64_t item[1] = {threadIdx.x < m ? s.key[threadIdx.x] : ~(uint64_t)0};
+    uint32_t np = 1;
+    while (np < m) np <<= 1;
+    const uint64_t item = threadIdx.x < m ? s.key[threadIdx.x] : ~(uint64_t)0;
+    const uint64_t v = ncclz_block_bitonic(item, reinterpret_cast<uint64_t *>(&s.u), np);
     __syncthreads();
-    SmallSort(s.u.small).Sort(item, 0, end_bit);
-    __syncthreads();
-    if (threadIdx.x < m) s.key[threadIdx.x] = item[0];
+    if (threadIdx.x < m) s.key[threadIdx.x] = v;
     __syncthreads();
     return;
   }
@@ -470,8 +471,8 @@ struct TableShared {
   typename RankScan::TempStorage rank;
   uint8_t lens[HF_K + 7];
   uint32_t codes[HF_K];
-  uint32_t bad, max_len, used;
-  unsigned long long kraft;
+  uint16_t sorted[HF_K]; /* indices in canonical order */
+  uint32_t bad, max_len, used, kraft; /* Kraft sum: at most 8,194 * 2^14 < 2^32 */
 };
 
 static __device__ __forceinline__ uint32_t nibble_at(const uint8_t *nib, uint32_t k) {
@@ -479,23 +480,24 @@ static __device__ __forceinline__ uint32_t nibble_at(const uint8_t *nib, uint32_
 }
 
 /* One listed length l of index i: into the table, the Kraft sum and the longest length. */
-static __device__ __forceinline__ void take_length(TableShared &s, uint32_t i, uint32_t l, unsigned long long &kraft) {
+static __device__ __forceinline__ void take_length(TableShared &s, uint32_t i, uint32_t l, uint32_t &kraft,
+                                                   uint32_t &max_len) {
   s.lens[i] = (uint8_t)l;
   if (l) {
-    kraft += 1ull << (NCCLZ_HUFF_MAX_LEN - l);
-    atomicMax(&s.max_len, l);
+    kraft += 1u << (NCCLZ_HUFF_MAX_LEN - l);
+    max_len = l > max_len ? l : max_len;
   }
 }
 
 /* Dense table (as read_dense): nibble j is the length of lo+j for j < m, zero padding after it;
  * the nonzero ones are counted into s.used for the check against u. */
 static __device__ void read_dense_lengths(TableShared &s, const uint8_t *nib, uint32_t lo, uint32_t m, uint32_t nw,
-                                          unsigned long long &kraft) {
+                                          uint32_t &kraft, uint32_t &max_len) {
   uint32_t used = 0;
   for (uint32_t j = threadIdx.x; j < 8 * nw; j += BOOK_THREADS) {
     const uint32_t l = nibble_at(nib, j);
     if (j < m) {
-      take_length(s, lo + j, l, kraft);
+      take_length(s, lo + j, l, kraft, max_len);
       used += l != 0;
     } else if (l) {
       s.bad = 1; /* nonzero padding */
@@ -510,7 +512,7 @@ static __device__ void read_dense_lengths(TableShared &s, const uint8_t *nib, ui
  * length must not be. */
 static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitmap, const uint8_t *nib, uint32_t lo,
                                            uint32_t m, uint32_t u, uint32_t bw, uint32_t nw,
-                                           unsigned long long &kraft) {
+                                           uint32_t &kraft, uint32_t &max_len) {
   const uint32_t t = threadIdx.x, j0 = 32 * t;
   const uint32_t word = t < bw ? bitmap[t] : 0u;
   const uint32_t inside = m - j0 >= 32 ? 0xFFFFFFFFu : (1u << (m - j0)) - 1u; /* for t < bw, j0 < m */
@@ -525,7 +527,7 @@ static __device__ void read_sparse_lengths(TableShared &s, const uint32_t *bitma
       if (!(bits >> b & 1u)) continue;
       const uint32_t l = nibble_at(nib, rank + __popc(bits & ((1u << b) - 1u)));
       if (!l) s.bad = 1;
-      take_length(s, lo + j0 + b, l, kraft);
+      take_length(s, lo + j0 + b, l, kraft, max_len);
     }
   }
   for (uint32_t j = u + t; j < 8 * nw; j += BOOK_THREADS)
@@ -571,13 +573,20 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   const uint8_t *nib = (const uint8_t *)(P + 2 + bw);
   uint32_t chk = 0;
   for (uint32_t q = t; q < T + 3; q += BOOK_THREADS) chk += nz_chk(P[q], sw + q);
-  unsigned long long kraft = 0;
+  uint32_t kraft = 0, longest = 0;
   if (bw) {
-    read_sparse_lengths(s, P + 2, nib, lo, m, u, bw, nw, kraft);
+    read_sparse_lengths(s, P + 2, nib, lo, m, u, bw, nw, kraft, longest);
   } else {
-    read_dense_lengths(s, nib, lo, m, nw, kraft);
+    read_dense_lengths(s, nib, lo, m, nw, kraft, longest);
   }
-  if (kraft) atomicAdd(&s.kraft, kraft);
+  /* a warp's sum and maximum, then one shared atomic a warp (a 64-bit sum by every thread made the
+   * table kernel wait on one shared word) */
+  kraft = __reduce_add_sync(NZ_FULL, kraft);
+  longest = __reduce_max_sync(NZ_FULL, longest);
+  if ((t & 31) == 0 && kraft) {
+    atomicAdd(&s.kraft, kraft);
+    atomicMax(&s.max_len, longest);
+  }
   __syncthreads();
   const bool table_bad = s.bad || (!bw && s.used != u); /* dense: exactly u nonzero lengths */
   if (table_bad || s.kraft > (1u << NCCLZ_HUFF_MAX_LEN) || (s.kraft == 0 && n > 0)) {
@@ -589,7 +598,6 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
   const uint32_t max_len = s.max_len, fb = max_len < FAST_BITS ? max_len : FAST_BITS;
   uint32_t *L = lut + ((size_t)f << FAST_BITS);
   uint32_t *tb = tables + (size_t)f * NZ_HF_TSTRIDE;
-  for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) L[e] = 0;
   if (t < 16) {
     tb[t] = s.canon.count[t];
     tb[16 + t] = s.canon.first[t];
@@ -600,16 +608,93 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_table(NzShape sh, const 
     tb[49] = fb;
     F->fast_bits = fb;
   }
-  __syncthreads();
   for (uint32_t i = t; i < K; i += BOOK_THREADS) {
-    uint32_t l = s.lens[i];
+    const uint32_t l = s.lens[i];
     if (!l) continue;
-    uint32_t code = s.codes[i];
-    tb[64 + s.canon.start[l] + code - s.canon.first[l]] = i;
-    if (l > fb) continue;
-    uint32_t rev = ncclz_huff_reverse(code, l);
-    for (uint32_t hi = 0; hi < (1u << (fb - l)); hi++) L[rev | hi << l] = i << 4 | l;
+    const uint32_t at = s.canon.start[l] + s.codes[i] - s.canon.first[l];
+    tb[64 + at] = i;
+    s.sorted[at] = (uint16_t)i;
   }
+  __syncthreads();
+  /* Each entry finds its own code, so that no thread fills a short code's 2^(fb-l) entries alone. */
+  for (uint32_t e = t; e < (1u << fb); e += BOOK_THREADS) {
+    const uint32_t msb = fb ? __brev(e) >> (32 - fb) : 0u; /* fb 0: one entry, no code */
+    uint32_t v = 0;
+    for (uint32_t l = 1; l <= fb; l++) {
+      const uint32_t code = msb >> (fb - l);
+      if (code - s.canon.first[l] < s.canon.count[l]) {
+        v = (uint32_t)s.sorted[s.canon.start[l] + code - s.canon.first[l]] << 4 | l;
+        break;
+      }
+    }
+    L[e] = v;
+  }
+}
+
+/* ------------------------------------------------------------ decode, a thread a segment
+ * For batches with enough segments to fill the GPU a thread each (k_hf_decode_thread): a warp a
+ * segment does about three times the work per symbol (parse, re-parse, decode by rank), which
+ * the latency of one small frame repays and a full GPU does not. */
+
+/* What decoding one symbol needs: the first-level table and canonical tables in shared memory,
+ * the long codes' symbols (shared when they fit, else global). */
+struct HfBook {
+  const uint32_t *lut, *tab, *sorted;
+  const uint16_t *slong; /* symbols of codes longer than fb, from long0; NULL: read sorted */
+  uint32_t long0, fmask, fb, max_len, esc, fill, basev;
+  ncclzHuffAlphabet a;
+};
+
+/* A frame's book from its tables in shared memory (lut, tab: count, first, start, max_len at 48)
+ * and sorted in global memory; nlong: the codes longer than fb. slong is left NULL. */
+static __device__ HfBook hf_book(const uint32_t *lut, const uint32_t *tab, const uint32_t *sorted, const NzFrame *F,
+                                 uint32_t fb, uint32_t &nlong) {
+  HfBook b;
+  b.lut = lut, b.tab = tab, b.sorted = sorted, b.slong = nullptr;
+  b.fb = fb, b.max_len = tab[48], b.fmask = (1u << fb) - 1;
+  b.a.centre = F->centre, b.a.radius = F->radius;
+  b.esc = ncclz_huff_escape_index(b.a.radius), b.fill = ncclz_huff_fill_index(b.a.radius);
+  b.basev = (uint32_t)b.a.centre - b.a.radius;
+  b.long0 = fb < b.max_len ? tab[32 + fb + 1] : 0;
+  nlong = fb < b.max_len ? tab[32 + b.max_len] + tab[b.max_len] - b.long0 : 0;
+  return b;
+}
+
+/* One symbol (as decode_segment in coder_huffman.c): 0, or the reason it is invalid. */
+template <typename Reader> /* refill(), skip(), buf: HfReader or BitSource */
+static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, Reader &r, int32_t &v) {
+  r.refill();
+  uint32_t e = b.lut[r.buf & b.fmask];
+  if (!(e & 15u)) {
+    const uint32_t msb = __brev((uint32_t)r.buf & 0x7FFFu) >> 17;
+    e = 0;
+    for (uint32_t l = b.fb + 1; l <= b.max_len; l++) {
+      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
+      if (code - b.tab[16 + l] < b.tab[l]) {
+        const uint32_t at = b.tab[32 + l] + code - b.tab[16 + l];
+        e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l;
+        break;
+      }
+    }
+    if (!e) return NZ_R_HF_CODE;
+  }
+  r.skip(e & 15u);
+  const uint32_t idx = e >> 4;
+  if (idx == b.esc) { /* as read_escape: b - 1, then the bits below z's leading one */
+    r.refill();
+    const uint32_t b1 = (uint32_t)r.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
+    r.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
+    r.refill();
+    const uint32_t z = 1u << b1 | ((uint32_t)r.buf & ((1u << b1) - 1u));
+    r.skip(b1);
+    v = ncclz_huff_unescape(z, b.a.centre);
+    if (ncclz_huff_index(v, b.a) != b.esc) return NZ_R_HF_ESCAPE; /* one encoding per symbol */
+  } else if (idx == b.fill) {
+    v = NCCLZ_FILL_CODE;
+  } else {
+    v = (int32_t)(b.basev + idx);
+  }
+  return 0;
 }
 
 /* Words of a lane's ring (ring_refill), a power of two. */
@@ -707,7 +792,7 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
   uint16_t *t = reinterpret_cast<uint16_t *>(room);
   for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
   __syncthreads();
-  return t - long0;
+  return t;
 }
 
 /* Shared words per decoding warp for segments of S symbols: room for 4 bits per symbol (8-bit
@@ -715,7 +800,7 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
  * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
 static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
-__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
                                                            uint32_t seg_words) {
   nz_pdl_enter();
@@ -754,17 +839,12 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
     count = n - k * S < S ? n - k * S : S;
   }
   const bool staged = stage_segments(br, P + H, k < nseg && !bad, dec_seg + warp * seg_words, seg_words);
-  const ncclzHuffAlphabet a = {F->centre, F->radius};
-  const uint32_t esc = ncclz_huff_escape_index(a.radius), fill = ncclz_huff_fill_index(a.radius);
-  const uint32_t basev = (uint32_t)a.centre - a.radius, fmask = (1u << fb) - 1;
-  const uint32_t max_len = s_tab[48];
-  const uint32_t long0 = fb < max_len ? s_tab[32 + fb + 1] : 0;
-  const uint32_t nlong = fb < max_len ? s_tab[32 + max_len] + s_tab[max_len] - long0 : 0;
+  uint32_t nlong;
+  HfBook bk = hf_book(s_lut, s_tab, sorted, F, fb, nlong);
   /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
    * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
   const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
-  const uint16_t *slong =
-      stage_long_symbols(staged || wide, sorted, long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
+  bk.slong = stage_long_symbols(staged || wide, sorted, bk.long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
   const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
   if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
@@ -772,43 +852,11 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
     if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
     for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
-      br.refill();
-      uint32_t e = s_lut[br.buf & fmask];
-      if (!(e & 15u)) {
-        uint32_t msb = __brev((uint32_t)br.buf & 0x7FFFu) >> 17;
-        e = 0;
-        for (uint32_t l = fb + 1; l <= max_len; l++) {
-          uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
-          if (code - s_tab[16 + l] < s_tab[l]) {
-            const uint32_t at = s_tab[32 + l] + code - s_tab[16 + l];
-            e = (slong ? (uint32_t)slong[at] : sorted[at]) << 4 | l;
-            break;
-          }
-        }
-        if (!e) {
-          bad = NZ_R_HF_CODE;
-          break;
-        }
-      }
-      br.skip(e & 15u);
-      uint32_t idx = e >> 4;
       int32_t v;
-      if (idx == esc) { /* as read_escape in coder_huffman.c: b - 1, then the bits below z's leading one */
-        br.refill();
-        const uint32_t b1 = (uint32_t)br.buf & ((1u << NCCLZ_HUFF_ESCAPE_COUNT_BITS) - 1u);
-        br.skip(NCCLZ_HUFF_ESCAPE_COUNT_BITS);
-        br.refill();
-        const uint32_t z = 1u << b1 | ((uint32_t)br.buf & ((1u << b1) - 1u));
-        br.skip(b1);
-        v = ncclz_huff_unescape(z, a.centre);
-        if (ncclz_huff_index(v, a) != esc) { /* one encoding per symbol */
-          bad = NZ_R_HF_ESCAPE;
-          break;
-        }
-      } else if (idx == fill) {
-        v = NCCLZ_FILL_CODE;
-      } else {
-        v = (int32_t)(basev + idx);
+      const uint32_t why = hf_symbol(bk, br, v);
+      if (why) {
+        bad = why;
+        break;
       }
       stage[warp][lane][j] = v;
     }
@@ -829,17 +877,276 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode(NzShape sh, const uin
   nz_add_check<DEC_THREADS>(chk + br.chk, &F->check);
 }
 
+
+/* ------------------------------------------------------------ decode, a warp a segment */
+
+/* LSB-first reader over one segment's words (shared or global); words past the segment read as
+ * zero, as in the reference, so a code that runs past the end is caught by the end check. */
+struct HfReader {
+  const uint32_t *w;
+  uint32_t words, next, nbits;
+  unsigned long long buf;
+  __device__ uint32_t word(uint32_t i) const { return i < words ? w[i] : 0u; }
+  __device__ void refill() {
+    if (nbits <= 32) {
+      buf |= (unsigned long long)word(next) << nbits;
+      next++;
+      nbits += 32;
+    }
+  }
+  __device__ void skip(uint32_t l) {
+    buf >>= l;
+    nbits -= l;
+  }
+  __device__ void seek(uint32_t bit) {
+    next = bit / 32, nbits = 0, buf = 0;
+    refill();
+    skip(bit % 32);
+  }
+  __device__ uint32_t pos() const { return 32 * next - nbits; }
+};
+
+/* The segment end (as check_segment_end): exactly its words used, the rest of the last one zero. */
+static __device__ uint32_t hf_segment_end(const uint32_t *w, uint32_t words, uint32_t used) {
+  if ((used + 31) / 32 != words) return NZ_R_HF_SEGEND;
+  if (used % 32 && w[words - 1] >> (used % 32)) return NZ_R_HF_PAD;
+  return 0;
+}
+
+/* The reference's serial decode of a segment: 0 or the first reason it fails. */
+static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count, int32_t *out) {
+  HfReader r = {w, words, 0, 0, 0};
+  for (uint32_t i = 0; i < count; i++) {
+    int32_t v;
+    const uint32_t bad = hf_symbol(b, r, v);
+    if (bad) return bad;
+    out[i] = v;
+  }
+  return hf_segment_end(w, words, r.pos());
+}
+
+#define HF_NONE 0xFFFFFFFFu
+
+/* The first parse of one lane's codes that start in [r0, r1) from r0, marked in bm (clear there). */
+static __device__ void hf_mark(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t *bm, uint32_t r0,
+                               uint32_t r1, uint32_t &end, bool &failed) {
+  HfReader r = {w, words, 0, 0, 0};
+  r.seek(r0);
+  uint32_t p = r0;
+  end = HF_NONE, failed = true;
+  while (p < r1) {
+    bm[p / 32] |= 1u << (p % 32);
+    int32_t v;
+    if (hf_symbol(b, r, v)) return;
+    p = r.pos();
+  }
+  end = p, failed = false;
+}
+
+/* Symbols [0, count) of a segment whose code starts are the set bits of bm (words words), pre[i]
+ * the set bits before word i: lane l decodes symbols l, l + 32, ... each from its own start, so
+ * that the lanes share the symbols evenly whatever the codes' lengths in their slices, and the
+ * stores are coalesced. Returns where the last symbol ends (all lanes). */
+static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, uint32_t words, const uint32_t *bm,
+                                           const uint32_t *pre, uint32_t count, int32_t *dst) {
+  uint32_t used = 0;
+  for (uint32_t i = threadIdx.x & 31; i < count; i += 32) {
+    uint32_t lo = 0, hi = words; /* the last word whose prefix is <= i */
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (pre[mid] <= i) lo = mid;
+      else hi = mid;
+    }
+    uint32_t x = bm[lo];
+    for (uint32_t k = i - pre[lo]; k; k--) x &= x - 1; /* drop the starts before it */
+    const uint32_t start = 32 * lo + __ffs(x) - 1;
+    HfReader r = {w, words, 0, 0, 0};
+    r.seek(start);
+    int32_t v;
+    hf_symbol(b, r, v); /* valid: the parse reached symbol count - 1 without a failure */
+    dst[i] = v;
+    if (i == count - 1) used = r.pos();
+  }
+  return __reduce_max_sync(NZ_FULL, used);
+}
+
+/* Clears bits [lo, hi) of a bitmap. */
+static __device__ void hf_bits_clear(uint32_t *bm, uint32_t lo, uint32_t hi) {
+  while (lo < hi) {
+    const uint32_t b = lo % 32, nb = 32 - b < hi - lo ? 32 - b : hi - lo;
+    bm[lo / 32] &= ~((nb == 32 ? 0xFFFFFFFFu : (1u << nb) - 1u) << b);
+    lo += nb;
+  }
+}
+
+/* One lane's codes from `from` on that start in [r0, r1), as the bits of bm (a bit per stream bit,
+ * set where a code starts; the lane owns the words of [r0, r1)) that hold its previous parse:
+ * where the new parse reaches a start of the old one, the rest is the same and it stops there
+ * (end and failed stay); positions it passes over are cleared. A code that fails stays marked and
+ * ends the parse (end HF_NONE). */
+static __device__ void hf_resync(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t *bm, uint32_t from,
+                                 uint32_t r0, uint32_t r1, uint32_t &end, bool &failed) {
+  if (from == HF_NONE) {
+    hf_bits_clear(bm, r0, r1);
+    end = HF_NONE, failed = false;
+    return;
+  }
+  hf_bits_clear(bm, r0, from < r1 ? from : r1);
+  HfReader r = {w, words, 0, 0, 0};
+  r.seek(from);
+  uint32_t p = from;
+  while (p < r1) {
+    if (bm[p / 32] >> (p % 32) & 1u) return; /* in step with the old parse */
+    bm[p / 32] |= 1u << (p % 32);
+    int32_t v;
+    if (hf_symbol(b, r, v)) {
+      hf_bits_clear(bm, p + 1, r1);
+      end = HF_NONE, failed = true;
+      return;
+    }
+    const uint32_t q = r.pos();
+    hf_bits_clear(bm, p + 1, q < r1 ? q : r1);
+    p = q;
+  }
+  end = p, failed = false;
+}
+
+/* A warp decodes one segment of `words` words (staged in shared memory, words <= 2^26) into
+ * dst[0, count): lane j takes the codes that start in its 1/32 of the words. It first parses from
+ * its slice's first bit, then from where the lane before it ended, until no lane's start moves
+ * (32 rounds at most: lane j is right after j); a parse from a new start stops where it meets the
+ * old one (Huffman codes fall into step within a few codes), marked in bm (`words` words). The
+ * code starts marked then rank the symbols (pre: `words` words), which the lanes decode evenly.
+ * False when the segment is not valid (an invalid code or escape before the count-th symbol, too
+ * few symbols, a wrong end): the caller then runs the serial decode for the reference's reason.
+ * All lanes call it. */
+static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
+                                       uint32_t *bm, uint32_t *pre, int32_t *dst) {
+  const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
+  const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
+  const uint32_t r0 = 32 * w0, r1 = 32 * w1;
+  for (uint32_t i = w0; i < w1; i++) bm[i] = 0;
+  uint32_t start = r0, end;
+  bool failed;
+  hf_mark(b, w, words, bm, r0, r1, end, failed);
+  for (uint32_t round = 0; round < 32; round++) {
+    uint32_t from = __shfl_up_sync(NZ_FULL, end, 1);
+    if (lane == 0) from = 0;
+    const bool moved = from != start;
+    if (!__any_sync(NZ_FULL, moved)) break;
+    if (moved) {
+      start = from;
+      hf_resync(b, w, words, bm, start, r0, r1, end, failed);
+    }
+  }
+  uint32_t n = 0; /* codes that start here, a failing one included */
+  for (uint32_t i = w0; i < w1; i++) n += __popc(bm[i]);
+  const uint32_t incl = nz_warp_inclusive_sum(n), base = incl - n, total = __shfl_sync(NZ_FULL, incl, 31);
+  if (__any_sync(NZ_FULL, failed && base + n - 1 < count) || total < count) return false;
+  for (uint32_t i = w0, c = base; i < w1; i++) {
+    pre[i] = c;
+    c += __popc(bm[i]);
+  }
+  __syncwarp();
+  return hf_segment_end(w, words, hf_write_ranked(b, w, words, bm, pre, count, dst)) == 0;
+}
+
+/* Shared words per decoding warp for a segment's coded words, and as many for the bitmap of its
+ * code starts and for their ranks: up to 32 bits a symbol (raw float bits: about 25) and 512
+ * words; a longer segment (wide codes in segments over 512 symbols, or corrupt) is decoded
+ * serially from global memory. */
+#define DEC_WARPS 8
+#define DEC_LONG 4096u /* long codes' symbols staged in shared memory, at most */
+/* Segments in a batch from which a thread a segment decodes (k_hf_decode_thread): 256 CTAs of
+ * DEC_THREADS, two an SM (256 MiB of 4 MiB frames: 131,072 segments of 512 symbols). */
+#define NZ_HF_THREAD_SEGMENTS 32768u
+static uint32_t dec_stage_words(uint32_t S) { return S < 512u ? S : 512u; }
+
+/* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
+__global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+                                                              const uint32_t *lut, const uint32_t *tables,
+                                                              uint32_t stage_words) {
+  nz_pdl_enter();
+  __shared__ uint32_t s_lut[1u << FAST_BITS];
+  __shared__ uint32_t s_tab[64];
+  __shared__ uint16_t s_long[DEC_LONG];
+  extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, bitmap words, ranks */
+  const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  NzFrame *F = &fr[f];
+  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
+  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
+  if (blockIdx.x * DEC_WARPS >= nseg) return;
+  const uint32_t fb = F->fast_bits;
+  for (uint32_t e = tid; e < (1u << fb); e += DEC_WARPS * 32) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
+  if (tid < 64) s_tab[tid] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + tid);
+  __syncthreads();
+  uint32_t nlong;
+  HfBook b = hf_book(s_lut, s_tab, tables + (size_t)f * NZ_HF_TSTRIDE + 64, F, fb, nlong);
+  if (nlong && nlong <= DEC_LONG) { /* block-uniform */
+    for (uint32_t i = tid; i < nlong; i += DEC_WARPS * 32) s_long[i] = (uint16_t)__ldg(b.sorted + b.long0 + i);
+    __syncthreads();
+    b.slong = s_long;
+  }
+  const uint32_t sw = F->side_bytes / 4;
+  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
+  const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
+  const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
+  uint32_t *stage = dec_room + warp * 3 * stage_words, *bm = stage + stage_words, *pre = bm + stage_words;
+  int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+  uint32_t chk = 0;
+  for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
+    const uint32_t begin = __ldg(P + H - nseg + k), end = k + 1 < nseg ? __ldg(P + H - nseg + k + 1) : stream_bytes;
+    if (lane == 0) chk += nz_chk(begin, sw + H - nseg + k);
+    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
+        (k + 1 == nseg && end % 4)) {
+      if (lane == 0) hf_fail(F, NZ_R_HF_OFFSETS);
+      continue;
+    }
+    const uint32_t words = (end - begin) / 4, count = n - k * S < S ? n - k * S : S;
+    const uint32_t *src = P + H + begin / 4, base = sw + H + begin / 4;
+    const bool staged = words <= stage_words;
+    for (uint32_t i = lane; i < words; i += 32) {
+      const uint32_t v = __ldg(src + i);
+      chk += nz_chk(v, base + i);
+      if (staged) stage[i] = v;
+    }
+    __syncwarp();
+    const uint32_t *w = staged ? stage : src;
+    int32_t *out = dst + (size_t)k * S;
+    if (!(staged && hf_warp_segment(b, stage, words, count, bm, pre, out))) {
+      __syncwarp();
+      uint32_t bad = 0;
+      if (lane == 0) bad = hf_serial(b, w, words, count, out);
+      if (bad) hf_fail(F, bad);
+    }
+    __syncwarp();
+  }
+  nz_add_check_warp(chk, &F->check);
+}
+
 ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
                               uint32_t *tables, cudaStream_t s) {
   size_t smem = sizeof(TableShared);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
-  uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0), seg_words = dec_seg_words(sh.p0);
-  size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
-  nz_launch(k_hf_decode, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s, 
-      sh, d_in, d_sym, fr, lut, tables, seg_words);
+  const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
+  if ((uint64_t)nseg * sh.n_frames >= NZ_HF_THREAD_SEGMENTS) {
+    const uint32_t seg_words = dec_seg_words(sh.p0);
+    const size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
+    NZ_CUDA(cudaFuncSetAttribute(k_hf_decode_thread, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
+    nz_launch(k_hf_decode_thread, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
+              sh, d_in, d_sym, fr, lut, tables, seg_words);
+    NZ_LAUNCHED();
+    return NCCLZ_OK;
+  }
+  const uint32_t stage_words = dec_stage_words(sh.p0);
+  /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
+  const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
+  const size_t room = sizeof(uint32_t) * 3 * stage_words * DEC_WARPS;
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
+  nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
+            tables, stage_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
