@@ -2,6 +2,7 @@
  * per operation, in FORMAT.md's order). EB quantization fuses the Lorenzo forward step: each
  * thread recomputes its neighbours' codes instead of reading them back, which costs arithmetic
  * (cheap) instead of a second pass over memory (expensive). QSGD draws from the same Philox. */
+#include <cub/block/block_scan.cuh>
 #include <cuda/functional>
 #include <math.h>
 
@@ -364,27 +365,34 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
     cp_async_wait<D - 1>(); /* this plane's group has landed (this thread's part of it) */
     uint32_t *cur = slots + (size_t)(pl % nslots) * P;
     const size_t base = (size_t)pl * P;
-    uint32_t isfill = 0;
+    uint32_t isfill = 0, slow = 0; /* bit 4k + m: element m of group k is fill / needs the exact rule */
+    uint4 w[KC];
+#pragma unroll
+    for (int k = 0; k < KC; k++) { /* the certificate for all, so that the elements interleave */
+      const uint32_t j = tid + k * LZP_THREADS;
+      w[k] = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
+      uint32_t *wv = &w[k].x;
+#pragma unroll
+      for (int m = 0; m < 4; m++) {
+        const float v = __uint_as_float(wv[m]);
+        int32_t c = 0;
+        if (p.has_fill && v == p.fill) isfill |= 1u << (4 * k + m);
+        else if (!ncclz_eb_code_fast(v, p.bound, p.step, p.inv_step, &c)) slow |= 1u << (4 * k + m);
+        wv[m] = (uint32_t)c;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < KC; k++) {
       const uint32_t j = tid + k * LZP_THREADS;
-      if (j < G) {
-        uint4 w = *(uint4 *)(cur + 4 * j);
-        uint32_t *wv = &w.x;
-#pragma unroll
-        for (int m = 0; m < 4; m++) {
-          const float v = __uint_as_float(wv[m]);
-          int bad = 0;
-          if (p.has_fill && v == p.fill) {
-            isfill |= 1u << (4 * k + m);
-            wv[m] = 0u;
-          } else {
-            wv[m] = (uint32_t)eb_code(v, p, &bad);
-          }
-          if (bad && pl >= p0) eb_count_failure(st, bad, base + 4 * j + m);
-        }
-        *(uint4 *)(cur + 4 * j) = w;
+      if (j >= G) continue;
+      uint32_t *wv = &w[k].x;
+      for (int m = 0; slow >> (4 * k) & 15u && m < 4; m++) { /* the exact rule, out of line (rare) */
+        if (!(slow >> (4 * k + m) & 1u)) continue;
+        const EbSlow r = eb_code_exact(__uint_as_float(cur[4 * j + m]), p.bound, p.step);
+        wv[m] = (uint32_t)r.code;
+        if (r.bad && pl >= p0) eb_count_failure(st, r.bad, base + 4 * j + m);
       }
+      *(uint4 *)(cur + 4 * j) = w[k];
     }
     __syncthreads();
     issue(pl + D); /* into the slot of plane pl - 2, which no thread reads any more */
@@ -741,6 +749,126 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
   }
 }
 
+/* Inverse Lorenzo and dequantization, planes streamed through a ring of D + 1 shared-memory slots
+ * by cp.async (one CTA an SM, planes [p0, p1) with the carry of the planes before from
+ * k_lz_chunk_carry). Each thread owns KC consecutive groups of 4 elements (one row, d2 % 4 == 0)
+ * and keeps their running sum over planes in registers (the z scan). A plane's 2D inclusive sum:
+ * rows by one block scan over the groups' totals in row-major order, the row's start subtracted
+ * (wrapping sums are exact in any order), written back in place; columns by segments of rows, a
+ * thread a group of 4 columns, which writes the floats. */
+template <int KC, int D>
+__global__ void __launch_bounds__(LZP_THREADS, 1) k_lz_inv_pipe(const int32_t *d, const uint32_t *carry, int L,
+                                                                uint32_t d0, uint32_t d1, uint32_t d2, uint32_t ppc,
+                                                                double abs_eb, const double *d_abs_eb, float *x) {
+  nz_pdl_enter();
+  typedef cub::BlockScan<uint32_t, LZP_THREADS> Scan;
+  __shared__ typename Scan::TempStorage ts;
+  extern __shared__ uint4 s_lzp[];
+  const uint32_t P = d1 * d2, G = P / 4, CG = d2 / 4, tid = threadIdx.x;
+  uint32_t *slots = (uint32_t *)s_lzp;
+  uint4 *segsum = (uint4 *)(slots + (size_t)(D + 1) * P); /* LZP_THREADS */
+  uint32_t *rowend = (uint32_t *)(segsum + LZP_THREADS);   /* d1 */
+  if (d_abs_eb) abs_eb = *d_abs_eb;
+  const double step = 2.0 * abs_eb;
+  const uint32_t p0 = blockIdx.x * ppc, p1 = min(p0 + ppc, d0);
+  /* columns: NS segments of RS rows, a thread a (segment, group of columns) */
+  const uint32_t NS = min(min(32u, LZP_THREADS / CG), d1), RS = (d1 + NS - 1) / NS, cg = tid % CG, seg = tid / CG;
+  auto issue = [&](uint32_t pl) {
+    if (pl < p1) {
+      uint32_t *dst = slots + (size_t)(pl % (D + 1)) * P;
+      const int32_t *g = d + (size_t)pl * P;
+#pragma unroll
+      for (int k = 0; k < KC; k++) {
+        const uint32_t j = tid * KC + k;
+        if (j < G) cp_async16(dst + 4 * j, g + 4 * j);
+      }
+    }
+    cp_async_commit();
+  };
+  uint4 acc[KC];
+#pragma unroll
+  for (int k = 0; k < KC; k++) {
+    const uint32_t j = tid * KC + k;
+    acc[k] = carry && j < G ? *(const uint4 *)(carry + (size_t)blockIdx.x * P + 4 * j) : make_uint4(0, 0, 0, 0);
+  }
+  for (uint32_t k = 0; k < D; k++) issue(p0 + k);
+  for (uint32_t pl = p0; pl < p1; pl++) {
+    cp_async_wait<D - 1>();
+    uint32_t *cur = slots + (size_t)(pl % (D + 1)) * P;
+    uint4 r[KC];
+    uint32_t tot[KC];
+#pragma unroll
+    for (int k = 0; k < KC; k++) { /* z, then the group's own prefix */
+      const uint32_t j = tid * KC + k;
+      uint4 v = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
+      if (L == 3) v.x += acc[k].x, v.y += acc[k].y, v.z += acc[k].z, v.w += acc[k].w;
+      acc[k] = v;
+      r[k] = make_uint4(v.x, v.x + v.y, v.x + v.y + v.z, v.x + v.y + v.z + v.w);
+      tot[k] = r[k].w;
+    }
+    uint32_t f[KC];
+    Scan(ts).InclusiveSum(tot, f);
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid * KC + k;
+      if (j < G && (4 * j + 4) % d2 == 0) rowend[4 * j / d2] = f[k];
+    }
+    __syncthreads();
+    issue(pl + D); /* into the slot of plane pl - 1, read for the last time before the barrier */
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid * KC + k, y = 4 * j / d2;
+      if (j < G) {
+        const uint32_t ex = f[k] - tot[k] - (y > 0 ? rowend[y - 1] : 0u);
+        *(uint4 *)(cur + 4 * j) = make_uint4(r[k].x + ex, r[k].y + ex, r[k].z + ex, r[k].w + ex);
+      }
+    }
+    __syncthreads();
+    const uint32_t y0 = seg * RS, y1 = min(y0 + RS, d1);
+    const bool col = L >= 2 && seg < NS;
+    if (L >= 2) { /* the segments' sums */
+      if (col) {
+        uint4 t = make_uint4(0, 0, 0, 0);
+        for (uint32_t y = y0; y < y1; y++) {
+          const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
+          t.x += v.x, t.y += v.y, t.z += v.z, t.w += v.w;
+        }
+        segsum[tid] = t;
+      }
+      __syncthreads();
+    }
+    if (seg < NS) {
+      uint4 run = make_uint4(0, 0, 0, 0);
+      for (uint32_t q = 0; col && q < seg; q++) {
+        const uint4 v = segsum[q * CG + cg];
+        run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+      }
+      for (uint32_t y = y0; y < y1; y++) {
+        const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
+        if (col) run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+        else run = v;
+        *(float4 *)(x + (size_t)pl * P + y * d2 + 4 * cg) =
+            make_float4((float)((double)(int32_t)run.x * step), (float)((double)(int32_t)run.y * step),
+                        (float)((double)(int32_t)run.z * step), (float)((double)(int32_t)run.w * step));
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
+/* The instance of k_lz_inv_pipe for planes of P elements and rows of d1, and its shared bytes. */
+typedef void (*LzInvKernel)(const int32_t *, const uint32_t *, int, uint32_t, uint32_t, uint32_t, uint32_t, double,
+                            const double *, float *);
+static LzInvKernel lz_inv_kernel(uint32_t P, uint32_t d1, size_t *smem) {
+  const uint32_t kc = (P / 4 + LZP_THREADS - 1) / LZP_THREADS;
+  const size_t fixed = 16ull * LZP_THREADS + 4ull * d1;
+  const bool deep = 5ull * 4 * P + fixed <= LZP_SMEM;
+  *smem = (deep ? 5ull : 3ull) * 4 * P + fixed;
+  if (kc <= 1) return deep ? k_lz_inv_pipe<1, 4> : k_lz_inv_pipe<1, 2>;
+  if (kc <= 2) return deep ? k_lz_inv_pipe<2, 4> : k_lz_inv_pipe<2, 2>;
+  return deep ? k_lz_inv_pipe<4, 4> : k_lz_inv_pipe<4, 2>;
+}
+
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
                                                      const int32_t *c, size_t n, float *x) {
   nz_pdl_enter();
@@ -776,7 +904,15 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       L = 1;
     }
     if (d1 * d2 <= LZ_MAXP && d0 > 0) {
-      const uint32_t P = (uint32_t)(d1 * d2), ppc = lz_planes_per_cta((uint32_t)d0, 512);
+      const uint32_t P = (uint32_t)(d1 * d2);
+      const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0;
+      uint32_t ppc = lz_planes_per_cta((uint32_t)d0, 512);
+      if (pipe) { /* a chunk of planes a CTA, one CTA an SM */
+        int dev = 0, nsm = 0;
+        NZ_CUDA(cudaGetDevice(&dev));
+        NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+        ppc = (uint32_t)ncclz_ceil_div(d0, (uint64_t)nsm);
+      }
       const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
@@ -785,6 +921,15 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
         NZ_LAUNCHED();
         nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
+      }
+      if (pipe) {
+        size_t smem;
+        const LzInvKernel k = lz_inv_kernel(P, (uint32_t)d1, &smem);
+        NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        nz_launch(k, nc, LZP_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc, p->abs_eb,
+                  d_abs_eb, d_x);
+        NZ_LAUNCHED();
+        return NCCLZ_OK;
       }
       const size_t smem = 4ull * (P + LZ_THREADS);
       NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
@@ -832,8 +977,9 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
-/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes). */
-static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
+/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes); out
+ * of line: only buckets whose scale is 0 or Inf take it (qsgd_fast covers the rest). */
+static __device__ __noinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
                                                     size_t i) {
   if (!isfinite(v) || scale == 0.0f) return 0;
   const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
@@ -867,24 +1013,22 @@ static __device__ __forceinline__ QsgdBucket qsgd_bucket(float scale) {
 
 /* qsgd_code for a bucket with 0 < scale < inf, in the reference's binary64 values without its
  * division and conversions: t = RN(RN(|v| / scale) s) as div_rn gives it; t >= s is the clamp;
- * otherwise floor(t) is the low word of RN_toward_zero(t + 2^52) (0 <= t < 2^52), frac = t - floor(t)
- * exactly, and the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. */
+ * below it floor(t) is the low word of RN_toward_zero(t + 2^52), frac = t - floor(t) exactly, and
+ * the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. Branch-free, so
+ * that a thread's elements interleave. */
 static __device__ __forceinline__ int32_t qsgd_fast(float v, const QsgdBucket &bk, double sd, int s, uint32_t w) {
-  if (!isfinite(v)) return 0;
   const double t = div_rn(fabs((double)v), bk.b, bk.rb) * sd;
-  int32_t c = s;
-  if (t < sd) {
-    const double big = __dadd_rz(t, 0x1p52);
-    const double frac = t - (big - 0x1p52);
-    const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
-    c = __double2loint(big) + (u < frac ? 1 : 0);
-  }
+  const double big = __dadd_rz(t, 0x1p52);
+  const double frac = t - (big - 0x1p52);
+  const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
+  int32_t c = t < sd ? __double2loint(big) + (u < frac ? 1 : 0) : s;
+  c = isfinite(v) ? c : 0;
   return v < 0.0f ? -c : c;
 }
 
-/* The Philox word behind element i's uniform (ncclz_philox_uniform's out[0] >> 8). */
-static __device__ __forceinline__ uint32_t qsgd_word(uint64_t seed, uint32_t rank, size_t i) {
-  const uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32), rank, 0u};
+/* The Philox word behind element (hi << 32 | lo)'s uniform (ncclz_philox_uniform's out[0] >> 8). */
+static __device__ __forceinline__ uint32_t qsgd_word(uint64_t seed, uint32_t rank, uint32_t lo, uint32_t hi) {
+  const uint32_t ctr[4] = {lo, hi, rank, 0u};
   const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   uint32_t out[4];
   ncclz_philox4x32_10(ctr, key, out);
@@ -894,7 +1038,7 @@ static __device__ __forceinline__ uint32_t qsgd_word(uint64_t seed, uint32_t ran
 /* One element by the fast rule when its bucket allows, the reference's otherwise. */
 static __device__ __forceinline__ int32_t qsgd_one(float v, float scale, const QsgdBucket &bk, double sd, int s,
                                                    uint64_t seed, uint32_t rank, size_t i) {
-  if (bk.fast) return qsgd_fast(v, bk, sd, s, qsgd_word(seed, rank, i));
+  if (bk.fast) return qsgd_fast(v, bk, sd, s, qsgd_word(seed, rank, (uint32_t)i, (uint32_t)((uint64_t)i >> 32)));
   return qsgd_code(v, scale, s, seed, rank, i);
 }
 
@@ -945,21 +1089,41 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     }
     if (lane == 0) scales[b] = m;
     const QsgdBucket bk = qsgd_bucket(m);
-    const double sd = s;
+    int4 c[V];
+    if (bk.fast) { /* the warp's bucket: one branch; its elements share the counter's high word */
+      const double sd = s;
+      const uint32_t hi = (uint32_t)((4 * q0) >> 32), lo = (uint32_t)(4 * q0) + 4 * lane;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const uint32_t i = lo + 128 * k;
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) { /* four Philox chains in flight; kept out of the code's select */
+          w[j] = qsgd_word(seed, rank, i + j, hi);
+          asm volatile("" : "+r"(w[j]));
+        }
+        c[k].x = qsgd_fast(v[k].x, bk, sd, s, w[0]);
+        c[k].y = qsgd_fast(v[k].y, bk, sd, s, w[1]);
+        c[k].z = qsgd_fast(v[k].z, bk, sd, s, w[2]);
+        c[k].w = qsgd_fast(v[k].w, bk, sd, s, w[3]);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const size_t e = 4 * (q0 + lane + 32 * k);
+        c[k] = make_int4(qsgd_code(v[k].x, m, s, seed, rank, e), qsgd_code(v[k].y, m, s, seed, rank, e + 1),
+                         qsgd_code(v[k].z, m, s, seed, rank, e + 2), qsgd_code(v[k].w, m, s, seed, rank, e + 3));
+      }
+    }
 #pragma unroll
     for (int k = 0; k < V; k++) {
       const size_t e = 4 * (q0 + lane + 32 * k);
-      int4 c;
-      c.x = qsgd_one(v[k].x, m, bk, sd, s, seed, rank, e);
-      c.y = qsgd_one(v[k].y, m, bk, sd, s, seed, rank, e + 1);
-      c.z = qsgd_one(v[k].z, m, bk, sd, s, seed, rank, e + 2);
-      c.w = qsgd_one(v[k].w, m, bk, sd, s, seed, rank, e + 3);
       if (e + 3 < n) {
-        ((int4 *)sym)[q0 + lane + 32 * k] = c;
+        ((int4 *)sym)[q0 + lane + 32 * k] = c[k];
       } else {
-        if (e < n) sym[e] = c.x;
-        if (e + 1 < n) sym[e + 1] = c.y;
-        if (e + 2 < n) sym[e + 2] = c.z;
+        if (e < n) sym[e] = c[k].x;
+        if (e + 1 < n) sym[e + 1] = c[k].y;
+        if (e + 2 < n) sym[e + 2] = c[k].z;
       }
     }
   }
