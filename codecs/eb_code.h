@@ -63,19 +63,15 @@ NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code_exact(float xf, double bound, double s
 NCCLZ_INLINE int ncclz_eb_code_fast(float xf, double bound, double step, double inv_step, int32_t *code) {
   const double x = (double)xf;
   const double y = x * inv_step + 0.5;
-  if (fabs(y) < 0x1p26) {
-    const double t = floor(y), d = y - t; /* exact: y and t are within 1 of each other, |y| < 2^26 */
-    if (d > 0x1p-20 && d < 1.0 - 0x1p-20) {
-      const double v = t * step;
-      /* 2^-50 more than the float ulp: room for a compiler that fuses x - t * step */
-      const double a = fabs(x - v), b = fabs(v) * (0x1p-24 + 0x1p-50) + 0x1p-150;
-      if (fabs(v) < 0x1p127 && (a + b) * (1.0 + 0x1p-40) <= bound) {
-        *code = (int32_t)t;
-        return 1;
-      }
-    }
-  }
-  return 0;
+  const double t = floor(y), d = y - t; /* exact when |y| < 2^26: y and t are within 1 of each other */
+  const double v = t * step;
+  /* 2^-50 more than the float ulp: room for a compiler that fuses x - t * step */
+  const double a = fabs(x - v), b = fabs(v) * (0x1p-24 + 0x1p-50) + 0x1p-150;
+  /* every test evaluated, no early exit: the same answer, and a GPU thread's elements interleave */
+  const int ok = (fabs(y) < 0x1p26) & (d > 0x1p-20) & (d < 1.0 - 0x1p-20) & (fabs(v) < 0x1p127) &
+                 ((a + b) * (1.0 + 0x1p-40) <= bound);
+  if (ok) *code = (int32_t)t;
+  return ok;
 }
 NCCLZ_INLINE ncclzEbOutcome ncclz_eb_code(float xf, double bound, double step, double inv_step, int32_t *code) {
   return ncclz_eb_code_fast(xf, bound, step, inv_step, code) ? NCCLZ_EB_OK

@@ -2,6 +2,7 @@
  * per operation, in FORMAT.md's order). EB quantization fuses the Lorenzo forward step: each
  * thread recomputes its neighbours' codes instead of reading them back, which costs arithmetic
  * (cheap) instead of a second pass over memory (expensive). QSGD draws from the same Philox. */
+#include <cub/block/block_scan.cuh>
 #include <cuda/functional>
 #include <math.h>
 
@@ -307,6 +308,133 @@ static void (*lz_fwd_kernel(uint32_t P))(EbParams, int, const float *, int32_t *
   return e <= 4 ? k_eb_lz_fwd<4> : e <= 8 ? k_eb_lz_fwd<8> : e <= 16 ? k_eb_lz_fwd<16> : k_eb_lz_fwd<LZ_MAXE>;
 }
 
+/* EB with Lorenzo, planes streamed through a ring of shared-memory slots by cp.async: a CTA (one
+ * an SM) takes planes [p0, p1) (and the plane before, for 3D), keeps LZP_DEPTH planes in flight
+ * while it codes one, so that the copies do not wait behind the plane's arithmetic. Each thread
+ * owns the same groups of 4 elements (one row, d2 % 4 == 0) in every plane: it turns its raw
+ * values into codes in place (fill and failures as 0, as eb_term; its fill bits in a register),
+ * and after one barrier a plane predicts them as the separable difference
+ * D(z) - D(z-1), D = q - q[x-1] - q[y-1] + q[y-1][x-1] (the 3D Lorenzo predictor term for term). */
+#define LZP_THREADS 1024
+#define LZP_SMEM (200 * 1024) /* the slots' budget: 1 CTA an SM */
+#define LZP_MAXP (LZP_SMEM / 16) /* 4 slots */
+
+static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* D of the group of 4 at element e (column k of its row): q - left - up + upleft, per element. */
+static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, bool hk, bool hj, uint32_t d2) {
+  const uint4 c = *(const uint4 *)(q + e);
+  const uint4 u = hj ? *(const uint4 *)(q + e - d2) : make_uint4(0, 0, 0, 0);
+  const uint32_t l = hk ? q[e - 1] : 0u, ul = hk && hj ? q[e - d2 - 1] : 0u;
+  return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
+}
+
+template <int KC, int D>
+__global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int resolved, const float *x, int32_t *sym,
+                                                               uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
+  constexpr uint32_t nslots = D + 2; /* the plane before, this one, D in flight */
+  nz_pdl_enter();
+  extern __shared__ uint4 s_lzp[];
+  uint32_t *slots = (uint32_t *)s_lzp;
+  eb_ready(p, resolved, st);
+  const uint32_t P = p.d1 * p.d2, G = P / 4, tid = threadIdx.x;
+  const uint32_t p0 = blockIdx.x * planes_per_cta, p1 = min(p0 + planes_per_cta, p.d0);
+  const int L = p.lorenzo;
+  const uint32_t first = L == 3 && p0 > 0 ? p0 - 1 : p0; /* the plane before: codes only */
+  auto issue = [&](uint32_t pl) { /* this thread's groups of plane pl into its slot */
+    if (pl < p1) {
+      uint32_t *d = slots + (size_t)(pl % nslots) * P;
+      const float *g = x + (size_t)pl * P;
+#pragma unroll
+      for (int k = 0; k < KC; k++) {
+        const uint32_t j = tid + k * LZP_THREADS;
+        if (j < G) cp_async16(d + 4 * j, g + 4 * j);
+      }
+    }
+    cp_async_commit(); /* one group a plane, empty past the end: wait_group counts stay uniform */
+  };
+  for (uint32_t k = 0; k < D; k++) issue(first + k);
+  for (uint32_t pl = first; pl < p1; pl++) {
+    cp_async_wait<D - 1>(); /* this plane's group has landed (this thread's part of it) */
+    uint32_t *cur = slots + (size_t)(pl % nslots) * P;
+    const size_t base = (size_t)pl * P;
+    uint32_t isfill = 0, slow = 0; /* bit 4k + m: element m of group k is fill / needs the exact rule */
+    uint4 w[KC];
+#pragma unroll
+    for (int k = 0; k < KC; k++) { /* the certificate for all, so that the elements interleave */
+      const uint32_t j = tid + k * LZP_THREADS;
+      w[k] = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
+      uint32_t *wv = &w[k].x;
+#pragma unroll
+      for (int m = 0; m < 4; m++) {
+        const float v = __uint_as_float(wv[m]);
+        int32_t c = 0;
+        if (p.has_fill && v == p.fill) isfill |= 1u << (4 * k + m);
+        else if (!ncclz_eb_code_fast(v, p.bound, p.step, p.inv_step, &c)) slow |= 1u << (4 * k + m);
+        wv[m] = (uint32_t)c;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid + k * LZP_THREADS;
+      if (j >= G) continue;
+      uint32_t *wv = &w[k].x;
+      for (int m = 0; slow >> (4 * k) & 15u && m < 4; m++) { /* the exact rule, out of line (rare) */
+        if (!(slow >> (4 * k + m) & 1u)) continue;
+        const EbSlow r = eb_code_exact(__uint_as_float(cur[4 * j + m]), p.bound, p.step);
+        wv[m] = (uint32_t)r.code;
+        if (r.bad && pl >= p0) eb_count_failure(st, r.bad, base + 4 * j + m);
+      }
+      *(uint4 *)(cur + 4 * j) = w[k];
+    }
+    __syncthreads();
+    issue(pl + D); /* into the slot of plane pl - 2, which no thread reads any more */
+    if (pl < p0) continue;
+    const uint32_t *prev = slots + (size_t)((pl + nslots - 1) % nslots) * P;
+    const bool hi = L == 3 && pl > 0;
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid + k * LZP_THREADS, e = 4 * j;
+      if (j < G) {
+        const uint32_t col = e % p.d2;
+        const bool hk = col > 0, hj = L >= 2 && e >= p.d2;
+        uint4 d = lz_diff2(cur, e, hk, hj, p.d2);
+        if (hi) {
+          const uint4 b = lz_diff2(prev, e, hk, hj, p.d2);
+          d.x -= b.x, d.y -= b.y, d.z -= b.z, d.w -= b.w;
+        }
+        int4 o = make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
+        if (isfill >> (4 * k) & 15u) {
+          if (isfill >> (4 * k) & 1u) o.x = NCCLZ_FILL_CODE;
+          if (isfill >> (4 * k + 1) & 1u) o.y = NCCLZ_FILL_CODE;
+          if (isfill >> (4 * k + 2) & 1u) o.z = NCCLZ_FILL_CODE;
+          if (isfill >> (4 * k + 3) & 1u) o.w = NCCLZ_FILL_CODE;
+        }
+        *(int4 *)(sym + base + e) = o;
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
+/* The instance of k_eb_lz_pipe for planes of P elements (P <= LZP_MAXP), and its slots' bytes. */
+typedef void (*LzPipeKernel)(EbParams, int, const float *, int32_t *, uint32_t, ncclzCudaQuantStats *);
+static LzPipeKernel lz_pipe_kernel(uint32_t P, size_t *smem) {
+  const uint32_t kc = (P / 4 + LZP_THREADS - 1) / LZP_THREADS;
+  const bool deep = 6ull * 4 * P <= LZP_SMEM;
+  *smem = (deep ? 6ull : 4ull) * 4 * P;
+  if (kc <= 1) return deep ? k_eb_lz_pipe<1, 4> : k_eb_lz_pipe<1, 2>;
+  if (kc <= 2) return deep ? k_eb_lz_pipe<2, 4> : k_eb_lz_pipe<2, 2>;
+  return deep ? k_eb_lz_pipe<3, 4> : k_eb_lz_pipe<3, 2>;
+}
+
 /* Float min/max via CAS loops (rare: one per warp). */
 static __device__ void atomic_fmin(float *a, float v) {
   int *p = (int *)a, old = *p;
@@ -450,6 +578,16 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   const uint32_t P = e.d1 * e.d2;
   if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
+  } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 &&
+             (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0) {
+    size_t smem;
+    const LzPipeKernel k = lz_pipe_kernel(P, &smem);
+    int dev = 0, nsm = 0;
+    NZ_CUDA(cudaGetDevice(&dev));
+    NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    const uint32_t ppc = (uint32_t)ncclz_ceil_div(e.d0, (uint64_t)nsm);
+    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZP_THREADS, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
@@ -611,6 +749,126 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
   }
 }
 
+/* Inverse Lorenzo and dequantization, planes streamed through a ring of D + 1 shared-memory slots
+ * by cp.async (one CTA an SM, planes [p0, p1) with the carry of the planes before from
+ * k_lz_chunk_carry). Each thread owns KC consecutive groups of 4 elements (one row, d2 % 4 == 0)
+ * and keeps their running sum over planes in registers (the z scan). A plane's 2D inclusive sum:
+ * rows by one block scan over the groups' totals in row-major order, the row's start subtracted
+ * (wrapping sums are exact in any order), written back in place; columns by segments of rows, a
+ * thread a group of 4 columns, which writes the floats. */
+template <int KC, int D>
+__global__ void __launch_bounds__(LZP_THREADS, 1) k_lz_inv_pipe(const int32_t *d, const uint32_t *carry, int L,
+                                                                uint32_t d0, uint32_t d1, uint32_t d2, uint32_t ppc,
+                                                                double abs_eb, const double *d_abs_eb, float *x) {
+  nz_pdl_enter();
+  typedef cub::BlockScan<uint32_t, LZP_THREADS> Scan;
+  __shared__ typename Scan::TempStorage ts;
+  extern __shared__ uint4 s_lzp[];
+  const uint32_t P = d1 * d2, G = P / 4, CG = d2 / 4, tid = threadIdx.x;
+  uint32_t *slots = (uint32_t *)s_lzp;
+  uint4 *segsum = (uint4 *)(slots + (size_t)(D + 1) * P); /* LZP_THREADS */
+  uint32_t *rowend = (uint32_t *)(segsum + LZP_THREADS);   /* d1 */
+  if (d_abs_eb) abs_eb = *d_abs_eb;
+  const double step = 2.0 * abs_eb;
+  const uint32_t p0 = blockIdx.x * ppc, p1 = min(p0 + ppc, d0);
+  /* columns: NS segments of RS rows, a thread a (segment, group of columns) */
+  const uint32_t NS = min(min(32u, LZP_THREADS / CG), d1), RS = (d1 + NS - 1) / NS, cg = tid % CG, seg = tid / CG;
+  auto issue = [&](uint32_t pl) {
+    if (pl < p1) {
+      uint32_t *dst = slots + (size_t)(pl % (D + 1)) * P;
+      const int32_t *g = d + (size_t)pl * P;
+#pragma unroll
+      for (int k = 0; k < KC; k++) {
+        const uint32_t j = tid * KC + k;
+        if (j < G) cp_async16(dst + 4 * j, g + 4 * j);
+      }
+    }
+    cp_async_commit();
+  };
+  uint4 acc[KC];
+#pragma unroll
+  for (int k = 0; k < KC; k++) {
+    const uint32_t j = tid * KC + k;
+    acc[k] = carry && j < G ? *(const uint4 *)(carry + (size_t)blockIdx.x * P + 4 * j) : make_uint4(0, 0, 0, 0);
+  }
+  for (uint32_t k = 0; k < D; k++) issue(p0 + k);
+  for (uint32_t pl = p0; pl < p1; pl++) {
+    cp_async_wait<D - 1>();
+    uint32_t *cur = slots + (size_t)(pl % (D + 1)) * P;
+    uint4 r[KC];
+    uint32_t tot[KC];
+#pragma unroll
+    for (int k = 0; k < KC; k++) { /* z, then the group's own prefix */
+      const uint32_t j = tid * KC + k;
+      uint4 v = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
+      if (L == 3) v.x += acc[k].x, v.y += acc[k].y, v.z += acc[k].z, v.w += acc[k].w;
+      acc[k] = v;
+      r[k] = make_uint4(v.x, v.x + v.y, v.x + v.y + v.z, v.x + v.y + v.z + v.w);
+      tot[k] = r[k].w;
+    }
+    uint32_t f[KC];
+    Scan(ts).InclusiveSum(tot, f);
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid * KC + k;
+      if (j < G && (4 * j + 4) % d2 == 0) rowend[4 * j / d2] = f[k];
+    }
+    __syncthreads();
+    issue(pl + D); /* into the slot of plane pl - 1, read for the last time before the barrier */
+#pragma unroll
+    for (int k = 0; k < KC; k++) {
+      const uint32_t j = tid * KC + k, y = 4 * j / d2;
+      if (j < G) {
+        const uint32_t ex = f[k] - tot[k] - (y > 0 ? rowend[y - 1] : 0u);
+        *(uint4 *)(cur + 4 * j) = make_uint4(r[k].x + ex, r[k].y + ex, r[k].z + ex, r[k].w + ex);
+      }
+    }
+    __syncthreads();
+    const uint32_t y0 = seg * RS, y1 = min(y0 + RS, d1);
+    const bool col = L >= 2 && seg < NS;
+    if (L >= 2) { /* the segments' sums */
+      if (col) {
+        uint4 t = make_uint4(0, 0, 0, 0);
+        for (uint32_t y = y0; y < y1; y++) {
+          const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
+          t.x += v.x, t.y += v.y, t.z += v.z, t.w += v.w;
+        }
+        segsum[tid] = t;
+      }
+      __syncthreads();
+    }
+    if (seg < NS) {
+      uint4 run = make_uint4(0, 0, 0, 0);
+      for (uint32_t q = 0; col && q < seg; q++) {
+        const uint4 v = segsum[q * CG + cg];
+        run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+      }
+      for (uint32_t y = y0; y < y1; y++) {
+        const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
+        if (col) run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+        else run = v;
+        *(float4 *)(x + (size_t)pl * P + y * d2 + 4 * cg) =
+            make_float4((float)((double)(int32_t)run.x * step), (float)((double)(int32_t)run.y * step),
+                        (float)((double)(int32_t)run.z * step), (float)((double)(int32_t)run.w * step));
+      }
+    }
+  }
+  cp_async_wait<0>();
+}
+
+/* The instance of k_lz_inv_pipe for planes of P elements and rows of d1, and its shared bytes. */
+typedef void (*LzInvKernel)(const int32_t *, const uint32_t *, int, uint32_t, uint32_t, uint32_t, uint32_t, double,
+                            const double *, float *);
+static LzInvKernel lz_inv_kernel(uint32_t P, uint32_t d1, size_t *smem) {
+  const uint32_t kc = (P / 4 + LZP_THREADS - 1) / LZP_THREADS;
+  const size_t fixed = 16ull * LZP_THREADS + 4ull * d1;
+  const bool deep = 5ull * 4 * P + fixed <= LZP_SMEM;
+  *smem = (deep ? 5ull : 3ull) * 4 * P + fixed;
+  if (kc <= 1) return deep ? k_lz_inv_pipe<1, 4> : k_lz_inv_pipe<1, 2>;
+  if (kc <= 2) return deep ? k_lz_inv_pipe<2, 4> : k_lz_inv_pipe<2, 2>;
+  return deep ? k_lz_inv_pipe<4, 4> : k_lz_inv_pipe<4, 2>;
+}
+
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
                                                      const int32_t *c, size_t n, float *x) {
   nz_pdl_enter();
@@ -646,7 +904,15 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       L = 1;
     }
     if (d1 * d2 <= LZ_MAXP && d0 > 0) {
-      const uint32_t P = (uint32_t)(d1 * d2), ppc = lz_planes_per_cta((uint32_t)d0, 512);
+      const uint32_t P = (uint32_t)(d1 * d2);
+      const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0;
+      uint32_t ppc = lz_planes_per_cta((uint32_t)d0, 512);
+      if (pipe) { /* a chunk of planes a CTA, one CTA an SM */
+        int dev = 0, nsm = 0;
+        NZ_CUDA(cudaGetDevice(&dev));
+        NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+        ppc = (uint32_t)ncclz_ceil_div(d0, (uint64_t)nsm);
+      }
       const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
@@ -655,6 +921,15 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
         NZ_LAUNCHED();
         nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
+      }
+      if (pipe) {
+        size_t smem;
+        const LzInvKernel k = lz_inv_kernel(P, (uint32_t)d1, &smem);
+        NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        nz_launch(k, nc, LZP_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc, p->abs_eb,
+                  d_abs_eb, d_x);
+        NZ_LAUNCHED();
+        return NCCLZ_OK;
       }
       const size_t smem = 4ull * (P + LZ_THREADS);
       NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
@@ -702,8 +977,9 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
-/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes). */
-static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
+/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes); out
+ * of line: only buckets whose scale is 0 or Inf take it (qsgd_fast covers the rest). */
+static __device__ __noinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
                                                     size_t i) {
   if (!isfinite(v) || scale == 0.0f) return 0;
   const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
@@ -715,12 +991,65 @@ static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s,
   return v < 0.0f ? -c : c;
 }
 
+/* RN(p / d) from y = RN(1 / d) without a division: q0 = RN(p y) is within 2 ulps of p / d, the
+ * residual p - d q0 is exact (few bits), and RN(q0 + r y) is off the true quotient by at most
+ * ulp 2^-52, while a quotient of these operands (p of 53 bits, d a float or an odd level count)
+ * is either exact or at least its value 2^-78 away from a midpoint between doubles: the same
+ * double as the reference's division. */
+static __device__ __forceinline__ double div_rn(double p, double d, double y) {
+  const double q0 = p * y;
+  return fma(fma(-q0, d, p), y, q0);
+}
+
+/* The bucket's part of the QSGD rule: the scale as a double and its reciprocal. */
+struct QsgdBucket {
+  double b, rb;
+  bool fast; /* 0 < scale < inf: qsgd_fast applies */
+};
+static __device__ __forceinline__ QsgdBucket qsgd_bucket(float scale) {
+  const bool fast = scale > 0.0f && scale < INFINITY;
+  return {(double)scale, fast ? 1.0 / (double)scale : 0.0, fast};
+}
+
+/* qsgd_code for a bucket with 0 < scale < inf, in the reference's binary64 values without its
+ * division and conversions: t = RN(RN(|v| / scale) s) as div_rn gives it; t >= s is the clamp;
+ * below it floor(t) is the low word of RN_toward_zero(t + 2^52), frac = t - floor(t) exactly, and
+ * the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. Branch-free, so
+ * that a thread's elements interleave. */
+static __device__ __forceinline__ int32_t qsgd_fast(float v, const QsgdBucket &bk, double sd, int s, uint32_t w) {
+  const double t = div_rn(fabs((double)v), bk.b, bk.rb) * sd;
+  const double big = __dadd_rz(t, 0x1p52);
+  const double frac = t - (big - 0x1p52);
+  const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
+  int32_t c = t < sd ? __double2loint(big) + (u < frac ? 1 : 0) : s;
+  c = isfinite(v) ? c : 0;
+  return v < 0.0f ? -c : c;
+}
+
+/* The Philox word behind element (hi << 32 | lo)'s uniform (ncclz_philox_uniform's out[0] >> 8). */
+static __device__ __forceinline__ uint32_t qsgd_word(uint64_t seed, uint32_t rank, uint32_t lo, uint32_t hi) {
+  const uint32_t ctr[4] = {lo, hi, rank, 0u};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  uint32_t out[4];
+  ncclz_philox4x32_10(ctr, key, out);
+  return out[0] >> 8;
+}
+
+/* One element by the fast rule when its bucket allows, the reference's otherwise. */
+static __device__ __forceinline__ int32_t qsgd_one(float v, float scale, const QsgdBucket &bk, double sd, int s,
+                                                   uint64_t seed, uint32_t rank, size_t i) {
+  if (bk.fast) return qsgd_fast(v, bk, sd, s, qsgd_word(seed, rank, (uint32_t)i, (uint32_t)((uint64_t)i >> 32)));
+  return qsgd_code(v, scale, s, seed, rank, i);
+}
+
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
                              const float *scales, int32_t *sym) {
   nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    sym[i] = qsgd_code(__ldg(x + i), __ldg(scales + i / bucket), s, seed, rank, i);
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float scale = __ldg(scales + i / bucket);
+    sym[i] = qsgd_one(__ldg(x + i), scale, qsgd_bucket(scale), s, s, seed, rank, i);
+  }
 }
 
 /* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
@@ -759,50 +1088,85 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
       if (y > m) m = y;
     }
     if (lane == 0) scales[b] = m;
+    const QsgdBucket bk = qsgd_bucket(m);
+    int4 c[V];
+    if (bk.fast) { /* the warp's bucket: one branch; its elements share the counter's high word */
+      const double sd = s;
+      const uint32_t hi = (uint32_t)((4 * q0) >> 32), lo = (uint32_t)(4 * q0) + 4 * lane;
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const uint32_t i = lo + 128 * k;
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) { /* four Philox chains in flight; kept out of the code's select */
+          w[j] = qsgd_word(seed, rank, i + j, hi);
+          asm volatile("" : "+r"(w[j]));
+        }
+        c[k].x = qsgd_fast(v[k].x, bk, sd, s, w[0]);
+        c[k].y = qsgd_fast(v[k].y, bk, sd, s, w[1]);
+        c[k].z = qsgd_fast(v[k].z, bk, sd, s, w[2]);
+        c[k].w = qsgd_fast(v[k].w, bk, sd, s, w[3]);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        const size_t e = 4 * (q0 + lane + 32 * k);
+        c[k] = make_int4(qsgd_code(v[k].x, m, s, seed, rank, e), qsgd_code(v[k].y, m, s, seed, rank, e + 1),
+                         qsgd_code(v[k].z, m, s, seed, rank, e + 2), qsgd_code(v[k].w, m, s, seed, rank, e + 3));
+      }
+    }
 #pragma unroll
     for (int k = 0; k < V; k++) {
       const size_t e = 4 * (q0 + lane + 32 * k);
-      int4 c;
-      c.x = qsgd_code(v[k].x, m, s, seed, rank, e);
-      c.y = qsgd_code(v[k].y, m, s, seed, rank, e + 1);
-      c.z = qsgd_code(v[k].z, m, s, seed, rank, e + 2);
-      c.w = qsgd_code(v[k].w, m, s, seed, rank, e + 3);
       if (e + 3 < n) {
-        ((int4 *)sym)[q0 + lane + 32 * k] = c;
+        ((int4 *)sym)[q0 + lane + 32 * k] = c[k];
       } else {
-        if (e < n) sym[e] = c.x;
-        if (e + 1 < n) sym[e + 1] = c.y;
-        if (e + 2 < n) sym[e + 2] = c.z;
+        if (e < n) sym[e] = c[k].x;
+        if (e + 1 < n) sym[e + 1] = c[k].y;
+        if (e + 2 < n) sym[e + 2] = c[k].z;
       }
     }
   }
 }
 
-/* int4 in, float4 out (two in flight a thread) when both are 16-byte aligned and a bucket holds
- * whole groups of 4; the rest scalar. */
+/* One dequantized value: (float)(RN(c scale) / s) as the reference; div_rn instead of the division
+ * where the product is finite (a finite scale), the division otherwise. */
+static __device__ __forceinline__ float qsgd_value(int32_t c, double scale, double s, double rs) {
+  const double p = (double)c * scale;
+  return (float)(isfinite(p) ? div_rn(p, s, rs) : p / s);
+}
+
+/* int4 in, float4 out (QD_UNROLL in flight a thread) when both are 16-byte aligned and a bucket
+ * holds whole groups of 4; the rest scalar. rs = RN(1 / s). */
+#define QD_UNROLL 4
 __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t n, uint32_t bucket, double s,
-                                                      const float *scales, float *x) {
+                                                      double rs, const float *scales, float *x) {
   nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
-  auto one = [&](int32_t c, double scale) { return (float)((double)c * scale / s); };
   size_t done = 0;
   if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 4 == 0) {
     const size_t n4 = n / 4;
-    for (size_t q0 = gid; q0 < n4; q0 += 2 * stride) {
-      int4 c[2];
+    for (size_t q0 = gid; q0 < n4; q0 += QD_UNROLL * stride) {
+      int4 c[QD_UNROLL];
+      float sc[QD_UNROLL];
 #pragma unroll
-      for (int u = 0; u < 2; u++) c[u] = q0 + u * stride < n4 ? __ldg((const int4 *)sym + q0 + u * stride) : int4{};
+      for (int u = 0; u < QD_UNROLL; u++) {
+        const size_t q = q0 + u * stride;
+        c[u] = q < n4 ? __ldg((const int4 *)sym + q) : int4{};
+        sc[u] = q < n4 ? __ldg(scales + 4 * q / bucket) : 0.0f;
+      }
 #pragma unroll
-      for (int u = 0; u < 2; u++) {
+      for (int u = 0; u < QD_UNROLL; u++) {
         const size_t q = q0 + u * stride;
         if (q >= n4) break;
-        const double scale = (double)__ldg(scales + 4 * q / bucket);
-        ((float4 *)x)[q] = make_float4(one(c[u].x, scale), one(c[u].y, scale), one(c[u].z, scale), one(c[u].w, scale));
+        const double scale = sc[u];
+        ((float4 *)x)[q] = make_float4(qsgd_value(c[u].x, scale, s, rs), qsgd_value(c[u].y, scale, s, rs),
+                                       qsgd_value(c[u].z, scale, s, rs), qsgd_value(c[u].w, scale, s, rs));
       }
     }
     done = 4 * n4;
   }
-  for (size_t i = done + gid; i < n; i += stride) x[i] = one(sym[i], (double)__ldg(scales + i / bucket));
+  for (size_t i = done + gid; i < n; i += stride) x[i] = qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
 }
 
 static ncclzStatus check_qsgd(const ncclzQuantParams *p) {
@@ -853,8 +1217,8 @@ ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_
                                     float *d_x, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, (double)((1 << (p->qsgd_bits - 1)) - 1),
-                                             d_scales, d_x);
+  const double lv = (double)((1 << (p->qsgd_bits - 1)) - 1);
+  nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
