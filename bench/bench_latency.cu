@@ -217,15 +217,19 @@ struct Codec {
     else
       NZ(ncclzCudaDequantizeQsgd(&qp, sym2, n, scales2, xr, s));
   }
+  /* as `ncclz codec --device gpu`: QSGD quantizes inside the encode call, the decode call dequantizes */
   void encode() {
+    if (qp.kind == NCCLZ_QUANT_QSGD && !b.d_coders) {
+      NZ(ncclzCudaQsgdEncodeBatch(&b, x, sym, scales, out, slot, fbytes, wse, n_wse, s));
+      return;
+    }
     quantize();
     if (b.d_coders) NZ(ncclzReaGpuPlanLaunch(planner, &cfg, sym, n, b.frame_symbols, &desc, (size_t)1 << 40, s, coders, NULL));
     NZ(ncclzCudaEncodeBatch(&b, sym, scales, out, slot, fbytes, wse, n_wse, s));
   }
   void decode() {
-    NZ(ncclzCudaDecodeBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2, scales2,
-                            status, wsd, n_wsd, s));
-    dequantize();
+    NZ(ncclzCudaDecodeDequantBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2,
+                                   scales2, status, xr, wsd, n_wsd, wsq, n_wsq, s));
   }
   /* After the timed calls: the decode gave back the encoded symbols, every frame's status is 0. */
   bool check() {

@@ -98,19 +98,20 @@ uint32_t nz_fixedlen_units(const NzShape &sh) {
 /* Widths, offsets and planes of half h of a warp's 32 blocks (blocks 16h..16h+15, lane k
  * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
  * the warp's planes; the planes land in wpack; *words grows by the half's words. Two halves of
- * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. */
-template <int h>
-static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t n, uint32_t blk0, bool whole, int lane,
+ * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. zz(i): the zigzag
+ * of the frame's symbol i < n (a load from global or shared memory). */
+template <int h, typename Z>
+static __device__ __forceinline__ void encode_half(const Z &zz, uint32_t n, uint32_t blk0, bool whole, int lane,
                                                    uint32_t *wpack, uint32_t &w, uint32_t &off, uint32_t &words) {
   uint32_t z[16];
   if (whole) { /* 16 independent loads in flight per lane; no bounds to check */
 #pragma unroll
-    for (int k = 0; k < 16; k++) z[k] = ncclz_zigzag(__ldg(src + (blk0 + 16 * h + k) * 32 + lane));
+    for (int k = 0; k < 16; k++) z[k] = zz((blk0 + 16 * h + k) * 32 + lane);
   } else {
 #pragma unroll
     for (int k = 0; k < 16; k++) {
       uint32_t i = (blk0 + 16 * h + k) * 32 + lane;
-      z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
+      z[k] = i < n ? zz(i) : 0u;
     }
   }
   uint32_t any = 0; /* lane 16h + k: the OR of block k */
@@ -164,9 +165,10 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
  * *check; the frame's last unit stores the coded bytes to *coded. s_pack: 32 * 32 * WARPS words.
  * Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
- * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles). */
-template <int WARPS, bool WIDE>
-static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32_t n, uint32_t T, uint32_t sw,
+ * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles).
+ * zz: as encode_half's. The CTA may have more warps than WARPS: the others only meet the barriers. */
+template <int WARPS, bool WIDE, typename Z>
+static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, uint32_t T, uint32_t sw,
                                                       uint32_t *P, uint32_t unit, uint32_t first, uint32_t lc,
                                                       unsigned long long *lb, uint32_t *s_pack, uint32_t *check,
                                                       uint32_t *coded) {
@@ -177,13 +179,16 @@ static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32
   const uint32_t nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
   const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32);
   const uint32_t blk0 = lc * BLOCKS + warp * 32;
-  const bool whole = (blk0 + 32) * 32 <= n;
+  const bool whole = (blk0 + 32) * 32 <= n, enc = warp < WARPS;
   uint32_t *wpack = s_pack + warp * 32 * 32;
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
-  encode_half<0>(src, n, blk0, whole, lane, wpack, myw, off, words);
-  encode_half<1>(src, n, blk0, whole, lane, wpack, myw, off, words);
-  const uint32_t code_word = width_code_word(myw, lane);
-  if (lane == 0) s_words[warp] = words;
+  uint32_t code_word = 0;
+  if (enc) {
+    encode_half<0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+    encode_half<1>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+    code_word = width_code_word(myw, lane);
+    if (lane == 0) s_words[warp] = words;
+  }
   __syncthreads();
   uint32_t wbase = 0, agg = 0;
 #pragma unroll
@@ -199,7 +204,7 @@ static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32
   __syncthreads();
   const uint32_t prefix = s_prefix;
   uint32_t chk = 0;
-  if (lane < 5) { /* this warp's five width-code words */
+  if (enc && lane < 5) { /* this warp's five width-code words */
     uint32_t j = lc * (BLOCKS * 5 / 32) + warp * 5 + lane;
     if (j < W) {
       P[sw + j] = code_word;
@@ -207,7 +212,7 @@ static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32
     }
   }
   uint32_t b = lc * BLOCKS + tid;
-  if (b < nb && b % T == 0) {
+  if (enc && b < nb && b % T == 0) {
     uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
     chk += nz_chk(v, j);
@@ -235,7 +240,9 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
-  fl_encode_unit<FLE_WARPS, false>(sym + (size_t)f * sh.frame_symbols, sh.frame_n(f), sh.p0, sh.side_words(f),
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  fl_encode_unit<FLE_WARPS, false>([src](uint32_t i) { return ncclz_zigzag(__ldg(src + i)); }, sh.frame_n(f), sh.p0,
+                                   sh.side_words(f),
                             (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
                             &fr[f].coded_bytes);
 }
@@ -467,8 +474,8 @@ __global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const 
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
-                            &a.st->coded_bytes);
+  fl_encode_unit<WARPS, true>([sym](uint32_t i) { return ncclz_zigzag(__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
+                              0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
 
@@ -480,6 +487,92 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
   nz_raw_copy_chunk((const uint32_t *)sym, P + sw, n, sw, &a.st->check);
   if (blockIdx.x == 0 && threadIdx.x == 0) a.st->coded_bytes = 4 * n;
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
+}
+
+/* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
+ * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
+ * with all its 256 threads (two float4 a thread, so that the Philox draws and the binary64 rule
+ * are spread over eight warps, not the two that code), the buckets' max |x| by warp reductions
+ * of 128-element slots, the codes' zigzag kept in shared memory; then its first two warps code
+ * the 64 blocks from there as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * scale (side data and d_scales). */
+#define FQ_THREADS 256
+#define FQ_WARPS (NZ_ONE_QSGD_SYMS / 1024) /* coding warps: 32 blocks of 32 symbols each */
+#define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
+__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
+  nz_pdl_enter();
+  constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
+  __shared__ uint32_t s_z[NZ_ONE_QSGD_SYMS];
+  __shared__ uint32_t s_pack[32 * FQ_WARPS * 32];
+  __shared__ float s_slot[FQ_SLOTS];
+  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
+  uint32_t *P = (uint32_t *)(out + 64);
+  float4 v[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
+    if (e + 3 < n) {
+      v[r] = __ldg((const float4 *)(q.x + e));
+    } else { /* past the frame: 0, which no |x| is below and codes to 0 (FIXEDLEN's zero padding) */
+      v[r].x = e < n ? __ldg(q.x + e) : 0.0f;
+      v[r].y = e + 1 < n ? __ldg(q.x + e + 1) : 0.0f;
+      v[r].z = e + 2 < n ? __ldg(q.x + e + 2) : 0.0f;
+      v[r].w = 0.0f;
+    }
+    /* NaN never compares greater, 0 to start: the reference's bucket_max_abs */
+    const float av[4] = {fabsf(v[r].x), fabsf(v[r].y), fabsf(v[r].z), fabsf(v[r].w)};
+    float m = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+      if (av[j] > m) m = av[j];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float y = __shfl_xor_sync(NZ_FULL, m, o);
+      if (y > m) m = y;
+    }
+    if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
+  }
+  __syncthreads();
+  const uint32_t spb = q.bucket / 128; /* slots a bucket */
+  uint32_t chk = 0;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t slot = r * (FQ_THREADS / 32) + tid / 32, first = slot / spb * spb, e = base + 4 * (tid + r * FQ_THREADS);
+    float m = 0.0f;
+    for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
+    int4 c;
+    c.x = e < n ? nz_qsgd_code(v[r].x, m, q.levels, q.seed, q.rank, e) : 0;
+    c.y = e + 1 < n ? nz_qsgd_code(v[r].y, m, q.levels, q.seed, q.rank, e + 1) : 0;
+    c.z = e + 2 < n ? nz_qsgd_code(v[r].z, m, q.levels, q.seed, q.rank, e + 2) : 0;
+    c.w = e + 3 < n ? nz_qsgd_code(v[r].w, m, q.levels, q.seed, q.rank, e + 3) : 0;
+    if (e + 3 < n) {
+      *(int4 *)(q.sym + e) = c;
+    } else {
+      if (e < n) q.sym[e] = c.x;
+      if (e + 1 < n) q.sym[e + 1] = c.y;
+      if (e + 2 < n) q.sym[e + 2] = c.z;
+    }
+    *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
+    const uint32_t e0 = base + slot * 128; /* the slot's first element */
+    if (lane == 0 && slot == first && e0 < n) {
+      const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
+      q.scales[b] = m;
+      P[b] = w;
+      chk += nz_chk(w, b);
+    }
+  }
+  if (chk) atomicAdd(&a.st->check, chk);
+  __syncthreads();
+  fl_encode_unit<FQ_WARPS, true>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
+                                 blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
+  if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
+}
+
+ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s) {
+  const uint32_t n = sh.frame_n(0), grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_ONE_QSGD_SYMS) : 1u;
+  nz_launch(k_fl_qsgd_encode_one, grid, FQ_THREADS, 0, s, sh, q, d_out, a);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
 }
 
 ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
@@ -498,13 +591,27 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
   return NCCLZ_OK;
 }
 
+/* The dequantizer on symbols [i0, i1) of the frame F, which this CTA wrote to sym (visible to it
+ * after a barrier): QSGD scales from the frame's side words. Every thread calls it. */
+static __device__ void one_dequant(const NzDequant &dq, const NzFrame &F, const uint8_t *in, const int32_t *sym,
+                                   uint32_t i0, uint32_t i1) {
+  __syncthreads();
+  const float *scales = (const float *)(in + F.src + 64);
+  const double step = 2.0 * (dq.d_abs_eb ? *dq.d_abs_eb : dq.abs_eb);
+  for (uint32_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
+    const int32_t c = sym[i];
+    dq.x[i] = dq.bucket ? nz_qsgd_value(c, (double)__ldg(scales + i / dq.bucket), dq.levels)
+                        : nz_eb_value(c, step, dq.has_fill, dq.fill);
+  }
+}
+
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
- * side data, then decodes its RAW chunk or FIXEDLEN tile; the last writes the status (the
- * payload check first, as k_finalize_decode) and resets the state. */
+ * side data, then decodes its RAW chunk or FIXEDLEN tile (and dequantizes it, dq.x); the last
+ * writes the status (the payload check first, as k_finalize_decode) and resets the state. */
 __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned mask, const uint8_t *in,
                                                            const uint64_t *offsets, size_t in_stride, size_t in_len,
                                                            int32_t *sym, float *scales, uint32_t *status_out,
-                                                           NzOneState *st) {
+                                                           NzOneState *st, NzDequant dq) {
   nz_pdl_enter();
   __shared__ NzFrame s_f;
   if (threadIdx.x == 0) s_f = nz_parse_frame(sh, 0, in, offsets, in_stride, in_len, mask, sh.p0, 0);
@@ -525,9 +632,12 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
         if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
       } else {
         nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
+        if (dq.x) one_dequant(dq, F, in, sym, min(blockIdx.x * NZ_RAW_CHUNK, F.n), min((blockIdx.x + 1) * NZ_RAW_CHUNK, F.n));
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
       fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
+      const uint32_t tile = 32 * sh.p0;
+      if (dq.x) one_dequant(dq, F, in, sym, min(blockIdx.x * tile, F.n), min((blockIdx.x + 1) * tile, F.n));
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;
@@ -540,13 +650,13 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
 
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
-                          NzOneState *st, cudaStream_t s) {
+                          NzOneState *st, const NzDequant &dq, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
   const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0), chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
   uint64_t grid = tiles > chunks ? tiles : chunks;
   grid = grid ? grid : 1;
   nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,
-            d_scales, d_status, st);
+            d_scales, d_status, st, dq);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -5,7 +5,6 @@
 #include <cuda/functional>
 #include <math.h>
 
-#include "../philox.h"
 #include "internal.cuh"
 #include "../eb_code.h"
 
@@ -616,7 +615,7 @@ __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double 
   nz_pdl_enter();
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
-  auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
+  auto one = [&](int32_t v) { return nz_eb_value(v, step, has_fill, fill); };
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   if ((((uintptr_t)c | (uintptr_t)x) & 15) == 0) {
     const size_t n4 = n / 4;
@@ -702,25 +701,12 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
-/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes). */
-static __device__ __forceinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
-                                                    size_t i) {
-  if (!isfinite(v) || scale == 0.0f) return 0;
-  const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
-  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
-  const double l = floor(t), frac = t - l;
-  double level = l + ((double)u < frac ? 1.0 : 0.0);
-  if (level > (double)s) level = (double)s;
-  const int32_t c = (int32_t)level;
-  return v < 0.0f ? -c : c;
-}
-
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
                              const float *scales, int32_t *sym) {
   nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride)
-    sym[i] = qsgd_code(__ldg(x + i), __ldg(scales + i / bucket), s, seed, rank, i);
+    sym[i] = nz_qsgd_code(__ldg(x + i), __ldg(scales + i / bucket), s, seed, rank, i);
 }
 
 /* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
@@ -763,10 +749,10 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     for (int k = 0; k < V; k++) {
       const size_t e = 4 * (q0 + lane + 32 * k);
       int4 c;
-      c.x = qsgd_code(v[k].x, m, s, seed, rank, e);
-      c.y = qsgd_code(v[k].y, m, s, seed, rank, e + 1);
-      c.z = qsgd_code(v[k].z, m, s, seed, rank, e + 2);
-      c.w = qsgd_code(v[k].w, m, s, seed, rank, e + 3);
+      c.x = nz_qsgd_code(v[k].x, m, s, seed, rank, e);
+      c.y = nz_qsgd_code(v[k].y, m, s, seed, rank, e + 1);
+      c.z = nz_qsgd_code(v[k].z, m, s, seed, rank, e + 2);
+      c.w = nz_qsgd_code(v[k].w, m, s, seed, rank, e + 3);
       if (e + 3 < n) {
         ((int4 *)sym)[q0 + lane + 32 * k] = c;
       } else {
@@ -784,7 +770,7 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
                                                       const float *scales, float *x) {
   nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
-  auto one = [&](int32_t c, double scale) { return (float)((double)c * scale / s); };
+  auto one = [&](int32_t c, double scale) { return nz_qsgd_value(c, scale, s); };
   size_t done = 0;
   if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 4 == 0) {
     const size_t n4 = n / 4;
