@@ -502,7 +502,7 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
 __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
   nz_pdl_enter();
   constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
-  __shared__ uint32_t s_z[NZ_ONE_QSGD_SYMS];
+  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
   __shared__ uint32_t s_pack[32 * FQ_WARPS * 32];
   __shared__ float s_slot[FQ_SLOTS];
   const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
