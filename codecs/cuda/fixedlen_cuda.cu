@@ -289,9 +289,10 @@ static __device__ void fail(uint32_t *status, uint32_t r) { atomicCAS(status, 0u
 
 /* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
  * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
- * a whole. */
+ * a whole. dq (NULL: none): also the values of the symbols to dq->x, from the registers (the
+ * frame's QSGD scales loaded a lane a block ahead of its round). */
 static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
-                                      uint32_t tile, uint32_t *status, uint32_t *check) {
+                                      uint32_t tile, uint32_t *status, uint32_t *check, const NzDequant *dq = nullptr) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   __shared__ typename Scan::TempStorage scan_ts;
   __shared__ uint32_t s_pack[FL_BLOCKS * 32];
@@ -319,8 +320,12 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
   uint32_t j0 = (uint32_t)ncclz_ceil_div(5ull * tb0, 32), j1 = (uint32_t)ncclz_ceil_div(5ull * (tb0 + tcount), 32);
   for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
   uint32_t running = toff / 4;
+  const bool DQ = dq != nullptr;
+  const double eb_step = DQ && !dq->bucket ? dq->step() : 0.0;
   for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
     uint32_t b = tb0 + g0 + tid, w = 0;
+    float scale = 0.0f; /* lane k: the QSGD scale of the warp's block k */
+    if (DQ && dq->bucket && g0 + tid < tcount) scale = __ldg((const float *)(in + F.src + 64) + 32 * b / dq->bucket);
     if (g0 + tid < tcount) {
       uint32_t bit = 5 * b, word = bit / 32, sh5 = bit % 32;
       uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
@@ -354,9 +359,15 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
      * past n of the frame's last block are padding, which must be zero (as the reference) */
     auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
+      const float sk = DQ ? __shfl_sync(NZ_FULL, scale, k) : 0.0f;
       if (g0 + warp * 32 + k < tcount) {
-        if (i < n) dst[i] = ncclz_unzigzag(z);
-        else if (z) fail(status, NZ_R_FL_PAD);
+        if (i < n) {
+          const int32_t c = ncclz_unzigzag(z);
+          dst[i] = c;
+          if (DQ) dq->x[i] = dq->value(c, sk, eb_step);
+        } else if (z) {
+          fail(status, NZ_R_FL_PAD);
+        }
       }
     };
     const FlGroups grp = group_masks(w);
@@ -591,20 +602,6 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
   return NCCLZ_OK;
 }
 
-/* The dequantizer on symbols [i0, i1) of the frame F, which this CTA wrote to sym (visible to it
- * after a barrier): QSGD scales from the frame's side words. Every thread calls it. */
-static __device__ void one_dequant(const NzDequant &dq, const NzFrame &F, const uint8_t *in, const int32_t *sym,
-                                   uint32_t i0, uint32_t i1) {
-  __syncthreads();
-  const float *scales = (const float *)(in + F.src + 64);
-  const double step = 2.0 * (dq.d_abs_eb ? *dq.d_abs_eb : dq.abs_eb);
-  for (uint32_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
-    const int32_t c = sym[i];
-    dq.x[i] = dq.bucket ? nz_qsgd_value(c, (double)__ldg(scales + i / dq.bucket), dq.levels)
-                        : nz_eb_value(c, step, dq.has_fill, dq.fill);
-  }
-}
-
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
  * side data, then decodes its RAW chunk or FIXEDLEN tile (and dequantizes it, dq.x); the last
  * writes the status (the payload check first, as k_finalize_decode) and resets the state. */
@@ -630,14 +627,17 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
     if (F.coder == NCCLZ_CODER_RAW) {
       if (F.payload_bytes - F.side_bytes != 4 * F.n) {
         if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
+      } else if (dq.x) {
+        const double eb_step = dq.bucket ? 0.0 : dq.step();
+        const float *side = (const float *)src;
+        nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check, [&](uint32_t i, uint32_t w) {
+          dq.x[i] = dq.value((int32_t)w, dq.bucket ? __ldg(side + i / dq.bucket) : 0.0f, eb_step);
+        });
       } else {
         nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
-        if (dq.x) one_dequant(dq, F, in, sym, min(blockIdx.x * NZ_RAW_CHUNK, F.n), min((blockIdx.x + 1) * NZ_RAW_CHUNK, F.n));
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
-      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
-      const uint32_t tile = 32 * sh.p0;
-      if (dq.x) one_dequant(dq, F, in, sym, min(blockIdx.x * tile, F.n), min((blockIdx.x + 1) * tile, F.n));
+      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check, dq.x ? &dq : nullptr);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;

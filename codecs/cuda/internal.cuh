@@ -222,16 +222,23 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
 #define NZ_RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
 
 /* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
- * share of the payload check (word i of the payload sits at sw + i). 256 threads. */
+ * share of the payload check (word i of the payload sits at sw + i); each(i, w) sees every word
+ * copied (a fused dequantizer). 256 threads. */
+template <typename Each>
 static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
-                                                uint32_t *check) {
+                                                uint32_t *check, const Each &each) {
   uint32_t chk = 0;
   for (uint32_t i = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * NZ_RAW_CHUNK; i += 256) {
     uint32_t w = src[i];
     dst[i] = w;
+    each(i, w);
     chk += nz_chk(w, sw + i);
   }
   nz_add_check<256>(chk, check);
+}
+static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
+                                                uint32_t *check) {
+  nz_raw_copy_chunk(src, dst, n, sw, check, [](uint32_t, uint32_t) {});
 }
 
 /* Frame f's header checks of ncclzFrameHeaderParse, in its order, plus the batch's own (symbol
@@ -379,6 +386,12 @@ struct NzDequant {
   const double *d_abs_eb;
   int has_fill;
   float fill;
+  /* EB's step (2 abs_eb), read once a kernel */
+  __device__ double step() const { return 2.0 * (d_abs_eb ? *d_abs_eb : abs_eb); }
+  /* code c's value: scale, its QSGD bucket's; step, EB's */
+  __device__ float value(int32_t c, float scale, double eb_step) const {
+    return bucket ? nz_qsgd_value(c, (double)scale, levels) : nz_eb_value(c, eb_step, has_fill, fill);
+  }
 };
 /* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
