@@ -519,7 +519,7 @@ static void qsgd_fused_cases(const char *file) {
     }
 }
 
-/* One frame of codes (sym, scales: the CPU's, QSGD side data when side) coded FIXEDLEN by the GPU
+/* One frame of codes (sym, scales: the CPU's, QSGD side data when side) coded by the GPU (b.coder)
  * (encode: the call under test, run twice on a zeroed workspace, whose second call must find the
  * shared words zero again, else once) against the CPU's frame byte for byte, then decoded and
  * dequantized by ncclzCudaDecodeDequantBatch (twice, zeroed) against the CPU's reconstruction xr
@@ -554,7 +554,7 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   d.dtype = NCCLZ_DTYPE_F32, d.quant = b.quant, d.coder_params = b.params;
   if (b.side_scales) d.side = scales, d.side_bytes = (uint32_t)(4 * nsc);
   size_t len = 0;
-  CHECK(ncclzFrameEncode(NCCLZ_CODER_FIXEDLEN, sym, n, &d, cpu.data(), slot, &len) == NCCLZ_OK, "%s: cpu encode", name);
+  CHECK(ncclzFrameEncode(b.coder, sym, n, &d, cpu.data(), slot, &len) == NCCLZ_OK, "%s: cpu encode", name);
   CHECK(len == fb && memcmp(cpu.data(), gpu.data(), len) == 0, "%s: frame identical (cpu %zu bytes, gpu %u)", name, len, fb);
   for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
     CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
@@ -579,7 +579,7 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
  * not: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
  * (the fused encoder's largest) and one more, a ragged end and short frames, a NaN and an Inf
  * planted (the Inf's bucket the CPU refuses to dequantize); EB at REL 1e-4 without Lorenzo (the
- * dequantizer fused) and with 3D Lorenzo (the two calls). */
+ * dequantizer fused) and with 3D Lorenzo (the two calls), FIXEDLEN and RAW frames. */
 static void quant_call_cases(const char *grad, const char *sci) {
   size_t n0;
   std::vector<float> x0 = load_f32(grad, &n0);
@@ -633,7 +633,9 @@ static void quant_call_cases(const char *grad, const char *sci) {
   CHECK(ns0 > 0, "load %s", sci);
   const uint32_t d3[3] = {8, 64, 128};
   for (const char *spec_text : {"eb:rel=1e-4", "eb:rel=1e-4,lorenzo=3d"})
-    for (int zeroed = 1; zeroed >= 0 && ns0; zeroed--) {
+    for (int k = 0; k < 4 && ns0; k++) {
+      const int zeroed = k % 2 == 0;
+      const ncclzCoder coder = k < 2 ? NCCLZ_CODER_FIXEDLEN : NCCLZ_CODER_RAW;
       ncclzQuantSpec spec;
       ncclzQuantParams qp;
       ncclzQuantSpecParse(spec_text, &spec);
@@ -645,12 +647,13 @@ static void quant_call_cases(const char *grad, const char *sci) {
       ncclzDequantizeEB(&qp, codes.data(), ns0, xr.data());
       ncclzCudaBatch b;
       memset(&b, 0, sizeof b);
-      b.coder = NCCLZ_CODER_FIXEDLEN, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = ns0;
+      b.coder = coder, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = ns0;
       b.frame_symbols = (uint32_t)ns0, b.ws_zeroed = zeroed;
       Dev<int32_t> dref(ns0);
       CU(cudaMemcpy(dref.p, ref.data(), 4 * ns0, cudaMemcpyHostToDevice));
       char name[160];
-      snprintf(name, sizeof name, "encode + decode-dequantize %s %s%s", sci, spec_text, zeroed ? " zeroed" : "");
+      snprintf(name, sizeof name, "encode + decode-dequantize %s %s %s%s", sci, spec_text, ncclzCoderName(coder),
+               zeroed ? " zeroed" : "");
       quant_call_case(name, b, ref.data(), NULL, xr.data(),
                       [&](const ncclzCudaBatch *bb, uint8_t *out, size_t slot, uint32_t *fb, void *ws, size_t wse) {
                         return ncclzCudaEncodeBatch(bb, dref.p, NULL, out, slot, fb, ws, wse, 0);

@@ -289,10 +289,9 @@ static __device__ void fail(uint32_t *status, uint32_t r) { atomicCAS(status, 0u
 
 /* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
  * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
- * a whole. dq (NULL: none): also the values of the symbols to dq->x, from the registers (the
- * frame's QSGD scales loaded a lane a block ahead of its round). */
+ * a whole. */
 static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
-                                      uint32_t tile, uint32_t *status, uint32_t *check, const NzDequant *dq = nullptr) {
+                                      uint32_t tile, uint32_t *status, uint32_t *check) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   __shared__ typename Scan::TempStorage scan_ts;
   __shared__ uint32_t s_pack[FL_BLOCKS * 32];
@@ -320,12 +319,8 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
   uint32_t j0 = (uint32_t)ncclz_ceil_div(5ull * tb0, 32), j1 = (uint32_t)ncclz_ceil_div(5ull * (tb0 + tcount), 32);
   for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
   uint32_t running = toff / 4;
-  const bool DQ = dq != nullptr;
-  const double eb_step = DQ && !dq->bucket ? dq->step() : 0.0;
   for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
     uint32_t b = tb0 + g0 + tid, w = 0;
-    float scale = 0.0f; /* lane k: the QSGD scale of the warp's block k */
-    if (DQ && dq->bucket && g0 + tid < tcount) scale = __ldg((const float *)(in + F.src + 64) + 32 * b / dq->bucket);
     if (g0 + tid < tcount) {
       uint32_t bit = 5 * b, word = bit / 32, sh5 = bit % 32;
       uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
@@ -359,15 +354,9 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
      * past n of the frame's last block are padding, which must be zero (as the reference) */
     auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
-      const float sk = DQ ? __shfl_sync(NZ_FULL, scale, k) : 0.0f;
       if (g0 + warp * 32 + k < tcount) {
-        if (i < n) {
-          const int32_t c = ncclz_unzigzag(z);
-          dst[i] = c;
-          if (DQ) dq->x[i] = dq->value(c, sk, eb_step);
-        } else if (z) {
-          fail(status, NZ_R_FL_PAD);
-        }
+        if (i < n) dst[i] = ncclz_unzigzag(z);
+        else if (z) fail(status, NZ_R_FL_PAD);
       }
     };
     const FlGroups grp = group_masks(w);
@@ -602,6 +591,46 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
   return NCCLZ_OK;
 }
 
+/* one_dequant's round: up to 8 int4 of codes a thread from i0, up to end. */
+static __device__ __forceinline__ void dequant_round(const NzDequant &dq, const float *side, const int32_t *sym,
+                                                     uint32_t i0, uint32_t end, double eb_step) {
+  constexpr int V = 8;
+  int4 c[V];
+#pragma unroll
+  for (int v = 0; v < V; v++) {
+    const uint32_t e = i0 + 4 * (threadIdx.x + v * FL_THREADS);
+    c[v] = e + 3 < end ? *(const int4 *)(sym + e)
+                       : make_int4(e < end ? sym[e] : 0, e + 1 < end ? sym[e + 1] : 0, e + 2 < end ? sym[e + 2] : 0, 0);
+  }
+#pragma unroll
+  for (int v = 0; v < V; v++) {
+    const uint32_t e = i0 + 4 * (threadIdx.x + v * FL_THREADS);
+    const int32_t cv[4] = {c[v].x, c[v].y, c[v].z, c[v].w};
+    float y[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+      y[j] = dq.value(cv[j], dq.bucket && e + j < end ? __ldg(side + (e + j) / dq.bucket) : 0.0f, eb_step);
+    if (e + 3 < end) {
+      *(float4 *)(dq.x + e) = make_float4(y[0], y[1], y[2], y[3]);
+    } else {
+      for (int j = 0; j < 3; j++)
+        if (e + j < end) dq.x[e + j] = y[j];
+    }
+  }
+}
+
+/* The dequantizer on this CTA's symbols of the frame, [i0, i0 + len) up to n, which it wrote to
+ * sym (visible to it after the barrier): QSGD scales from the frame's side words. Every thread
+ * loads 32 codes (8 int4) at once before converting any: a loop of one load at a time waits for
+ * each (the stores to x may alias sym for the compiler). sym and x 16-byte aligned, i0 % 4 == 0. */
+static __device__ void one_dequant(const NzDequant &dq, const float *side, const int32_t *sym, uint32_t i0,
+                                   uint32_t len, uint32_t n) {
+  __syncthreads();
+  const double eb_step = dq.bucket ? 0.0 : dq.step();
+  const uint32_t last = (uint32_t)min((uint64_t)i0 + len, (uint64_t)n);
+  for (uint32_t at = i0; at < last; at += 4 * 8 * FL_THREADS) dequant_round(dq, side, sym, at, last, eb_step);
+}
+
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
  * side data, then decodes its RAW chunk or FIXEDLEN tile (and dequantizes it, dq.x); the last
  * writes the status (the payload check first, as k_finalize_decode) and resets the state. */
@@ -627,17 +656,13 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
     if (F.coder == NCCLZ_CODER_RAW) {
       if (F.payload_bytes - F.side_bytes != 4 * F.n) {
         if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
-      } else if (dq.x) {
-        const double eb_step = dq.bucket ? 0.0 : dq.step();
-        const float *side = (const float *)src;
-        nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check, [&](uint32_t i, uint32_t w) {
-          dq.x[i] = dq.value((int32_t)w, dq.bucket ? __ldg(side + i / dq.bucket) : 0.0f, eb_step);
-        });
       } else {
         nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
+        if (dq.x) one_dequant(dq, (const float *)src, sym, blockIdx.x * NZ_RAW_CHUNK, NZ_RAW_CHUNK, F.n);
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
-      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check, dq.x ? &dq : nullptr);
+      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
+      if (dq.x) one_dequant(dq, (const float *)src, sym, blockIdx.x * 32 * sh.p0, 32 * sh.p0, F.n);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;

@@ -512,7 +512,8 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode + dequantize: a QSGD or EB batch and d_x expected");
   const bool qsgd = q->kind == NCCLZ_QUANT_QSGD;
   NzDequant dq = {};
-  if (fuse_on() && (qsgd ? b->side_scales && q->qsgd_bucket && qsgd_bits_ok(q->qsgd_bits) : !q->lorenzo)) { /* elementwise: fused where it can */
+  const bool aligned = !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15); /* the fused pass's int4 and float4 */
+  if (fuse_on() && aligned && (qsgd ? b->side_scales && q->qsgd_bucket && qsgd_bits_ok(q->qsgd_bits) : !q->lorenzo)) { /* elementwise: fused where it can */
     dq.x = d_x;
     dq.bucket = qsgd ? q->qsgd_bucket : 0;
     dq.levels = qsgd ? (double)((1 << (q->qsgd_bits - 1)) - 1) : 0;

@@ -222,23 +222,16 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
 #define NZ_RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
 
 /* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
- * share of the payload check (word i of the payload sits at sw + i); each(i, w) sees every word
- * copied (a fused dequantizer). 256 threads. */
-template <typename Each>
+ * share of the payload check (word i of the payload sits at sw + i). 256 threads. */
 static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
-                                                uint32_t *check, const Each &each) {
+                                                uint32_t *check) {
   uint32_t chk = 0;
   for (uint32_t i = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * NZ_RAW_CHUNK; i += 256) {
     uint32_t w = src[i];
     dst[i] = w;
-    each(i, w);
     chk += nz_chk(w, sw + i);
   }
   nz_add_check<256>(chk, check);
-}
-static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
-                                                uint32_t *check) {
-  nz_raw_copy_chunk(src, dst, n, sw, check, [](uint32_t, uint32_t) {});
 }
 
 /* Frame f's header checks of ncclzFrameHeaderParse, in its order, plus the batch's own (symbol
