@@ -95,38 +95,38 @@ uint32_t nz_fixedlen_units(const NzShape &sh) {
   return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FLE_BLOCKS);
 }
 
-/* Widths, offsets and planes of half h of a warp's 32 blocks (blocks 16h..16h+15, lane k
- * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
- * the warp's planes; the planes land in wpack; *words grows by the half's words. Two halves of
- * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. zz(i): the zigzag
- * of the frame's symbol i < n (a load from global or shared memory). */
-template <int h, typename Z>
+/* Widths, offsets and planes of part h of a warp's blocks (blocks Gh..Gh+G-1 from blk0, lane k
+ * loading symbol k of each): lane k of that part gets its block's width w and its offset off in
+ * the warp's planes; the planes land in wpack; *words grows by the part's words. A warp of 32
+ * blocks takes two parts of 16: 16 loads instead of 32 keep it at 40 registers, 48 warps to an
+ * SM. zz(i): the zigzag of the frame's symbol i < n (a load from global or shared memory). */
+template <int G, int h, typename Z>
 static __device__ __forceinline__ void encode_half(const Z &zz, uint32_t n, uint32_t blk0, bool whole, int lane,
                                                    uint32_t *wpack, uint32_t &w, uint32_t &off, uint32_t &words) {
-  uint32_t z[16];
-  if (whole) { /* 16 independent loads in flight per lane; no bounds to check */
+  uint32_t z[G];
+  if (whole) { /* G independent loads in flight per lane; no bounds to check */
 #pragma unroll
-    for (int k = 0; k < 16; k++) z[k] = zz((blk0 + 16 * h + k) * 32 + lane);
+    for (int k = 0; k < G; k++) z[k] = zz((blk0 + G * h + k) * 32 + lane);
   } else {
 #pragma unroll
-    for (int k = 0; k < 16; k++) {
-      uint32_t i = (blk0 + 16 * h + k) * 32 + lane;
+    for (int k = 0; k < G; k++) {
+      uint32_t i = (blk0 + G * h + k) * 32 + lane;
       z[k] = i < n ? zz(i) : 0u;
     }
   }
-  uint32_t any = 0; /* lane 16h + k: the OR of block k */
+  uint32_t any = 0; /* lane Gh + k: the OR of block k */
 #pragma unroll
-  for (int k = 0; k < 16; k++) {
+  for (int k = 0; k < G; k++) {
     uint32_t a = __reduce_or_sync(NZ_FULL, z[k]);
-    if (lane == 16 * h + k) any = a;
+    if (lane == G * h + k) any = a;
   }
-  const uint32_t hw = lane >> 4 == h ? stored_width(any) : 0u; /* the other half's lanes add 0 */
+  const uint32_t hw = lane / G == h ? stored_width(any) : 0u; /* the other lanes add 0 */
   const uint32_t incl = nz_warp_inclusive_sum(hw);
   const uint32_t hoff = words + incl - hw;
   const FlGroups grp = group_masks(hw);
 #pragma unroll
-  for (int q = 0; q < 16; q += 4) {
-    const int k = 16 * h + q;
+  for (int q = 0; q < G; q += 4) {
+    const int k = G * h + q;
     if (grp.quad >> k & 1) {
       put_planes(z[q] | z[q + 1] << 8 | z[q + 2] << 16 | z[q + 3] << 24, 3, k, lane, hw, hoff, wpack);
       continue;
@@ -141,8 +141,19 @@ static __device__ __forceinline__ void encode_half(const Z &zz, uint32_t n, uint
       }
     }
   }
-  if (lane >> 4 == h) w = hw, off = hoff;
+  if (lane / G == h) w = hw, off = hoff;
   words += __shfl_sync(NZ_FULL, incl, 31);
+}
+
+/* Word t of a CTA's five-bit width codes (block k's at bit 5k), from its blocks' widths w. */
+static __device__ __forceinline__ uint32_t cta_code_word(const uint32_t *w, uint32_t t) {
+  uint32_t word = 0;
+  for (uint32_t k = 32 * t / 5; k <= (32 * t + 31) / 5; k++) {
+    const uint32_t code = w[k] == 32 ? 31 : w[k];
+    const int at = 5 * (int)k - 32 * (int)t; /* where block k's code starts in word t */
+    word |= at >= 0 ? code << at : code >> -at;
+  }
+  return word;
 }
 
 /* Word q (0..4) of a warp's 32 five-bit width codes (lane k's at bit 5k), in lane q. */
@@ -166,27 +177,36 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
  * Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
  * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles).
- * zz: as encode_half's. The CTA may have more warps than WARPS: the others only meet the barriers. */
-template <int WARPS, bool WIDE, typename Z>
+ * zz: as encode_half's. The CTA may have more warps than WARPS: the others only meet the barriers.
+ * G: blocks a warp, 32 (its five width-code words from the warp) or 8 (a frame's few CTAs then
+ * spread its serial work over four times the warps; the CTA assembles the width codes). */
+template <int WARPS, bool WIDE, int G = 32, typename Z>
 static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, uint32_t T, uint32_t sw,
                                                       uint32_t *P, uint32_t unit, uint32_t first, uint32_t lc,
                                                       unsigned long long *lb, uint32_t *s_pack, uint32_t *check,
                                                       uint32_t *coded) {
-  constexpr uint32_t BLOCKS = 32 * WARPS;
+  constexpr uint32_t BLOCKS = G * WARPS;
+  static_assert(G == 32 || (G == 8 && BLOCKS % 32 == 0), "a CTA's width codes fill whole words");
   __shared__ uint32_t s_words[WARPS];
   __shared__ uint32_t s_prefix;
+  __shared__ uint32_t s_w[G == 32 ? 1 : BLOCKS]; /* G < 32: the CTA's block widths */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const uint32_t nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
   const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32);
-  const uint32_t blk0 = lc * BLOCKS + warp * 32;
-  const bool whole = (blk0 + 32) * 32 <= n, enc = warp < WARPS;
-  uint32_t *wpack = s_pack + warp * 32 * 32;
+  const uint32_t blk0 = lc * BLOCKS + warp * G;
+  const bool whole = (blk0 + G) * 32 <= n, enc = warp < WARPS;
+  uint32_t *wpack = s_pack + warp * G * 32;
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
   uint32_t code_word = 0;
   if (enc) {
-    encode_half<0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
-    encode_half<1>(zz, n, blk0, whole, lane, wpack, myw, off, words);
-    code_word = width_code_word(myw, lane);
+    if (G == 32) {
+      encode_half<16, 0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      encode_half<16, 1>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      code_word = width_code_word(myw, lane);
+    } else {
+      encode_half<G, 0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      if (lane < G) s_w[warp * G + lane] = myw;
+    }
     if (lane == 0) s_words[warp] = words;
   }
   __syncthreads();
@@ -204,15 +224,16 @@ static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, u
   __syncthreads();
   const uint32_t prefix = s_prefix;
   uint32_t chk = 0;
-  if (enc && lane < 5) { /* this warp's five width-code words */
-    uint32_t j = lc * (BLOCKS * 5 / 32) + warp * 5 + lane;
+  if (G == 32 ? enc && lane < 5 : tid < BLOCKS * 5 / 32) { /* the width-code words: this warp's five, or the CTA's */
+    const uint32_t j = lc * (BLOCKS * 5 / 32) + (G == 32 ? warp * 5 + lane : tid);
+    if (G < 32) code_word = cta_code_word(s_w, tid);
     if (j < W) {
       P[sw + j] = code_word;
       chk += nz_chk(code_word, sw + j);
     }
   }
-  uint32_t b = lc * BLOCKS + tid;
-  if (enc && b < nb && b % T == 0) {
+  const uint32_t b = lc * BLOCKS + warp * G + lane;
+  if (enc && lane < G && b < nb && b % T == 0) {
     uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
     chk += nz_chk(v, j);
@@ -425,12 +446,13 @@ static uint32_t one_units(uint64_t frame_symbols, uint32_t warps) {
 }
 uint32_t nz_one_units(uint64_t frame_symbols) { return one_units(frame_symbols, ONE_WARPS); }
 
-/* Warps of the one-kernel FIXEDLEN encoder's CTAs: ONE_WARPS, or NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
- * read once) to measure the others. */
+/* Warps of 32 blocks in the one-kernel FIXEDLEN encoder's CTAs, NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
+ * read once) to measure them; 0 (unset): CTAs of ONE_WARPS * 32 blocks coded by four times the
+ * warps, eight blocks a warp. */
 static uint32_t one_warps() {
   static const uint32_t w = [] {
     const char *v = getenv("NCCLZ_CUDA_ONE_WARPS");
-    return v && (!strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : (uint32_t)ONE_WARPS;
+    return v && (!strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : 0u;
   }();
   return w;
 }
@@ -466,15 +488,15 @@ static __device__ void one_finish_encode(const NzShape &sh, uint8_t *out, const 
   }
 }
 
-template <int WARPS>
+template <int WARPS, int G>
 __global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
                                                               NzOneEncode a) {
   nz_pdl_enter();
-  __shared__ uint32_t s_pack[32 * WARPS * 32];
+  __shared__ uint32_t s_pack[G * WARPS * 32];
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<WARPS, true>([sym](uint32_t i) { return ncclz_zigzag(__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
+  fl_encode_unit<WARPS, true, G>([sym](uint32_t i) { return ncclz_zigzag(__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
                               0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
@@ -491,19 +513,19 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
 
 /* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
  * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
- * with all its 256 threads (two float4 a thread, so that the Philox draws and the binary64 rule
- * are spread over eight warps, not the two that code), the buckets' max |x| by warp reductions
- * of 128-element slots, the codes' zigzag kept in shared memory; then its first two warps code
- * the 64 blocks from there as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * with all its 256 threads (two float4 a thread), the buckets' max |x| by warp reductions of
+ * 128-element slots, the codes' zigzag kept in shared memory; then its eight warps code the 64
+ * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
  * scale (side data and d_scales). */
 #define FQ_THREADS 256
-#define FQ_WARPS (NZ_ONE_QSGD_SYMS / 1024) /* coding warps: 32 blocks of 32 symbols each */
+#define FQ_WARPS (FQ_THREADS / 32)
+#define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
 #define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
 __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
   nz_pdl_enter();
   constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
   __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
-  __shared__ uint32_t s_pack[32 * FQ_WARPS * 32];
+  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
   __shared__ float s_slot[FQ_SLOTS];
   const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
   uint32_t *P = (uint32_t *)(out + 64);
@@ -563,7 +585,7 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
   }
   if (chk) atomicAdd(&a.st->check, chk);
   __syncthreads();
-  fl_encode_unit<FQ_WARPS, true>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
+  fl_encode_unit<FQ_WARPS, true, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
                                  blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
@@ -582,10 +604,11 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
     const uint32_t grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_RAW_CHUNK) : 1u;
     nz_launch(k_raw_encode_one, grid, 256, 0, s, sh, d_sym, d_out, a);
   } else {
-    const uint32_t w = one_warps(), grid = one_units(n, w);
-    if (w == 8) nz_launch(k_fl_encode_one<8>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
-    else if (w == 4) nz_launch(k_fl_encode_one<4>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
-    else nz_launch(k_fl_encode_one<ONE_WARPS>, grid, 32 * ONE_WARPS, 0, s, sh, d_sym, d_out, a);
+    const uint32_t w = one_warps(), grid = one_units(n, w ? w : ONE_WARPS);
+    if (w == 8) nz_launch(k_fl_encode_one<8, 32>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
+    else if (w == 4) nz_launch(k_fl_encode_one<4, 32>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
+    else if (w == 2) nz_launch(k_fl_encode_one<2, 32>, grid, 32 * 2, 0, s, sh, d_sym, d_out, a);
+    else nz_launch(k_fl_encode_one<ONE_WARPS * 4, 8>, grid, 32 * ONE_WARPS * 4, 0, s, sh, d_sym, d_out, a);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;
