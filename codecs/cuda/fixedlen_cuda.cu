@@ -412,6 +412,129 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
   }
 }
 
+/* A tile's part of FLP_BLOCKS blocks (at most), for a one-kernel decode: a small frame has few
+ * tiles, and a CTA a tile leaves most SMs idle with each warp decoding 32 blocks in turn; parts
+ * give a frame ceil(T / 64) times the CTAs and each warp eight blocks. A part finds its offset in
+ * the tile by summing the widths of the blocks before it (from the width codes). The checks are
+ * the tile's (fl_decode_tile), shared out: the tile offset, its words' and the width codes'
+ * checks by part 0, the next tile's offset or the payload's end by the last part. */
+#define FLP_G 8
+#define FLP_BLOCKS (FL_THREADS / 32 * FLP_G)
+static __device__ __forceinline__ uint32_t fl_width_at(const uint32_t *P, uint32_t W, uint32_t b) {
+  const uint32_t bit = 5 * b, word = bit / 32;
+  const uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
+  const uint32_t c = (uint32_t)(two >> bit % 32) & 31u;
+  return c == 31 ? 32 : c;
+}
+static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
+                                      uint32_t tile, uint32_t part, uint32_t *status, uint32_t *check) {
+  typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
+  typedef cub::BlockReduce<uint32_t, FL_THREADS> Reduce;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } ts;
+  __shared__ uint32_t s_pack[FLP_BLOCKS * 32];
+  __shared__ uint32_t s_w[FLP_BLOCKS], s_off[FLP_BLOCKS];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t n = F.n, T = sh.p0, nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
+  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = F.side_bytes / 4, head = W + nt;
+  const uint32_t coded = F.payload_bytes - F.side_bytes;
+  if (tile >= nt) return;
+  const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T, pb0 = part * FLP_BLOCKS;
+  if (pb0 >= tcount) return;
+  const uint32_t pcount = tcount - pb0 < FLP_BLOCKS ? tcount - pb0 : FLP_BLOCKS;
+  const bool first = part == 0, last = pb0 + pcount == tcount;
+  if (coded % 4 || coded / 4 < head) {
+    if (tid == 0 && tile == 0 && first) fail(status, NZ_R_FL_SIZE);
+    return;
+  }
+  const uint32_t avail = coded / 4 - head; /* words of the packed area */
+  const uint32_t *P = (const uint32_t *)(in + F.src + 64) + sw;
+  const uint32_t toff = P[W + tile];
+  if (toff % 4 || (tile == 0 && toff != 0)) {
+    if (tid == 0 && first) fail(status, NZ_R_FL_OFFSET);
+    return;
+  }
+  uint32_t chk = 0;
+  if (first) {
+    /* the bits after the last width code are zero padding (checked by the last tile) */
+    if (tid == 0 && tile + 1 == nt && (5 * nb) % 32 && P[W - 1] >> (5 * nb) % 32) fail(status, NZ_R_FL_PAD);
+    if (tid == 0) chk = nz_chk(toff, sw + W + tile);
+    const uint32_t j0 = (uint32_t)ncclz_ceil_div(5ull * tb0, 32), j1 = (uint32_t)ncclz_ceil_div(5ull * (tb0 + tcount), 32);
+    for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
+  }
+  uint32_t before = 0; /* widths of the tile's blocks before this part */
+  for (uint32_t k = tid; k < pb0; k += FL_THREADS) before += fl_width_at(P, W, tb0 + k);
+  const uint32_t w = (uint32_t)tid < pcount ? fl_width_at(P, W, tb0 + pb0 + tid) : 0u;
+  before = Reduce(ts.reduce).Sum(before);
+  __syncthreads(); /* ts is reused */
+  uint32_t excl, agg;
+  Scan(ts.scan).ExclusiveSum(w, excl, agg);
+  __shared__ uint32_t s_before;
+  if (tid == 0) s_before = before;
+  if ((uint32_t)tid < FLP_BLOCKS) s_w[tid] = w, s_off[tid] = excl;
+  __syncthreads();
+  const uint32_t running = toff / 4 + s_before;
+  if (running > avail || agg > avail - running) {
+    if (tid == 0) fail(status, NZ_R_FL_SIZE);
+    return;
+  }
+  for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 8) { /* 8 loads in flight per thread */
+    uint32_t v[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      v[q] = i < agg ? __ldg(P + head + running + i) : 0u;
+    }
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      if (i < agg) {
+        s_pack[i] = v[q];
+        chk += nz_chk(v[q], sw + head + running + i);
+      }
+    }
+  }
+  __syncthreads();
+  /* lane k < 8: the width and offset of the warp's block k */
+  const uint32_t wk = lane < FLP_G ? s_w[warp * FLP_G + lane] : 0u, ok = lane < FLP_G ? s_off[warp * FLP_G + lane] : 0u;
+  auto put = [&](int k, uint32_t z) {
+    const uint32_t bl = pb0 + warp * FLP_G + k, i = (tb0 + bl) * 32 + lane;
+    if (bl < tcount) {
+      if (i < n) dst[i] = ncclz_unzigzag(z);
+      else if (z) fail(status, NZ_R_FL_PAD);
+    }
+  };
+  const FlGroups grp = group_masks(wk);
+#pragma unroll
+  for (int k = 0; k < FLP_G; k += 4) {
+    if (grp.quad >> k & 1) {
+      const uint32_t x = get_planes(3, k, lane, wk, ok, s_pack);
+      for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
+      continue;
+    }
+    for (int p = k; p < k + 4; p += 2) {
+      if (grp.pair >> p & 1) {
+        const uint32_t x = get_planes(4, p, lane, wk, ok, s_pack);
+        put(p, x & 0xFFFFu);
+        put(p + 1, x >> 16);
+      } else {
+        put(p, get_planes(5, p, lane, wk, ok, s_pack));
+        put(p + 1, get_planes(5, p + 1, lane, wk, ok, s_pack));
+      }
+    }
+  }
+  nz_add_check<FL_THREADS>(chk, check);
+  if (tid == 0 && last) {
+    if (tile + 1 < nt) {
+      if (P[W + tile + 1] != 4 * (running + agg)) fail(status, NZ_R_FL_OFFSET);
+    } else if (running + agg != avail) {
+      fail(status, NZ_R_FL_SIZE);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
   nz_pdl_enter();
   const uint32_t f = blockIdx.y;
@@ -684,8 +807,10 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
         if (dq.x) one_dequant(dq, (const float *)src, sym, blockIdx.x * NZ_RAW_CHUNK, NZ_RAW_CHUNK, F.n);
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
-      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
-      if (dq.x) one_dequant(dq, (const float *)src, sym, blockIdx.x * 32 * sh.p0, 32 * sh.p0, F.n);
+      const uint32_t parts = (uint32_t)ncclz_ceil_div(sh.p0, FLP_BLOCKS), tile = blockIdx.x / parts;
+      const uint32_t part = blockIdx.x - tile * parts;
+      fl_decode_part(sh, in, sym, F, tile, part, &st->status, &st->check);
+      if (dq.x) one_dequant(dq, (const float *)src, sym, (tile * sh.p0 + part * FLP_BLOCKS) * 32, FLP_BLOCKS * 32, F.n);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;
@@ -700,7 +825,8 @@ ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
                           NzOneState *st, const NzDequant &dq, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
-  const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0), chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
+  const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0) * ncclz_ceil_div(sh.p0, FLP_BLOCKS),
+                 chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
   uint64_t grid = tiles > chunks ? tiles : chunks;
   grid = grid ? grid : 1;
   nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,
