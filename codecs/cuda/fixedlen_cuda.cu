@@ -308,6 +308,63 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
 
 static __device__ void fail(uint32_t *status, uint32_t r) { atomicCAS(status, 0u, NZ_CORRUPT(r)); }
 
+static __device__ __forceinline__ uint32_t fl_width_at(const uint32_t *P, uint32_t W, uint32_t b) {
+  const uint32_t bit = 5 * b, word = bit / 32;
+  const uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
+  const uint32_t c = (uint32_t)(two >> bit % 32) & 31u;
+  return c == 31 ? 32 : c;
+}
+/* count words from src to s_pack, V loads in flight a thread; returns this thread's part of their
+ * check (word i is word at0 + i of the payload). FL_THREADS threads. */
+template <int V>
+static __device__ __forceinline__ uint32_t fl_stage_words(const uint32_t *src, uint32_t count, uint32_t at0,
+                                                          uint32_t *s_pack) {
+  uint32_t chk = 0;
+  for (uint32_t i0 = threadIdx.x; i0 < count; i0 += FL_THREADS * V) {
+    uint32_t v[V];
+#pragma unroll
+    for (int q = 0; q < V; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      v[q] = i < count ? __ldg(src + i) : 0u;
+    }
+#pragma unroll
+    for (int q = 0; q < V; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      if (i < count) {
+        s_pack[i] = v[q];
+        chk += nz_chk(v[q], at0 + i);
+      }
+    }
+  }
+  return chk;
+}
+
+/* A warp's K blocks from their planes in s_pack (lane k < K: block k's width w and offset off):
+ * put(k, z) gets symbol `lane` of block k as its zigzag z; narrow blocks share a transpose. */
+template <int K, typename Put>
+static __device__ __forceinline__ void fl_decode_blocks(uint32_t w, uint32_t off, int lane, const uint32_t *s_pack,
+                                                        const Put &put) {
+  const FlGroups grp = group_masks(w);
+#pragma unroll 2
+  for (int k = 0; k < K; k += 4) {
+    if (grp.quad >> k & 1) {
+      const uint32_t x = get_planes(3, k, lane, w, off, s_pack);
+      for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
+      continue;
+    }
+    for (int p = k; p < k + 4; p += 2) {
+      if (grp.pair >> p & 1) {
+        const uint32_t x = get_planes(4, p, lane, w, off, s_pack);
+        put(p, x & 0xFFFFu);
+        put(p + 1, x >> 16);
+      } else {
+        put(p, get_planes(5, p, lane, w, off, s_pack));
+        put(p + 1, get_planes(5, p + 1, lane, w, off, s_pack));
+      }
+    }
+  }
+}
+
 /* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
  * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
  * a whole. */
@@ -341,35 +398,14 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
   for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
   uint32_t running = toff / 4;
   for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
-    uint32_t b = tb0 + g0 + tid, w = 0;
-    if (g0 + tid < tcount) {
-      uint32_t bit = 5 * b, word = bit / 32, sh5 = bit % 32;
-      uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
-      uint32_t c = (uint32_t)(two >> sh5) & 31u;
-      w = c == 31 ? 32 : c;
-    }
+    const uint32_t w = g0 + tid < tcount ? fl_width_at(P, W, tb0 + g0 + tid) : 0u;
     uint32_t excl, agg;
     Scan(scan_ts).ExclusiveSum(w, excl, agg);
     if (running > avail || agg > avail - running) {
       if (tid == 0) fail(status, NZ_R_FL_SIZE);
       return;
     }
-    for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 16) { /* 16 loads in flight per thread */
-      uint32_t v[16];
-#pragma unroll
-      for (int q = 0; q < 16; q++) {
-        uint32_t i = i0 + q * FL_THREADS;
-        v[q] = i < agg ? __ldg(P + head + running + i) : 0u;
-      }
-#pragma unroll
-      for (int q = 0; q < 16; q++) {
-        uint32_t i = i0 + q * FL_THREADS;
-        if (i < agg) {
-          s_pack[i] = v[q];
-          chk += nz_chk(v[q], sw + head + running + i);
-        }
-      }
-    }
+    chk += fl_stage_words<16>(P + head + running, agg, sw + head + running, s_pack);
     __syncthreads();
     /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0; the lanes
      * past n of the frame's last block are padding, which must be zero (as the reference) */
@@ -380,25 +416,7 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
         else if (z) fail(status, NZ_R_FL_PAD);
       }
     };
-    const FlGroups grp = group_masks(w);
-#pragma unroll 2
-    for (int k = 0; k < 32; k += 4) {
-      if (grp.quad >> k & 1) {
-        uint32_t x = get_planes(3, k, lane, w, excl, s_pack);
-        for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
-        continue;
-      }
-      for (int p = k; p < k + 4; p += 2) {
-        if (grp.pair >> p & 1) {
-          uint32_t x = get_planes(4, p, lane, w, excl, s_pack);
-          put(p, x & 0xFFFFu);
-          put(p + 1, x >> 16);
-        } else {
-          put(p, get_planes(5, p, lane, w, excl, s_pack));
-          put(p + 1, get_planes(5, p + 1, lane, w, excl, s_pack));
-        }
-      }
-    }
+    fl_decode_blocks<32>(w, excl, lane, s_pack, put);
     running += agg;
     __syncthreads();
   }
@@ -420,12 +438,6 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
  * checks by part 0, the next tile's offset or the payload's end by the last part. */
 #define FLP_G 8
 #define FLP_BLOCKS (FL_THREADS / 32 * FLP_G)
-static __device__ __forceinline__ uint32_t fl_width_at(const uint32_t *P, uint32_t W, uint32_t b) {
-  const uint32_t bit = 5 * b, word = bit / 32;
-  const uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
-  const uint32_t c = (uint32_t)(two >> bit % 32) & 31u;
-  return c == 31 ? 32 : c;
-}
 static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
                                       uint32_t tile, uint32_t part, uint32_t *status, uint32_t *check) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
@@ -480,22 +492,7 @@ static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int3
     if (tid == 0) fail(status, NZ_R_FL_SIZE);
     return;
   }
-  for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 8) { /* 8 loads in flight per thread */
-    uint32_t v[8];
-#pragma unroll
-    for (int q = 0; q < 8; q++) {
-      const uint32_t i = i0 + q * FL_THREADS;
-      v[q] = i < agg ? __ldg(P + head + running + i) : 0u;
-    }
-#pragma unroll
-    for (int q = 0; q < 8; q++) {
-      const uint32_t i = i0 + q * FL_THREADS;
-      if (i < agg) {
-        s_pack[i] = v[q];
-        chk += nz_chk(v[q], sw + head + running + i);
-      }
-    }
-  }
+  chk += fl_stage_words<8>(P + head + running, agg, sw + head + running, s_pack);
   __syncthreads();
   /* lane k < 8: the width and offset of the warp's block k */
   const uint32_t wk = lane < FLP_G ? s_w[warp * FLP_G + lane] : 0u, ok = lane < FLP_G ? s_off[warp * FLP_G + lane] : 0u;
@@ -506,25 +503,7 @@ static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int3
       else if (z) fail(status, NZ_R_FL_PAD);
     }
   };
-  const FlGroups grp = group_masks(wk);
-#pragma unroll
-  for (int k = 0; k < FLP_G; k += 4) {
-    if (grp.quad >> k & 1) {
-      const uint32_t x = get_planes(3, k, lane, wk, ok, s_pack);
-      for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
-      continue;
-    }
-    for (int p = k; p < k + 4; p += 2) {
-      if (grp.pair >> p & 1) {
-        const uint32_t x = get_planes(4, p, lane, wk, ok, s_pack);
-        put(p, x & 0xFFFFu);
-        put(p + 1, x >> 16);
-      } else {
-        put(p, get_planes(5, p, lane, wk, ok, s_pack));
-        put(p + 1, get_planes(5, p + 1, lane, wk, ok, s_pack));
-      }
-    }
-  }
+  fl_decode_blocks<FLP_G>(wk, ok, lane, s_pack, put);
   nz_add_check<FL_THREADS>(chk, check);
   if (tid == 0 && last) {
     if (tile + 1 < nt) {
