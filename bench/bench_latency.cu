@@ -217,7 +217,7 @@ struct Codec {
     else
       NZ(ncclzCudaDequantizeQsgd(&qp, sym2, n, scales2, xr, s));
   }
-  /* as `ncclz codec --device gpu`: QSGD quantizes inside the encode call, the decode call dequantizes */
+  /* as `ncclz codec --device gpu`: QSGD quantizes inside the encode call */
   void encode() {
     if (qp.kind == NCCLZ_QUANT_QSGD && !b.d_coders) {
       NZ(ncclzCudaQsgdEncodeBatch(&b, x, sym, scales, out, slot, fbytes, wse, n_wse, s));
@@ -228,8 +228,9 @@ struct Codec {
     NZ(ncclzCudaEncodeBatch(&b, sym, scales, out, slot, fbytes, wse, n_wse, s));
   }
   void decode() {
-    NZ(ncclzCudaDecodeDequantBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2,
-                                   scales2, status, xr, wsd, n_wsd, wsq, n_wsq, s));
+    NZ(ncclzCudaDecodeBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2, scales2,
+                            status, wsd, n_wsd, s));
+    dequantize();
   }
   /* After the timed calls: the decode gave back the encoded symbols, every frame's status is 0. */
   bool check() {

@@ -521,9 +521,9 @@ static void qsgd_fused_cases(const char *file) {
 
 /* One frame of codes (sym, scales: the CPU's, QSGD side data when side) coded by the GPU (b.coder)
  * (encode: the call under test, run twice on a zeroed workspace, whose second call must find the
- * shared words zero again, else once) against the CPU's frame byte for byte, then decoded and
- * dequantized by ncclzCudaDecodeDequantBatch (twice, zeroed) against the CPU's reconstruction xr
- * (NULL: the CPU refuses it, not compared). */
+ * shared words zero again, else once) against the CPU's frame byte for byte, then decoded (twice,
+ * zeroed) and dequantized on the GPU against the CPU's reconstruction xr (NULL: the CPU refuses
+ * it, not compared). */
 template <typename Enc>
 static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *sym, const float *scales,
                             const float *xr, Enc encode) {
@@ -559,9 +559,11 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
     CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
     CU(cudaMemset(dxr.p, 0xA5, 4 * n));
-    st = ncclzCudaDecodeDequantBatch(&b, 0, dout.p, NULL, slot, slot, dsym2.p, dsc2.p, dst.p, dxr.p, dwsd.p, wsd, dwsq.p,
-                                     wsq, 0);
+    st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
   }
+  if (st == NCCLZ_OK)
+    st = b.side_scales ? ncclzCudaDequantizeQsgd(b.quant, dsym2.p, n, dsc2.p, dxr.p, 0)
+                       : ncclzCudaDequantizeEB(b.quant, NULL, dsym2.p, n, dxr.p, dwsq.p, wsq, 0);
   CHECK(st == NCCLZ_OK, "%s: decode: %s", name, ncclzLastError());
   uint32_t status = 1;
   std::vector<int32_t> got(n);
@@ -574,12 +576,12 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: reconstruction identical", name);
 }
 
-/* The quantizer inside the coder's call (ncclzCudaQsgdEncodeBatch, ncclzCudaDecodeDequantBatch:
- * one kernel each for one frame on a zeroed workspace) against the CPU, on zeroed workspaces and
- * not: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
+/* The quantizer inside the coder's call (ncclzCudaQsgdEncodeBatch: one kernel for one frame on a
+ * zeroed workspace) against the CPU, on zeroed workspaces and not, and the one-kernel decode of
+ * its frames: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
  * (the fused encoder's largest) and one more, a ragged end and short frames, a NaN and an Inf
- * planted (the Inf's bucket the CPU refuses to dequantize); EB at REL 1e-4 without Lorenzo (the
- * dequantizer fused) and with 3D Lorenzo (the two calls), FIXEDLEN and RAW frames. */
+ * planted (the Inf's bucket the CPU refuses to dequantize); EB codes at REL 1e-4 without and
+ * with 3D Lorenzo, FIXEDLEN and RAW frames. */
 static void quant_call_cases(const char *grad, const char *sci) {
   size_t n0;
   std::vector<float> x0 = load_f32(grad, &n0);

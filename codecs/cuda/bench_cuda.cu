@@ -162,11 +162,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     ncclzStatus r = quantize();
     return r != NCCLZ_OK ? r : encode();
   };
-  /* the dequantizer inside the decode call (the one kernel of a small frame where it is elementwise) */
   auto decode_dequantize = [&]() {
-    if (kind == NCCLZ_QUANT_EB || kind == NCCLZ_QUANT_QSGD)
-      return ncclzCudaDecodeDequantBatch(&b, coder_mask, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.status, B.xr,
-                                         B.wsd, wsd, B.wsq, wsq, s);
     ncclzStatus r = decode();
     return r != NCCLZ_OK ? r : dequantize();
   };

@@ -716,53 +716,13 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
   return NCCLZ_OK;
 }
 
-/* one_dequant's round: up to 8 int4 of codes a thread from i0, up to end. */
-static __device__ __forceinline__ void dequant_round(const NzDequant &dq, const float *side, const int32_t *sym,
-                                                     uint32_t i0, uint32_t end, double eb_step) {
-  constexpr int V = 8;
-  int4 c[V];
-#pragma unroll
-  for (int v = 0; v < V; v++) {
-    const uint32_t e = i0 + 4 * (threadIdx.x + v * FL_THREADS);
-    c[v] = e + 3 < end ? *(const int4 *)(sym + e)
-                       : make_int4(e < end ? sym[e] : 0, e + 1 < end ? sym[e + 1] : 0, e + 2 < end ? sym[e + 2] : 0, 0);
-  }
-#pragma unroll
-  for (int v = 0; v < V; v++) {
-    const uint32_t e = i0 + 4 * (threadIdx.x + v * FL_THREADS);
-    const int32_t cv[4] = {c[v].x, c[v].y, c[v].z, c[v].w};
-    float y[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-      y[j] = dq.value(cv[j], dq.bucket && e + j < end ? __ldg(side + (e + j) / dq.bucket) : 0.0f, eb_step);
-    if (e + 3 < end) {
-      *(float4 *)(dq.x + e) = make_float4(y[0], y[1], y[2], y[3]);
-    } else {
-      for (int j = 0; j < 3; j++)
-        if (e + j < end) dq.x[e + j] = y[j];
-    }
-  }
-}
-
-/* The dequantizer on this CTA's symbols of the frame, [i0, i0 + len) up to n, which it wrote to
- * sym (visible to it after the barrier): QSGD scales from the frame's side words. Every thread
- * loads 32 codes (8 int4) at once before converting any: a loop of one load at a time waits for
- * each (the stores to x may alias sym for the compiler). sym and x 16-byte aligned, i0 % 4 == 0. */
-static __device__ void one_dequant(const NzDequant &dq, const float *side, const int32_t *sym, uint32_t i0,
-                                   uint32_t len, uint32_t n) {
-  __syncthreads();
-  const double eb_step = dq.bucket ? 0.0 : dq.step();
-  const uint32_t last = (uint32_t)min((uint64_t)i0 + len, (uint64_t)n);
-  for (uint32_t at = i0; at < last; at += 4 * 8 * FL_THREADS) dequant_round(dq, side, sym, at, last, eb_step);
-}
-
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
- * side data, then decodes its RAW chunk or FIXEDLEN tile (and dequantizes it, dq.x); the last
- * writes the status (the payload check first, as k_finalize_decode) and resets the state. */
+ * side data, then decodes its RAW chunk or its part of a FIXEDLEN tile; the last writes the
+ * status (the payload check first, as k_finalize_decode) and resets the state. */
 __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned mask, const uint8_t *in,
                                                            const uint64_t *offsets, size_t in_stride, size_t in_len,
                                                            int32_t *sym, float *scales, uint32_t *status_out,
-                                                           NzOneState *st, NzDequant dq) {
+                                                           NzOneState *st) {
   nz_pdl_enter();
   __shared__ NzFrame s_f;
   if (threadIdx.x == 0) s_f = nz_parse_frame(sh, 0, in, offsets, in_stride, in_len, mask, sh.p0, 0);
@@ -783,13 +743,11 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
         if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
       } else {
         nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
-        if (dq.x) one_dequant(dq, (const float *)src, sym, blockIdx.x * NZ_RAW_CHUNK, NZ_RAW_CHUNK, F.n);
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
       const uint32_t parts = (uint32_t)ncclz_ceil_div(sh.p0, FLP_BLOCKS), tile = blockIdx.x / parts;
       const uint32_t part = blockIdx.x - tile * parts;
       fl_decode_part(sh, in, sym, F, tile, part, &st->status, &st->check);
-      if (dq.x) one_dequant(dq, (const float *)src, sym, (tile * sh.p0 + part * FLP_BLOCKS) * 32, FLP_BLOCKS * 32, F.n);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;
@@ -802,14 +760,14 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
 
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
-                          NzOneState *st, const NzDequant &dq, cudaStream_t s) {
+                          NzOneState *st, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
   const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0) * ncclz_ceil_div(sh.p0, FLP_BLOCKS),
                  chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
   uint64_t grid = tiles > chunks ? tiles : chunks;
   grid = grid ? grid : 1;
   nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,
-            d_scales, d_status, st, dq);
+            d_scales, d_status, st);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

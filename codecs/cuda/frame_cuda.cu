@@ -27,8 +27,8 @@ static bool one_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_ONE");
   return on;
 }
-/* Whether one-kernel calls take the quantizer in too (ncclzCudaQsgdEncodeBatch,
- * ncclzCudaDecodeDequantBatch): on unless NCCLZ_CUDA_FUSE=0 (read once; for measurements). */
+/* Whether a one-kernel encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch): on unless
+ * NCCLZ_CUDA_FUSE=0 (read once; for measurements). */
 static bool fuse_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_FUSE");
   return on;
@@ -444,13 +444,9 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
-/* ncclzCudaDecodeBatch, and dq's dequantizer inside its one-kernel decode; *fused: whether it
- * ran there. */
-static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
-                                const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
-                                float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, const NzDequant &dq,
-                                bool *fused, cudaStream_t s) {
-  *fused = false;
+ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
+                                 float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   ncclzCudaBatch bb = *b;
   bb.params = params_or_default(bb.params);
   ncclzStatus st = check_batch(&bb);
@@ -468,11 +464,9 @@ static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, co
   hb.coder = NCCLZ_CODER_HUFFMAN;
   /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
   NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
-  if (bb.ws_zeroed && one_on() && nf == 1 && !(mask & 4u)) { /* no look-back: any frame size */
-    *fused = dq.x != nullptr;
+  if (bb.ws_zeroed && one_on() && nf == 1 && !(mask & 4u)) /* no look-back: any frame size */
     return nz_one_decode(shf, mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status,
-                         ws_at<NzOneState>(d_ws, L.one), dq, s);
-  }
+                         ws_at<NzOneState>(d_ws, L.one), s);
   nz_launch(k_parse, (nf + 127) / 128, 128, 0, s, sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
   NZ_LAUNCHED();
   if (sh.side_per_frame) {
@@ -492,40 +486,6 @@ static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, co
   nz_launch(k_finalize_decode, (nf + 127) / 128, 128, 0, s, sh, fr, d_status);
   NZ_LAUNCHED();
   return NCCLZ_OK;
-}
-
-ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
-                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
-                                 float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
-  const NzDequant none = {};
-  bool fused;
-  return decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status, d_ws, ws_bytes,
-                      none, &fused, s);
-}
-
-ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
-                                        const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
-                                        float *d_scales, uint32_t *d_status, float *d_x, void *d_ws, size_t ws_bytes,
-                                        void *d_qws, size_t qws_bytes, cudaStream_t s) {
-  const ncclzQuantParams *q = b ? b->quant : nullptr;
-  if (!q || (q->kind != NCCLZ_QUANT_QSGD && q->kind != NCCLZ_QUANT_EB) || !d_x)
-    return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode + dequantize: a QSGD or EB batch and d_x expected");
-  const bool qsgd = q->kind == NCCLZ_QUANT_QSGD;
-  NzDequant dq = {};
-  const bool aligned = !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15); /* the fused pass's int4 and float4 */
-  if (fuse_on() && aligned && (qsgd ? b->side_scales && q->qsgd_bucket && qsgd_bits_ok(q->qsgd_bits) : !q->lorenzo)) { /* elementwise: fused where it can */
-    dq.x = d_x;
-    dq.bucket = qsgd ? q->qsgd_bucket : 0;
-    dq.levels = qsgd ? (double)((1 << (q->qsgd_bits - 1)) - 1) : 0;
-    dq.abs_eb = q->abs_eb, dq.d_abs_eb = b->d_abs_eb;
-    dq.has_fill = q->has_fill, dq.fill = q->fill_value;
-  }
-  bool fused = false;
-  ncclzStatus st = decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status, d_ws,
-                                ws_bytes, dq, &fused, s);
-  if (st != NCCLZ_OK || fused) return st;
-  if (qsgd) return ncclzCudaDequantizeQsgd(q, d_sym, b->n_symbols, d_scales, d_x, s);
-  return ncclzCudaDequantizeEB(q, b->d_abs_eb, d_sym, b->n_symbols, d_x, d_qws, qws_bytes, s);
 }
 
 const char *ncclzCudaStatusReason(uint32_t status) {

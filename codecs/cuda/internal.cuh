@@ -336,14 +336,6 @@ static __device__ __forceinline__ int32_t nz_qsgd_code(float v, float scale, int
   const int32_t c = (int32_t)level;
   return v < 0.0f ? -c : c;
 }
-/* The dequantizers' value of one code: QSGD (s levels) and EB (step 2 abs_eb, fill codes). */
-static __device__ __forceinline__ float nz_qsgd_value(int32_t c, double scale, double s) {
-  return (float)((double)c * scale / s);
-}
-static __device__ __forceinline__ float nz_eb_value(int32_t v, double step, int has_fill, float fill) {
-  return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step);
-}
-
 /* One-kernel calls (fixedlen_cuda.cu). side: the frame's QSGD scales (NULL without). */
 struct NzOneEncode {
   const float *scales;
@@ -371,25 +363,10 @@ struct NzQsgd {
 #define NZ_ONE_QSGD_SYMS 2048u
 static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
-/* The dequantizer fused into a one-kernel decode: x NULL for none; QSGD when bucket, else EB. */
-struct NzDequant {
-  float *x;
-  uint32_t bucket;
-  double levels, abs_eb;
-  const double *d_abs_eb;
-  int has_fill;
-  float fill;
-  /* EB's step (2 abs_eb), read once a kernel */
-  __device__ double step() const { return 2.0 * (d_abs_eb ? *d_abs_eb : abs_eb); }
-  /* code c's value: scale, its QSGD bucket's; step, EB's */
-  __device__ float value(int32_t c, float scale, double eb_step) const {
-    return bucket ? nz_qsgd_value(c, (double)scale, levels) : nz_eb_value(c, eb_step, has_fill, fill);
-  }
-};
 /* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
-                          NzOneState *st, const NzDequant &dq, cudaStream_t s);
+                          NzOneState *st, cudaStream_t s);
 
 /* nz_lookback_wait over windows of 32 J units: each lane loads its J words of the window at once
  * (one round trip for 32 J predecessors, where the 32-unit window takes one per 32), then sums

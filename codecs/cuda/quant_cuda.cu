@@ -615,7 +615,7 @@ __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double 
   nz_pdl_enter();
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
-  auto one = [&](int32_t v) { return nz_eb_value(v, step, has_fill, fill); };
+  auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   if ((((uintptr_t)c | (uintptr_t)x) & 15) == 0) {
     const size_t n4 = n / 4;
@@ -770,7 +770,7 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
                                                       const float *scales, float *x) {
   nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
-  auto one = [&](int32_t c, double scale) { return nz_qsgd_value(c, scale, s); };
+  auto one = [&](int32_t c, double scale) { return (float)((double)c * scale / s); };
   size_t done = 0;
   if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 4 == 0) {
     const size_t n4 = n / 4;

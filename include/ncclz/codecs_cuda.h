@@ -83,14 +83,6 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t stream);
-/* Decode and dequantize in one call: ncclzCudaDecodeBatch, then the dequantizer of b->quant (QSGD
- * from d_scales, or EB with b->d_abs_eb; d_qws/qws_bytes: ncclzCudaDequantizeEB's workspace) into
- * d_x. Where the decode runs as one kernel (ws_zeroed) and the dequantizer is elementwise (QSGD,
- * EB without Lorenzo), that kernel dequantizes too. */
-ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
-                                        const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
-                                        float *d_scales, uint32_t *d_status, float *d_x, void *d_ws, size_t ws_bytes,
-                                        void *d_qws, size_t qws_bytes, cudaStream_t stream);
 /* Text for a d_status word ("ok", "corrupt: payload check", ...). */
 const char *ncclzCudaStatusReason(uint32_t status);
 
