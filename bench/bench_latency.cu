@@ -217,7 +217,12 @@ struct Codec {
     else
       NZ(ncclzCudaDequantizeQsgd(&qp, sym2, n, scales2, xr, s));
   }
+  /* as `ncclz codec --device gpu`: QSGD quantizes inside the encode call */
   void encode() {
+    if (qp.kind == NCCLZ_QUANT_QSGD && !b.d_coders) {
+      NZ(ncclzCudaQsgdEncodeBatch(&b, x, sym, scales, out, slot, fbytes, wse, n_wse, s));
+      return;
+    }
     quantize();
     if (b.d_coders) NZ(ncclzReaGpuPlanLaunch(planner, &cfg, sym, n, b.frame_symbols, &desc, (size_t)1 << 40, s, coders, NULL));
     NZ(ncclzCudaEncodeBatch(&b, sym, scales, out, slot, fbytes, wse, n_wse, s));

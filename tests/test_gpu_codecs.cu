@@ -519,6 +519,150 @@ static void qsgd_fused_cases(const char *file) {
     }
 }
 
+/* One frame of codes (sym, scales: the CPU's, QSGD side data when side) coded by the GPU (b.coder)
+ * (encode: the call under test, run twice on a zeroed workspace, whose second call must find the
+ * shared words zero again, else once) against the CPU's frame byte for byte, then decoded (twice,
+ * zeroed) and dequantized on the GPU against the CPU's reconstruction xr (NULL: the CPU refuses
+ * it, not compared). */
+template <typename Enc>
+static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *sym, const float *scales,
+                            const float *xr, Enc encode) {
+  const size_t n = b.n_symbols;
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  CHECK(nf == 1, "%s: one frame", name);
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+               wsd = ncclzCudaDecodeWorkspaceSize(&b), wsq = ncclzCudaQuantWorkspaceSize(n);
+  const size_t nsc = b.side_scales ? ncclzQsgdNumBuckets(b.quant, n) : 1;
+  Dev<int32_t> dsym2(n);
+  Dev<float> dsc2(nsc), dxr(n);
+  Dev<uint8_t> dout(slot), dwse(wse), dwsd(wsd), dwsq(wsq);
+  Dev<uint32_t> dfb(1), dst(1);
+  CU(cudaMemset(dwse.p, 0, wse));
+  CU(cudaMemset(dwsd.p, 0, wsd));
+  ncclzStatus st = NCCLZ_OK;
+  for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
+    CU(cudaMemset(dout.p, 0x5A, slot));
+    st = encode(&b, dout.p, slot, dfb.p, dwse.p, wse);
+  }
+  CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
+  uint32_t fb = 0;
+  CU(cudaMemcpy(&fb, dfb.p, 4, cudaMemcpyDeviceToHost));
+  std::vector<uint8_t> gpu(slot), cpu(slot);
+  CU(cudaMemcpy(gpu.data(), dout.p, slot, cudaMemcpyDeviceToHost));
+  ncclzFrameDesc d;
+  memset(&d, 0, sizeof d);
+  d.dtype = NCCLZ_DTYPE_F32, d.quant = b.quant, d.coder_params = b.params;
+  if (b.side_scales) d.side = scales, d.side_bytes = (uint32_t)(4 * nsc);
+  size_t len = 0;
+  CHECK(ncclzFrameEncode(b.coder, sym, n, &d, cpu.data(), slot, &len) == NCCLZ_OK, "%s: cpu encode", name);
+  CHECK(len == fb && memcmp(cpu.data(), gpu.data(), len) == 0, "%s: frame identical (cpu %zu bytes, gpu %u)", name, len, fb);
+  for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
+    CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
+    CU(cudaMemset(dxr.p, 0xA5, 4 * n));
+    st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot, dsym2.p, dsc2.p, dst.p, dwsd.p, wsd, 0);
+  }
+  if (st == NCCLZ_OK)
+    st = b.side_scales ? ncclzCudaDequantizeQsgd(b.quant, dsym2.p, n, dsc2.p, dxr.p, 0)
+                       : ncclzCudaDequantizeEB(b.quant, NULL, dsym2.p, n, dxr.p, dwsq.p, wsq, 0);
+  CHECK(st == NCCLZ_OK, "%s: decode: %s", name, ncclzLastError());
+  uint32_t status = 1;
+  std::vector<int32_t> got(n);
+  std::vector<float> xg(n);
+  CU(cudaMemcpy(&status, dst.p, 4, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(status == 0 && memcmp(got.data(), sym, 4 * n) == 0, "%s: decoded codes identical (status %s)", name,
+        ncclzCudaStatusReason(status));
+  if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: reconstruction identical", name);
+}
+
+/* The quantizer inside the coder's call (ncclzCudaQsgdEncodeBatch: one kernel for one frame on a
+ * zeroed workspace) against the CPU, on zeroed workspaces and not, and the one-kernel decode of
+ * its frames: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
+ * (the fused encoder's largest) and one more, a ragged end and short frames, a NaN and an Inf
+ * planted (the Inf's bucket the CPU refuses to dequantize); EB codes at REL 1e-4 without and
+ * with 3D Lorenzo, FIXEDLEN and RAW frames. */
+static void quant_call_cases(const char *grad, const char *sci) {
+  size_t n0;
+  std::vector<float> x0 = load_f32(grad, &n0);
+  CHECK(n0 > 4096, "load %s", grad);
+  if (n0 <= 4096) return;
+  std::vector<float> x(4 * n0 + 1);
+  for (size_t i = 0; i < x.size(); i++) x[i] = x0[i % n0];
+  x[1000] = NAN;
+  x[3000] = INFINITY;
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  Dev<float> dx(x.size()), dsc(x.size());
+  Dev<int32_t> dsym(x.size());
+  CU(cudaMemcpy(dx.p, x.data(), 4 * x.size(), cudaMemcpyHostToDevice));
+  const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=256",
+                         "qsgd:bits=8,bucket=96"};
+  const size_t ns[] = {262144, 262145, n0 - 3, 2048 + 17, 1001};
+  for (const char *spec_text : specs)
+    for (size_t n : ns)
+      for (int zeroed = 1; zeroed >= 0; zeroed--) {
+        ncclzQuantSpec spec;
+        ncclzQuantParams qp;
+        ncclzQuantSpecParse(spec_text, &spec);
+        memset(&qp, 0, sizeof qp);
+        qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 777;
+        qp.rank = 2;
+        const size_t nb = ncclzQsgdNumBuckets(&qp, n);
+        std::vector<float> sc(nb), scg(nb), xr(n);
+        std::vector<int32_t> ref(n), got(n);
+        ncclzQsgdScales(&qp, x.data(), n, sc.data());
+        ncclzQuantizeQsgd(&qp, x.data(), n, NULL, ref.data());
+        const bool dq = ncclzDequantizeQsgd(&qp, ref.data(), n, sc.data(), xr.data()) == NCCLZ_OK;
+        ncclzCudaBatch b;
+        memset(&b, 0, sizeof b);
+        b.coder = NCCLZ_CODER_FIXEDLEN, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = n;
+        b.frame_symbols = (uint32_t)(nb * qp.qsgd_bucket), b.side_scales = 1, b.ws_zeroed = zeroed;
+        char name[160];
+        snprintf(name, sizeof name, "quantize + encode %s n=%zu%s", spec_text, n, zeroed ? " zeroed" : "");
+        CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+        quant_call_case(name, b, ref.data(), sc.data(), dq ? xr.data() : NULL,
+                        [&](const ncclzCudaBatch *bb, uint8_t *out, size_t slot, uint32_t *fb, void *ws, size_t wse) {
+                          return ncclzCudaQsgdEncodeBatch(bb, dx.p, dsym.p, dsc.p, out, slot, fb, ws, wse, 0);
+                        });
+        CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
+              "%s: scales and codes identical", name);
+      }
+  size_t ns0;
+  std::vector<float> xs = load_f32(sci, &ns0);
+  CHECK(ns0 > 0, "load %s", sci);
+  const uint32_t d3[3] = {8, 64, 128};
+  for (const char *spec_text : {"eb:rel=1e-4", "eb:rel=1e-4,lorenzo=3d"})
+    for (int k = 0; k < 4 && ns0; k++) {
+      const int zeroed = k % 2 == 0;
+      const ncclzCoder coder = k < 2 ? NCCLZ_CODER_FIXEDLEN : NCCLZ_CODER_RAW;
+      ncclzQuantSpec spec;
+      ncclzQuantParams qp;
+      ncclzQuantSpecParse(spec_text, &spec);
+      CHECK(ncclzQuantResolve(&spec, xs.data(), ns0, d3, 3, 0, &qp) == NCCLZ_OK, "resolve %s", spec_text);
+      std::vector<int32_t> codes(ns0), ref(ns0);
+      std::vector<float> xr(ns0);
+      ncclzQuantizeEB(&qp, xs.data(), ns0, codes.data());
+      ncclzLorenzoForward(&qp, codes.data(), ns0, ref.data());
+      ncclzDequantizeEB(&qp, codes.data(), ns0, xr.data());
+      ncclzCudaBatch b;
+      memset(&b, 0, sizeof b);
+      b.coder = coder, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = ns0;
+      b.frame_symbols = (uint32_t)ns0, b.ws_zeroed = zeroed;
+      Dev<int32_t> dref(ns0);
+      CU(cudaMemcpy(dref.p, ref.data(), 4 * ns0, cudaMemcpyHostToDevice));
+      char name[160];
+      snprintf(name, sizeof name, "encode + decode-dequantize %s %s %s%s", sci, spec_text, ncclzCoderName(coder),
+               zeroed ? " zeroed" : "");
+      quant_call_case(name, b, ref.data(), NULL, xr.data(),
+                      [&](const ncclzCudaBatch *bb, uint8_t *out, size_t slot, uint32_t *fb, void *ws, size_t wse) {
+                        return ncclzCudaEncodeBatch(bb, dref.p, NULL, out, slot, fb, ws, wse, 0);
+                      });
+    }
+}
+
 /* The post-check on the GPU (ncclzCudaBatch.fallback_bytes, from ncclzReaFallbackBytes as the
  * executor sets it): frames of real codes (QSGD 8-bit, which gain 760-900 permil) alternate with
  * frames of full 32-bit noise (larger than RAW), the batch's last frame shorter; the frames that
@@ -658,6 +802,7 @@ int main(int argc, char **argv) {
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
   qsgd_case("resnet18_rank0_64k.f32");
   qsgd_fused_cases("resnet18_rank0_64k.f32");
+  quant_call_cases("resnet18_rank0_64k.f32", "trefht_member57_8x64x128.f32");
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
     fallback_cases(grad);

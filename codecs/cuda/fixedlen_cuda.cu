@@ -95,37 +95,38 @@ uint32_t nz_fixedlen_units(const NzShape &sh) {
   return (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), FLE_BLOCKS);
 }
 
-/* Widths, offsets and planes of half h of a warp's 32 blocks (blocks 16h..16h+15, lane k
- * loading symbol k of each): lane k of that half gets its block's width w and its offset off in
- * the warp's planes; the planes land in wpack; *words grows by the half's words. Two halves of
- * 16 loads instead of one of 32 keep it at 40 registers: 48 warps to an SM. */
-template <int h>
-static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t n, uint32_t blk0, bool whole, int lane,
+/* Widths, offsets and planes of part h of a warp's blocks (blocks Gh..Gh+G-1 from blk0, lane k
+ * loading symbol k of each): lane k of that part gets its block's width w and its offset off in
+ * the warp's planes; the planes land in wpack; *words grows by the part's words. A warp of 32
+ * blocks takes two parts of 16: 16 loads instead of 32 keep it at 40 registers, 48 warps to an
+ * SM. zz(i): the zigzag of the frame's symbol i < n (a load from global or shared memory). */
+template <int G, int h, typename Z>
+static __device__ __forceinline__ void encode_half(const Z &zz, uint32_t n, uint32_t blk0, bool whole, int lane,
                                                    uint32_t *wpack, uint32_t &w, uint32_t &off, uint32_t &words) {
-  uint32_t z[16];
-  if (whole) { /* 16 independent loads in flight per lane; no bounds to check */
+  uint32_t z[G];
+  if (whole) { /* G independent loads in flight per lane; no bounds to check */
 #pragma unroll
-    for (int k = 0; k < 16; k++) z[k] = ncclz_zigzag(__ldg(src + (blk0 + 16 * h + k) * 32 + lane));
+    for (int k = 0; k < G; k++) z[k] = zz((blk0 + G * h + k) * 32 + lane);
   } else {
 #pragma unroll
-    for (int k = 0; k < 16; k++) {
-      uint32_t i = (blk0 + 16 * h + k) * 32 + lane;
-      z[k] = i < n ? ncclz_zigzag(__ldg(src + i)) : 0u;
+    for (int k = 0; k < G; k++) {
+      uint32_t i = (blk0 + G * h + k) * 32 + lane;
+      z[k] = i < n ? zz(i) : 0u;
     }
   }
-  uint32_t any = 0; /* lane 16h + k: the OR of block k */
+  uint32_t any = 0; /* lane Gh + k: the OR of block k */
 #pragma unroll
-  for (int k = 0; k < 16; k++) {
+  for (int k = 0; k < G; k++) {
     uint32_t a = __reduce_or_sync(NZ_FULL, z[k]);
-    if (lane == 16 * h + k) any = a;
+    if (lane == G * h + k) any = a;
   }
-  const uint32_t hw = lane >> 4 == h ? stored_width(any) : 0u; /* the other half's lanes add 0 */
+  const uint32_t hw = lane / G == h ? stored_width(any) : 0u; /* the other lanes add 0 */
   const uint32_t incl = nz_warp_inclusive_sum(hw);
   const uint32_t hoff = words + incl - hw;
   const FlGroups grp = group_masks(hw);
 #pragma unroll
-  for (int q = 0; q < 16; q += 4) {
-    const int k = 16 * h + q;
+  for (int q = 0; q < G; q += 4) {
+    const int k = G * h + q;
     if (grp.quad >> k & 1) {
       put_planes(z[q] | z[q + 1] << 8 | z[q + 2] << 16 | z[q + 3] << 24, 3, k, lane, hw, hoff, wpack);
       continue;
@@ -140,8 +141,19 @@ static __device__ __forceinline__ void encode_half(const int32_t *src, uint32_t 
       }
     }
   }
-  if (lane >> 4 == h) w = hw, off = hoff;
+  if (lane / G == h) w = hw, off = hoff;
   words += __shfl_sync(NZ_FULL, incl, 31);
+}
+
+/* Word t of a CTA's five-bit width codes (block k's at bit 5k), from its blocks' widths w. */
+static __device__ __forceinline__ uint32_t cta_code_word(const uint32_t *w, uint32_t t) {
+  uint32_t word = 0;
+  for (uint32_t k = 32 * t / 5; k <= (32 * t + 31) / 5; k++) {
+    const uint32_t code = w[k] == 32 ? 31 : w[k];
+    const int at = 5 * (int)k - 32 * (int)t; /* where block k's code starts in word t */
+    word |= at >= 0 ? code << at : code >> -at;
+  }
+  return word;
 }
 
 /* Word q (0..4) of a warp's 32 five-bit width codes (lane k's at bit 5k), in lane q. */
@@ -164,26 +176,39 @@ static __device__ __forceinline__ uint32_t width_code_word(uint32_t w, int lane)
  * *check; the frame's last unit stores the coded bytes to *coded. s_pack: 32 * 32 * WARPS words.
  * Each warp packs its 32 blocks' planes into its own 1,024 words of shared memory, so nothing
  * waits for the CTA's scan but the final copy; the CTA publishes its aggregate before warp 0
- * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles). */
-template <int WARPS, bool WIDE>
-static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32_t n, uint32_t T, uint32_t sw,
+ * looks back, so that successors wait less (under ncu, barrier stalls dominated the cycles).
+ * zz: as encode_half's. The CTA may have more warps than WARPS: the others only meet the barriers.
+ * G: blocks a warp, 32 (its five width-code words from the warp) or 8 (a frame's few CTAs then
+ * spread its serial work over four times the warps; the CTA assembles the width codes). */
+template <int WARPS, bool WIDE, int G = 32, typename Z>
+static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, uint32_t T, uint32_t sw,
                                                       uint32_t *P, uint32_t unit, uint32_t first, uint32_t lc,
                                                       unsigned long long *lb, uint32_t *s_pack, uint32_t *check,
                                                       uint32_t *coded) {
-  constexpr uint32_t BLOCKS = 32 * WARPS;
+  constexpr uint32_t BLOCKS = G * WARPS;
+  static_assert(G == 32 || (G == 8 && BLOCKS % 32 == 0), "a CTA's width codes fill whole words");
   __shared__ uint32_t s_words[WARPS];
   __shared__ uint32_t s_prefix;
+  __shared__ uint32_t s_w[G == 32 ? 1 : BLOCKS]; /* G < 32: the CTA's block widths */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const uint32_t nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
   const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32);
-  const uint32_t blk0 = lc * BLOCKS + warp * 32;
-  const bool whole = (blk0 + 32) * 32 <= n;
-  uint32_t *wpack = s_pack + warp * 32 * 32;
+  const uint32_t blk0 = lc * BLOCKS + warp * G;
+  const bool whole = (blk0 + G) * 32 <= n, enc = warp < WARPS;
+  uint32_t *wpack = s_pack + warp * G * 32;
   uint32_t myw = 0, off = 0, words = 0; /* lane k: block k's width and offset in the warp's planes */
-  encode_half<0>(src, n, blk0, whole, lane, wpack, myw, off, words);
-  encode_half<1>(src, n, blk0, whole, lane, wpack, myw, off, words);
-  const uint32_t code_word = width_code_word(myw, lane);
-  if (lane == 0) s_words[warp] = words;
+  uint32_t code_word = 0;
+  if (enc) {
+    if (G == 32) {
+      encode_half<16, 0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      encode_half<16, 1>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      code_word = width_code_word(myw, lane);
+    } else {
+      encode_half<G, 0>(zz, n, blk0, whole, lane, wpack, myw, off, words);
+      if (lane < G) s_w[warp * G + lane] = myw;
+    }
+    if (lane == 0) s_words[warp] = words;
+  }
   __syncthreads();
   uint32_t wbase = 0, agg = 0;
 #pragma unroll
@@ -199,15 +224,16 @@ static __device__ __forceinline__ void fl_encode_unit(const int32_t *src, uint32
   __syncthreads();
   const uint32_t prefix = s_prefix;
   uint32_t chk = 0;
-  if (lane < 5) { /* this warp's five width-code words */
-    uint32_t j = lc * (BLOCKS * 5 / 32) + warp * 5 + lane;
+  if (G == 32 ? enc && lane < 5 : tid < BLOCKS * 5 / 32) { /* the width-code words: this warp's five, or the CTA's */
+    const uint32_t j = lc * (BLOCKS * 5 / 32) + (G == 32 ? warp * 5 + lane : tid);
+    if (G < 32) code_word = cta_code_word(s_w, tid);
     if (j < W) {
       P[sw + j] = code_word;
       chk += nz_chk(code_word, sw + j);
     }
   }
-  uint32_t b = lc * BLOCKS + tid;
-  if (b < nb && b % T == 0) {
+  const uint32_t b = lc * BLOCKS + warp * G + lane;
+  if (enc && lane < G && b < nb && b % T == 0) {
     uint32_t v = 4 * (prefix + wbase + off), j = sw + W + b / T;
     P[j] = v;
     chk += nz_chk(v, j);
@@ -235,7 +261,9 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
-  fl_encode_unit<FLE_WARPS, false>(sym + (size_t)f * sh.frame_symbols, sh.frame_n(f), sh.p0, sh.side_words(f),
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  fl_encode_unit<FLE_WARPS, false>([src](uint32_t i) { return ncclz_zigzag(__ldg(src + i)); }, sh.frame_n(f), sh.p0,
+                                   sh.side_words(f),
                             (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
                             &fr[f].coded_bytes);
 }
@@ -280,6 +308,63 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
 
 static __device__ void fail(uint32_t *status, uint32_t r) { atomicCAS(status, 0u, NZ_CORRUPT(r)); }
 
+static __device__ __forceinline__ uint32_t fl_width_at(const uint32_t *P, uint32_t W, uint32_t b) {
+  const uint32_t bit = 5 * b, word = bit / 32;
+  const uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
+  const uint32_t c = (uint32_t)(two >> bit % 32) & 31u;
+  return c == 31 ? 32 : c;
+}
+/* count words from src to s_pack, V loads in flight a thread; returns this thread's part of their
+ * check (word i is word at0 + i of the payload). FL_THREADS threads. */
+template <int V>
+static __device__ __forceinline__ uint32_t fl_stage_words(const uint32_t *src, uint32_t count, uint32_t at0,
+                                                          uint32_t *s_pack) {
+  uint32_t chk = 0;
+  for (uint32_t i0 = threadIdx.x; i0 < count; i0 += FL_THREADS * V) {
+    uint32_t v[V];
+#pragma unroll
+    for (int q = 0; q < V; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      v[q] = i < count ? __ldg(src + i) : 0u;
+    }
+#pragma unroll
+    for (int q = 0; q < V; q++) {
+      const uint32_t i = i0 + q * FL_THREADS;
+      if (i < count) {
+        s_pack[i] = v[q];
+        chk += nz_chk(v[q], at0 + i);
+      }
+    }
+  }
+  return chk;
+}
+
+/* A warp's K blocks from their planes in s_pack (lane k < K: block k's width w and offset off):
+ * put(k, z) gets symbol `lane` of block k as its zigzag z; narrow blocks share a transpose. */
+template <int K, typename Put>
+static __device__ __forceinline__ void fl_decode_blocks(uint32_t w, uint32_t off, int lane, const uint32_t *s_pack,
+                                                        const Put &put) {
+  const FlGroups grp = group_masks(w);
+#pragma unroll 2
+  for (int k = 0; k < K; k += 4) {
+    if (grp.quad >> k & 1) {
+      const uint32_t x = get_planes(3, k, lane, w, off, s_pack);
+      for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
+      continue;
+    }
+    for (int p = k; p < k + 4; p += 2) {
+      if (grp.pair >> p & 1) {
+        const uint32_t x = get_planes(4, p, lane, w, off, s_pack);
+        put(p, x & 0xFFFFu);
+        put(p + 1, x >> 16);
+      } else {
+        put(p, get_planes(5, p, lane, w, off, s_pack));
+        put(p + 1, get_planes(5, p + 1, lane, w, off, s_pack));
+      }
+    }
+  }
+}
+
 /* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
  * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
  * a whole. */
@@ -313,35 +398,14 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
   for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
   uint32_t running = toff / 4;
   for (uint32_t g0 = 0; g0 < tcount; g0 += FL_BLOCKS) {
-    uint32_t b = tb0 + g0 + tid, w = 0;
-    if (g0 + tid < tcount) {
-      uint32_t bit = 5 * b, word = bit / 32, sh5 = bit % 32;
-      uint64_t two = __ldg(P + word) | (word + 1 < W ? (uint64_t)__ldg(P + word + 1) << 32 : 0ull);
-      uint32_t c = (uint32_t)(two >> sh5) & 31u;
-      w = c == 31 ? 32 : c;
-    }
+    const uint32_t w = g0 + tid < tcount ? fl_width_at(P, W, tb0 + g0 + tid) : 0u;
     uint32_t excl, agg;
     Scan(scan_ts).ExclusiveSum(w, excl, agg);
     if (running > avail || agg > avail - running) {
       if (tid == 0) fail(status, NZ_R_FL_SIZE);
       return;
     }
-    for (uint32_t i0 = tid; i0 < agg; i0 += FL_THREADS * 16) { /* 16 loads in flight per thread */
-      uint32_t v[16];
-#pragma unroll
-      for (int q = 0; q < 16; q++) {
-        uint32_t i = i0 + q * FL_THREADS;
-        v[q] = i < agg ? __ldg(P + head + running + i) : 0u;
-      }
-#pragma unroll
-      for (int q = 0; q < 16; q++) {
-        uint32_t i = i0 + q * FL_THREADS;
-        if (i < agg) {
-          s_pack[i] = v[q];
-          chk += nz_chk(v[q], sw + head + running + i);
-        }
-      }
-    }
+    chk += fl_stage_words<16>(P + head + running, agg, sw + head + running, s_pack);
     __syncthreads();
     /* block k of this warp: symbol `lane` is z; blocks past the tile have width 0; the lanes
      * past n of the frame's last block are padding, which must be zero (as the reference) */
@@ -352,25 +416,7 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
         else if (z) fail(status, NZ_R_FL_PAD);
       }
     };
-    const FlGroups grp = group_masks(w);
-#pragma unroll 2
-    for (int k = 0; k < 32; k += 4) {
-      if (grp.quad >> k & 1) {
-        uint32_t x = get_planes(3, k, lane, w, excl, s_pack);
-        for (int q = 0; q < 4; q++) put(k + q, x >> 8 * q & 0xFFu);
-        continue;
-      }
-      for (int p = k; p < k + 4; p += 2) {
-        if (grp.pair >> p & 1) {
-          uint32_t x = get_planes(4, p, lane, w, excl, s_pack);
-          put(p, x & 0xFFFFu);
-          put(p + 1, x >> 16);
-        } else {
-          put(p, get_planes(5, p, lane, w, excl, s_pack));
-          put(p + 1, get_planes(5, p + 1, lane, w, excl, s_pack));
-        }
-      }
-    }
+    fl_decode_blocks<32>(w, excl, lane, s_pack, put);
     running += agg;
     __syncthreads();
   }
@@ -379,6 +425,90 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
     if (tile + 1 < nt) {
       if (P[W + tile + 1] != 4 * running) fail(status, NZ_R_FL_OFFSET);
     } else if (running != avail) {
+      fail(status, NZ_R_FL_SIZE);
+    }
+  }
+}
+
+/* A tile's part of FLP_BLOCKS blocks (at most), for a one-kernel decode: a small frame has few
+ * tiles, and a CTA a tile leaves most SMs idle with each warp decoding 32 blocks in turn; parts
+ * give a frame ceil(T / 64) times the CTAs and each warp eight blocks. A part finds its offset in
+ * the tile by summing the widths of the blocks before it (from the width codes). The checks are
+ * the tile's (fl_decode_tile), shared out: the tile offset, its words' and the width codes'
+ * checks by part 0, the next tile's offset or the payload's end by the last part. */
+#define FLP_G 8
+#define FLP_BLOCKS (FL_THREADS / 32 * FLP_G)
+static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
+                                      uint32_t tile, uint32_t part, uint32_t *status, uint32_t *check) {
+  typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
+  typedef cub::BlockReduce<uint32_t, FL_THREADS> Reduce;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } ts;
+  __shared__ uint32_t s_pack[FLP_BLOCKS * 32];
+  __shared__ uint32_t s_w[FLP_BLOCKS], s_off[FLP_BLOCKS];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t n = F.n, T = sh.p0, nb = (uint32_t)ncclz_ceil_div(n, 32), nt = (uint32_t)ncclz_ceil_div(nb, T);
+  const uint32_t W = (uint32_t)ncclz_ceil_div(5ull * nb, 32), sw = F.side_bytes / 4, head = W + nt;
+  const uint32_t coded = F.payload_bytes - F.side_bytes;
+  if (tile >= nt) return;
+  const uint32_t tb0 = tile * T, tcount = nb - tb0 < T ? nb - tb0 : T, pb0 = part * FLP_BLOCKS;
+  if (pb0 >= tcount) return;
+  const uint32_t pcount = tcount - pb0 < FLP_BLOCKS ? tcount - pb0 : FLP_BLOCKS;
+  const bool first = part == 0, last = pb0 + pcount == tcount;
+  if (coded % 4 || coded / 4 < head) {
+    if (tid == 0 && tile == 0 && first) fail(status, NZ_R_FL_SIZE);
+    return;
+  }
+  const uint32_t avail = coded / 4 - head; /* words of the packed area */
+  const uint32_t *P = (const uint32_t *)(in + F.src + 64) + sw;
+  const uint32_t toff = P[W + tile];
+  if (toff % 4 || (tile == 0 && toff != 0)) {
+    if (tid == 0 && first) fail(status, NZ_R_FL_OFFSET);
+    return;
+  }
+  uint32_t chk = 0;
+  if (first) {
+    /* the bits after the last width code are zero padding (checked by the last tile) */
+    if (tid == 0 && tile + 1 == nt && (5 * nb) % 32 && P[W - 1] >> (5 * nb) % 32) fail(status, NZ_R_FL_PAD);
+    if (tid == 0) chk = nz_chk(toff, sw + W + tile);
+    const uint32_t j0 = (uint32_t)ncclz_ceil_div(5ull * tb0, 32), j1 = (uint32_t)ncclz_ceil_div(5ull * (tb0 + tcount), 32);
+    for (uint32_t j = j0 + tid; j < j1 && j < W; j += FL_THREADS) chk += nz_chk(__ldg(P + j), sw + j);
+  }
+  uint32_t before = 0; /* widths of the tile's blocks before this part */
+  for (uint32_t k = tid; k < pb0; k += FL_THREADS) before += fl_width_at(P, W, tb0 + k);
+  const uint32_t w = (uint32_t)tid < pcount ? fl_width_at(P, W, tb0 + pb0 + tid) : 0u;
+  before = Reduce(ts.reduce).Sum(before);
+  __syncthreads(); /* ts is reused */
+  uint32_t excl, agg;
+  Scan(ts.scan).ExclusiveSum(w, excl, agg);
+  __shared__ uint32_t s_before;
+  if (tid == 0) s_before = before;
+  if ((uint32_t)tid < FLP_BLOCKS) s_w[tid] = w, s_off[tid] = excl;
+  __syncthreads();
+  const uint32_t running = toff / 4 + s_before;
+  if (running > avail || agg > avail - running) {
+    if (tid == 0) fail(status, NZ_R_FL_SIZE);
+    return;
+  }
+  chk += fl_stage_words<8>(P + head + running, agg, sw + head + running, s_pack);
+  __syncthreads();
+  /* lane k < 8: the width and offset of the warp's block k */
+  const uint32_t wk = lane < FLP_G ? s_w[warp * FLP_G + lane] : 0u, ok = lane < FLP_G ? s_off[warp * FLP_G + lane] : 0u;
+  auto put = [&](int k, uint32_t z) {
+    const uint32_t bl = pb0 + warp * FLP_G + k, i = (tb0 + bl) * 32 + lane;
+    if (bl < tcount) {
+      if (i < n) dst[i] = ncclz_unzigzag(z);
+      else if (z) fail(status, NZ_R_FL_PAD);
+    }
+  };
+  fl_decode_blocks<FLP_G>(wk, ok, lane, s_pack, put);
+  nz_add_check<FL_THREADS>(chk, check);
+  if (tid == 0 && last) {
+    if (tile + 1 < nt) {
+      if (P[W + tile + 1] != 4 * (running + agg)) fail(status, NZ_R_FL_OFFSET);
+    } else if (running + agg != avail) {
       fail(status, NZ_R_FL_SIZE);
     }
   }
@@ -418,12 +548,13 @@ static uint32_t one_units(uint64_t frame_symbols, uint32_t warps) {
 }
 uint32_t nz_one_units(uint64_t frame_symbols) { return one_units(frame_symbols, ONE_WARPS); }
 
-/* Warps of the one-kernel FIXEDLEN encoder's CTAs: ONE_WARPS, or NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
- * read once) to measure the others. */
+/* Warps of 32 blocks in the one-kernel FIXEDLEN encoder's CTAs, NCCLZ_CUDA_ONE_WARPS (2, 4 or 8;
+ * read once) to measure them; 0 (unset): CTAs of ONE_WARPS * 32 blocks coded by four times the
+ * warps, eight blocks a warp. */
 static uint32_t one_warps() {
   static const uint32_t w = [] {
     const char *v = getenv("NCCLZ_CUDA_ONE_WARPS");
-    return v && (!strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : (uint32_t)ONE_WARPS;
+    return v && (!strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")) ? (uint32_t)atoi(v) : 0u;
   }();
   return w;
 }
@@ -459,16 +590,16 @@ static __device__ void one_finish_encode(const NzShape &sh, uint8_t *out, const 
   }
 }
 
-template <int WARPS>
+template <int WARPS, int G>
 __global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
                                                               NzOneEncode a) {
   nz_pdl_enter();
-  __shared__ uint32_t s_pack[32 * WARPS * 32];
+  __shared__ uint32_t s_pack[G * WARPS * 32];
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<WARPS, true>(sym, n, sh.p0, sw, P, blockIdx.x, 0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check,
-                            &a.st->coded_bytes);
+  fl_encode_unit<WARPS, true, G>([sym](uint32_t i) { return ncclz_zigzag(__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
+                              0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
 
@@ -482,6 +613,92 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
 }
 
+/* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
+ * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
+ * with all its 256 threads (two float4 a thread), the buckets' max |x| by warp reductions of
+ * 128-element slots, the codes' zigzag kept in shared memory; then its eight warps code the 64
+ * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * scale (side data and d_scales). */
+#define FQ_THREADS 256
+#define FQ_WARPS (FQ_THREADS / 32)
+#define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
+#define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
+__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
+  nz_pdl_enter();
+  constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
+  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
+  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
+  __shared__ float s_slot[FQ_SLOTS];
+  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
+  uint32_t *P = (uint32_t *)(out + 64);
+  float4 v[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
+    if (e + 3 < n) {
+      v[r] = __ldg((const float4 *)(q.x + e));
+    } else { /* past the frame: 0, which no |x| is below and codes to 0 (FIXEDLEN's zero padding) */
+      v[r].x = e < n ? __ldg(q.x + e) : 0.0f;
+      v[r].y = e + 1 < n ? __ldg(q.x + e + 1) : 0.0f;
+      v[r].z = e + 2 < n ? __ldg(q.x + e + 2) : 0.0f;
+      v[r].w = 0.0f;
+    }
+    /* NaN never compares greater, 0 to start: the reference's bucket_max_abs */
+    const float av[4] = {fabsf(v[r].x), fabsf(v[r].y), fabsf(v[r].z), fabsf(v[r].w)};
+    float m = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+      if (av[j] > m) m = av[j];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float y = __shfl_xor_sync(NZ_FULL, m, o);
+      if (y > m) m = y;
+    }
+    if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
+  }
+  __syncthreads();
+  const uint32_t spb = q.bucket / 128; /* slots a bucket */
+  uint32_t chk = 0;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t slot = r * (FQ_THREADS / 32) + tid / 32, first = slot / spb * spb, e = base + 4 * (tid + r * FQ_THREADS);
+    float m = 0.0f;
+    for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
+    int4 c;
+    c.x = e < n ? nz_qsgd_code(v[r].x, m, q.levels, q.seed, q.rank, e) : 0;
+    c.y = e + 1 < n ? nz_qsgd_code(v[r].y, m, q.levels, q.seed, q.rank, e + 1) : 0;
+    c.z = e + 2 < n ? nz_qsgd_code(v[r].z, m, q.levels, q.seed, q.rank, e + 2) : 0;
+    c.w = e + 3 < n ? nz_qsgd_code(v[r].w, m, q.levels, q.seed, q.rank, e + 3) : 0;
+    if (e + 3 < n) {
+      *(int4 *)(q.sym + e) = c;
+    } else {
+      if (e < n) q.sym[e] = c.x;
+      if (e + 1 < n) q.sym[e + 1] = c.y;
+      if (e + 2 < n) q.sym[e + 2] = c.z;
+    }
+    *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
+    const uint32_t e0 = base + slot * 128; /* the slot's first element */
+    if (lane == 0 && slot == first && e0 < n) {
+      const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
+      q.scales[b] = m;
+      P[b] = w;
+      chk += nz_chk(w, b);
+    }
+  }
+  if (chk) atomicAdd(&a.st->check, chk);
+  __syncthreads();
+  fl_encode_unit<FQ_WARPS, true, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
+                                 blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
+  if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
+}
+
+ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s) {
+  const uint32_t n = sh.frame_n(0), grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_ONE_QSGD_SYMS) : 1u;
+  nz_launch(k_fl_qsgd_encode_one, grid, FQ_THREADS, 0, s, sh, q, d_out, a);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
 ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
                           const NzOneEncode &a, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
@@ -489,18 +706,19 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
     const uint32_t grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_RAW_CHUNK) : 1u;
     nz_launch(k_raw_encode_one, grid, 256, 0, s, sh, d_sym, d_out, a);
   } else {
-    const uint32_t w = one_warps(), grid = one_units(n, w);
-    if (w == 8) nz_launch(k_fl_encode_one<8>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
-    else if (w == 4) nz_launch(k_fl_encode_one<4>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
-    else nz_launch(k_fl_encode_one<ONE_WARPS>, grid, 32 * ONE_WARPS, 0, s, sh, d_sym, d_out, a);
+    const uint32_t w = one_warps(), grid = one_units(n, w ? w : ONE_WARPS);
+    if (w == 8) nz_launch(k_fl_encode_one<8, 32>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
+    else if (w == 4) nz_launch(k_fl_encode_one<4, 32>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
+    else if (w == 2) nz_launch(k_fl_encode_one<2, 32>, grid, 32 * 2, 0, s, sh, d_sym, d_out, a);
+    else nz_launch(k_fl_encode_one<ONE_WARPS * 4, 8>, grid, 32 * ONE_WARPS * 4, 0, s, sh, d_sym, d_out, a);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
 
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
- * side data, then decodes its RAW chunk or FIXEDLEN tile; the last writes the status (the
- * payload check first, as k_finalize_decode) and resets the state. */
+ * side data, then decodes its RAW chunk or its part of a FIXEDLEN tile; the last writes the
+ * status (the payload check first, as k_finalize_decode) and resets the state. */
 __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned mask, const uint8_t *in,
                                                            const uint64_t *offsets, size_t in_stride, size_t in_len,
                                                            int32_t *sym, float *scales, uint32_t *status_out,
@@ -527,7 +745,9 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
         nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
-      fl_decode_tile(sh, in, sym, F, blockIdx.x, &st->status, &st->check);
+      const uint32_t parts = (uint32_t)ncclz_ceil_div(sh.p0, FLP_BLOCKS), tile = blockIdx.x / parts;
+      const uint32_t part = blockIdx.x - tile * parts;
+      fl_decode_part(sh, in, sym, F, tile, part, &st->status, &st->check);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;
@@ -542,7 +762,8 @@ ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
                           NzOneState *st, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
-  const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0), chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
+  const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0) * ncclz_ceil_div(sh.p0, FLP_BLOCKS),
+                 chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
   uint64_t grid = tiles > chunks ? tiles : chunks;
   grid = grid ? grid : 1;
   nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,

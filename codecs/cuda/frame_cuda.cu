@@ -16,13 +16,21 @@ bool nz_pdl_on() {
   return on;
 }
 
+/* Whether the environment variable is unset or not "0". */
+static bool env_not_zero(const char *name) {
+  const char *v = getenv(name);
+  return !(v && !strcmp(v, "0"));
+}
 /* Whether ws_zeroed batches may run as one kernel: on unless NCCLZ_CUDA_ONE=0 (read once; for
  * measuring the chain through `ncclz codec --device gpu`). */
 static bool one_on() {
-  static const bool on = [] {
-    const char *v = getenv("NCCLZ_CUDA_ONE");
-    return !(v && !strcmp(v, "0"));
-  }();
+  static const bool on = env_not_zero("NCCLZ_CUDA_ONE");
+  return on;
+}
+/* Whether a one-kernel encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch): on unless
+ * NCCLZ_CUDA_FUSE=0 (read once; for measurements). */
+static bool fuse_on() {
+  static const bool on = env_not_zero("NCCLZ_CUDA_FUSE");
   return on;
 }
 
@@ -307,6 +315,9 @@ static ncclzStatus check_batch(const ncclzCudaBatch *b) {
   return NCCLZ_OK;
 }
 
+template <typename T>
+static T *ws_at(void *ws, size_t off) { return (T *)((char *)ws + off); }
+
 /* Whether an encode runs as one kernel (ncclzCudaBatch.ws_zeroed): one frame of RAW or FIXEDLEN
  * of at most NZ_ONE_ENCODE_MAX symbols, without a post-check. Larger frames take the chain: its
  * 8-warp encoder, launched without PDL, beat the one kernel at 1 and 4 MiB on the H200 (graph
@@ -320,34 +331,47 @@ static bool one_kernel_encode(const ncclzCudaBatch *b, uint32_t nf) {
          (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
 }
 
-template <typename T>
-static T *ws_at(void *ws, size_t off) { return (T *)((char *)ws + off); }
 
-ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
-                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                 size_t ws_bytes, cudaStream_t s) {
+/* The argument checks of an encode: its frames (*nf, 0: nothing to do) and workspace layout. */
+static ncclzStatus encode_args(const ncclzCudaBatch *b, const float *d_scales, size_t out_stride, size_t ws_bytes,
+                               uint32_t *nf, NzLayout *L) {
   ncclzStatus st = check_batch(b);
   if (st != NCCLZ_OK) return st;
-  uint32_t nf = ncclzCudaBatchFrames(b);
-  if (nf == 0) return NCCLZ_OK;
+  *nf = ncclzCudaBatchFrames(b);
+  if (*nf == 0) return NCCLZ_OK;
   if (out_stride < ncclzCudaFrameSlotBytes(b) || out_stride % 4)
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: out_stride %zu below the slot size %zu (or not 4-aligned)",
                          out_stride, ncclzCudaFrameSlotBytes(b));
   if (b->side_scales && !d_scales) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: side scales missing");
-  uint32_t units = lookback_units(b);
-  NzLayout L = nz_layout(b, 0, units);
-  if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L.total);
+  *L = nz_layout(b, 0, lookback_units(b));
+  if (ws_bytes < L->total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda encode: workspace %zu < %zu", ws_bytes, L->total);
+  return NCCLZ_OK;
+}
+
+/* What a one-kernel encode's last CTA needs for the header. */
+static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scales, uint32_t *d_frame_bytes, void *d_ws,
+                                   const NzLayout &L) {
+  NzOneEncode a;
+  a.scales = side_per_frame(b) ? d_scales : nullptr;
+  a.hdr = nz_header_template(b, b->coder);
+  a.d_abs_eb = b->d_abs_eb;
+  a.dtype_size = (uint32_t)ncclzDtypeSize(b->dtype);
+  a.frame_bytes = d_frame_bytes;
+  a.st = ws_at<NzOneState>(d_ws, L.one);
+  return a;
+}
+
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                 size_t ws_bytes, cudaStream_t s) {
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
+  const uint32_t units = lookback_units(b);
   NzShape sh = nz_shape(b, 0);
-  if (one_kernel_encode(b, nf)) {
-    NzOneEncode a;
-    a.scales = sh.side_per_frame ? d_scales : nullptr;
-    a.hdr = nz_header_template(b, b->coder);
-    a.d_abs_eb = b->d_abs_eb;
-    a.dtype_size = (uint32_t)ncclzDtypeSize(b->dtype);
-    a.frame_bytes = d_frame_bytes;
-    a.st = ws_at<NzOneState>(d_ws, L.one);
-    return nz_one_encode(sh, b->coder, d_sym, d_out, a, s);
-  }
+  if (one_kernel_encode(b, nf))
+    return nz_one_encode(sh, b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L), s);
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
   launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
@@ -385,6 +409,39 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;
+}
+
+static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
+
+/* Whether a QSGD quantize + encode runs as one kernel: one FIXEDLEN frame on a zeroed workspace
+ * without a post-check, of at most NZ_ONE_MAX_UNITS CTAs' symbols, buckets that tile a CTA, and
+ * 16-byte aligned x and codes (the kernel's float4 and int4 accesses). */
+static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const int32_t *d_sym) {
+  const ncclzQuantParams *q = b->quant;
+  const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols;
+  return b->ws_zeroed && one_on() && fuse_on() && nf == 1 && n <= (uint64_t)NZ_ONE_MAX_UNITS * NZ_ONE_QSGD_SYMS &&
+         !b->d_coders && !falls_back(b) && b->coder == NCCLZ_CODER_FIXEDLEN && nz_one_qsgd_fits(q->qsgd_bucket) &&
+         qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
+}
+
+ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
+                                     uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                     size_t ws_bytes, cudaStream_t s) {
+  if (!b || !b->quant || b->quant->kind != NCCLZ_QUANT_QSGD || !b->side_scales)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda qsgd encode: a QSGD batch with side scales expected");
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
+  if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
+    const ncclzQuantParams *p = b->quant;
+    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, (1 << (p->qsgd_bits - 1)) - 1, p->seed};
+    NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
+    a.scales = nullptr; /* the kernel writes the side data itself */
+    return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
+  }
+  if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
+  return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
 ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,

@@ -11,6 +11,7 @@
 
 #include "../hd_util.h"
 #include "../huff_codebook.h"
+#include "../philox.h"
 #include "ncclz/codecs_cuda.h"
 
 #define NZ_FULL 0xFFFFFFFFu
@@ -145,7 +146,7 @@ struct NzOneState {
   uint32_t status;      /* decode: the first coder failure (NZ_CORRUPT) */
 };
 #define NZ_ONE_LB_OFFSET 256 /* bytes from the state to its look-back words */
-#define NZ_ONE_MAX_UNITS 64u /* look-back units of a one-kernel encode: frames up to 128 Ki symbols */
+#define NZ_ONE_MAX_UNITS 128u /* look-back units of a one-kernel encode: frames up to 256 Ki symbols */
 NzLayout nz_layout(const ncclzCudaBatch *b, int decode, uint32_t units_total);
 
 
@@ -322,6 +323,19 @@ static __device__ inline bool nz_one_last(NzOneState *st) {
   return s_last;
 }
 
+/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes):
+ * the quantizer and the fused quantize + encode of one frame. */
+static __device__ __forceinline__ int32_t nz_qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
+                                                       size_t i) {
+  if (!isfinite(v) || scale == 0.0f) return 0;
+  const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
+  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
+  const double l = floor(t), frac = t - l;
+  double level = l + ((double)u < frac ? 1.0 : 0.0);
+  if (level > (double)s) level = (double)s;
+  const int32_t c = (int32_t)level;
+  return v < 0.0f ? -c : c;
+}
 /* One-kernel calls (fixedlen_cuda.cu). side: the frame's QSGD scales (NULL without). */
 struct NzOneEncode {
   const float *scales;
@@ -334,6 +348,21 @@ struct NzOneEncode {
 ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
                           const NzOneEncode &a, cudaStream_t s);
 uint32_t nz_one_units(uint64_t frame_symbols);
+/* QSGD of a fused quantize + encode: x in, the scales and codes also written out (as
+ * ncclzCudaQsgdQuantize). */
+struct NzQsgd {
+  const float *x;
+  float *scales;
+  int32_t *sym;
+  uint32_t bucket, rank;
+  int levels;
+  uint64_t seed;
+};
+/* Symbols a CTA of the fused quantize + encode takes (NZ_ONE_MAX_UNITS of them bound a frame);
+ * whether q's bucket fits it. */
+#define NZ_ONE_QSGD_SYMS 2048u
+static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
+ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
 /* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,

@@ -6,7 +6,6 @@
 #include <cuda/functional>
 #include <math.h>
 
-#include "../philox.h"
 #include "internal.cuh"
 #include "../eb_code.h"
 
@@ -981,14 +980,7 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
  * of line: only buckets whose scale is 0 or Inf take it (qsgd_fast covers the rest). */
 static __device__ __noinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
                                                     size_t i) {
-  if (!isfinite(v) || scale == 0.0f) return 0;
-  const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
-  const double t = ((double)fabsf(v) / (double)scale) * (double)s;
-  const double l = floor(t), frac = t - l;
-  double level = l + ((double)u < frac ? 1.0 : 0.0);
-  if (level > (double)s) level = (double)s;
-  const int32_t c = (int32_t)level;
-  return v < 0.0f ? -c : c;
+  return nz_qsgd_code(v, scale, s, seed, rank, i);
 }
 
 /* RN(p / d) from y = RN(1 / d) without a division: q0 = RN(p y) is within 2 ulps of p / d, the

@@ -76,6 +76,13 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
                                  const uint64_t *d_in_offsets, size_t in_stride, size_t in_len,
                                  int32_t *d_sym, float *d_scales, uint32_t *d_status,
                                  void *d_ws, size_t ws_bytes, cudaStream_t stream);
+/* Quantize and encode in one call: what ncclzCudaQsgdQuantize (b->quant, QSGD; d_scales and d_sym
+ * written) then ncclzCudaEncodeBatch (b->side_scales set) do. One FIXEDLEN frame on a zeroed
+ * workspace (ws_zeroed, up to 256 Ki symbols, buckets of 128 to 2,048 dividing 2,048, 16-byte
+ * aligned d_x and d_sym, no post-check) runs as one kernel; anything else as the two calls. */
+ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
+                                     uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                     size_t ws_bytes, cudaStream_t stream);
 /* Text for a d_status word ("ok", "corrupt: payload check", ...). */
 const char *ncclzCudaStatusReason(uint32_t status);
 
