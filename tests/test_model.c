@@ -695,13 +695,19 @@ static void test_planning_cost(void) {
   Frame f;
   if (!resnet_qsgd(&f, 8)) return;  /* 1 Mi symbols: a 4 MiB frame */
   ncclzReaConfig cfg = config(NCCLZ_HINT_NET, NCCLZ_CLASS_QSGD);
-  ncclzReaPlanCost cost;
-  CHECK(ncclzReaMeasurePlanningCost(&prof, &cfg, f.s.sym, f.s.n, &f.desc, NCCLZ_CODER_HUFFMAN, 3, &cost) == NCCLZ_OK,
-        "measure: %s", ncclzLastError());
-  printf("  planning a 4 MiB frame: %.1f us; HUFFMAN encode on the CPU: %.1f us; ratio %.4f\n", cost.plan_us,
-         cost.encode_us, cost.ratio);
-  CHECK(cost.plan_us > 0 && cost.encode_us > 0, "timed");
-  CHECK(cost.ratio < 0.2, "planning is a small fraction of encoding on the CPU: %.4f", cost.ratio);
+  /* the least of five single runs each: a run descheduled by a loaded machine cannot pass for the cost */
+  double plan_us = 1e300, encode_us = 1e300;
+  for (int i = 0; i < 5; i++) {
+    ncclzReaPlanCost cost;
+    CHECK(ncclzReaMeasurePlanningCost(&prof, &cfg, f.s.sym, f.s.n, &f.desc, NCCLZ_CODER_HUFFMAN, 1, &cost) == NCCLZ_OK,
+          "measure: %s", ncclzLastError());
+    CHECK(cost.plan_us > 0 && cost.encode_us > 0, "timed");
+    plan_us = cost.plan_us < plan_us ? cost.plan_us : plan_us;
+    encode_us = cost.encode_us < encode_us ? cost.encode_us : encode_us;
+  }
+  printf("  planning a 4 MiB frame: %.1f us; HUFFMAN encode on the CPU: %.1f us; ratio %.4f\n", plan_us, encode_us,
+         plan_us / encode_us);
+  CHECK(plan_us / encode_us < 0.2, "planning is a small fraction of encoding on the CPU: %.4f", plan_us / encode_us);
   frame_free(&f);
 }
 
