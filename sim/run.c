@@ -167,11 +167,28 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
   return NCCLZ_OK;
 }
 
-/* Block and chunk sizes as the executor cuts them: chunks of chunk_bytes (the frame size by
- * default), at least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead;
- * the executor's lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL (compress off) sends each block as
- * one message: NCCL pipelines it inside the transfer, paying its latency once per step, not once
- * per 4 MiB. */
+/* NCCL's Simple protocol: a 4 MiB buffer of NCCL_STEPS = 8 steps, and Broadcast moves one step a
+ * slice (BROADCAST_CHUNKSTEPS = BROADCAST_SLICESTEPS = 1, NCCL's src/include/collectives.h). */
+#define SIM_NCCL_BCAST_SLICE (512u << 10)
+
+/* Chunks of a block as the executor cuts it: chunks of chunk_bytes (the frame size by default), at
+ * least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead; the executor's
+ * lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL
+ * (compress off) sends a ring step or an exchange as one message: NCCL pipelines it inside the
+ * transfer, paying its latency once per step, not once per 4 MiB; its tree pipelines in chunks, and
+ * its Broadcast forwards each slice hop by hop, so a chain of P ranks fills in P - 1 slice times. */
+static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimOptions *o, ncclzAlgorithm a, double block) {
+  int plain = o->compress == NCCLZ_SIM_OFF, slices = plain && o->coll == NCCLZ_BROADCAST;
+  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
+  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? SIM_NCCL_BCAST_SLICE : frame;
+  double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
+  double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : 64u;
+  int one = plain && !o->chunk_bytes && a != NCCLZ_ALGO_TREE && !slices;
+  double c = one ? 1 : ceil(block / (double)chunk);
+  return (uint32_t)fmin(fmax(c, minc), maxc);
+}
+
+/* Block and chunk sizes of a job (block_chunks). */
 static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
   int n = j->nranks;
   ncclzAlgorithm a;
@@ -189,17 +206,8 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   else if (a == NCCLZ_ALGO_TREE) block = all / 2 / channels;
   else if (a == NCCLZ_ALGO_RHD) block = all / 2;
   else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
-  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
-  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;
-  uint32_t minc = o->min_chunks ? o->min_chunks : (o->compress == NCCLZ_SIM_OFF ? 1u : 2u);
-  uint32_t maxc = o->max_chunks ? o->max_chunks : 64u;
-  /* plain NCCL pipelines a ring step or an exchange inside the transfer; its tree pipelines in chunks */
-  int one = o->compress == NCCLZ_SIM_OFF && !o->chunk_bytes && a != NCCLZ_ALGO_TREE;
-  double c = one ? 1 : ceil(block / (double)chunk);
-  if (c < minc) c = minc;
-  if (c > maxc) c = maxc;
-  j->nchunks = (uint32_t)c;
-  j->frame_bytes = frame;
+  j->nchunks = block_chunks(prof, o, a, block);
+  j->frame_bytes = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
 }
 
 /* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the
