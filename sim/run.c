@@ -545,6 +545,56 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   return NCCLZ_OK;
 }
 
+/* Plain Broadcast in NCCL's slices: once the chain is full it delivers one slice a period of its
+ * slowest hop, so the time is affine in the slices a channel. Past 2 SIM_BCAST_SLICES slices, the
+ * same chains with SIM_BCAST_SLICES and twice that many slices of the same size are replayed and
+ * extrapolated (each through the rank-count extrapolation where that applies). */
+#define SIM_BCAST_SLICES 4
+
+static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                    const ncclzSimOptions *opt, ncclzSimResult *res);
+
+static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                        const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
+  ncclzSimOptions u = *o;
+  ncclzSimResult r1, r2;
+  double t0 = ncclzNowSeconds();
+  u.chunk_bytes = per * eb;
+  u.bytes = (uint64_t)SIM_BCAST_SLICES * ch * per * eb;
+  ncclzStatus st = sim_run_schedule(prof, data, p, &u, &r1);
+  u.bytes *= 2;
+  if (st == NCCLZ_OK) st = sim_run_schedule(prof, data, p, &u, &r2);
+  if (st != NCCLZ_OK) return st;
+  *res = r2;
+  extrapolate(&r1, &r2, SIM_BCAST_SLICES, 2 * SIM_BCAST_SLICES, (int)slices, res);
+  res->nchunks = slices * ch;
+  res->wall_s = ncclzNowSeconds() - t0;
+  size_t used = strlen(res->why);
+  snprintf(res->why + used, sizeof res->why - used, " (%d and %d slices a channel, extrapolated to %u)",
+           SIM_BCAST_SLICES, 2 * SIM_BCAST_SLICES, slices);
+  return NCCLZ_OK;
+}
+
+/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
+ * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
+static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                 const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
+      p->placement != NCCLZ_PLACE_CONTIGUOUS || (p->topology != NCCLZ_TOPO_NONBLOCKING && p->nodes > p->nodes_per_leaf))
+    return 0;
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
+  return c > 2 * SIM_BCAST_SLICES && o->bytes / eb / ch / c > 0 ? c : 0;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -555,6 +605,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_tree_extrapolated(prof, data, p, opt, res);
+  uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
+  if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_broadcast_extrapolated(prof, data, p, opt, res);
   char why[160];
