@@ -580,8 +580,10 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   return NCCLZ_OK;
 }
 
-/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
- * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
+/* The slices of plain Broadcast when the slice extrapolation applies, else 0: one channel on a
+ * uniform platform (as broadcast_extrapolates). With several channels the chains share each
+ * node's NVLink, and how long they overlap there grows with the slices: the time is no longer
+ * affine in the slices (the extrapolation fell below the shorter replay at 1024 x 8, 8 rails). */
 static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
   if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
@@ -592,7 +594,7 @@ static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *d
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
-  return c > 2 * SIM_BCAST_SLICES && o->bytes / eb / ch / c > 0 ? c : 0;
+  return ch == 1 && c > 2 * SIM_BCAST_SLICES && o->bytes / eb / c > 0 ? c : 0;
 }
 
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
