@@ -546,13 +546,29 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
 }
 
 /* Plain Broadcast in NCCL's slices: once the chain is full it delivers one slice a period of its
- * slowest hop, so the time is affine in the slices a channel. Past 2 SIM_BCAST_SLICES slices, the
- * same chains with SIM_BCAST_SLICES and twice that many slices of the same size are replayed and
- * extrapolated (each through the rank-count extrapolation where that applies). */
+ * slowest hop, so the time is affine in the slices a channel. One channel: the same chains with
+ * SIM_BCAST_SLICES and twice that many slices of the same size are replayed and extrapolated (each
+ * through the rank-count extrapolation where that applies), exact on a uniform platform. Several
+ * channels: their chains share each node's NVLink, and how they overlap there shifts with the
+ * slices and the ranks, so the time is affine in neither (a few percent off); the chains with
+ * SIM_BCAST_MULTI slices give the fill, and a chain of SIM_BCAST_PERIOD_NODES nodes with that many
+ * and twice that many slices the steady period (approximate: docs/simulator.md). */
 #define SIM_BCAST_SLICES 4
+#define SIM_BCAST_MULTI 16
+#define SIM_BCAST_PERIOD_NODES 8
 
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* The same Broadcast with `c` slices a channel of `per` elements. */
+static ncclzStatus run_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                              const ncclzSimOptions *o, uint32_t ch, uint64_t per, uint32_t c, ncclzSimResult *r) {
+  ncclzSimOptions u = *o;
+  size_t eb = data ? data->dtype_bytes : 4;
+  u.chunk_bytes = per * eb;
+  u.bytes = (uint64_t)c * ch * per * eb;
+  return sim_run_schedule(prof, data, p, &u, r);
+}
 
 static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                         const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res) {
@@ -561,29 +577,34 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
-  ncclzSimOptions u = *o;
-  ncclzSimResult r1, r2;
+  int c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  ncclzSimPlatform q = *p; /* the chain whose period is replayed: the same one, or a short one */
+  ncclzSimOptions v = *o;
+  if (ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES) {
+    q.nodes = SIM_BCAST_PERIOD_NODES;
+    v.root = o->root % p->gpus_per_node;
+  }
+  ncclzSimResult r1, a1, a2;
   double t0 = ncclzNowSeconds();
-  u.chunk_bytes = per * eb;
-  u.bytes = (uint64_t)SIM_BCAST_SLICES * ch * per * eb;
-  ncclzStatus st = sim_run_schedule(prof, data, p, &u, &r1);
-  u.bytes *= 2;
-  if (st == NCCLZ_OK) st = sim_run_schedule(prof, data, p, &u, &r2);
+  ncclzStatus st = run_slices(prof, data, p, o, ch, per, (uint32_t)c1, &r1);
+  if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, (uint32_t)c1, &a1);
+  if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, 2 * (uint32_t)c1, &a2);
   if (st != NCCLZ_OK) return st;
-  *res = r2;
-  extrapolate(&r1, &r2, SIM_BCAST_SLICES, 2 * SIM_BCAST_SLICES, (int)slices, res);
+  *res = r1;
+  double period = (a2.time_us - a1.time_us) / c1, more = (double)slices / c1;
+  res->time_us = r1.time_us + ((double)slices - c1) * period;
+  res->wire_bytes = r1.wire_bytes * more;
+  res->raw_bytes = r1.raw_bytes * more;
   res->nchunks = slices * ch;
   res->wall_s = ncclzNowSeconds() - t0;
   size_t used = strlen(res->why);
-  snprintf(res->why + used, sizeof res->why - used, " (%d and %d slices a channel, extrapolated to %u)",
-           SIM_BCAST_SLICES, 2 * SIM_BCAST_SLICES, slices);
+  snprintf(res->why + used, sizeof res->why - used, " (%d slices a channel, the period of %d and %d on %d nodes: %u%s)",
+           c1, c1, 2 * c1, q.nodes, slices, ch > 1 ? ", approximate: channels share NVLink" : "");
   return NCCLZ_OK;
 }
 
-/* The slices of plain Broadcast when the slice extrapolation applies, else 0: one channel on a
- * uniform platform (as broadcast_extrapolates). With several channels the chains share each
- * node's NVLink, and how long they overlap there grows with the slices: the time is no longer
- * affine in the slices (the extrapolation fell below the shorter replay at 1024 x 8, 8 rails). */
+/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
+ * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
 static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
   if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
@@ -594,7 +615,8 @@ static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *d
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
-  return ch == 1 && c > 2 * SIM_BCAST_SLICES && o->bytes / eb / c > 0 ? c : 0;
+  uint32_t c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
 }
 
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
