@@ -341,6 +341,30 @@ static int plan_call(sim_job *j) {
 #define SIM_RAIL_HEAD 32
 #define SIM_RAIL_TAIL 8
 
+/* A job's sizes, schedule, REA settings and hint (before plan_call); o must outlive it. */
+static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                     const ncclzSimOptions *o, int reduced, int rail_head) {
+  memset(j, 0, sizeof *j);
+  j->prof = prof;
+  j->data = data;
+  j->opt = o;
+  j->nranks = p->nodes * p->gpus_per_node;
+  j->reduced = reduced;
+  j->rail_head = reduced ? rail_head : 0;
+  j->rail_tail = SIM_RAIL_TAIL;
+  j->lay.p = *p;
+  size_job(j, prof, o);
+  sim_spec(p, o, j->nchunks, &j->spec);
+  j->mirror = reduced && mirrored(j->spec.algo, j->spec.nchannels);
+  j->rep_node[1] = 1;
+  if (j->mirror && j->spec.algo == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
+    sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j->rep_node);
+  if (prof)
+    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+      ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j->cfg[h]);
+  set_hint(j, p, o);
+}
+
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                 const ncclzSimOptions *opt, int rail_head, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
@@ -365,25 +389,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
                          n, why + 6, o.full_max_ranks);
 
   sim_job j;
-  memset(&j, 0, sizeof j);
-  j.prof = prof;
-  j.data = data;
-  j.opt = &o;
-  j.nranks = n;
-  j.reduced = f == NCCLZ_FID_REDUCED;
-  j.rail_head = j.reduced ? rail_head : 0;
-  j.rail_tail = SIM_RAIL_TAIL;
-  j.lay.p = *p;
-  size_job(&j, prof, &o);
-  sim_spec(p, &o, j.nchunks, &j.spec);
-  j.mirror = j.reduced && mirrored(j.spec.algo, j.spec.nchannels);
-  j.rep_node[1] = 1;
-  if (j.mirror && j.spec.algo == NCCLZ_ALGO_HIER && o.coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
-    sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j.rep_node);
-  if (prof)
-    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
-      ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
-  set_hint(&j, p, &o);
+  job_init(&j, prof, data, p, &o, f == NCCLZ_FID_REDUCED, rail_head);
   if (plan_call(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
@@ -598,8 +604,12 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   res->nchunks = slices * ch;
   res->wall_s = ncclzNowSeconds() - t0;
   size_t used = strlen(res->why);
-  snprintf(res->why + used, sizeof res->why - used, " (%d slices a channel, the period of %d and %d on %d nodes: %u%s)",
-           c1, c1, 2 * c1, q.nodes, slices, ch > 1 ? ", approximate: channels share NVLink" : "");
+  if (ch > 1)
+    snprintf(res->why + used, sizeof res->why - used, " (fill of %d slices, period on %d nodes: %u slices, approximate)",
+             c1, q.nodes, slices);
+  else
+    snprintf(res->why + used, sizeof res->why - used, " (%d and %d slices a channel, extrapolated to %u)", c1, 2 * c1,
+             slices);
   return NCCLZ_OK;
 }
 
@@ -629,6 +639,14 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_tree_extrapolated(prof, data, p, opt, res);
+  if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
+      check_inputs(prof, data, p, opt) == NCCLZ_OK) {
+    sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
+    ncclzSimOptions plain = *opt;
+    job_init(&j, prof, data, p, opt, 0, 0);
+    plain.compress = NCCLZ_SIM_OFF;
+    if (plan_call(&j) && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+  }
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
