@@ -317,26 +317,6 @@ static int build_alltoall(builder *b) {
   return 0;
 }
 
-/* Pipelined ring from the root: position p = r - root; chunk c moves one hop per step. */
-static int build_broadcast(builder *b) {
-  ncclzSchedule *s = b->s;
-  int n = s->nranks, r = s->rank, p = (int)mod(r - s->root, n), next = (r + 1) % n, prev = (r + n - 1) % n;
-  for (uint32_t c = 0; c < s->nchunks; c++) {
-    int32_t dep = -1;
-    if (p == 0 && add(b, NCCLZ_OP_COPY, 0, NCCLZ_PHASE_PIPELINE, -1, c, 0, 1, c, -1, 1)) return -1;
-    if (p > 0) {
-      uint8_t act = NCCLZ_ACT_STORE | (p < n - 1 ? NCCLZ_ACT_KEEP : 0);
-      dep = (int32_t)s->nops;
-      if (add(b, NCCLZ_OP_RECV, act, NCCLZ_PHASE_PIPELINE, prev, c + (uint32_t)p - 1, 0, 1, c, -1, 1)) return -1;
-    }
-    if (p < n - 1) {
-      uint8_t act = p ? NCCLZ_ACT_FORWARD : NCCLZ_ACT_ENCODE;
-      if (add(b, NCCLZ_OP_SEND, act, NCCLZ_PHASE_PIPELINE, next, c + (uint32_t)p, 0, 1, c, dep, 1)) return -1;
-    }
-  }
-  return 0;
-}
-
 /* ------------------------------------------------------------------------------ ring */
 
 /* Channel q's ring: each node's GPUs from local index q*G/C on, so that its inter-node hop leaves
@@ -383,6 +363,45 @@ static int build_ring(builder *b, uint32_t cpc) {
   for (int q = 0; ch && q < nch; q++) group_free(&ch[q]);
   free(ch);
   free(c);
+  return rc ? -1 : 0;
+}
+
+/* Pipelined chains from the root, one per channel (channel_ring's rings, as NCCL's broadcast runs
+ * its ring channels): in channel q the rank at position p = me - root's position receives chunk k
+ * of the channel's share at step k + p - 1 and forwards it at step k + p. */
+static int bcast_chunk(builder *b, const group *gr, uint32_t cc, uint32_t k) {
+  ncclzSchedule *s = b->s;
+  int n = s->nranks, root = 0;
+  while (gr->rank[root] != s->root) root++;
+  int p = (int)mod(gr->me - root, n), next = gr->rank[(gr->me + 1) % n], prev = gr->rank[(gr->me + n - 1) % n];
+  int32_t dep = -1;
+  if (p == 0 && add(b, NCCLZ_OP_COPY, 0, NCCLZ_PHASE_PIPELINE, -1, k, 0, 1, cc, -1, 1)) return -1;
+  if (p > 0) {
+    uint8_t act = NCCLZ_ACT_STORE | (p < n - 1 ? NCCLZ_ACT_KEEP : 0);
+    dep = (int32_t)s->nops;
+    if (add(b, NCCLZ_OP_RECV, act, NCCLZ_PHASE_PIPELINE, prev, k + (uint32_t)p - 1, 0, 1, cc, -1, 1)) return -1;
+  }
+  if (p < n - 1 && add(b, NCCLZ_OP_SEND, p ? NCCLZ_ACT_FORWARD : NCCLZ_ACT_ENCODE, NCCLZ_PHASE_PIPELINE, next,
+                       k + (uint32_t)p, 0, 1, cc, dep, 1))
+    return -1;
+  return 0;
+}
+
+static int build_broadcast(builder *b, uint32_t cpc) {
+  ncclzSchedule *s = b->s;
+  int n = s->nranks, nch = (int)s->nchannels, rc = -1;
+  group *ch = calloc((size_t)nch, sizeof *ch);
+  if (ch) {
+    rc = 0;
+    for (int q = 0; q < nch && !rc; q++) {
+      rc = group_alloc(&ch[q], n);
+      if (!rc) channel_ring(s, b->g, (uint32_t)q, &ch[q]);
+    }
+    for (uint32_t k = 0; k < cpc && !rc; k++) /* chunk k of every channel, channel by channel, as ring_walk */
+      for (int q = 0; q < nch && !rc; q++) rc = bcast_chunk(b, &ch[q], (uint32_t)q * cpc + k, k);
+  }
+  for (int q = 0; ch && q < nch; q++) group_free(&ch[q]);
+  free(ch);
   return rc ? -1 : 0;
 }
 
@@ -721,7 +740,7 @@ static int build_ops(builder *b, const ncclzScheduleSpec *sp) {
   ncclzSchedule *s = b->s;
   if (s->nranks == 1) return copy_own(b, 0);
   if (s->coll == NCCLZ_ALLTOALL) return build_alltoall(b);
-  if (s->coll == NCCLZ_BROADCAST) return build_broadcast(b);
+  if (s->coll == NCCLZ_BROADCAST) return build_broadcast(b, sp->nchunks);
   switch (s->algo) {
   case NCCLZ_ALGO_TREE: return build_tree(b, sp->nchunks);
   case NCCLZ_ALGO_RHD: return build_rhd(b);
@@ -749,7 +768,7 @@ int ncclzScheduleBuildSpec(const ncclzScheduleSpec *sp, int rank, ncclzSchedule 
     return -1;
   }
   int ring_like = (sp->algo == NCCLZ_ALGO_RING || sp->algo == NCCLZ_ALGO_TREE) && sp->coll != NCCLZ_ALLTOALL &&
-                  sp->coll != NCCLZ_BROADCAST;
+                  (sp->coll != NCCLZ_BROADCAST || sp->algo == NCCLZ_ALGO_RING);
   out->coll = sp->coll;
   out->algo = sp->algo;
   out->nranks = sp->nranks;

@@ -55,7 +55,7 @@ typedef struct {
   size_t *recvq, rq_head, rq_tail; /* outstanding receives, in issue order */
   int *out_inflight, *in_inflight; /* per peer slot (peer_slot) */
   sg_mailbox_t *mb_out, *mb_in, *hb_out, *hb_in; /* per peer slot, made on first use */
-  int chan;                  /* the tree's channel this actor plays (sim_channels) */
+  int chan;                  /* the channel this actor plays (sim_channels)       */
   double *enc_free;          /* simulated time (s) when the rank's encode stream is idle */
   double *dec_free;          /* the same, per lane's decode stream (NCCLZ_MAX_COMM_LANES) */
   struct {
@@ -306,11 +306,17 @@ int sim_actor_rank(const sim_job *j, int a) {
 }
 
 /* The channel an op belongs to when a rank's channels run as actors of their own: the tree's
- * two trees (NCCL runs them on separate channels, each progressing on its own). */
+ * two trees and Broadcast's chains (NCCL runs them on separate channels, each progressing on its
+ * own; in one list, a rank that ends one channel's chain would hold back the chains it starts). */
+static int bcast_channels(const sim_job *j) {
+  return j->spec.coll == NCCLZ_BROADCAST && j->spec.algo == NCCLZ_ALGO_RING && j->nranks > 1 && j->spec.nchannels > 1;
+}
 int sim_channels(const sim_job *j) {
+  if (bcast_channels(j)) return (int)j->spec.nchannels;
   return j->spec.algo == NCCLZ_ALGO_TREE && j->nranks > 1 ? 2 * (int)(j->spec.nchannels ? j->spec.nchannels : 1) : 1;
 }
 static int op_channel(const sim_job *j, const ncclzOp *o) {
+  if (bcast_channels(j)) return (int)(o->chunk / j->spec.nchunks);
   return sim_channels(j) > 1 ? (int)(o->chunk / j->spec.nchunks) * 2 + (int)o->block : 0;
 }
 

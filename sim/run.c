@@ -167,11 +167,28 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
   return NCCLZ_OK;
 }
 
-/* Block and chunk sizes as the executor cuts them: chunks of chunk_bytes (the frame size by
- * default), at least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead;
- * the executor's lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL (compress off) sends each block as
- * one message: NCCL pipelines it inside the transfer, paying its latency once per step, not once
- * per 4 MiB. */
+/* NCCL's Simple protocol: a 4 MiB buffer of NCCL_STEPS = 8 steps, and Broadcast moves one step a
+ * slice (BROADCAST_CHUNKSTEPS = BROADCAST_SLICESTEPS = 1, NCCL's src/include/collectives.h). */
+#define SIM_NCCL_BCAST_SLICE (512u << 10)
+
+/* Chunks of a block as the executor cuts it: chunks of chunk_bytes (the frame size by default), at
+ * least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead; the executor's
+ * lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL
+ * (compress off) sends a ring step or an exchange as one message: NCCL pipelines it inside the
+ * transfer, paying its latency once per step, not once per 4 MiB; its tree pipelines in chunks, and
+ * its Broadcast forwards each slice hop by hop, so a chain of P ranks fills in P - 1 slice times. */
+static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimOptions *o, ncclzAlgorithm a, double block) {
+  int plain = o->compress == NCCLZ_SIM_OFF, slices = plain && o->coll == NCCLZ_BROADCAST;
+  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
+  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? SIM_NCCL_BCAST_SLICE : frame;
+  double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
+  double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : 64u;
+  int one = plain && !o->chunk_bytes && a != NCCLZ_ALGO_TREE && !slices;
+  double c = one ? 1 : ceil(block / (double)chunk);
+  return (uint32_t)fmin(fmax(c, minc), maxc);
+}
+
+/* Block and chunk sizes of a job (block_chunks). */
 static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions *o) {
   int n = j->nranks;
   ncclzAlgorithm a;
@@ -189,17 +206,8 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   else if (a == NCCLZ_ALGO_TREE) block = all / 2 / channels;
   else if (a == NCCLZ_ALGO_RHD) block = all / 2;
   else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
-  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
-  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : frame;
-  uint32_t minc = o->min_chunks ? o->min_chunks : (o->compress == NCCLZ_SIM_OFF ? 1u : 2u);
-  uint32_t maxc = o->max_chunks ? o->max_chunks : 64u;
-  /* plain NCCL pipelines a ring step or an exchange inside the transfer; its tree pipelines in chunks */
-  int one = o->compress == NCCLZ_SIM_OFF && !o->chunk_bytes && a != NCCLZ_ALGO_TREE;
-  double c = one ? 1 : ceil(block / (double)chunk);
-  if (c < minc) c = minc;
-  if (c > maxc) c = maxc;
-  j->nchunks = (uint32_t)c;
-  j->frame_bytes = frame;
+  j->nchunks = block_chunks(prof, o, a, block);
+  j->frame_bytes = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
 }
 
 /* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the
@@ -333,6 +341,30 @@ static int plan_call(sim_job *j) {
 #define SIM_RAIL_HEAD 32
 #define SIM_RAIL_TAIL 8
 
+/* A job's sizes, schedule, REA settings and hint (before plan_call); o must outlive it. */
+static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                     const ncclzSimOptions *o, int reduced, int rail_head) {
+  memset(j, 0, sizeof *j);
+  j->prof = prof;
+  j->data = data;
+  j->opt = o;
+  j->nranks = p->nodes * p->gpus_per_node;
+  j->reduced = reduced;
+  j->rail_head = reduced ? rail_head : 0;
+  j->rail_tail = SIM_RAIL_TAIL;
+  j->lay.p = *p;
+  size_job(j, prof, o);
+  sim_spec(p, o, j->nchunks, &j->spec);
+  j->mirror = reduced && mirrored(j->spec.algo, j->spec.nchannels);
+  j->rep_node[1] = 1;
+  if (j->mirror && j->spec.algo == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
+    sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j->rep_node);
+  if (prof)
+    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
+      ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j->cfg[h]);
+  set_hint(j, p, o);
+}
+
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                 const ncclzSimOptions *opt, int rail_head, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
@@ -357,25 +389,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
                          n, why + 6, o.full_max_ranks);
 
   sim_job j;
-  memset(&j, 0, sizeof j);
-  j.prof = prof;
-  j.data = data;
-  j.opt = &o;
-  j.nranks = n;
-  j.reduced = f == NCCLZ_FID_REDUCED;
-  j.rail_head = j.reduced ? rail_head : 0;
-  j.rail_tail = SIM_RAIL_TAIL;
-  j.lay.p = *p;
-  size_job(&j, prof, &o);
-  sim_spec(p, &o, j.nchunks, &j.spec);
-  j.mirror = j.reduced && mirrored(j.spec.algo, j.spec.nchannels);
-  j.rep_node[1] = 1;
-  if (j.mirror && j.spec.algo == NCCLZ_ALGO_HIER && o.coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
-    sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j.rep_node);
-  if (prof)
-    for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
-      ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j.cfg[h]);
-  set_hint(&j, p, &o);
+  job_init(&j, prof, data, p, &o, f == NCCLZ_FID_REDUCED, rail_head);
   if (plan_call(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
@@ -537,6 +551,84 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   return NCCLZ_OK;
 }
 
+/* Plain Broadcast in NCCL's slices: once the chain is full it delivers one slice a period of its
+ * slowest hop, so the time is affine in the slices a channel. One channel: the same chains with
+ * SIM_BCAST_SLICES and twice that many slices of the same size are replayed and extrapolated (each
+ * through the rank-count extrapolation where that applies), exact on a uniform platform. Several
+ * channels: their chains share each node's NVLink, and how they overlap there shifts with the
+ * slices and the ranks, so the time is affine in neither (a few percent off); the chains with
+ * SIM_BCAST_MULTI slices give the fill, and a chain of SIM_BCAST_PERIOD_NODES nodes with that many
+ * and twice that many slices the steady period (approximate: docs/simulator.md). */
+#define SIM_BCAST_SLICES 4
+#define SIM_BCAST_MULTI 16
+#define SIM_BCAST_PERIOD_NODES 8
+
+static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                    const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* The same Broadcast with `c` slices a channel of `per` elements. */
+static ncclzStatus run_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                              const ncclzSimOptions *o, uint32_t ch, uint64_t per, uint32_t c, ncclzSimResult *r) {
+  ncclzSimOptions u = *o;
+  size_t eb = data ? data->dtype_bytes : 4;
+  u.chunk_bytes = per * eb;
+  u.bytes = (uint64_t)c * ch * per * eb;
+  return sim_run_schedule(prof, data, p, &u, r);
+}
+
+static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                        const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
+  int c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  ncclzSimPlatform q = *p; /* the chain whose period is replayed: the same one, or a short one */
+  ncclzSimOptions v = *o;
+  if (ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES) {
+    q.nodes = SIM_BCAST_PERIOD_NODES;
+    v.root = o->root % p->gpus_per_node;
+  }
+  ncclzSimResult r1, a1, a2;
+  double t0 = ncclzNowSeconds();
+  ncclzStatus st = run_slices(prof, data, p, o, ch, per, (uint32_t)c1, &r1);
+  if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, (uint32_t)c1, &a1);
+  if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, 2 * (uint32_t)c1, &a2);
+  if (st != NCCLZ_OK) return st;
+  *res = r1;
+  double period = (a2.time_us - a1.time_us) / c1, more = (double)slices / c1;
+  res->time_us = r1.time_us + ((double)slices - c1) * period;
+  res->wire_bytes = r1.wire_bytes * more;
+  res->raw_bytes = r1.raw_bytes * more;
+  res->nchunks = slices * ch;
+  res->wall_s = ncclzNowSeconds() - t0;
+  size_t used = strlen(res->why);
+  if (ch > 1)
+    snprintf(res->why + used, sizeof res->why - used, " (fill of %d slices, period on %d nodes: %u slices, approximate)",
+             c1, q.nodes, slices);
+  else
+    snprintf(res->why + used, sizeof res->why - used, " (%d and %d slices a channel, extrapolated to %u)", c1, 2 * c1,
+             slices);
+  return NCCLZ_OK;
+}
+
+/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
+ * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
+static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                 const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
+      p->placement != NCCLZ_PLACE_CONTIGUOUS || (p->topology != NCCLZ_TOPO_NONBLOCKING && p->nodes > p->nodes_per_leaf))
+    return 0;
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
+  uint32_t c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -547,6 +639,16 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_tree_extrapolated(prof, data, p, opt, res);
+  if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
+      check_inputs(prof, data, p, opt) == NCCLZ_OK) {
+    sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
+    ncclzSimOptions plain = *opt;
+    job_init(&j, prof, data, p, opt, 0, 0);
+    plain.compress = NCCLZ_SIM_OFF;
+    if (plan_call(&j) && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+  }
+  uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
+  if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_broadcast_extrapolated(prof, data, p, opt, res);
   char why[160];

@@ -904,8 +904,9 @@ static void test_speed(void) {
 }
 
 /* Broadcast from 512 ranks: chains of 128 and 256 ranks replayed in full and extrapolated, against
- * the full replay of every rank (64 x 8: plain, one message a hop, and FIXEDLEN in chunks; roots at a
- * node's first GPU and inside a node), within 0.1%; 8192 ranks then replay in well under a second. */
+ * the full replay of every rank (64 x 8: plain in NCCL's slices, 4 and 8 slices extrapolated too, and
+ * FIXEDLEN in chunks; roots at a node's first GPU and inside a node), within 0.1%; 8192 ranks then
+ * replay in well under a second. */
 /* A Broadcast of `bytes` on nodes x 8 under comp. */
 static void broadcast_point(ncclzSimPlatform *p, ncclzSimOptions *o, int nodes, uint64_t bytes, ncclzSimCompress comp) {
   platform(p, nodes, 8);
@@ -922,7 +923,7 @@ static void test_broadcast_extrapolation(void) {
     for (int k = 0; k < 2; k++) {
       ncclzSimPlatform p;
       ncclzSimOptions o;
-      broadcast_point(&p, &o, 64, 256u << 20, comp ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
+      broadcast_point(&p, &o, 64, comp ? 256u << 20 : 32u << 20, comp ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
       o.root = roots[k];
       ncclzSimResult r;
       double t_extra = run_us(&p, &o, &r);
@@ -942,6 +943,83 @@ static void test_broadcast_extrapolation(void) {
   run_us(&p, &o, &r);
   printf("1024 nodes x 8 GPUs, broadcast 1 GiB auto: %.1f us simulated, %.3f s wall, %s\n", r.time_us, r.wall_s, r.why);
   CHECK(r.time_us > 0 && r.wall_s < 20.0, "broadcast 8192 ranks: wall %.2f s", r.wall_s);
+}
+
+/* Plain Broadcast on one channel, NCCL's 512 KiB slices, one staging bank: a chain of N - 1 hops
+ * (M - 1 through the NICs, the rest NVLink) takes one slice through every hop plus (C - 1) slices
+ * through the slowest, sum t_h + (C - 1) max t_h with t_h = alpha_h + slice / B_h, within 0.1% from
+ * 2 to 8192 ranks (past 512 ranks extrapolated in ranks, past 8 slices in slices). */
+static void test_broadcast_closed_form(void) {
+  const int ranks[] = {2, 8, 16, 64, 512, 1024, 4096, 8192};
+  const double slice = 512 << 10;
+  double worst = 0.0;
+  for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
+    for (int c = 4; c <= 64; c *= 16) {
+      int n = ranks[i], g = n < 8 ? n : 8, m = n / g;
+      ncclzSimPlatform p;
+      ncclzSimOptions o;
+      broadcast_point(&p, &o, m, (uint64_t)c * (uint64_t)slice, NCCLZ_SIM_OFF);
+      platform(&p, m, g);
+      o.banks = 1;
+      ncclzSimResult r;
+      double t = run_us(&p, &o, &r);
+      double nv = p.nvlink_latency_us + slice / (p.nvlink_gbps * 1e3), nic = p.nic_latency_us + slice / (p.nic_gbps * 1e3);
+      double cf = (n - m) * nv + (m - 1) * nic + (c - 1) * (m > 1 ? nic : nv);
+      CHECK(r.nchunks == (uint32_t)c && rel(t, cf) < 1e-3, "broadcast %d ranks, %d slices: sim %.3f us, closed form %.3f us (%u chunks, %s)",
+            n, c, t, cf, r.nchunks, r.why);
+      worst = fmax(worst, rel(t, cf));
+    }
+  printf("plain broadcast against its closed form, 2 to 8192 ranks: largest difference %.2e\n", worst);
+}
+
+/* A Broadcast replayed with its extrapolations (why names `mark`) against the replay of every step
+ * and slice: nchunks chunks, within tol. */
+static void broadcast_vs_every_slice(const ncclzSimPlatform *p, ncclzSimOptions *o, const char *mark, uint32_t nchunks,
+                                     double tol) {
+  ncclzSimResult r;
+  double t_extra = run_us(p, o, &r);
+  CHECK(strstr(r.why, mark) != NULL, "broadcast %d x %d, %d rails: not extrapolated (%s)", p->nodes, p->gpus_per_node,
+        p->rails, r.why);
+  o->every_step = 1;
+  double t_all = run_us(p, o, &r);
+  o->every_step = 0;
+  CHECK(r.nchunks == nchunks && rel(t_extra, t_all) < tol, "broadcast %d x %d, %d rails, %u chunks: extrapolated %.3f us, every slice %.3f us",
+        p->nodes, p->gpus_per_node, p->rails, r.nchunks, t_extra, t_all);
+  printf("plain broadcast, %d x %d, %d rails, %u slices: extrapolated %.1f us, every slice %.1f us (%.2e)\n", p->nodes,
+         p->gpus_per_node, p->rails, r.nchunks, t_extra, t_all, rel(t_extra, t_all));
+}
+
+/* Plain Broadcast extrapolated from 4 and 8 slices against the replay of every slice (128 ranks, one
+ * channel), and the replay's wall time at 1024 x 8, 1 GiB (2048 slices), on 1 and 8 rails (bound 20 s on a
+ * loaded machine; the target is 1 s, docs/simulator.md "Speed"). */
+static void test_broadcast_slices(void) {
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  broadcast_point(&p, &o, 16, 64u << 20, NCCLZ_SIM_OFF);
+  broadcast_vs_every_slice(&p, &o, "slices a channel", 128, 1e-3);
+  broadcast_point(&p, &o, 1024, 1u << 30, NCCLZ_SIM_OFF);
+  o.algorithm = NCCLZ_ALGO_RING;
+  for (int rails = 1; rails <= 8; rails *= 8) { /* eight channels: approximate (test_broadcast_channels) */
+    ncclzSimResult r;
+    p.rails = rails;
+    double t = run_us(&p, &o, &r);
+    printf("1024 nodes x 8 GPUs, %d rail(s), plain broadcast 1 GiB: %.1f us simulated (%u slices), %.3f s wall, %s\n",
+           rails, t, r.nchunks, r.wall_s, r.why);
+    CHECK(r.nchunks == 2048 && r.wall_s < 20.0 && (rails == 1) == (strstr(r.why, "approximate") == NULL),
+          "plain broadcast 8192 ranks, %d rails: %u slices, wall %.2f s (%s)", rails, r.nchunks, r.wall_s, r.why);
+  }
+}
+
+/* Eight channels share each node's NVLink, so the time is affine in the slices only roughly (the
+ * period grows with the chain: 16.6 us a slice on 8 nodes, 19 to 20 on 32 here): the fill of 16
+ * slices and the period of a chain of 8 nodes against the replay of every slice at 32 x 8, 64
+ * slices a channel, within 6%, and flagged approximate. */
+static void test_broadcast_channels(void) {
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  broadcast_point(&p, &o, 32, 256u << 20, NCCLZ_SIM_OFF);
+  p.rails = 8;
+  broadcast_vs_every_slice(&p, &o, "approximate", 512, 6e-2);
 }
 
 /* Large rings are extrapolated from the steady state of two shorter rings: the same time as
@@ -1152,6 +1230,9 @@ int main(void) {
   test_speed();
   test_extrapolation();
   test_broadcast_extrapolation();
+  test_broadcast_closed_form();
+  test_broadcast_slices();
+  test_broadcast_channels();
   return tu_finish("sim");
 }
 #endif
