@@ -585,6 +585,53 @@ static ncclzSimPlatform fold_scaled(const ncclzSimPlatform *p, int hier, int pc)
   return q;
 }
 
+/* One of a fold's two replays, run in a forked child while the caller runs the other (each
+ * replay itself forks; the two take both cores). */
+typedef struct {
+  ncclzStatus st;
+  ncclzSimResult r;
+  char err[256];
+} fold_report;
+
+static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
+                        const ncclzSimOptions *o, int *fd) {
+  int fds[2];
+  if (pipe(fds)) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    fold_report fr;
+    memset(&fr, 0, sizeof fr);
+    fr.st = sim_run_schedule(prof, data, q, o, &fr.r);
+    if (fr.st != NCCLZ_OK) snprintf(fr.err, sizeof fr.err, "%s", ncclzLastError());
+    ssize_t w = write(fds[1], &fr, sizeof fr);
+    _exit(w == (ssize_t)sizeof fr ? 0 : 3);
+  }
+  close(fds[1]);
+  if (pid < 0) close(fds[0]);
+  *fd = fds[0];
+  return pid;
+}
+
+static ncclzStatus fold_finish(pid_t pid, int fd, ncclzSimResult *r) {
+  fold_report fr;
+  size_t got = 0;
+  while (got < sizeof fr) {
+    ssize_t k = read(fd, (char *)&fr + got, sizeof fr - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (got != sizeof fr) return ncclzSetError(NCCLZ_ERR_IO, "sim: a fold's replay failed (status %d)", status);
+  if (fr.st != NCCLZ_OK) return ncclzSetError(fr.st, "%s", fr.err);
+  *r = fr.r;
+  return NCCLZ_OK;
+}
+
 static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                               const ncclzSimOptions *opt, ncclzSimResult *res) {
   ncclzAlgorithm a;
@@ -599,10 +646,14 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   full.every_step = 1;
   ncclzSimPlatform qa = fold_scaled(p, hier, pa), qb = fold_scaled(p, hier, 2 * pa);
   ncclzSimResult ra, rb;
+  memset(&ra, 0, sizeof ra);
   double t0 = ncclzNowSeconds();
-  ncclzStatus st = sim_run_schedule(prof, data, &qa, &full, &ra);
-  if (st == NCCLZ_OK) st = sim_run_schedule(prof, data, &qb, &full, &rb);
+  int fd = -1;
+  pid_t pid = fold_start(prof, data, &qa, &full, &fd);
+  if (pid < 0) return ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
+  ncclzStatus st = sim_run_schedule(prof, data, &qb, &full, &rb), sa = fold_finish(pid, fd, &ra);
   if (st != NCCLZ_OK) return st;
+  if (sa != NCCLZ_OK) return sa;
   int n = p->nodes * g, na = qa.nodes * g, nb = qb.nodes * g;
   /* each level of the core adds its steps' latency (AllReduce: a halving and a doubling) */
   double lat = (opt->coll == NCCLZ_ALLREDUCE ? 2 : 1) * p->nic_latency_us, la = lat * log2(pa), lb = lat * log2(2.0 * pa);
