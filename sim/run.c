@@ -281,6 +281,19 @@ static void child_main(const sim_job *j, int fd) {
   _exit(w == (ssize_t)sizeof r ? 0 : 3);
 }
 
+/* Reads up to n bytes from a child's pipe, then closes it; returns the bytes read. */
+static size_t read_all(int fd, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = read(fd, (char *)buf + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  return got;
+}
+
 static ncclzStatus run_forked(const sim_job *j, child_report *r) {
   int fds[2];
   if (pipe(fds)) return ncclzSetError(NCCLZ_ERR_IO, "sim: pipe: %s", strerror(errno));
@@ -296,14 +309,7 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
     child_main(j, fds[1]);
   }
   close(fds[1]);
-  size_t got = 0;
-  while (got < sizeof *r) {
-    ssize_t k = read(fds[0], (char *)r + got, sizeof *r - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
-  close(fds[0]);
+  size_t got = read_all(fds[0], r, sizeof *r);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (got != sizeof *r || !r->ok) {
@@ -365,6 +371,13 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   int n = p->nodes * p->gpus_per_node;
   char why[160];
   ncclzSimFidelity auto_f = ncclzSimChooseFidelity(p, &o, why, sizeof why);
+  if (auto_f == NCCLZ_FID_REDUCED && folds(p, &o)) { /* folds are reduced only by run_folded */
+    ncclzAlgorithm a;
+    uint32_t ch;
+    sim_resolve(p, &o, &a, &ch);
+    snprintf(why, sizeof why, "full: %s", asymmetric(p, &o, a));
+    auto_f = NCCLZ_FID_FULL;
+  }
   ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? auto_f : o.fidelity;
   if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL &&
       strstr(why, "approximate") == NULL)
@@ -616,14 +629,7 @@ static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, cons
 
 static ncclzStatus fold_finish(pid_t pid, int fd, ncclzSimResult *r) {
   fold_report fr;
-  size_t got = 0;
-  while (got < sizeof fr) {
-    ssize_t k = read(fd, (char *)&fr + got, sizeof fr - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
-  close(fd);
+  size_t got = read_all(fd, &fr, sizeof fr);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (got != sizeof fr) return ncclzSetError(NCCLZ_ERR_IO, "sim: a fold's replay failed (status %d)", status);
