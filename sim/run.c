@@ -86,6 +86,11 @@ void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchu
   sp->hier_inter = o->hier_inter == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RHD : o->hier_inter;
 }
 
+#define FOLD_RHD "halving-doubling folds the ranks beyond a power of two"
+#define FOLD_HIER "hier's halving-doubling between nodes folds nodes"
+/* The reduced replay of folds against the full replay (docs/simulator.md, test_sim) */
+#define SIM_FOLD_ACCURACY "within 5% of the full replay"
+
 /* Which schedules are the same on every rank up to a relabeling (so that one node's actors, or
  * two nodes', stand for all): the ring (a rotation), halving-doubling on powers of two, the
  * hierarchical schedule whose inter-node stage is (the ring between nodes on any node count); and
@@ -100,9 +105,8 @@ static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *
   if (p->nodes <= 2 || n < 3) return "at most 2 nodes: the full replay is as small";
   if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
   if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
-    return "halving-doubling folds the ranks beyond a power of two";
-  if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes))
-    return "hier's halving-doubling between nodes folds nodes";
+    return FOLD_RHD;
+  if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes)) return FOLD_HIER;
   int rep[2];
   if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
     return "hier's block permutation stays inside the node for one rank in 64 or more";
@@ -120,6 +124,18 @@ static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
   return NULL;
 }
 
+/* Halving-doubling that folds (flat rhd on N ranks, or hier's between M nodes, N or M not a power
+ * of two) on more ranks than the full replay takes: extrapolated from smaller full replays of the
+ * same fold (run_folded). */
+static int folds(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  const char *r = asymmetric(p, o, a);
+  int units = a == NCCLZ_ALGO_HIER ? p->nodes : p->nodes * p->gpus_per_node;
+  return r && (!strcmp(r, FOLD_RHD) || !strcmp(r, FOLD_HIER)) && units >= 16; /* cores of 2 and 4 at least */
+}
+
 static int full_cap(const ncclzSimOptions *o) { return o->full_max_ranks ? o->full_max_ranks : 4096; }
 
 /* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
@@ -131,6 +147,11 @@ ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSi
   uint32_t ch;
   sim_resolve(p, o, &a, &ch);
   const char *reason = asymmetric(p, o, a), *approx = reason ? NULL : approximate(o, a);
+  if (reason && n > full_cap(o) && folds(p, o)) {
+    snprintf(why, cap, "reduced, approximate (%s): %s: smaller full replays of the fold, extrapolated",
+             SIM_FOLD_ACCURACY, reason);
+    return NCCLZ_FID_REDUCED;
+  }
   if (reason || (approx && n <= full_cap(o))) {
     snprintf(why, cap, "full: %s%s%s", reason ? "" : "the reduced replay is approximate (", reason ? reason : approx,
              reason ? "" : ")");
@@ -268,6 +289,19 @@ static void child_main(const sim_job *j, int fd) {
   _exit(w == (ssize_t)sizeof r ? 0 : 3);
 }
 
+/* Reads up to n bytes from a child's pipe, then closes it; returns the bytes read. */
+static size_t read_all(int fd, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = read(fd, (char *)buf + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  return got;
+}
+
 static ncclzStatus run_forked(const sim_job *j, child_report *r) {
   int fds[2];
   if (pipe(fds)) return ncclzSetError(NCCLZ_ERR_IO, "sim: pipe: %s", strerror(errno));
@@ -283,14 +317,7 @@ static ncclzStatus run_forked(const sim_job *j, child_report *r) {
     child_main(j, fds[1]);
   }
   close(fds[1]);
-  size_t got = 0;
-  while (got < sizeof *r) {
-    ssize_t k = read(fds[0], (char *)r + got, sizeof *r - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
-  close(fds[0]);
+  size_t got = read_all(fds[0], r, sizeof *r);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (got != sizeof *r || !r->ok) {
@@ -376,6 +403,13 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   int n = p->nodes * p->gpus_per_node;
   char why[160];
   ncclzSimFidelity auto_f = ncclzSimChooseFidelity(p, &o, why, sizeof why);
+  if (auto_f == NCCLZ_FID_REDUCED && folds(p, &o)) { /* folds are reduced only by run_folded */
+    ncclzAlgorithm a;
+    uint32_t ch;
+    sim_resolve(p, &o, &a, &ch);
+    snprintf(why, sizeof why, "full: %s", asymmetric(p, &o, a));
+    auto_f = NCCLZ_FID_FULL;
+  }
   ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? auto_f : o.fidelity;
   if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL &&
       strstr(why, "approximate") == NULL)
@@ -422,6 +456,9 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   snprintf(res->why, sizeof res->why, "%s", why);
   return NCCLZ_OK;
 }
+
+static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                    const ncclzSimOptions *opt, ncclzSimResult *res);
 
 /* Rings of this many ranks or more are extrapolated from two shorter rings (see every_step). */
 #define SIM_EXTRAPOLATE_FROM 512
@@ -629,6 +666,111 @@ static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *d
   return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
 }
 
+/* Folds are replayed in full at two smaller sizes of the same shape and buffer: cores of pa and 2 pa
+ * units (hier: nodes; flat rhd: ranks) with the leading bits of the folded units (rem, shifted), as
+ * which new ranks hold two blocks, and so how the halvings' ranges differ, follows from rem's bits.
+ * Each halving sends half of what is left, so the bytes on a rank's path change only by the
+ * blocks' granularity, which shrinks as 1/p, and each level adds its steps' latency: the time is
+ * extrapolated as A - C/p + latency x steps (run_folded). */
+#define SIM_FOLD_NODES_A 16 /* hier */
+#define SIM_FOLD_RANKS_A 128 /* flat rhd */
+
+/* The platform with a core of pc units and the leading bits of p's folded units. */
+static ncclzSimPlatform fold_scaled(const ncclzSimPlatform *p, int hier, int pc) {
+  ncclzSimPlatform q = *p;
+  int g = p->gpus_per_node, units = hier ? p->nodes : p->nodes * g, p2 = 1, rem;
+  while (p2 * 2 <= units) p2 *= 2;
+  rem = (int)((long long)(units - p2) * pc / p2);
+  if (hier) {
+    q.nodes = pc + (rem > 0 ? rem : 1);
+  } else { /* whole nodes */
+    q.nodes = (pc + rem) / g;
+    if (q.nodes * g <= pc) q.nodes = pc / g + 1;
+  }
+  return q;
+}
+
+/* One of a fold's two replays, run in a forked child while the caller runs the other (each
+ * replay itself forks; the two take both cores). */
+typedef struct {
+  ncclzStatus st;
+  ncclzSimResult r;
+  char err[256];
+} fold_report;
+
+static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
+                        const ncclzSimOptions *o, int *fd) {
+  int fds[2];
+  if (pipe(fds)) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    fold_report fr;
+    memset(&fr, 0, sizeof fr);
+    fr.st = sim_run_schedule(prof, data, q, o, &fr.r);
+    if (fr.st != NCCLZ_OK) snprintf(fr.err, sizeof fr.err, "%s", ncclzLastError());
+    ssize_t w = write(fds[1], &fr, sizeof fr);
+    _exit(w == (ssize_t)sizeof fr ? 0 : 3);
+  }
+  close(fds[1]);
+  if (pid < 0) close(fds[0]);
+  *fd = fds[0];
+  return pid;
+}
+
+static ncclzStatus fold_finish(pid_t pid, int fd, ncclzSimResult *r) {
+  fold_report fr;
+  size_t got = read_all(fd, &fr, sizeof fr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (got != sizeof fr) return ncclzSetError(NCCLZ_ERR_IO, "sim: a fold's replay failed (status %d)", status);
+  if (fr.st != NCCLZ_OK) return ncclzSetError(fr.st, "%s", fr.err);
+  *r = fr.r;
+  return NCCLZ_OK;
+}
+
+static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                              const ncclzSimOptions *opt, ncclzSimResult *res) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, opt, &a, &ch);
+  int hier = a == NCCLZ_ALGO_HIER, g = p->gpus_per_node, units = hier ? p->nodes : p->nodes * g, p2 = 1;
+  while (p2 * 2 <= units) p2 *= 2;
+  int pa = hier ? SIM_FOLD_NODES_A : SIM_FOLD_RANKS_A;
+  if (p2 < 4 * pa) pa = p2 / 4; /* fidelity reduced asked for on a small point */
+  ncclzSimOptions full = *opt;
+  full.fidelity = NCCLZ_FID_FULL;
+  full.every_step = 1;
+  ncclzSimPlatform qa = fold_scaled(p, hier, pa), qb = fold_scaled(p, hier, 2 * pa);
+  ncclzSimResult ra, rb;
+  memset(&ra, 0, sizeof ra);
+  double t0 = ncclzNowSeconds();
+  int fd = -1;
+  pid_t pid = fold_start(prof, data, &qa, &full, &fd);
+  if (pid < 0) return ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
+  ncclzStatus st = sim_run_schedule(prof, data, &qb, &full, &rb), sa = fold_finish(pid, fd, &ra);
+  if (st != NCCLZ_OK) return st;
+  if (sa != NCCLZ_OK) return sa;
+  int n = p->nodes * g, na = qa.nodes * g, nb = qb.nodes * g;
+  /* each level of the core adds its steps' latency (AllReduce: a halving and a doubling) */
+  double lat = (opt->coll == NCCLZ_ALLREDUCE ? 2 : 1) * p->nic_latency_us, la = lat * log2(pa), lb = lat * log2(2.0 * pa);
+  double c = (rb.time_us - lb - (ra.time_us - la)) * 2 * pa; /* T(pc) - lat log2(pc) = A - c / pc */
+  *res = rb;
+  res->time_us = rb.time_us - lb + c / (2 * pa) - c / p2 + lat * log2(p2);
+  double scale = (double)n / nb; /* frames and bytes: b's per rank, on all ranks */
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) res->frames[k] = (uint64_t)llround((double)rb.frames[k] * scale);
+  res->wire_bytes = rb.wire_bytes * scale;
+  res->raw_bytes = rb.raw_bytes * scale;
+  res->nranks = n;
+  res->fidelity = NCCLZ_FID_REDUCED;
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why,
+           "reduced, approximate (%s): full replays of the same fold on %d and %d ranks, extrapolated in the "
+           "core's size", SIM_FOLD_ACCURACY, na, nb);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -651,6 +793,9 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_broadcast_extrapolated(prof, data, p, opt, res);
+  if (folds(p, opt) && !opt->every_step && check_inputs(prof, data, p, opt) == NCCLZ_OK &&
+      (opt->fidelity == NCCLZ_FID_REDUCED || (opt->fidelity == NCCLZ_FID_AUTO && n > full_cap(opt))))
+    return run_folded(prof, data, p, opt, res);
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);

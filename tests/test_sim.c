@@ -1199,6 +1199,52 @@ static void test_hier_many_chunks(void) {
     }
 }
 
+/* Halving-doubling with folds (flat rhd on N ranks, hier between M nodes; N, M not powers of two):
+ * the reduced replay (two smaller full replays of the same fold, extrapolated in the core's size)
+ * against the full replay, plain and FIXEDLEN (up to 200 ranks), within the 5% its reason states; and flat rhd
+ * AllReduce at 8000 and 8184 ranks (the full replay refused) against its closed form on the uniform
+ * platform, within 0.1%. */
+static void test_folds_reduced(void) {
+  const struct {
+    int m, g, hier;
+  } cases[] = {{100, 2, 1}, {50, 4, 1}, {100, 1, 0}, {125, 8, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int c = 0; c < 3; c++)
+      for (int z = 0; z < (cases[i].m * cases[i].g > 200 ? 1 : 2); z++) { /* FIXEDLEN's full replay: 200 ranks at most */
+        ncclzSimPlatform p;
+        platform(&p, cases[i].m, cases[i].g);
+        p.nic_gbps = 12.5;
+        ncclzSimOptions o;
+        allreduce_opts(&o, 16u << 20, z ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
+        o.coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+        o.algorithm = cases[i].hier ? NCCLZ_ALGO_HIER : NCCLZ_ALGO_RHD;
+        ncclzSimResult full, red;
+        o.fidelity = NCCLZ_FID_FULL;
+        double tf = run_us(&p, &o, &full);
+        o.fidelity = NCCLZ_FID_REDUCED;
+        double tr = run_us(&p, &o, &red);
+        printf("  folds %s %s %dx%d %s: full %.1f us, reduced %.1f us (%+.2f%%)\n", cases[i].hier ? "hier" : "rhd",
+               ncclzCollectiveName(o.coll), cases[i].m, cases[i].g, ncclzSimCompressName(o.compress), tf, tr,
+               100 * (tr / tf - 1));
+        CHECK(rel(tr, tf) < 0.05 && strstr(red.why, "within 5%"), "folds %dx%d: reduced %.1f us, full %.1f us (%s)",
+              cases[i].m, cases[i].g, tr, tf, red.why);
+      }
+  for (int m = 1000; m <= 1023; m += 23) {
+    ncclzSimPlatform p;
+    uniform(&p, m, 8);
+    ncclzSimOptions o;
+    ncclzSimOptionsDefault(&o);
+    o.bytes = 64u << 20;
+    o.algorithm = NCCLZ_ALGO_RHD;
+    double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes, p2 = 4096;
+    double cf = 2 * log2(p2) * a + 2.0 * (p2 - 1) / p2 * S / B + 2 * (a + S / B);
+    ncclzSimResult r;
+    double t = run_us(&p, &o, &r);
+    printf("  folds rhd allreduce %dx8 uniform: %.3f us, closed form %.3f us, %.2f s (%s)\n", m, t, cf, r.wall_s, r.why);
+    CHECK(rel(t, cf) < 1e-3 && r.fidelity == NCCLZ_FID_REDUCED, "rhd %dx8: %.3f us vs %.3f us (%s)", m, t, cf, r.why);
+  }
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -1209,6 +1255,7 @@ int main(void) {
   test_closed_form_algorithms();
   test_hier_many_chunks();
   test_closed_form_hier();
+  test_folds_reduced();
   test_hier_reduced();
   test_hier_ring_reduced();
   test_hier_ring_extrapolated();
