@@ -635,25 +635,8 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
-    if (e + 3 < n) {
-      v[r] = __ldg((const float4 *)(q.x + e));
-    } else { /* past the frame: 0, which no |x| is below and codes to 0 (FIXEDLEN's zero padding) */
-      v[r].x = e < n ? __ldg(q.x + e) : 0.0f;
-      v[r].y = e + 1 < n ? __ldg(q.x + e + 1) : 0.0f;
-      v[r].z = e + 2 < n ? __ldg(q.x + e + 2) : 0.0f;
-      v[r].w = 0.0f;
-    }
-    /* NaN never compares greater, 0 to start: the reference's bucket_max_abs */
-    const float av[4] = {fabsf(v[r].x), fabsf(v[r].y), fabsf(v[r].z), fabsf(v[r].w)};
-    float m = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-      if (av[j] > m) m = av[j];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float y = __shfl_xor_sync(NZ_FULL, m, o);
-      if (y > m) m = y;
-    }
+    v[r] = nz_load4(q.x, e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
+    const float m = nz_warp_max(nz_max_abs4(v[r], 0.0f)); /* 0 to start: the reference's bucket_max_abs */
     if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
   }
   __syncthreads();
@@ -664,18 +647,14 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
     const uint32_t slot = r * (FQ_THREADS / 32) + tid / 32, first = slot / spb * spb, e = base + 4 * (tid + r * FQ_THREADS);
     float m = 0.0f;
     for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
+    const NzQsgdBucket bk = nz_qsgd_bucket(m);
+    const double sd = q.levels;
     int4 c;
-    c.x = e < n ? nz_qsgd_code(v[r].x, m, q.levels, q.seed, q.rank, e) : 0;
-    c.y = e + 1 < n ? nz_qsgd_code(v[r].y, m, q.levels, q.seed, q.rank, e + 1) : 0;
-    c.z = e + 2 < n ? nz_qsgd_code(v[r].z, m, q.levels, q.seed, q.rank, e + 2) : 0;
-    c.w = e + 3 < n ? nz_qsgd_code(v[r].w, m, q.levels, q.seed, q.rank, e + 3) : 0;
-    if (e + 3 < n) {
-      *(int4 *)(q.sym + e) = c;
-    } else {
-      if (e < n) q.sym[e] = c.x;
-      if (e + 1 < n) q.sym[e + 1] = c.y;
-      if (e + 2 < n) q.sym[e + 2] = c.z;
-    }
+    c.x = e < n ? nz_qsgd_one(v[r].x, m, bk, sd, q.levels, q.seed, q.rank, e) : 0;
+    c.y = e + 1 < n ? nz_qsgd_one(v[r].y, m, bk, sd, q.levels, q.seed, q.rank, e + 1) : 0;
+    c.z = e + 2 < n ? nz_qsgd_one(v[r].z, m, bk, sd, q.levels, q.seed, q.rank, e + 2) : 0;
+    c.w = e + 3 < n ? nz_qsgd_one(v[r].w, m, bk, sd, q.levels, q.seed, q.rank, e + 3) : 0;
+    nz_store4(q.sym, e, n, c);
     *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
     const uint32_t e0 = base + slot * 128; /* the slot's first element */
     if (lane == 0 && slot == first && e0 < n) {

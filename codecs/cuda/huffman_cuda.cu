@@ -645,6 +645,15 @@ struct HfBook {
   ncclzHuffAlphabet a;
 };
 
+
+/* Frame f's fast lookup table (1 << fb entries) and length table into shared memory, by the
+ * block's nthreads threads; the decoders then read them from there. */
+static __device__ __forceinline__ void hf_stage_tables(uint32_t *s_lut, uint32_t *s_tab, const uint32_t *lut,
+                                                       const uint32_t *tables, uint32_t f, uint32_t fb,
+                                                       uint32_t nthreads) {
+  for (uint32_t e = threadIdx.x; e < (1u << fb); e += nthreads) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
+  if (threadIdx.x < 64) s_tab[threadIdx.x] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + threadIdx.x);
+}
 /* A frame's book from its tables in shared memory (lut, tab: count, first, start, max_len at 48)
  * and sorted in global memory; nlong: the codes longer than fb. slong is left NULL. */
 static __device__ HfBook hf_book(const uint32_t *lut, const uint32_t *tab, const uint32_t *sorted, const NzFrame *F,
@@ -814,8 +823,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
   const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
   if (blockIdx.x * DEC_THREADS >= nseg) return;
   const uint32_t fb = F->fast_bits;
-  for (uint32_t e = tid; e < (1u << fb); e += DEC_THREADS) s_lut[e] = lut[((size_t)f << FAST_BITS) + e];
-  if (tid < 64) s_tab[tid] = tables[(size_t)f * NZ_HF_TSTRIDE + tid];
+  hf_stage_tables(s_lut, s_tab, lut, tables, f, fb, DEC_THREADS);
   __syncthreads();
   const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
   const uint32_t sw = F->side_bytes / 4;
@@ -1077,8 +1085,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
   if (blockIdx.x * DEC_WARPS >= nseg) return;
   const uint32_t fb = F->fast_bits;
-  for (uint32_t e = tid; e < (1u << fb); e += DEC_WARPS * 32) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
-  if (tid < 64) s_tab[tid] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + tid);
+  hf_stage_tables(s_lut, s_tab, lut, tables, f, fb, DEC_WARPS * 32);
   __syncthreads();
   uint32_t nlong;
   HfBook b = hf_book(s_lut, s_tab, tables + (size_t)f * NZ_HF_TSTRIDE + 64, F, fb, nlong);

@@ -323,10 +323,10 @@ static __device__ inline bool nz_one_last(NzOneState *st) {
   return s_last;
 }
 
-/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes):
- * the quantizer and the fused quantize + encode of one frame. */
-static __device__ __forceinline__ int32_t nz_qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
-                                                       size_t i) {
+/* One element's QSGD code by the reference's rule (qsgd_code; NaN/Inf code 0, as the reference
+ * writes); out of line: only buckets whose scale is 0 or Inf take it (nz_qsgd_fast covers the rest). */
+static __device__ __noinline__ int32_t nz_qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
+                                                    size_t i) {
   if (!isfinite(v) || scale == 0.0f) return 0;
   const float u = ncclz_philox_uniform(seed, (uint64_t)i, rank);
   const double t = ((double)fabsf(v) / (double)scale) * (double)s;
@@ -335,6 +335,93 @@ static __device__ __forceinline__ int32_t nz_qsgd_code(float v, float scale, int
   if (level > (double)s) level = (double)s;
   const int32_t c = (int32_t)level;
   return v < 0.0f ? -c : c;
+}
+
+/* RN(p / d) from y = RN(1 / d) without a division: q0 = RN(p y) is within 2 ulps of p / d, the
+ * residual p - d q0 is exact (few bits), and RN(q0 + r y) is off the true quotient by at most
+ * ulp 2^-52, while a quotient of these operands (p of 53 bits, d a float or an odd level count)
+ * is either exact or at least its value 2^-78 away from a midpoint between doubles: the same
+ * double as the reference's division. */
+static __device__ __forceinline__ double nz_div_rn(double p, double d, double y) {
+  const double q0 = p * y;
+  return fma(fma(-q0, d, p), y, q0);
+}
+
+/* The bucket's part of the QSGD rule: the scale as a double and its reciprocal. */
+struct NzQsgdBucket {
+  double b, rb;
+  bool fast; /* 0 < scale < inf: nz_qsgd_fast applies */
+};
+static __device__ __forceinline__ NzQsgdBucket nz_qsgd_bucket(float scale) {
+  const bool fast = scale > 0.0f && scale < INFINITY;
+  return {(double)scale, fast ? 1.0 / (double)scale : 0.0, fast};
+}
+
+/* qsgd_code for a bucket with 0 < scale < inf, in the reference's binary64 values without its
+ * division and conversions: t = RN(RN(|v| / scale) s) as nz_div_rn gives it; t >= s is the clamp;
+ * below it floor(t) is the low word of RN_toward_zero(t + 2^52), frac = t - floor(t) exactly, and
+ * the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. Branch-free, so
+ * that a thread's elements interleave. */
+static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBucket &bk, double sd, int s, uint32_t w) {
+  const double t = nz_div_rn(fabs((double)v), bk.b, bk.rb) * sd;
+  const double big = __dadd_rz(t, 0x1p52);
+  const double frac = t - (big - 0x1p52);
+  const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
+  int32_t c = t < sd ? __double2loint(big) + (u < frac ? 1 : 0) : s;
+  c = isfinite(v) ? c : 0;
+  return v < 0.0f ? -c : c;
+}
+
+/* The Philox word behind element (hi << 32 | lo)'s uniform (ncclz_philox_uniform's out[0] >> 8). */
+static __device__ __forceinline__ uint32_t nz_qsgd_word(uint64_t seed, uint32_t rank, uint32_t lo, uint32_t hi) {
+  const uint32_t ctr[4] = {lo, hi, rank, 0u};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  uint32_t out[4];
+  ncclz_philox4x32_10(ctr, key, out);
+  return out[0] >> 8;
+}
+
+/* One element by the fast rule when its bucket allows, the reference's otherwise. */
+static __device__ __forceinline__ int32_t nz_qsgd_one(float v, float scale, const NzQsgdBucket &bk, double sd, int s,
+                                                   uint64_t seed, uint32_t rank, size_t i) {
+  if (bk.fast) return nz_qsgd_fast(v, bk, sd, s, nz_qsgd_word(seed, rank, (uint32_t)i, (uint32_t)((uint64_t)i >> 32)));
+  return nz_qsgd_code(v, scale, s, seed, rank, i);
+}
+
+/* The largest of m and v's magnitudes, and the warp's largest m: NaN never compares greater, as in
+ * the reference's bucket_max_abs. */
+static __device__ __forceinline__ float nz_max_abs4(float4 v, float m) {
+  const float a[4] = {fabsf(v.x), fabsf(v.y), fabsf(v.z), fabsf(v.w)};
+#pragma unroll
+  for (int j = 0; j < 4; j++)
+    if (a[j] > m) m = a[j];
+  return m;
+}
+static __device__ __forceinline__ float nz_warp_max(float m) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float y = __shfl_xor_sync(NZ_FULL, m, o);
+    if (y > m) m = y;
+  }
+  return m;
+}
+
+/* x[e..e+3] as one vector load where all four lie below n, else the ones that do and pad past n
+ * (an array's ragged end). */
+static __device__ __forceinline__ float4 nz_load4(const float *x, size_t e, size_t n, float pad) {
+  if (e + 3 < n) return __ldg((const float4 *)(x + e));
+  return make_float4(e < n ? __ldg(x + e) : pad, e + 1 < n ? __ldg(x + e + 1) : pad, e + 2 < n ? __ldg(x + e + 2) : pad, pad);
+}
+
+/* c into sym[e..e+3]: one vector store where all four lie below n, else the ones that do. */
+static __device__ __forceinline__ void nz_store4(int32_t *sym, size_t e, size_t n, int4 c) {
+  if (e + 3 < n) {
+    *(int4 *)(sym + e) = c;
+    return;
+  }
+  if (e < n) sym[e] = c.x;
+  if (e + 1 < n) sym[e + 1] = c.y;
+  if (e + 2 < n) sym[e + 2] = c.z;
 }
 /* One-kernel calls (fixedlen_cuda.cu). side: the frame's QSGD scales (NULL without). */
 struct NzOneEncode {

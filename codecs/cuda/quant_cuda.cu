@@ -976,71 +976,13 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
-/* One element's QSGD code (the reference's qsgd_code; NaN/Inf code 0, as the reference writes); out
- * of line: only buckets whose scale is 0 or Inf take it (qsgd_fast covers the rest). */
-static __device__ __noinline__ int32_t qsgd_code(float v, float scale, int s, uint64_t seed, uint32_t rank,
-                                                    size_t i) {
-  return nz_qsgd_code(v, scale, s, seed, rank, i);
-}
-
-/* RN(p / d) from y = RN(1 / d) without a division: q0 = RN(p y) is within 2 ulps of p / d, the
- * residual p - d q0 is exact (few bits), and RN(q0 + r y) is off the true quotient by at most
- * ulp 2^-52, while a quotient of these operands (p of 53 bits, d a float or an odd level count)
- * is either exact or at least its value 2^-78 away from a midpoint between doubles: the same
- * double as the reference's division. */
-static __device__ __forceinline__ double div_rn(double p, double d, double y) {
-  const double q0 = p * y;
-  return fma(fma(-q0, d, p), y, q0);
-}
-
-/* The bucket's part of the QSGD rule: the scale as a double and its reciprocal. */
-struct QsgdBucket {
-  double b, rb;
-  bool fast; /* 0 < scale < inf: qsgd_fast applies */
-};
-static __device__ __forceinline__ QsgdBucket qsgd_bucket(float scale) {
-  const bool fast = scale > 0.0f && scale < INFINITY;
-  return {(double)scale, fast ? 1.0 / (double)scale : 0.0, fast};
-}
-
-/* qsgd_code for a bucket with 0 < scale < inf, in the reference's binary64 values without its
- * division and conversions: t = RN(RN(|v| / scale) s) as div_rn gives it; t >= s is the clamp;
- * below it floor(t) is the low word of RN_toward_zero(t + 2^52), frac = t - floor(t) exactly, and
- * the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. Branch-free, so
- * that a thread's elements interleave. */
-static __device__ __forceinline__ int32_t qsgd_fast(float v, const QsgdBucket &bk, double sd, int s, uint32_t w) {
-  const double t = div_rn(fabs((double)v), bk.b, bk.rb) * sd;
-  const double big = __dadd_rz(t, 0x1p52);
-  const double frac = t - (big - 0x1p52);
-  const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
-  int32_t c = t < sd ? __double2loint(big) + (u < frac ? 1 : 0) : s;
-  c = isfinite(v) ? c : 0;
-  return v < 0.0f ? -c : c;
-}
-
-/* The Philox word behind element (hi << 32 | lo)'s uniform (ncclz_philox_uniform's out[0] >> 8). */
-static __device__ __forceinline__ uint32_t qsgd_word(uint64_t seed, uint32_t rank, uint32_t lo, uint32_t hi) {
-  const uint32_t ctr[4] = {lo, hi, rank, 0u};
-  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  uint32_t out[4];
-  ncclz_philox4x32_10(ctr, key, out);
-  return out[0] >> 8;
-}
-
-/* One element by the fast rule when its bucket allows, the reference's otherwise. */
-static __device__ __forceinline__ int32_t qsgd_one(float v, float scale, const QsgdBucket &bk, double sd, int s,
-                                                   uint64_t seed, uint32_t rank, size_t i) {
-  if (bk.fast) return qsgd_fast(v, bk, sd, s, qsgd_word(seed, rank, (uint32_t)i, (uint32_t)((uint64_t)i >> 32)));
-  return qsgd_code(v, scale, s, seed, rank, i);
-}
-
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
                              const float *scales, int32_t *sym) {
   nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     const float scale = __ldg(scales + i / bucket);
-    sym[i] = qsgd_one(__ldg(x + i), scale, qsgd_bucket(scale), s, s, seed, rank, i);
+    sym[i] = nz_qsgd_one(__ldg(x + i), scale, nz_qsgd_bucket(scale), s, s, seed, rank, i);
   }
 }
 
@@ -1060,27 +1002,12 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     float m = 0.0f;
 #pragma unroll
     for (int k = 0; k < V; k++) {
-      const size_t e = 4 * (q0 + lane + 32 * k);
-      if (e + 3 < n) {
-        v[k] = __ldg((const float4 *)x + q0 + lane + 32 * k);
-      } else { /* the array's ragged end: scalar, NaN where there is no element (never taken) */
-        v[k].x = e < n ? __ldg(x + e) : NAN;
-        v[k].y = e + 1 < n ? __ldg(x + e + 1) : NAN;
-        v[k].z = e + 2 < n ? __ldg(x + e + 2) : NAN;
-        v[k].w = NAN;
-      }
-      const float a[4] = {fabsf(v[k].x), fabsf(v[k].y), fabsf(v[k].z), fabsf(v[k].w)};
-#pragma unroll
-      for (int j = 0; j < 4; j++)
-        if (a[j] > m) m = a[j];
+      v[k] = nz_load4(x, 4 * (q0 + lane + 32 * k), n, NAN); /* NaN where there is no element: never the max */
+      m = nz_max_abs4(v[k], m);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float y = __shfl_xor_sync(NZ_FULL, m, o);
-      if (y > m) m = y;
-    }
+    m = nz_warp_max(m);
     if (lane == 0) scales[b] = m;
-    const QsgdBucket bk = qsgd_bucket(m);
+    const NzQsgdBucket bk = nz_qsgd_bucket(m);
     int4 c[V];
     if (bk.fast) { /* the warp's bucket: one branch; its elements share the counter's high word */
       const double sd = s;
@@ -1091,41 +1018,32 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
         uint32_t w[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) { /* four Philox chains in flight; kept out of the code's select */
-          w[j] = qsgd_word(seed, rank, i + j, hi);
+          w[j] = nz_qsgd_word(seed, rank, i + j, hi);
           asm volatile("" : "+r"(w[j]));
         }
-        c[k].x = qsgd_fast(v[k].x, bk, sd, s, w[0]);
-        c[k].y = qsgd_fast(v[k].y, bk, sd, s, w[1]);
-        c[k].z = qsgd_fast(v[k].z, bk, sd, s, w[2]);
-        c[k].w = qsgd_fast(v[k].w, bk, sd, s, w[3]);
+        c[k].x = nz_qsgd_fast(v[k].x, bk, sd, s, w[0]);
+        c[k].y = nz_qsgd_fast(v[k].y, bk, sd, s, w[1]);
+        c[k].z = nz_qsgd_fast(v[k].z, bk, sd, s, w[2]);
+        c[k].w = nz_qsgd_fast(v[k].w, bk, sd, s, w[3]);
       }
     } else {
 #pragma unroll
       for (int k = 0; k < V; k++) {
         const size_t e = 4 * (q0 + lane + 32 * k);
-        c[k] = make_int4(qsgd_code(v[k].x, m, s, seed, rank, e), qsgd_code(v[k].y, m, s, seed, rank, e + 1),
-                         qsgd_code(v[k].z, m, s, seed, rank, e + 2), qsgd_code(v[k].w, m, s, seed, rank, e + 3));
+        c[k] = make_int4(nz_qsgd_code(v[k].x, m, s, seed, rank, e), nz_qsgd_code(v[k].y, m, s, seed, rank, e + 1),
+                         nz_qsgd_code(v[k].z, m, s, seed, rank, e + 2), nz_qsgd_code(v[k].w, m, s, seed, rank, e + 3));
       }
     }
 #pragma unroll
-    for (int k = 0; k < V; k++) {
-      const size_t e = 4 * (q0 + lane + 32 * k);
-      if (e + 3 < n) {
-        ((int4 *)sym)[q0 + lane + 32 * k] = c[k];
-      } else {
-        if (e < n) sym[e] = c[k].x;
-        if (e + 1 < n) sym[e + 1] = c[k].y;
-        if (e + 2 < n) sym[e + 2] = c[k].z;
-      }
-    }
+    for (int k = 0; k < V; k++) nz_store4(sym, 4 * (q0 + lane + 32 * k), n, c[k]);
   }
 }
 
-/* One dequantized value: (float)(RN(c scale) / s) as the reference; div_rn instead of the division
+/* One dequantized value: (float)(RN(c scale) / s) as the reference; nz_div_rn instead of the division
  * where the product is finite (a finite scale), the division otherwise. */
 static __device__ __forceinline__ float qsgd_value(int32_t c, double scale, double s, double rs) {
   const double p = (double)c * scale;
-  return (float)(isfinite(p) ? div_rn(p, s, rs) : p / s);
+  return (float)(isfinite(p) ? nz_div_rn(p, s, rs) : p / s);
 }
 
 /* int4 in, float4 out (QD_UNROLL in flight a thread) when both are 16-byte aligned and a bucket
