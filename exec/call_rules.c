@@ -168,6 +168,18 @@ ncclzStatus ncclz_exec_choose_sampled(const ncclzConfig *cfg, ncclzCollective co
   return ncclz_exec_choose(cfg, coll, count, nranks, dsize, c_of, out);
 }
 
+ncclzStatus ncclz_exec_agree_pair(const ncclzConfig *cfg, ncclzTransport *t, ncclzCollective coll, size_t count,
+                                  size_t dsize, double *w, ncclzExecStats *st, ncclzChoice *out) {
+  double t0 = ncclzNowSeconds();
+  ncclzStatus s = t->allreduce_max(t, w, PAIR_SLOTS);
+  st->t_agree += ncclzNowSeconds() - t0;
+  return s ? s : ncclz_exec_choose_sampled(cfg, coll, count, t->nranks, dsize, w, out, st->pair_cr);
+}
+
+ncclzCoder ncclz_exec_policy_coder(ncclzCoderPolicy p) {
+  return p == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : p == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN : NCCLZ_CODER_RAW;
+}
+
 ncclzCoderPolicy ncclz_exec_choice_policy(ncclzChoiceCoder c) {
   switch (c) {
   case NCCLZ_CHOICE_FIXEDLEN: return NCCLZ_POLICY_FIXEDLEN;

@@ -52,9 +52,18 @@ uint32_t ncclz_exec_sample_pieces(const ncclzConfig *cfg, const ncclzQuantParams
 ncclzStatus ncclz_exec_choose_sampled(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks,
                                       size_t dsize, const double *w, ncclzChoice *out, double *cr);
 
+/* The pair's agreement and choice, on every backend: w (this rank's ncclz_exec_sample_wire) made
+ * the max over the transport's ranks (its time added to st->t_agree), then
+ * ncclz_exec_choose_sampled (the agreed CR into st->pair_cr). */
+ncclzStatus ncclz_exec_agree_pair(const ncclzConfig *cfg, ncclzTransport *t, ncclzCollective coll, size_t count,
+                                  size_t dsize, double *w, ncclzExecStats *st, ncclzChoice *out);
+
 /* The coder policy a choice's coder runs: plain is policy off (the plain collective on the
  * floats), REA is auto (REA per frame). */
 ncclzCoderPolicy ncclz_exec_choice_policy(ncclzChoiceCoder c);
+
+/* The coder every frame of a policy other than auto takes (off and raw: RAW). */
+ncclzCoder ncclz_exec_policy_coder(ncclzCoderPolicy p);
 
 /* The bound of the plain collective's float sum of k contributions of at most gmax each: k - 1
  * roundings of partial sums up to k gmax, then the result's rounding to the dtype. */

@@ -87,9 +87,7 @@ static ncclzStatus encode_policy(run_t *r, size_t n, uint8_t link, const ncclzFr
                                  ncclzCoder *coder) {
   const ncclzConfig *cfg = &r->c->cfg;
   if (r->policy != NCCLZ_POLICY_AUTO) {
-    *coder = r->policy == NCCLZ_POLICY_FIXEDLEN  ? NCCLZ_CODER_FIXEDLEN
-             : r->policy == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN
-                                                 : NCCLZ_CODER_RAW;
+    *coder = ncclz_exec_policy_coder(r->policy);
     return ncclzFrameEncode(*coder, r->sym, n, d, r->stage, r->stage_cap, len);
   }
   ncclzReaConfig rc = cfg->ranks_per_node > 0 && link == NCCLZ_LINK_INTRA ? r->c->rea_intra : r->c->rea;
@@ -409,12 +407,8 @@ static ncclzStatus choose_pair(run_t *r, const float *x, int root) {
   }
   double w[PAIR_SLOTS];
   sample_wire(r, x, w);
-  double t0 = ncclzNowSeconds();
-  ncclzStatus st = r->t->allreduce_max(r->t, w, PAIR_SLOTS);
-  r->st->t_agree += ncclzNowSeconds() - t0;
   ncclzChoice ch;
-  if (!st)
-    st = ncclz_exec_choose_sampled(&r->c->cfg, r->coll, r->count, r->t->nranks, r->dsize, w, &ch, r->st->pair_cr);
+  ncclzStatus st = ncclz_exec_agree_pair(&r->c->cfg, r->t, r->coll, r->count, r->dsize, w, r->st, &ch);
   if (st) return st;
   r->st->pair_auto = 1;
   r->policy = ncclz_exec_choice_policy(ch.coder);

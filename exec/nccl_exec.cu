@@ -146,10 +146,6 @@ static ncclzStatus run_framed(grun *r, const void *sendbuff, void *recvbuff, dec
   return NCCLZ_OK;
 }
 
-static ncclzCoder policy_coder(ncclzCoderPolicy p) {
-  return p == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : p == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN : NCCLZ_CODER_RAW;
-}
-
 /* The call's schedule spec: the host engine's (ncclz_exec_spec: the config's algorithm, channels and
  * node size, chunks on the largest op range). */
 static void call_spec(const ncclzComm *c, ncclzCollective coll, size_t count, int root, size_t ds,
@@ -238,7 +234,7 @@ static ncclzStatus run_call(ncclzComm *c, ncclzCollective coll, const void *sb, 
   r.n_scales = 0;
   r.quantized = c->cfg.quant.kind != NCCLZ_QUANT_NONE;
   r.has_input = coll != NCCLZ_BROADCAST || c->rank == root;
-  r.coder[0] = r.coder[1] = policy_coder(c->cfg.policy);
+  r.coder[0] = r.coder[1] = ncclz_exec_policy_coder(c->cfg.policy);
   r.policy = c->cfg.policy;
   r.gmax = 0;
   r.st = &c->last;

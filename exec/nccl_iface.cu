@@ -370,11 +370,8 @@ ncclzStatus choose_pair(grun *r, int *plain) {
   if (c->cfg.policy == NCCLZ_POLICY_OFF || c->cfg.policy == NCCLZ_POLICY_RAW) return NCCLZ_OK;
   double w[PAIR_SLOTS];
   if (sample_wire(r, w)) w[PAIR_FAILED] = 1; /* still agree, so that no rank waits */
-  double t0 = now_s();
-  TRY(c->t->allreduce_max(c->t, w, PAIR_SLOTS));
-  r->st->t_agree += now_s() - t0;
   ncclzChoice ch;
-  TRY(ncclz_exec_choose_sampled(&c->cfg, r->coll, r->count, c->nranks, r->ds, w, &ch, r->st->pair_cr));
+  TRY(ncclz_exec_agree_pair(&c->cfg, c->t, r->coll, r->count, r->ds, w, r->st, &ch));
   r->policy = ncclz_exec_choice_policy(ch.coder);
   if (r->policy == NCCLZ_POLICY_OFF) { /* NCCL's own collective on the floats */
     if (r->quantized) r->st->error_bound = ncclz_exec_plain_bound(r->dt, contributions(r), r->gmax);
@@ -382,7 +379,6 @@ ncclzStatus choose_pair(grun *r, int *plain) {
     *plain = 1;
     return NCCLZ_OK;
   }
-  if (r->policy != NCCLZ_POLICY_AUTO)
-    r->coder[0] = r->coder[1] = r->policy == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN : NCCLZ_CODER_HUFFMAN;
+  if (r->policy != NCCLZ_POLICY_AUTO) r->coder[0] = r->coder[1] = ncclz_exec_policy_coder(r->policy);
   return ch.algorithm == r->s.algo ? NCCLZ_OK : rebuild(r, ch.algorithm);
 }
