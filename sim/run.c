@@ -623,14 +623,16 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   int c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
   ncclzSimPlatform q = *p; /* the chain whose period is replayed: the same one, or a short one */
   ncclzSimOptions v = *o;
-  if (ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES) {
+  int short_chain = ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES;
+  if (short_chain) {
     q.nodes = SIM_BCAST_PERIOD_NODES;
     v.root = o->root % p->gpus_per_node;
   }
   ncclzSimResult r1, a1, a2;
   double t0 = ncclzNowSeconds();
   ncclzStatus st = run_slices(prof, data, p, o, ch, per, (uint32_t)c1, &r1);
-  if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, (uint32_t)c1, &a1);
+  a1 = r1; /* the same chain: the same replay */
+  if (st == NCCLZ_OK && short_chain) st = run_slices(prof, data, &q, &v, ch, per, (uint32_t)c1, &a1);
   if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, 2 * (uint32_t)c1, &a2);
   if (st != NCCLZ_OK) return st;
   *res = r1;
