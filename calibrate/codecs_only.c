@@ -95,10 +95,7 @@ static cJSON *merged_meta(const cJSON *fresh, const cJSON *base, const char *nam
   cJSON *cp = part_meta(fresh, "codecs"), *tp = part_meta(base, "transports");
   if (!cJSON_GetObjectItemCaseSensitive(tp, "from")) cJSON_AddStringToObject(tp, "from", name);
   cJSON *m = cJSON_CreateObject();
-  add_joined(m, "device", cp, tp);
-  add_joined(m, "driver", cp, tp);
-  add_joined(m, "cuda", cp, tp);
-  add_joined(m, "nccl", cp, tp);
+  for (size_t i = 0; i < N_META - 2; i++) add_joined(m, meta_keys[i], cp, tp); /* all but date and method */
   cJSON_AddStringToObject(m, "date", ncclz_cal_get_str(cp, "date"));
   char buf[640];
   snprintf(buf, sizeof buf, "codecs re-measured %.20s by %.200s; send/recv, collectives, overlap kept from %.200s (%.20s)",
