@@ -345,23 +345,36 @@ static int ring_stages(builder *b, const group *ch, const chunks *c, int nch) {
   }
 }
 
-static int build_ring(builder *b, uint32_t cpc) {
-  ncclzSchedule *s = b->s;
-  int n = s->nranks, nch = (int)s->nchannels, rc = -1;
+static void channel_rings_free(group *ch, int nch) {
+  for (int q = 0; ch && q < nch; q++) group_free(&ch[q]);
+  free(ch);
+}
+
+/* Every channel's ring (channel_ring); NULL when out of memory. */
+static group *channel_rings(const builder *b, int nch) {
   group *ch = calloc((size_t)nch, sizeof *ch);
+  for (int q = 0; ch && q < nch; q++) {
+    if (group_alloc(&ch[q], b->s->nranks)) {
+      channel_rings_free(ch, nch);
+      return NULL;
+    }
+    channel_ring(b->s, b->g, (uint32_t)q, &ch[q]);
+  }
+  return ch;
+}
+
+static int build_ring(builder *b, uint32_t cpc) {
+  int nch = (int)b->s->nchannels, rc = -1;
+  group *ch = channel_rings(b, nch);
   chunks *c = calloc((size_t)nch, sizeof *c);
   if (ch && c) {
-    rc = 0;
-    for (int q = 0; q < nch && !rc; q++) {
-      rc = group_alloc(&ch[q], n);
-      if (!rc) channel_ring(s, b->g, (uint32_t)q, &ch[q]);
+    for (int q = 0; q < nch; q++) {
       c[q].c0 = (uint32_t)q * cpc;
       c[q].cn = cpc;
     }
-    if (!rc) rc = ring_stages(b, ch, c, nch);
+    rc = ring_stages(b, ch, c, nch);
   }
-  for (int q = 0; ch && q < nch; q++) group_free(&ch[q]);
-  free(ch);
+  channel_rings_free(ch, nch);
   free(c);
   return rc ? -1 : 0;
 }
@@ -388,20 +401,14 @@ static int bcast_chunk(builder *b, const group *gr, uint32_t cc, uint32_t k) {
 }
 
 static int build_broadcast(builder *b, uint32_t cpc) {
-  ncclzSchedule *s = b->s;
-  int n = s->nranks, nch = (int)s->nchannels, rc = -1;
-  group *ch = calloc((size_t)nch, sizeof *ch);
+  int nch = (int)b->s->nchannels, rc = -1;
+  group *ch = channel_rings(b, nch);
   if (ch) {
     rc = 0;
-    for (int q = 0; q < nch && !rc; q++) {
-      rc = group_alloc(&ch[q], n);
-      if (!rc) channel_ring(s, b->g, (uint32_t)q, &ch[q]);
-    }
     for (uint32_t k = 0; k < cpc && !rc; k++) /* chunk k of every channel, channel by channel, as ring_walk */
       for (int q = 0; q < nch && !rc; q++) rc = bcast_chunk(b, &ch[q], (uint32_t)q * cpc + k, k);
   }
-  for (int q = 0; ch && q < nch; q++) group_free(&ch[q]);
-  free(ch);
+  channel_rings_free(ch, nch);
   return rc ? -1 : 0;
 }
 
