@@ -69,8 +69,9 @@ static int place_from(const char *s) {
 }
 static int rea_link_from(const char *s) { return !strcmp(s, "platform") ? 0 : !strcmp(s, "profile") ? 1 : -1; }
 static int proto_from(const char *s) { return !strcmp(s, "piggyback") ? 0 : !strcmp(s, "header") ? 1 : -1; }
-static int hier_inter_from(const char *s) {
-  return !strcmp(s, "rhd") ? NCCLZ_ALGO_RHD : !strcmp(s, "ring") ? NCCLZ_ALGO_RING : -1;
+static int hier_inter_from(const char *s) { /* the algorithms hier's inter-node stage can be */
+  int a = ncclzAlgorithmFromName(s);
+  return a == NCCLZ_ALGO_RHD || a == NCCLZ_ALGO_RING ? a : -1;
 }
 static int class_from(const char *s) { return ncclzDataClassFromName(s); }
 
