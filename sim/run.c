@@ -289,8 +289,28 @@ static void child_main(const sim_job *j, int fd) {
   _exit(w == (ssize_t)sizeof r ? 0 : 3);
 }
 
-/* Reads up to n bytes from a child's pipe, then closes it; returns the bytes read. */
-static size_t read_all(int fd, void *buf, size_t n) {
+/* A child with a pipe to its parent: 0 in the child (fds[1] its end), the child's pid in the parent
+ * (fds[0] its end), -1 with the error set. */
+static pid_t pipe_fork(int fds[2]) {
+  if (pipe(fds)) {
+    ncclzSetError(NCCLZ_ERR_IO, "sim: pipe: %s", strerror(errno));
+    return -1;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  close(fds[pid == 0 ? 0 : 1]);
+  return pid;
+}
+
+/* Up to n bytes of the child's report from its pipe (closed after), then its exit status; returns
+ * the bytes read. */
+static size_t pipe_collect(pid_t pid, int fd, void *buf, size_t n, int *status) {
   size_t got = 0;
   while (got < n) {
     ssize_t k = read(fd, (char *)buf + got, n - got);
@@ -299,27 +319,18 @@ static size_t read_all(int fd, void *buf, size_t n) {
     got += (size_t)k;
   }
   close(fd);
+  *status = 0;
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
   return got;
 }
 
 static ncclzStatus run_forked(const sim_job *j, child_report *r) {
   int fds[2];
-  if (pipe(fds)) return ncclzSetError(NCCLZ_ERR_IO, "sim: pipe: %s", strerror(errno));
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    child_main(j, fds[1]);
-  }
-  close(fds[1]);
-  size_t got = read_all(fds[0], r, sizeof *r);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  pid_t pid = pipe_fork(fds);
+  if (pid < 0) return NCCLZ_ERR_IO;
+  if (pid == 0) child_main(j, fds[1]);
+  int status;
+  size_t got = pipe_collect(pid, fds[0], r, sizeof *r, &status);
   if (got != sizeof *r || !r->ok) {
     if (WIFSIGNALED(status))
       return ncclzSetError(NCCLZ_ERR_IO, "sim: the replay died with signal %d", WTERMSIG(status));
@@ -703,11 +714,8 @@ typedef struct {
 static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
                         const ncclzSimOptions *o, int *fd) {
   int fds[2];
-  if (pipe(fds)) return -1;
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = pipe_fork(fds);
   if (pid == 0) {
-    close(fds[0]);
     fold_report fr;
     memset(&fr, 0, sizeof fr);
     fr.st = sim_run_schedule(prof, data, q, o, &fr.r);
@@ -715,17 +723,14 @@ static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, cons
     ssize_t w = write(fds[1], &fr, sizeof fr);
     _exit(w == (ssize_t)sizeof fr ? 0 : 3);
   }
-  close(fds[1]);
-  if (pid < 0) close(fds[0]);
   *fd = fds[0];
   return pid;
 }
 
 static ncclzStatus fold_finish(pid_t pid, int fd, ncclzSimResult *r) {
   fold_report fr;
-  size_t got = read_all(fd, &fr, sizeof fr);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  int status;
+  size_t got = pipe_collect(pid, fd, &fr, sizeof fr, &status);
   if (got != sizeof fr) return ncclzSetError(NCCLZ_ERR_IO, "sim: a fold's replay failed (status %d)", status);
   if (fr.st != NCCLZ_OK) return ncclzSetError(fr.st, "%s", fr.err);
   *r = fr.r;
@@ -750,7 +755,7 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   double t0 = ncclzNowSeconds();
   int fd = -1;
   pid_t pid = fold_start(prof, data, &qa, &full, &fd);
-  if (pid < 0) return ncclzSetError(NCCLZ_ERR_IO, "sim: fork: %s", strerror(errno));
+  if (pid < 0) return NCCLZ_ERR_IO; /* pipe_fork set the error */
   ncclzStatus st = sim_run_schedule(prof, data, &qb, &full, &rb), sa = fold_finish(pid, fd, &ra);
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
