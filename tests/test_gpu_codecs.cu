@@ -756,12 +756,16 @@ static void mixed_cases(const QsgdCodes &q, bool quick) {
 
 int main(int argc, char **argv) {
   if (tu_cuda_skip_without_gpu()) return 77;
-  int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
+  /* --quick: small inputs, for compute-sanitizer memcheck; --race: fewer still, one of each kernel
+   * family, for racecheck (which instruments every shared-memory access and runs far slower) */
+  int race = argc > 1 && strcmp(argv[1], "--race") == 0;
+  int quick = race || (argc > 1 && strcmp(argv[1], "--quick") == 0);
   std::vector<int32_t> s;
   const size_t sizes[] = {1, 2, 31, 32, 33, 1023, 1025, 8191, 8193, 100003, (1u << 20) + 7};
   for (size_t n : sizes) {
     for (int kind = 0; kind < 8; kind++) {
       if (quick && n > 8193) continue;
+      if (race && (n < 1023 || n > 1025 || kind % 3)) continue;
       gen(kind, n, n + kind, s);
       char what[64];
       snprintf(what, sizeof what, "random kind %d", kind);
@@ -773,6 +777,12 @@ int main(int argc, char **argv) {
    * on both paths (run_case alternates zeroed workspaces) */
   gen(3, 1000, 17, s);
   for (int twice = 0; twice < 2; twice++) all_coders("short frame", s.data(), s.size(), 1u << 20, NULL, NULL);
+  if (race) { /* the quantizer kernels and the fused paths, once each */
+    const uint32_t d3[3] = {8, 64, 128};
+    eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", d3, 3);
+    qsgd_fused_cases("resnet18_rank0_64k.f32");
+    return tu_finish("test_gpu_codecs --race");
+  }
   hostile_escape_counts();
   hostile_huffman();
   hostile_fixedlen();
