@@ -576,6 +576,89 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: reconstruction identical", name);
 }
 
+/* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
+ * fused kernel for buckets that tile its CTAs, else the quantizer and the chain): every frame
+ * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
+ * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
+ * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */
+static void qsgd_batch_cases(const char *grad) {
+  size_t n0;
+  std::vector<float> x0 = load_f32(grad, &n0);
+  CHECK(n0 > 4096, "load %s", grad);
+  if (n0 <= 4096) return;
+  std::vector<float> x(4 * n0 + 1);
+  for (size_t i = 0; i < x.size(); i++) x[i] = x0[(i * 7) % n0];
+  x[70000] = NAN;
+  x[140000] = INFINITY;
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  Dev<float> dx(x.size()), dsc(x.size());
+  Dev<int32_t> dsym(x.size()), dsym2(x.size());
+  CU(cudaMemcpy(dx.p, x.data(), 4 * x.size(), cudaMemcpyHostToDevice));
+  const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=96"};
+  for (const char *spec_text : specs)
+    for (uint32_t fs : {65536u, 6656u})
+      for (size_t n : {x.size(), (size_t)3 * fs}) {
+        ncclzQuantSpec spec;
+        ncclzQuantParams qp;
+        ncclzQuantSpecParse(spec_text, &spec);
+        memset(&qp, 0, sizeof qp);
+        qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 4242;
+        qp.rank = 5;
+        const uint32_t frame = fs / qp.qsgd_bucket * qp.qsgd_bucket; /* whole buckets */
+        const size_t nb = ncclzQsgdNumBuckets(&qp, n);
+        std::vector<float> sc(nb), scg(nb);
+        std::vector<int32_t> ref(n), got(n);
+        ncclzQsgdScales(&qp, x.data(), n, sc.data());
+        ncclzQuantizeQsgd(&qp, x.data(), n, NULL, ref.data());
+        ncclzCudaBatch b;
+        memset(&b, 0, sizeof b);
+        b.coder = NCCLZ_CODER_FIXEDLEN, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = n;
+        b.frame_symbols = frame, b.side_scales = 1;
+        const uint32_t nf = ncclzCudaBatchFrames(&b);
+        const size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+                     wsd = ncclzCudaDecodeWorkspaceSize(&b);
+        Dev<uint8_t> dout(slot * nf), dwse(wse), dwsd(wsd);
+        Dev<uint32_t> dfb(nf), dst(nf);
+        CU(cudaMemset(dout.p, 0x5A, slot * nf));
+        CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+        char name[160];
+        snprintf(name, sizeof name, "batch quantize + encode %s n=%zu frames of %u", spec_text, n, frame);
+        ncclzStatus st = ncclzCudaQsgdEncodeBatch(&b, dx.p, dsym.p, dsc.p, dout.p, slot, dfb.p, dwse.p, wse, 0);
+        CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
+        if (st != NCCLZ_OK) continue;
+        CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
+              "%s: scales and codes identical", name);
+        std::vector<uint32_t> fb(nf);
+        std::vector<uint8_t> gpu(slot * nf), cpu(slot);
+        CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(gpu.data(), dout.p, slot * nf, cudaMemcpyDeviceToHost));
+        uint32_t same = 0;
+        for (uint32_t f = 0; f < nf; f++) {
+          const size_t e0 = (size_t)f * frame, m = n - e0 < frame ? n - e0 : frame;
+          ncclzFrameDesc d;
+          memset(&d, 0, sizeof d);
+          d.dtype = NCCLZ_DTYPE_F32, d.quant = &qp, d.coder_params = cp;
+          d.side = sc.data() + e0 / qp.qsgd_bucket, d.side_bytes = (uint32_t)(4 * ncclzQsgdNumBuckets(&qp, m));
+          size_t len = 0;
+          same += ncclzFrameEncode(NCCLZ_CODER_FIXEDLEN, ref.data() + e0, m, &d, cpu.data(), slot, &len) == NCCLZ_OK &&
+                  len == fb[f] && memcmp(cpu.data(), gpu.data() + f * slot, len) == 0;
+        }
+        CHECK(same == nf, "%s: %u of %u frames identical to the CPU's", name, same, nf);
+        CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
+        st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc.p, dst.p, dwsd.p, wsd, 0);
+        std::vector<uint32_t> status(nf, 1);
+        CU(cudaMemcpy(status.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
+        CU(cudaMemcpy(got.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
+        uint32_t bad = 0;
+        for (uint32_t v : status) bad += v != 0;
+        CHECK(st == NCCLZ_OK && bad == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: decoded codes identical",
+              name);
+      }
+}
+
 /* The quantizer inside the coder's call (ncclzCudaQsgdEncodeBatch: one kernel for one frame on a
  * zeroed workspace) against the CPU, on zeroed workspaces and not, and the one-kernel decode of
  * its frames: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
@@ -781,6 +864,7 @@ int main(int argc, char **argv) {
     const uint32_t d3[3] = {8, 64, 128};
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", d3, 3);
     qsgd_fused_cases("resnet18_rank0_64k.f32");
+    qsgd_batch_cases("resnet18_rank0_64k.f32");
     return tu_finish("test_gpu_codecs --race");
   }
   hostile_escape_counts();
@@ -813,6 +897,7 @@ int main(int argc, char **argv) {
   qsgd_case("resnet18_rank0_64k.f32");
   qsgd_fused_cases("resnet18_rank0_64k.f32");
   quant_call_cases("resnet18_rank0_64k.f32", "trefht_member57_8x64x128.f32");
+  qsgd_batch_cases("resnet18_rank0_64k.f32");
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
     fallback_cases(grad);
