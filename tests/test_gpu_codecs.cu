@@ -577,7 +577,7 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
 }
 
 /* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
- * fused kernel for buckets that tile its CTAs, else the quantizer and the chain): every frame
+ * quantizer, then the chain of coder kernels): every frame
  * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
  * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
  * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */

@@ -613,30 +613,29 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
 }
 
-/* QSGD quantize + FIXEDLEN encode, fused: the quantizer's pass, its launch and the coder's reads
- * of the codes from global memory go. Each CTA quantizes NZ_ONE_QSGD_SYMS symbols of one frame
+/* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
+ * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
  * with all its 256 threads (two float4 a thread), the buckets' max |x| by warp reductions of
  * 128-element slots, the codes' zigzag kept in shared memory; then its eight warps code the 64
- * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot
- * writes its scale (side data and the scales array). */
+ * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * scale (side data and d_scales). */
 #define FQ_THREADS 256
 #define FQ_WARPS (FQ_THREADS / 32)
 #define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
 #define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
-
-/* The quantize phase of a fused CTA: the symbols from frame-local element base of a frame of n
- * whose first element is e0 of the whole input (x, sym: the frame's own; the Philox stream and
- * the scales array index the whole input). Returns this thread's part of the side words' check. */
-static __device__ __forceinline__ uint32_t fq_quantize(const NzQsgd &q, const float *x, int32_t *sym, uint32_t n,
-                                                       uint32_t base, size_t e0, uint32_t *s_z, float *s_slot,
-                                                       uint32_t *P) {
+__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
+  nz_pdl_enter();
   constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
-  const uint32_t tid = threadIdx.x, lane = tid & 31;
+  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
+  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
+  __shared__ float s_slot[FQ_SLOTS];
+  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
+  uint32_t *P = (uint32_t *)(out + 64);
   float4 v[R];
 #pragma unroll
   for (int r = 0; r < R; r++) {
     const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
-    v[r] = nz_load4(x, e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
+    v[r] = nz_load4(q.x, e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
     const float m = nz_warp_max(nz_max_abs4(v[r], 0.0f)); /* 0 to start: the reference's bucket_max_abs */
     if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
   }
@@ -650,36 +649,23 @@ static __device__ __forceinline__ uint32_t fq_quantize(const NzQsgd &q, const fl
     for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     const double sd = q.levels;
-    const size_t g = e0 + e; /* the element's index in the stream */
     int4 c;
-    c.x = e < n ? nz_qsgd_one(v[r].x, m, bk, sd, q.levels, q.seed, q.rank, g) : 0;
-    c.y = e + 1 < n ? nz_qsgd_one(v[r].y, m, bk, sd, q.levels, q.seed, q.rank, g + 1) : 0;
-    c.z = e + 2 < n ? nz_qsgd_one(v[r].z, m, bk, sd, q.levels, q.seed, q.rank, g + 2) : 0;
-    c.w = e + 3 < n ? nz_qsgd_one(v[r].w, m, bk, sd, q.levels, q.seed, q.rank, g + 3) : 0;
-    nz_store4(sym, e, n, c);
+    c.x = e < n ? nz_qsgd_one(v[r].x, m, bk, sd, q.levels, q.seed, q.rank, e) : 0;
+    c.y = e + 1 < n ? nz_qsgd_one(v[r].y, m, bk, sd, q.levels, q.seed, q.rank, e + 1) : 0;
+    c.z = e + 2 < n ? nz_qsgd_one(v[r].z, m, bk, sd, q.levels, q.seed, q.rank, e + 2) : 0;
+    c.w = e + 3 < n ? nz_qsgd_one(v[r].w, m, bk, sd, q.levels, q.seed, q.rank, e + 3) : 0;
+    nz_store4(q.sym, e, n, c);
     *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
-    const uint32_t es = base + slot * 128; /* the slot's first element */
-    if (lane == 0 && slot == first && es < n) {
-      const uint32_t b = es / q.bucket, w = __float_as_uint(m);
-      q.scales[e0 / q.bucket + b] = m;
+    const uint32_t e0 = base + slot * 128; /* the slot's first element */
+    if (lane == 0 && slot == first && e0 < n) {
+      const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
+      q.scales[b] = m;
       P[b] = w;
       chk += nz_chk(w, b);
     }
   }
-  __syncthreads();
-  return chk;
-}
-
-/* One frame in one kernel (NzOneState, as k_fl_encode_one). */
-__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
-  nz_pdl_enter();
-  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
-  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
-  __shared__ float s_slot[FQ_SLOTS];
-  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS;
-  uint32_t *P = (uint32_t *)(out + 64);
-  const uint32_t chk = fq_quantize(q, q.x, q.sym, n, base, 0, s_z, s_slot, P);
   if (chk) atomicAdd(&a.st->check, chk);
+  __syncthreads();
   fl_encode_unit<FQ_WARPS, true, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
                                  blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
@@ -688,39 +674,6 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0), grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_ONE_QSGD_SYMS) : 1u;
   nz_launch(k_fl_qsgd_encode_one, grid, FQ_THREADS, 0, s, sh, q, d_out, a);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
-}
-
-/* A batch of frames (k_init before, k_finalize_encode after, as k_fl_encode): unit u is CTA u,
- * frame u / units_per_frame. k_init leaves the side words to this kernel, which makes them. */
-__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode(NzShape sh, NzQsgd q, uint8_t *out, size_t stride,
-                                                               NzFrame *fr, unsigned long long *lb) {
-  nz_pdl_enter();
-  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
-  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
-  __shared__ float s_slot[FQ_SLOTS];
-  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t n = sh.frame_n(f), base = lc * NZ_ONE_QSGD_SYMS;
-  const size_t e0 = (size_t)f * sh.frame_symbols;
-  uint32_t *P = (uint32_t *)(out + f * stride + 64);
-  const uint32_t chk = fq_quantize(q, q.x + e0, q.sym + e0, n, base, e0, s_z, s_slot, P);
-  if (chk) atomicAdd(&fr[f].check, chk);
-  fl_encode_unit<FQ_WARPS, false, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(f), P, unit,
-                                        f * upf, lc, lb, s_pack, &fr[f].check, &fr[f].coded_bytes);
-}
-
-uint32_t nz_fixedlen_qsgd_units(const NzShape &sh) {
-  return (uint32_t)ncclz_ceil_div(sh.frame_symbols, NZ_ONE_QSGD_SYMS);
-}
-
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh0, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lb, cudaStream_t s) {
-  NzShape sh = sh0;
-  sh.units_per_frame = nz_fixedlen_qsgd_units(sh);
-  const uint32_t last = (uint32_t)ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), NZ_ONE_QSGD_SYMS);
-  const uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + (last ? last : 1u);
-  nz_launch(k_fl_qsgd_encode, grid, FQ_THREADS, 0, s, sh, q, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -91,10 +91,6 @@ static uint32_t lookback_units(const ncclzCudaBatch *b) {
   h.coder = NCCLZ_CODER_HUFFMAN;
   f.params = h.params = params_or_default(b->params);
   uint32_t a = nz_fixedlen_units(nz_shape(&f, 0)), c = nz_huffman_units(nz_shape(&h, 0));
-  if (b->quant && b->quant->kind == NCCLZ_QUANT_QSGD) { /* the fused QSGD encoder's smaller units */
-    const uint32_t q = nz_fixedlen_qsgd_units(nz_shape(&f, 0));
-    a = q > a ? q : a;
-  }
   return (a > c ? a : c) * ncclzCudaBatchFrames(b);
 }
 
@@ -365,17 +361,6 @@ static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scale
   return a;
 }
 
-/* The headers and frame sizes of an encode's frames, from their NzFrame. */
-static ncclzStatus launch_finalize_encode(const ncclzCudaBatch *b, const NzShape &sh, uint8_t *d_out, size_t out_stride,
-                                          NzFrame *fr, uint32_t *d_frame_bytes, cudaStream_t s) {
-  NzHeaderTemplates t;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
-  nz_launch(k_finalize_encode, (sh.n_frames + 127) / 128, 128, 0, s, sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype),
-            d_out, out_stride, fr, d_frame_bytes);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
-}
-
 ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
                                  uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                  size_t ws_bytes, cudaStream_t s) {
@@ -418,25 +403,25 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
-  return launch_finalize_encode(b, sh, d_out, out_stride, fr, d_frame_bytes, s);
+  NzHeaderTemplates t;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
+  nz_launch(k_finalize_encode, (nf + 127) / 128, 128, 0, s, sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+                                                    out_stride, fr, d_frame_bytes);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
 }
 
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
 
-/* Whether a QSGD quantize + encode runs fused (the quantizer inside the coder's kernel): FIXEDLEN
- * frames without a post-check (the fused kernel makes the side words, whose check a fallback
- * would restart from), buckets that tile a CTA, and 16-byte aligned x and codes (the kernel's
- * float4 and int4 accesses). */
-static bool fused_qsgd(const ncclzCudaBatch *b, const float *d_x, const int32_t *d_sym) {
+/* Whether a QSGD quantize + encode runs as one kernel: one FIXEDLEN frame on a zeroed workspace
+ * without a post-check, of at most NZ_ONE_MAX_UNITS CTAs' symbols, buckets that tile a CTA, and
+ * 16-byte aligned x and codes (the kernel's float4 and int4 accesses). */
+static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const int32_t *d_sym) {
   const ncclzQuantParams *q = b->quant;
-  return fuse_on() && !b->d_coders && !falls_back(b) && b->coder == NCCLZ_CODER_FIXEDLEN &&
-         nz_one_qsgd_fits(q->qsgd_bucket) && qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
-}
-/* Whether it runs as one kernel: one frame of at most NZ_ONE_MAX_UNITS CTAs' symbols on a zeroed
- * workspace. */
-static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf) {
   const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols;
-  return b->ws_zeroed && one_on() && nf == 1 && n <= (uint64_t)NZ_ONE_MAX_UNITS * NZ_ONE_QSGD_SYMS;
+  return b->ws_zeroed && one_on() && fuse_on() && nf == 1 && n <= (uint64_t)NZ_ONE_MAX_UNITS * NZ_ONE_QSGD_SYMS &&
+         !b->d_coders && !falls_back(b) && b->coder == NCCLZ_CODER_FIXEDLEN && nz_one_qsgd_fits(q->qsgd_bucket) &&
+         qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
 }
 
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
@@ -448,27 +433,15 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   NzLayout L;
   ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  if (!fused_qsgd(b, d_x, d_sym)) {
-    if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
-    return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
-  }
-  const ncclzQuantParams *p = b->quant;
-  const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, (1 << (p->qsgd_bits - 1)) - 1, p->seed};
-  const NzShape sh = nz_shape(b, 0);
-  if (one_kernel_qsgd(b, nf)) {
+  if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
+    const ncclzQuantParams *p = b->quant;
+    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, (1 << (p->qsgd_bits - 1)) - 1, p->seed};
     NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
     a.scales = nullptr; /* the kernel writes the side data itself */
-    return nz_one_qsgd_encode(sh, q, d_out, a, s);
+    return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
   }
-  NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
-  /* no scales: the fused kernel writes the side words (and their check) itself */
-  launch_init(sh, nullptr, d_out, out_stride, fr, nf, ws_at<unsigned long long>(d_ws, L.lookback), lookback_units(b),
-              nullptr, (uint32_t)b->coder, s);
-  NZ_LAUNCHED();
-  if ((st = nz_fixedlen_qsgd_encode(sh, q, d_out, out_stride, fr, ws_at<unsigned long long>(d_ws, L.lookback), s)) !=
-      NCCLZ_OK)
-    return st;
-  return launch_finalize_encode(b, sh, d_out, out_stride, fr, d_frame_bytes, s);
+  if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
+  return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
 ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,

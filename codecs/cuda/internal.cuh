@@ -450,11 +450,6 @@ struct NzQsgd {
 #define NZ_ONE_QSGD_SYMS 2048u
 static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
-/* The same over a batch of frames, with the chain's look-back words and NzFrame (k_init before it
- * without side data, k_finalize_encode after). */
-uint32_t nz_fixedlen_qsgd_units(const NzShape &sh);
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lb, cudaStream_t s);
 /* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
