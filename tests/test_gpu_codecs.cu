@@ -480,6 +480,17 @@ static void qsgd_case(const char *file) {
   all_coders(file, ref.data(), n, 512 * 64, &qp, sc.data());
 }
 
+/* QSGD parameters from a spec's text, with the stream's seed and rank. */
+static ncclzQuantParams qsgd_params(const char *spec_text, uint64_t seed, uint32_t rank) {
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  ncclzQuantSpecParse(spec_text, &spec);
+  memset(&qp, 0, sizeof qp);
+  qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = seed;
+  qp.rank = rank;
+  return qp;
+}
+
 /* ncclzCudaQsgdQuantize (scales and codes in one pass) against the CPU, byte for byte: buckets of
  * 128, 256 and 512 (the one-pass kernel) and 96 (its two-pass fallback), 4 and 8 bits, whole
  * arrays, a ragged end (n not a multiple of 4 nor of the bucket) and less than one bucket, with a
@@ -499,11 +510,7 @@ static void qsgd_fused_cases(const char *file) {
   CU(cudaMemcpy(dx.p, x.data(), 4 * n0, cudaMemcpyHostToDevice));
   for (const char *spec_text : specs)
     for (size_t n : ns) {
-      ncclzQuantSpec spec;
-      ncclzQuantParams qp;
-      ncclzQuantSpecParse(spec_text, &spec);
-      memset(&qp, 0, sizeof qp);
-      qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 12345, qp.rank = 3;
+      const ncclzQuantParams qp = qsgd_params(spec_text, 12345, 3);
       const size_t nb = ncclzQsgdNumBuckets(&qp, n);
       std::vector<float> sc(nb), scg(nb);
       std::vector<int32_t> ref(n), got(n);
@@ -599,12 +606,7 @@ static void qsgd_batch_cases(const char *grad) {
   for (const char *spec_text : specs)
     for (uint32_t fs : {65536u, 6656u})
       for (size_t n : {x.size(), (size_t)3 * fs}) {
-        ncclzQuantSpec spec;
-        ncclzQuantParams qp;
-        ncclzQuantSpecParse(spec_text, &spec);
-        memset(&qp, 0, sizeof qp);
-        qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 4242;
-        qp.rank = 5;
+        const ncclzQuantParams qp = qsgd_params(spec_text, 4242, 5);
         const uint32_t frame = fs / qp.qsgd_bucket * qp.qsgd_bucket; /* whole buckets */
         const size_t nb = ncclzQsgdNumBuckets(&qp, n);
         std::vector<float> sc(nb), scg(nb);
@@ -685,12 +687,7 @@ static void quant_call_cases(const char *grad, const char *sci) {
   for (const char *spec_text : specs)
     for (size_t n : ns)
       for (int zeroed = 1; zeroed >= 0; zeroed--) {
-        ncclzQuantSpec spec;
-        ncclzQuantParams qp;
-        ncclzQuantSpecParse(spec_text, &spec);
-        memset(&qp, 0, sizeof qp);
-        qp.kind = NCCLZ_QUANT_QSGD, qp.qsgd_bits = spec.qsgd_bits, qp.qsgd_bucket = spec.qsgd_bucket, qp.seed = 777;
-        qp.rank = 2;
+        const ncclzQuantParams qp = qsgd_params(spec_text, 777, 2);
         const size_t nb = ncclzQsgdNumBuckets(&qp, n);
         std::vector<float> sc(nb), scg(nb), xr(n);
         std::vector<int32_t> ref(n), got(n);
