@@ -463,7 +463,7 @@ static double chain_us(const ncclzProfile *prof, const ncclzChoiceInput *in, dou
   return e + d + nic_hops * t_nic + nv_hops * t_nv + (C - 1) * period;
 }
 
-#define CHAIN_GRID 8 /* chunk counts a factor 2^(1/8) apart: within 5% of the best count */
+#define CHAIN_GRID 8 /* chunk counts a factor 2^(1/8) apart (plain: within 1% of the best count, test_choice) */
 #define CHAIN_CRS 4  /* an unknown CR: 1, 2, 4 and 8 */
 #define CHAIN_ROWS (2 * CHAIN_CRS)
 
