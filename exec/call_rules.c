@@ -89,33 +89,52 @@ static uint32_t choice_coders(const ncclzConfig *cfg) {
   }
 }
 
+/* The cost model's policy for a config's frames (RAW frames cost what the plain bytes do). */
+static ncclzChoiceCoder policy_choice(ncclzCoderPolicy p) {
+  switch (p) {
+  case NCCLZ_POLICY_FIXEDLEN: return NCCLZ_CHOICE_FIXEDLEN;
+  case NCCLZ_POLICY_HUFFMAN: return NCCLZ_CHOICE_HUFFMAN;
+  case NCCLZ_POLICY_AUTO: return NCCLZ_CHOICE_REA;
+  default: return NCCLZ_CHOICE_PLAIN;
+  }
+}
+
+/* The call as the cost model sees it: the profile's links (NVLink inside a node, the config's hint
+ * between nodes: what one rank's transfers get), nodes of ranks_per_node ranks (unknown: one rank a
+ * node, every hop on the hint's link). No CR (cr_ranks 0) until the caller sets one. */
+static void choice_input(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize,
+                         ncclzChoiceInput *in) {
+  const ncclzProfile *prof = cfg->profile;
+  int g = cfg->ranks_per_node > 0 && nranks % cfg->ranks_per_node == 0 ? cfg->ranks_per_node : 1;
+  memset(in, 0, sizeof *in);
+  in->coll = coll;
+  size_t elems = coll == NCCLZ_ALLGATHER ? ncclzCollOutCount(coll, count, nranks) : ncclzCollInCount(coll, count, nranks);
+  in->bytes = (uint64_t)elems * dsize; /* nccl-tests' size */
+  in->nodes = nranks / g;
+  in->gpus_per_node = g;
+  in->rails = g; /* the profile's transport is what one rank's transfers get */
+  in->channels = cfg->channels ? cfg->channels : 1;
+  in->nvlink_alpha_us = prof->transport[NCCLZ_HINT_NVLINK].alpha_us;
+  in->nvlink_gbps = prof->transport[NCCLZ_HINT_NVLINK].beta_gbps;
+  in->nic_alpha_us = prof->transport[cfg->hint].alpha_us;
+  in->nic_gbps = prof->transport[cfg->hint].beta_gbps;
+  in->data_class = cfg->quant.kind == NCCLZ_QUANT_QSGD ? NCCLZ_CLASS_QSGD
+                   : cfg->quant.kind == NCCLZ_QUANT_EB ? (cfg->quant.lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB)
+                                                      : NCCLZ_CLASS_NONE;
+  in->chunk_bytes = cfg->chunk_bytes;
+  in->max_chunks = cfg->max_chunks;
+}
+
 ncclzStatus ncclz_exec_choose(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, size_t dsize,
                               const double *cr, ncclzChoice *out) {
   int g = cfg->ranks_per_node, nodes = g > 0 && nranks % g == 0 ? nranks / g : 1;
-  const ncclzProfile *prof = cfg->profile;
-  if (!prof || nodes < 2) return ncclzSetError(NCCLZ_ERR_ARG, "auto algorithm: needs a profile and several nodes");
+  if (!cfg->profile || nodes < 2) return ncclzSetError(NCCLZ_ERR_ARG, "auto algorithm: needs a profile and several nodes");
   ncclzChoiceInput in;
-  memset(&in, 0, sizeof in);
-  in.coll = coll;
-  size_t elems = coll == NCCLZ_ALLGATHER ? ncclzCollOutCount(coll, count, nranks) : ncclzCollInCount(coll, count, nranks);
-  in.bytes = (uint64_t)elems * dsize; /* nccl-tests' size */
-  in.nodes = nodes;
-  in.gpus_per_node = g;
-  in.rails = g; /* the profile's transport is what one rank's transfers get */
-  in.channels = cfg->channels ? cfg->channels : 1;
-  in.nvlink_alpha_us = prof->transport[NCCLZ_HINT_NVLINK].alpha_us;
-  in.nvlink_gbps = prof->transport[NCCLZ_HINT_NVLINK].beta_gbps;
-  in.nic_alpha_us = prof->transport[cfg->hint].alpha_us;
-  in.nic_gbps = prof->transport[cfg->hint].beta_gbps;
-  in.data_class = cfg->quant.kind == NCCLZ_QUANT_QSGD ? NCCLZ_CLASS_QSGD
-                  : cfg->quant.kind == NCCLZ_QUANT_EB ? (cfg->quant.lorenzo ? NCCLZ_CLASS_EB_LORENZO : NCCLZ_CLASS_EB)
-                                                     : NCCLZ_CLASS_NONE;
+  choice_input(cfg, coll, count, nranks, dsize, &in);
   in.cr_ranks = 1;
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) in.cr[c][0] = cr ? cr[c] : 1.0;
-  in.chunk_bytes = cfg->chunk_bytes;
-  in.max_chunks = cfg->max_chunks;
   in.coders = choice_coders(cfg);
-  return ncclzChoose(prof, &in, out);
+  return ncclzChoose(cfg->profile, &in, out);
 }
 
 int ncclz_exec_pair_auto(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks) {
@@ -194,6 +213,14 @@ double ncclz_exec_plain_bound(ncclzDtype dt, double k, double gmax) {
   return (k - 1) * ncclz_exec_f32_ulp(top) / 2 + (dt == NCCLZ_DTYPE_F32 ? 0.0 : ncclz_exec_dtype_ulp(dt, top) / 2);
 }
 
+uint32_t ncclz_exec_chain_chunks(const ncclzConfig *cfg, size_t count, int nranks, size_t dsize) {
+  ncclzChoiceInput in;
+  choice_input(cfg, NCCLZ_BROADCAST, count, nranks, dsize, &in);
+  size_t per = (count + in.channels - 1) / in.channels; /* a channel's elements */
+  uint32_t c = ncclzChainChunks(cfg->profile, &in, (double)per * (double)dsize, policy_choice(cfg->policy));
+  return c < per ? c : (uint32_t)(per ? per : 1);
+}
+
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp) {
   memset(sp, 0, sizeof *sp);
@@ -212,6 +239,9 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
   sp->nchannels = cfg->channels ? cfg->channels : 1;
   sp->hier_inter = NCCLZ_ALGO_RHD;
   char why[160];
-  if (ncclzScheduleCheck(sp, why, sizeof why) == 0)
-    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize, cfg->max_chunks);
+  if (ncclzScheduleCheck(sp, why, sizeof why)) return;
+  if (ncclzScheduleIsChain(sp) && cfg->profile && count > 0)
+    sp->nchunks = ncclz_exec_chain_chunks(cfg, count, nranks, dsize);
+  else
+    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize, cfg->max_chunks ? cfg->max_chunks : 64);
 }

@@ -69,9 +69,13 @@ ncclzCoder ncclz_exec_policy_coder(ncclzCoderPolicy p);
  * roundings of partial sums up to k gmax, then the result's rounding to the dtype. */
 double ncclz_exec_plain_bound(ncclzDtype dt, double k, double gmax);
 
+/* Chunks a channel of a chain schedule (ncclzScheduleIsChain) takes: ncclzChainChunks with the
+ * profile's links and the config's policy, no CR (the schedule is cut before the data is seen). */
+uint32_t ncclz_exec_chain_chunks(const ncclzConfig *cfg, size_t count, int nranks, size_t dsize);
 /* The schedule of a call: the config's algorithm (AUTO: the algorithm of ncclz_exec_choose's pair
  * when ranks_per_node splits the ranks into nodes and the config has a profile, else the ring),
- * node size and channels, and chunks so that the largest op's chunks hold chunk_bytes. */
+ * node size and channels, and chunks so that the largest op's chunks hold chunk_bytes (at most
+ * max_chunks, 0: 64), or on a chain with a profile ncclz_exec_chain_chunks. */
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp);
 

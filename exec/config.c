@@ -19,7 +19,7 @@ void ncclzConfigDefault(ncclzConfig *c) {
   c->quant.kind = NCCLZ_QUANT_NONE;
   c->policy = NCCLZ_POLICY_AUTO;
   c->chunk_bytes = 4u << 20;
-  c->max_chunks = 64;
+  c->max_chunks = 0; /* 64, and the cost model's count on a chain (call_rules.c) */
   c->hint = NCCLZ_HINT_NET;
   c->comm_lanes = 4; /* socket: four lanes beat two and three on the 1 GiB AllReduce (docs/executor.md, comm lanes) */
   ncclzFrameCoderParams(&c->coder_params); /* HUFFMAN segments for one frame at a time (model.h) */
@@ -32,9 +32,8 @@ ncclzStatus ncclzConfigCheck(const ncclzConfig *cfg) {
     return ncclzSetError(NCCLZ_ERR_ARG, "config profile: the auto policy (REA) needs a calibration profile");
   if (cfg->comm_lanes < 1 || cfg->comm_lanes > NCCLZ_MAX_COMM_LANES)
     return ncclzSetError(NCCLZ_ERR_ARG, "config comm_lanes: %u (1 to %d)", cfg->comm_lanes, NCCLZ_MAX_COMM_LANES);
-  if (cfg->chunk_bytes < NCCLZ_CHUNK_MIN_BYTES || cfg->max_chunks < 1)
-    return ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes/max_chunks: need chunk_bytes >= %d, max_chunks >= 1",
-                         NCCLZ_CHUNK_MIN_BYTES);
+  if (cfg->chunk_bytes < NCCLZ_CHUNK_MIN_BYTES)
+    return ncclzSetError(NCCLZ_ERR_ARG, "config chunk_bytes: need chunk_bytes >= %d", NCCLZ_CHUNK_MIN_BYTES);
   if (!(cfg->final_error_bound >= 0) || isinf(cfg->final_error_bound))
     return ncclzSetError(NCCLZ_ERR_ARG, "config final_error_bound: must be a finite number >= 0 (0: the spec's)");
   if (cfg->final_error_bound > 0 && cfg->quant.kind != NCCLZ_QUANT_EB)

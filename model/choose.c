@@ -444,3 +444,82 @@ ncclzStatus ncclzChoose(const ncclzProfile *prof, const ncclzChoiceInput *in, nc
                          ncclzCollectiveName(in->coll), in->nodes, in->gpus_per_node);
   return NCCLZ_OK;
 }
+
+/* ------------------------------------------------------------------ chains */
+
+/* Time (us) of one channel's chain of C chunks of `range` bytes at compression ratio cr under a
+ * coder (-1: plain): the root encodes, each rank decodes beside forwarding, so the pipeline fills
+ * over every hop once (M(G-1) NVLink hops, M-1 NIC hops) and then delivers one chunk a period of its
+ * slowest stage; the rank's codec streams take every channel's chunks in turn. */
+static double chain_us(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, double C, int coder,
+                       double cr) {
+  double raw = range / C, ch = channels_of(in), w = raw;
+  if (coder > NCCLZ_CODER_RAW) w = fmax(raw / cr, NCCLZ_FRAME_HEADER_BYTES);
+  double e = ch * codec_us(prof, in, coder, 0, raw), d = ch * codec_us(prof, in, coder, 1, raw);
+  double nic_hops = in->nodes - 1.0, nv_hops = (double)in->nodes * (in->gpus_per_node - 1);
+  link_t nic = link_of(in, 1), nv = link_of(in, 0);
+  double t_nic = nic.alpha_us + share_us(nic, ceil(ch / in->rails), w), t_nv = nv.alpha_us + share_us(nv, 1, w);
+  double period = fmax(fmax(e, d), fmax(nic_hops > 0 ? t_nic : 0.0, nv_hops > 0 ? t_nv : 0.0));
+  return e + d + nic_hops * t_nic + nv_hops * t_nv + (C - 1) * period;
+}
+
+#define CHAIN_GRID 8 /* chunk counts a factor 2^(1/8) apart (plain: within 1% of the best count, test_choice) */
+#define CHAIN_CRS 4  /* an unknown CR: 1, 2, 4 and 8 */
+#define CHAIN_ROWS (2 * CHAIN_CRS)
+
+/* The cases a chain's count must serve: (coder, CR) rows. A forced coder is one coder, REA's frames
+ * may take either (its per-frame choice does not see the chain's period); the data's CR where known
+ * (cr_ranks > 0), else each of CHAIN_CRS. Plain: one row. Returns the rows. */
+static int chain_rows(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int *coder,
+                      double *cr) {
+  if (pol == NCCLZ_CHOICE_PLAIN || !prof) {
+    coder[0] = -1;
+    cr[0] = 1.0;
+    return 1;
+  }
+  int n = 0;
+  for (int c = NCCLZ_CODER_FIXEDLEN; c <= NCCLZ_CODER_HUFFMAN; c++) {
+    if (pol != NCCLZ_CHOICE_REA && (c == NCCLZ_CODER_FIXEDLEN) != (pol == NCCLZ_CHOICE_FIXEDLEN)) continue;
+    for (int r = 0; r < (in->cr_ranks ? 1 : CHAIN_CRS); r++, n++) {
+      coder[n] = c;
+      cr[n] = in->cr_ranks ? cr_of(in, c, 1) : (double)(1 << r);
+    }
+  }
+  return n;
+}
+
+uint32_t ncclzChainChunks(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, ncclzChoiceCoder pol) {
+  int plain = pol == NCCLZ_CHOICE_PLAIN;
+  double chunk = in->chunk_bytes ? (double)in->chunk_bytes
+                 : prof && prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  double lo = fmax(in->min_chunks ? in->min_chunks : plain ? 1 : 2, ceil(range / chunk));
+  double hi = fmin(in->max_chunks ? in->max_chunks : NCCLZ_CHAIN_MAX_CHUNKS, ceil(range / NCCLZ_FRAME_HEADER_BYTES));
+  if (hi <= lo || in->nodes * in->gpus_per_node < 2) return (uint32_t)fmax(1.0, fmin(lo, fmax(hi, 1.0)));
+  /* the counts tried: lo, then a geometric grid up to hi */
+  double grid[16 * CHAIN_GRID + 2], t[CHAIN_ROWS][16 * CHAIN_GRID + 2], best[CHAIN_ROWS];
+  int n = 0;
+  for (double c = lo; c < hi && n < 16 * CHAIN_GRID + 1; c = ceil(c * pow(2.0, 1.0 / CHAIN_GRID))) grid[n++] = c;
+  grid[n++] = hi;
+  int coder[CHAIN_ROWS];
+  double cr[CHAIN_ROWS];
+  int rows = chain_rows(prof, in, pol, coder, cr);
+  for (int r = 0; r < rows; r++) {
+    best[r] = NCCLZ_CHOICE_NO_TIME;
+    for (int i = 0; i < n; i++) {
+      t[r][i] = chain_us(prof, in, range, grid[i], coder[r], cr[r]);
+      best[r] = fmin(best[r], t[r][i]);
+    }
+  }
+  /* the count whose worst ratio to a row's best is least (one row: the fastest count) */
+  int pick = 0;
+  double pick_regret = NCCLZ_CHOICE_NO_TIME;
+  for (int i = 0; i < n; i++) {
+    double regret = 0;
+    for (int r = 0; r < rows; r++) regret = fmax(regret, t[r][i] / best[r]);
+    if (regret < pick_regret) {
+      pick_regret = regret;
+      pick = i;
+    }
+  }
+  return (uint32_t)grid[pick];
+}

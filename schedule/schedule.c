@@ -893,6 +893,10 @@ uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, siz
   return (uint32_t)(c < 1 ? 1 : c > max_chunks ? max_chunks : c);
 }
 
+int ncclzScheduleIsChain(const ncclzScheduleSpec *spec) {
+  return spec->coll == NCCLZ_BROADCAST && spec->algo == NCCLZ_ALGO_RING && spec->nranks > 2;
+}
+
 /* ------------------------------------------------------------------ the walker: units */
 
 uint64_t ncclzOpTag(const ncclzSchedule *s, const ncclzOp *o) { return (uint64_t)o->step * s->nchunks + o->chunk; }

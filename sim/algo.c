@@ -129,6 +129,16 @@ static int choice_coder_of(ncclzSimCompress c) {
 static const ncclzSimCompress compress_of_choice[NCCLZ_CHOICE_CODERS] = {NCCLZ_SIM_OFF, NCCLZ_SIM_FIXEDLEN,
                                                                           NCCLZ_SIM_HUFFMAN, NCCLZ_SIM_AUTO};
 
+uint32_t sim_chain_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                          const ncclzSimOptions *o, double range) {
+  ncclzChoiceInput in;
+  choice_input(data, p, o, &in);
+  in.cr_ranks = 0;
+  in.channels = in.channels ? in.channels : (uint32_t)p->rails;
+  int c = choice_coder_of(o->compress);
+  return ncclzChainChunks(prof, &in, range, c < 0 ? NCCLZ_CHOICE_PLAIN : (ncclzChoiceCoder)c);
+}
+
 double sim_predicted_us(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *o, ncclzAlgorithm a) {
   int c = choice_coder_of(o->compress);

@@ -197,9 +197,14 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
  * lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL
  * (compress off) sends a ring step or an exchange as one message: NCCL pipelines it inside the
  * transfer, paying its latency once per step, not once per 4 MiB; its tree pipelines in chunks, and
- * its Broadcast forwards each slice hop by hop, so a chain of P ranks fills in P - 1 slice times. */
-static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimOptions *o, ncclzAlgorithm a, double block) {
+ * its Broadcast forwards each slice hop by hop, so a chain of P ranks fills in P - 1 slice times.
+ * A compressed chain takes the executor's count (sim_chain_chunks). */
+static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o, ncclzAlgorithm a, double block) {
   int plain = o->compress == NCCLZ_SIM_OFF, slices = plain && o->coll == NCCLZ_BROADCAST;
+  ncclzScheduleSpec sp;
+  sim_spec(p, o, 1, &sp);
+  if (!plain && ncclzScheduleIsChain(&sp)) return sim_chain_chunks(prof, data, p, o, block);
   uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? SIM_NCCL_BCAST_SLICE : frame;
   double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
@@ -227,7 +232,7 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   else if (a == NCCLZ_ALGO_TREE) block = all / 2 / channels;
   else if (a == NCCLZ_ALGO_RHD) block = all / 2;
   else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
-  j->nchunks = block_chunks(prof, o, a, block);
+  j->nchunks = block_chunks(prof, j->data, &j->lay.p, o, a, block);
   j->frame_bytes = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
 }
 
@@ -240,6 +245,16 @@ static void set_hint(sim_job *j, const ncclzSimPlatform *p, const ncclzSimOption
             o->hint == NCCLZ_SIM_HINT_PER_HOP;
   j->hop = sim_hop_between(p, 0, net ? 1 : 0);
   if (o->hint == NCCLZ_SIM_HINT_SHM) j->hop.hint = NCCLZ_HINT_SHM;
+}
+
+/* A compressed call also quantizes, agrees on the step and dequantizes outside the pipeline (the
+ * executor's interface; the profile's "interface", 0 when it has none): its time for `bytes`. */
+static double iface_us(const ncclzProfile *prof, const ncclzSimPlatform *p, const ncclzSimOptions *o, double bytes) {
+  if (o->compress == NCCLZ_SIM_OFF || !prof) return 0.0;
+  sim_job j;
+  memset(&j, 0, sizeof j);
+  set_hint(&j, p, o);
+  return ncclzProfileInterfaceUs(prof, j.hop.hint, bytes);
 }
 
 static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
@@ -450,10 +465,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   free(j.lay.node_of);
   free(j.lay.gpu_of);
   if (st != NCCLZ_OK) return st;
-  /* A compressed call also quantizes, agrees on the step and dequantizes outside the pipeline
-   * (the executor's interface; the profile's "interface", 0 when it has none). */
-  double iface = o.compress != NCCLZ_SIM_OFF && prof ? ncclzProfileInterfaceUs(prof, j.hop.hint, (double)o.bytes) : 0.0;
-  res->time_us = r.end_s * 1e6 + iface;
+  res->time_us = r.end_s * 1e6 + iface_us(prof, p, &o, (double)o.bytes);
   res->fidelity = f;
   res->actors = j.lay.nactors;
   res->nranks = n;
@@ -563,6 +575,16 @@ static ncclzStatus run_rail_extrapolated(const ncclzProfile *prof, const ncclzSi
   return NCCLZ_OK;
 }
 
+/* A point's chunks a channel (block_chunks of the buffer's channel share). */
+static uint32_t point_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  size_t eb = data ? data->dtype_bytes : 4;
+  return block_chunks(prof, data, p, o, a, (double)(o->bytes / eb) * (double)eb / ch);
+}
+
 /* Broadcast's pipelined chain from the root on a symmetric platform: chunks move hop by hop, and
  * every G-th hop crosses the NICs, so the time is the pipeline's period times the chunks plus a fill
  * affine in the ranks. Chains of SIM_RING_SHORT and SIM_RING_LONG ranks (the same buffer and chunks,
@@ -584,6 +606,7 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   int g = p->gpus_per_node, n = p->nodes * g;
   u.every_step = 1;
   u.root = o->root % g;
+  u.min_chunks = u.max_chunks = point_chunks(prof, data, p, o); /* the long chain's, on the short ones */
   double t0 = ncclzNowSeconds();
   q.nodes = SIM_RING_SHORT / g;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
@@ -621,6 +644,7 @@ static ncclzStatus run_slices(const ncclzProfile *prof, const ncclzSimData *data
   size_t eb = data ? data->dtype_bytes : 4;
   u.chunk_bytes = per * eb;
   u.bytes = (uint64_t)c * ch * per * eb;
+  u.min_chunks = u.max_chunks = c;
   return sim_run_schedule(prof, data, p, &u, r);
 }
 
@@ -647,8 +671,10 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   if (st == NCCLZ_OK) st = run_slices(prof, data, &q, &v, ch, per, 2 * (uint32_t)c1, &a2);
   if (st != NCCLZ_OK) return st;
   *res = r1;
-  double period = (a2.time_us - a1.time_us) / c1, more = (double)slices / c1;
-  res->time_us = r1.time_us + ((double)slices - c1) * period;
+  /* a compressed call's interface is that of its whole buffer, not the pipeline's: out, then in */
+  double b1 = (double)c1 * ch * per * eb, i1 = iface_us(prof, p, o, b1), i2 = iface_us(prof, p, o, 2 * b1);
+  double period = (a2.time_us - i2 - (a1.time_us - i1)) / c1, more = (double)slices / c1;
+  res->time_us = r1.time_us - i1 + ((double)slices - c1) * period + iface_us(prof, p, o, (double)o->bytes);
   res->wire_bytes = r1.wire_bytes * more;
   res->raw_bytes = r1.raw_bytes * more;
   res->nchunks = slices * ch;
@@ -663,18 +689,19 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   return NCCLZ_OK;
 }
 
-/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
- * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
+/* The slices (chunks) a channel of Broadcast moves when the slice extrapolation applies, else 0: a
+ * uniform platform (as broadcast_extrapolates), whole slices of at least one element, plain or a
+ * forced coder (every frame alike; auto is replayed as the coder its call plans). */
 static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
-  if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
+  if (o->coll != NCCLZ_BROADCAST || o->compress == NCCLZ_SIM_AUTO || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
       p->placement != NCCLZ_PLACE_CONTIGUOUS || (p->topology != NCCLZ_TOPO_NONBLOCKING && p->nodes > p->nodes_per_leaf))
     return 0;
   ncclzAlgorithm a;
   uint32_t ch;
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
-  uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
+  uint32_t c = point_chunks(prof, data, p, o);
   uint32_t c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
   return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
 }
@@ -795,6 +822,12 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
     job_init(&j, prof, data, p, opt, 0, 0);
     plain.compress = NCCLZ_SIM_OFF;
     if (plan_call(&j) && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+    /* a call REA codes with one coder is that coder's replay, in auto's chunks */
+    ncclzSimOptions one = *opt;
+    one.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+    one.min_chunks = one.max_chunks = j.nchunks;
+    uint32_t slices = j.call_coder >= 0 ? broadcast_slices(prof, data, p, &one) : 0;
+    if (slices) return run_broadcast_slices(prof, data, p, &one, slices, res);
   }
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);

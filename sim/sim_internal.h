@@ -109,6 +109,10 @@ ncclzAlgorithm sim_auto_algorithm(const ncclzSimPlatform *p, const ncclzSimOptio
 /* options.algorithm and compress AUTO: replays the cost model's pair (algo.c). */
 ncclzStatus sim_run_choice(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                            const ncclzSimOptions *opt, ncclzSimResult *res);
+/* A compressed chain's chunks a channel, as the executor cuts them (ncclzChainChunks): the
+ * platform's links, no CR (the executor's schedule is made before it sees the data) (algo.c). */
+uint32_t sim_chain_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                          const ncclzSimOptions *o, double range);
 /* The cost model's time of the pair a replay of these options on algorithm a runs (0: none). */
 double sim_predicted_us(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *o, ncclzAlgorithm a);

@@ -267,12 +267,74 @@ static void test_replays(void) {
 static void test_replays(void) { printf("replays: skipped (built without SimGrid)\n"); }
 #endif
 
+/* Broadcast's chain (ncclzChainChunks). Plain on a uniform platform, C chunks of S over N-1 hops take
+ * (N + C - 2)(alpha + S/(C B)): the count it picks is within 1% of the best integer count's time
+ * (a grid 2^(1/8) apart). With the H200 profile: more nodes never fewer chunks; a coder's ~20 us a
+ * frame (FIXEDLEN) and ~80 us (HUFFMAN) ask for fewer, larger frames than plain (from 64 nodes; below,
+ * the 4 MiB frame bound gives 256 chunks or more); max_chunks caps, chunk_bytes bounds a frame from
+ * above, and a 1-byte range is one chunk. */
+static void test_chain_chunks(void) {
+  const int shapes[][2] = {{2, 2}, {4, 2}, {16, 8}, {128, 8}, {1024, 8}};
+  ncclzChoiceInput in;
+  double worst = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int m = shapes[s][0], n = m * shapes[s][1];
+    double S = 1 << 30, a = 5.0, B = 25e3;
+    uniform(&in, NCCLZ_BROADCAST, m, shapes[s][1], S);
+    in.channels = 1;
+    uint32_t c = ncclzChainChunks(NULL, &in, S, NCCLZ_CHOICE_PLAIN);
+    double best = 1e300;
+    for (int k = 1; k <= NCCLZ_CHAIN_MAX_CHUNKS; k++) best = fmin(best, (n + k - 2) * (a + S / k / B));
+    double t = (n + c - 2.0) * (a + S / c / B);
+    CHECK(t <= best * 1.01, "chain of %d ranks: %u chunks take %.1f us, the best count %.1f us", n, c, t, best);
+    worst = fmax(worst, t / best - 1);
+  }
+  printf("plain chain chunks within %.2f%% of the best count's time, 4 to 8192 ranks\n", 100 * worst);
+  uint32_t prev[NCCLZ_CHOICE_CODERS] = {0};
+  const int nodes[] = {2, 8, 64, 1024};
+  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+    uniform(&in, NCCLZ_BROADCAST, nodes[i], 8, 1 << 30);
+    in.rails = 1;
+    in.channels = 1;
+    in.nvlink_alpha_us = 1;
+    in.nvlink_gbps = 450;
+    in.nic_gbps = 12.5;
+    in.data_class = NCCLZ_CLASS_EB_LORENZO;
+    uint32_t k[NCCLZ_CHOICE_CODERS];
+    for (int p = 0; p < NCCLZ_CHOICE_CODERS; p++) {
+      k[p] = ncclzChainChunks(&prof, &in, 1 << 30, (ncclzChoiceCoder)p);
+      CHECK(k[p] >= prev[p] && k[p] >= 256 && k[p] <= NCCLZ_CHAIN_MAX_CHUNKS, "%d nodes %s: %u chunks (%u on fewer nodes)",
+            nodes[i], ncclzChoiceCoderName((ncclzChoiceCoder)p), k[p], prev[p]);
+      prev[p] = k[p];
+    }
+    int lo = nodes[i] < 64; /* at 4 MiB frames (256 chunks) the frame size binds */
+    CHECK(lo ? k[NCCLZ_CHOICE_HUFFMAN] <= k[NCCLZ_CHOICE_FIXEDLEN] && k[NCCLZ_CHOICE_FIXEDLEN] <= k[NCCLZ_CHOICE_PLAIN]
+             : k[NCCLZ_CHOICE_HUFFMAN] < k[NCCLZ_CHOICE_FIXEDLEN] && k[NCCLZ_CHOICE_FIXEDLEN] < k[NCCLZ_CHOICE_PLAIN],
+          "%d nodes: huffman %u, fixedlen %u, plain %u chunks", nodes[i], k[NCCLZ_CHOICE_HUFFMAN],
+          k[NCCLZ_CHOICE_FIXEDLEN], k[NCCLZ_CHOICE_PLAIN]);
+    printf("1 GiB chain on %d x 8, 100 Gb/s: plain %u, fixedlen %u, huffman %u, rea %u chunks\n", nodes[i], k[0], k[1],
+           k[2], k[3]);
+  }
+  in.max_chunks = 100;
+  CHECK(ncclzChainChunks(&prof, &in, 1 << 30, NCCLZ_CHOICE_FIXEDLEN) == 100, "max_chunks caps");
+  in.max_chunks = 0;
+  in.nodes = 2;
+  uint32_t free_k = ncclzChainChunks(&prof, &in, 1 << 30, NCCLZ_CHOICE_FIXEDLEN);
+  in.chunk_bytes = 1 << 20;
+  uint32_t bound_k = ncclzChainChunks(&prof, &in, 1 << 30, NCCLZ_CHOICE_FIXEDLEN);
+  CHECK(free_k < 1024 && bound_k == 1024, "chunk_bytes bounds the frames from above: %u chunks, %u of at most 1 MiB",
+        free_k, bound_k);
+  in.chunk_bytes = 0;
+  CHECK(ncclzChainChunks(&prof, &in, 1, NCCLZ_CHOICE_FIXEDLEN) == 1, "a 1-byte range: one chunk");
+}
+
 int main(void) {
   CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &prof) == NCCLZ_OK, "%s",
         ncclzLastError());
   test_closed_forms();
   test_refusals();
   test_executor_auto();
+  test_chain_chunks();
   test_replays();
   return tu_finish("choice");
 }

@@ -4,6 +4,7 @@
  * on all ranks, and the wire carries exactly the frames. Plus bad input (mismatched configs and
  * calls, NaN), a final error bound, real data, and the size protocol's per-chunk cost. */
 #include "test_exec_cases.h"
+#include "../exec/call_rules.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -52,9 +53,9 @@ static void run_jobs(job *jobs, int n) {
 
 static size_t wrong_total, runs_total;
 
-static void run_case(const ncclzConfig *cfg, ncclzCollective c, int n, size_t count, ncclzDtype dt, int root) {
-  job jobs[MAXR];
-  int lossless = cfg->quant.kind == NCCLZ_QUANT_NONE;
+/* One job a rank for the call, with its test input and a zeroed output. */
+static void make_jobs(job *jobs, const ncclzConfig *cfg, ncclzCollective c, int n, size_t count, ncclzDtype dt,
+                      int root, int lossless) {
   size_t no = xc_out_count(c, count, n), ds = ncclzDtypeSize(dt);
   for (int r = 0; r < n; r++) {
     memset(&jobs[r], 0, sizeof jobs[r]);
@@ -66,6 +67,13 @@ static void run_case(const ncclzConfig *cfg, ncclzCollective c, int n, size_t co
     jobs[r].in = xc_make_input(lossless, dt, c, count, n, r);
     jobs[r].out = calloc(no + 1, ds);
   }
+}
+
+static void run_case(const ncclzConfig *cfg, ncclzCollective c, int n, size_t count, ncclzDtype dt, int root) {
+  job jobs[MAXR];
+  int lossless = cfg->quant.kind == NCCLZ_QUANT_NONE;
+  size_t no = xc_out_count(c, count, n), ds = ncclzDtypeSize(dt);
+  make_jobs(jobs, cfg, c, n, count, dt, root, lossless);
   run_jobs(jobs, n);
   runs_total++;
   for (int r = 0; r < n; r++) {
@@ -389,6 +397,66 @@ static void test_protocol_cost(const ncclzProfile *prof) {
   }
 }
 
+/* A Broadcast of `count` floats from rank `root` on n ranks in nodes of 3; outs[r] gets rank r's
+ * output (the caller frees), st[r] its stats. */
+static void run_bcast(const ncclzConfig *cfg, int n, size_t count, int root, int lossless, void **outs,
+                      ncclzExecStats *st) {
+  job jobs[MAXR];
+  make_jobs(jobs, cfg, NCCLZ_BROADCAST, n, count, NCCLZ_DTYPE_F32, root, lossless);
+  run_jobs(jobs, n);
+  for (int r = 0; r < n; r++) {
+    outs[r] = jobs[r].out;
+    CHECK(jobs[r].run_st == NCCLZ_OK, "broadcast %s rank %d: %s", ncclzPolicyName(cfg->policy), r, jobs[r].err);
+    st[r] = jobs[r].stats;
+    free((void *)jobs[r].in);
+  }
+}
+
+/* Broadcast's chain takes the cost model's chunk count (ncclz_exec_chain_chunks), past the 64 the
+ * other schedules stop at (chunks of at most 2 KiB here: 512 or more): every rank receives that
+ * many frames, the result is bit-exact (lossless) or within the bound, identical on all ranks, and
+ * identical to the same call in one chunk (the quantizers work on the whole array before it is
+ * cut). */
+static void test_broadcast_chunks(const ncclzProfile *prof) {
+  const int n = 9, root = 4;
+  const size_t count = 1 << 18; /* 1 MiB */
+  const size_t modes[] = {0, 1, 2, 3, 4, 6, 7, 8, 9};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    const xc_mode *md = &xc_modes[modes[m]];
+    int lossless = !strcmp(md->quant, "none");
+    ncclzConfig cfg;
+    xc_config(&cfg, md, prof);
+    cfg.chunk_bytes = 2u << 10;
+    cfg.max_chunks = 0;
+    cfg.ranks_per_node = 3;
+    uint32_t k = ncclz_exec_chain_chunks(&cfg, count, n, 4);
+    CHECK(k >= count * 4 / cfg.chunk_bytes && k <= NCCLZ_CHAIN_MAX_CHUNKS, "%s/%s: %u chunks on a chain of 9 ranks", md->quant,
+          ncclzPolicyName(md->policy), k);
+    void *many[MAXR], *one[MAXR];
+    ncclzExecStats sm[MAXR], so[MAXR];
+    run_bcast(&cfg, n, count, root, lossless, many, sm);
+    cfg.max_chunks = 1;
+    run_bcast(&cfg, n, count, root, lossless, one, so);
+    for (int r = 0; r < n; r++) {
+      size_t w = xc_check(many[r], lossless, NCCLZ_DTYPE_F32, NCCLZ_BROADCAST, count, n, r, root, sm[r].error_bound, NULL);
+      CHECK(w == 0, "broadcast %s/%s in %u chunks rank %d: %zu wrong", md->quant, ncclzPolicyName(md->policy), k, r, w);
+      CHECK(!memcmp(many[r], many[0], count * 4), "broadcast %s/%s: rank %d differs from rank 0", md->quant,
+            ncclzPolicyName(md->policy), r);
+      CHECK(!memcmp(many[r], one[r], count * 4), "broadcast %s/%s rank %d: %u chunks differ from one chunk", md->quant,
+            ncclzPolicyName(md->policy), r, k);
+      if (r != root && md->policy != NCCLZ_POLICY_OFF)
+        CHECK(sm[r].chunks_received == k && so[r].chunks_received == 1, "rank %d received %llu and %llu frames, not %u and 1",
+              r, (unsigned long long)sm[r].chunks_received, (unsigned long long)so[r].chunks_received, k);
+    }
+    for (int r = 0; r < n; r++) {
+      free(many[r]);
+      free(one[r]);
+    }
+    printf("broadcast %s/%s on 9 ranks, 1 MiB: %u chunks, bit-exact or within the bound, as in one chunk\n", md->quant,
+           ncclzPolicyName(md->policy), k);
+  }
+}
+
 int main(void) {
   ncclzProfile prof;
   ncclzStatus st = ncclzProfileLoad(NCCLZ_TEST_DATA "/profile_synthetic.json", &prof);
@@ -399,6 +467,7 @@ int main(void) {
   test_final_bound(&prof);
   test_real(&prof);
   test_protocol_cost(&prof);
+  test_broadcast_chunks(&prof);
   test_matrix(&prof);
   test_algorithms(&prof);
   return tu_finish("test_exec");

@@ -53,7 +53,9 @@ typedef struct {
   ncclzCoderPolicy policy;
   size_t chunk_bytes;          /* raw (input) bytes per chunk; one chunk = one frame. Default 4 MiB,
                                   the paper's 8-slot batch of NCCL_BUFFSIZE */
-  uint32_t max_chunks;         /* at most this many chunks per block (default 64) */
+  uint32_t max_chunks;         /* at most this many chunks per block (default 0: 64; Broadcast's
+                                  chains with a profile: ncclzChainChunks, up to
+                                  NCCLZ_CHAIN_MAX_CHUNKS) */
   double final_error_bound;    /* > 0 (EB only): |result - exact result| <= this on every element;
                                   overrides the spec's number */
   const ncclzProfile *profile; /* REA costs and thresholds; required for auto */

@@ -527,6 +527,18 @@ int ncclzChoiceServes(ncclzCollective c);
  * range or no allowed pair runs the call. */
 ncclzStatus ncclzChoose(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoice *out);
 
+/* Chunks a chain pipeline cuts one channel's range of `range` bytes into (Broadcast's ring: the
+ * root's chunks forwarded hop by hop over the N-1 hops of a chain of in->nodes x gpus_per_node
+ * ranks, M(G-1) on NVLink and M-1 on the NICs): the count with the least predicted time, the fill
+ * over every hop plus (C-1) times the slowest stage (a hop, or a frame's encode or decode with the
+ * profile's codec curves). The fill wants small chunks, the codec's fixed cost per frame large
+ * ones. At least ceil(range / chunk_bytes) and min_chunks (0: 2 compressed, 1 plain), at most
+ * max_chunks (0: NCCLZ_CHAIN_MAX_CHUNKS). With no CR (cr_ranks 0: the executor cuts the schedule
+ * before it sees the data) the count whose time is within the least factor of each CR's best, for
+ * CR 1, 2, 4 and 8. The executor's chunks and the simulator's replay both take it. */
+#define NCCLZ_CHAIN_MAX_CHUNKS 4096
+uint32_t ncclzChainChunks(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, ncclzChoiceCoder policy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -201,6 +201,10 @@ ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
 /* Chunks per block and channel for a spec, so that the largest op's chunks hold at most
  * chunk_elems elements of a `count`-element call (1 to max_chunks). */
 uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, size_t chunk_elems, uint32_t max_chunks);
+/* Whether the spec's channels are chains that pipeline chunks hop by hop from one rank through
+ * all the others (Broadcast's ring on 3 ranks or more; on 2 it is one hop): their fill grows with
+ * the ranks, so their chunks come from the cost model (ncclzChainChunks, model.h). */
+int ncclzScheduleIsChain(const ncclzScheduleSpec *spec);
 
 /* NCCL's tuner (schedule/tuner.c): the time its model gives algorithm a (RING or TREE; INFINITY
  * where NCCL does not run it) for a call of `bytes` on `nodes` x `gpus_per_node` ranks whose ring

@@ -139,7 +139,9 @@ typedef struct {
   ncclzSimFidelity fidelity;  /* AUTO chooses; REDUCED where not eligible is an error */
   uint64_t chunk_bytes;       /* raw bytes per chunk (0: the profile's frame_bytes) */
   uint32_t min_chunks;        /* chunks per block at least (0: 2 when compressing, else 1) */
-  uint32_t max_chunks;        /* at most (0: 64); larger chunks then (a chunk is one frame) */
+  uint32_t max_chunks;        /* at most (0: 64; a compressed Broadcast's chain: the executor's
+                                 count, ncclzChainChunks, up to NCCLZ_CHAIN_MAX_CHUNKS); larger
+                                 chunks then (a chunk is one frame) */
   uint32_t banks;             /* staging banks: frames in flight per peer and direction (0: 2) */
   uint32_t comm_lanes;        /* (0..NCCLZ_MAX_COMM_LANES, schedule.h) a rank's units (one (step, chunk):
                                  its send and its receive) whose transfers may run at once: 1 is
