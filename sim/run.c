@@ -636,7 +636,15 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
  * SIM_BCAST_MULTI slices give the fill, and a chain of SIM_BCAST_PERIOD_NODES nodes with that many
  * and twice that many slices the steady period (approximate: docs/simulator.md). */
 #define SIM_BCAST_SLICES 4
-#define SIM_BCAST_MULTI 16
+#define SIM_BCAST_MULTI 8
+/* A forced coder's Broadcast on several channels: its frames (32 a channel at 1 GiB on 8 rails) are
+ * extrapolated the same way from 4 and 8 (REA's auto plans with the chunk count, so it keeps them). */
+#define SIM_BCAST_CODED 4
+
+/* The slices (chunks) a channel of the replays that give the fill. */
+static uint32_t broadcast_first(const ncclzSimOptions *o, uint32_t ch) {
+  return o->compress != NCCLZ_SIM_OFF ? SIM_BCAST_CODED : ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+}
 #define SIM_BCAST_PERIOD_NODES 8
 
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -659,7 +667,7 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
-  int c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  int c1 = (int)broadcast_first(o, ch);
   ncclzSimPlatform q = *p; /* the chain whose period is replayed: the same one, or a short one */
   ncclzSimOptions v = *o;
   int short_chain = ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES;
@@ -692,19 +700,21 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   return NCCLZ_OK;
 }
 
-/* The slices a channel of plain Broadcast moves when the slice extrapolation applies, else 0: a
- * uniform platform (as broadcast_extrapolates) and whole slices of at least one element. */
+/* The slices a channel of plain Broadcast (or frames of a forced coder's on several channels) moves
+ * when the slice extrapolation applies, else 0: a uniform platform (as broadcast_extrapolates) and
+ * whole slices of at least one element. */
 static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
-  if (o->coll != NCCLZ_BROADCAST || o->compress != NCCLZ_SIM_OFF || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
+  if (o->coll != NCCLZ_BROADCAST || o->compress == NCCLZ_SIM_AUTO || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
       p->placement != NCCLZ_PLACE_CONTIGUOUS || (p->topology != NCCLZ_TOPO_NONBLOCKING && p->nodes > p->nodes_per_leaf))
     return 0;
   ncclzAlgorithm a;
   uint32_t ch;
   sim_resolve(p, o, &a, &ch);
+  if (o->compress != NCCLZ_SIM_OFF && ch < 2) return 0; /* one chain: replayed frame by frame, exact and fast */
   size_t eb = data ? data->dtype_bytes : 4;
   uint32_t c = block_chunks(prof, o, a, (double)(o->bytes / eb) * (double)eb / ch);
-  uint32_t c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  uint32_t c1 = broadcast_first(o, ch);
   return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
 }
 
