@@ -865,10 +865,15 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
-    ncclzSimOptions plain = *opt;
+    ncclzSimOptions plain = *opt, coded = *opt;
     job_init(&j, prof, data, p, opt, 0, 0);
     plain.compress = NCCLZ_SIM_OFF;
-    if (plan_call(&j) && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+    int as_plain = plan_call(&j);
+    if (as_plain && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+    /* else every frame takes the call's coder, planned here with all its frames: a forced coder's replay */
+    coded.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+    uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? broadcast_slices(prof, data, p, &coded) : 0;
+    if (k) return run_broadcast_slices(prof, data, p, &coded, k, res);
   }
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);

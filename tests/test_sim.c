@@ -1023,9 +1023,11 @@ static void test_broadcast_channels(void) {
   broadcast_point(&p, &o, 32, 256u << 20, NCCLZ_SIM_OFF);
   p.rails = 8;
   broadcast_vs_every_slice(&p, &o, "approximate", 512, 6e-2);
-  /* a forced coder's frames (32 a channel here) from the fill of 4 and the period of 4 and 8: within 5% */
-  for (int c = 0; c < 2; c++) {
-    broadcast_point(&p, &o, 32, 1u << 30, c ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN);
+  /* a forced coder's frames (32 a channel here) from the fill of 4 and the period of 4 and 8, and auto's
+   * (every frame in the call's coder, planned with all 32): within 5% */
+  const ncclzSimCompress coded[] = {NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_HUFFMAN, NCCLZ_SIM_AUTO};
+  for (int c = 0; c < 3; c++) {
+    broadcast_point(&p, &o, 32, 1u << 30, coded[c]);
     p.rails = 8;
     broadcast_vs_every_slice(&p, &o, "approximate", 256, 5e-2);
   }
