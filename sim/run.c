@@ -638,7 +638,8 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
 #define SIM_BCAST_SLICES 4
 #define SIM_BCAST_MULTI 8
 /* A forced coder's Broadcast on several channels: its frames (32 a channel at 1 GiB on 8 rails) are
- * extrapolated the same way from 4 and 8 (REA's auto plans with the chunk count, so it keeps them). */
+ * extrapolated the same way from 4 and 8 (auto's too, once plan_call has fixed the call's coder with
+ * all its frames: REA plans with the chunk count). */
 #define SIM_BCAST_CODED 4
 
 /* The slices (chunks) a channel of the replays that give the fill. */
