@@ -277,6 +277,7 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
   cJSON_AddNumberToObject(j, "wire_ratio", r->wire_bytes > 0 ? r->raw_bytes / r->wire_bytes : 1.0);
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(r->fidelity));
   cJSON_AddStringToObject(j, "fidelity_why", r->why);
+  cJSON_AddBoolToObject(j, "approximate", r->approximate);
   cJSON_AddNumberToObject(j, "actors", r->actors);
   cJSON_AddNumberToObject(j, "chunks", r->nchunks);
   cJSON_AddNumberToObject(j, "wall_s", r->wall_s);

@@ -254,6 +254,7 @@ static cJSON *answer_json(const sim_flags *f, const ncclzSimScenario *s, const n
   }
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(z->r.fidelity));
   cJSON_AddStringToObject(j, "fidelity_why", z->r.why);
+  cJSON_AddBoolToObject(j, "approximate", z->r.approximate);
   return j;
 }
 

@@ -52,6 +52,7 @@ static cJSON *point_json(const wi_point *p) {
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)k), (double)p->r.frames[k]);
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(p->r.fidelity));
+  cJSON_AddBoolToObject(j, "approximate", p->r.approximate);
   cJSON_AddNumberToObject(j, "wall_s", p->r.wall_s);
   return j;
 }

@@ -86,31 +86,53 @@ void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchu
   sp->hier_inter = o->hier_inter == NCCLZ_ALGO_AUTO ? NCCLZ_ALGO_RHD : o->hier_inter;
 }
 
-#define FOLD_RHD "halving-doubling folds the ranks beyond a power of two"
-#define FOLD_HIER "hier's halving-doubling between nodes folds nodes"
 /* The reduced replay of folds against the full replay (docs/simulator.md, test_sim) */
 #define SIM_FOLD_ACCURACY "within 5% of the full replay"
+
+/* How a point may be replayed (classify): whether its schedule is the same on every rank up to a
+ * relabeling, and if not, why not. */
+typedef enum {
+  SIM_SYMMETRIC, /* one node's actors (or two nodes') stand for all */
+  SIM_SMALL,     /* at most 2 nodes: the full replay is as small (a reduced replay may be asked for) */
+  SIM_FOLDS,     /* halving-doubling folds: smaller full replays of the fold, extrapolated (run_folded) */
+  SIM_ASYMMETRIC /* the full replay only */
+} sim_symmetry;
+
+/* What auto takes for a point, and why (the reason is for display only). */
+typedef struct {
+  ncclzSimFidelity fidelity; /* auto's choice */
+  sim_symmetry sym;
+  int approximate;           /* the reduced replay is held to the full one within a tolerance, not 0.1% */
+  const char *reason;        /* the asymmetry, or what is approximate; NULL when symmetric and exact */
+} sim_class;
 
 /* Which schedules are the same on every rank up to a relabeling (so that one node's actors, or
  * two nodes', stand for all): the ring (a rotation), halving-doubling on powers of two, the
  * hierarchical schedule whose inter-node stage is (the ring between nodes on any node count); and
  * only on a platform whose every hop of one class sees the same links and load. */
-static const char *asymmetric(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a) {
-  int n = p->nodes * p->gpus_per_node;
+static sim_symmetry symmetry(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a,
+                             const char **reason) {
+  int n = p->nodes * p->gpus_per_node, rep[2];
+  int units = a == NCCLZ_ALGO_HIER ? p->nodes : n; /* folds need cores of 2 and 4 at least */
+  *reason = NULL;
   if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
-    return o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
-  if (p->placement != NCCLZ_PLACE_CONTIGUOUS) return "a non-contiguous placement makes ring hops differ";
-  if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
-    return "hops that cross fat-tree leaves differ from the others";
-  if (p->nodes <= 2 || n < 3) return "at most 2 nodes: the full replay is as small";
-  if (a == NCCLZ_ALGO_TREE) return "the tree's root, interior ranks and leaves differ";
-  if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node)))
-    return FOLD_RHD;
-  if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes)) return FOLD_HIER;
-  int rep[2];
-  if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
-    return "hier's block permutation stays inside the node for one rank in 64 or more";
-  return NULL;
+    *reason = o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
+  else if (p->placement != NCCLZ_PLACE_CONTIGUOUS) *reason = "a non-contiguous placement makes ring hops differ";
+  else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
+    *reason = "hops that cross fat-tree leaves differ from the others";
+  else if (p->nodes <= 2 || n < 3) {
+    *reason = "at most 2 nodes: the full replay is as small";
+    return SIM_SMALL;
+  } else if (a == NCCLZ_ALGO_TREE) *reason = "the tree's root, interior ranks and leaves differ";
+  else if (a == NCCLZ_ALGO_RHD && !(pow2(n) && pow2(p->gpus_per_node))) {
+    *reason = "halving-doubling folds the ranks beyond a power of two";
+    return units >= 16 ? SIM_FOLDS : SIM_ASYMMETRIC;
+  } else if (a == NCCLZ_ALGO_HIER && o->hier_inter != NCCLZ_ALGO_RING && !pow2(p->nodes)) {
+    *reason = "hier's halving-doubling between nodes folds nodes";
+    return units >= 16 ? SIM_FOLDS : SIM_ASYMMETRIC;
+  } else if (a == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE && sim_hier_typical_nodes(p->nodes, p->gpus_per_node, rep))
+    *reason = "hier's block permutation stays inside the node for one rank in 64 or more";
+  return *reason ? SIM_ASYMMETRIC : SIM_SYMMETRIC;
 }
 
 /* Where the reduced replay is symmetric but not held to the full replay: hier's compressed
@@ -124,47 +146,59 @@ static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
   return NULL;
 }
 
-/* Halving-doubling that folds (flat rhd on N ranks, or hier's between M nodes, N or M not a power
- * of two) on more ranks than the full replay takes: extrapolated from smaller full replays of the
- * same fold (run_folded). */
-static int folds(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
-  ncclzAlgorithm a;
-  uint32_t ch;
-  sim_resolve(p, o, &a, &ch);
-  const char *r = asymmetric(p, o, a);
-  int units = a == NCCLZ_ALGO_HIER ? p->nodes : p->nodes * p->gpus_per_node;
-  return r && (!strcmp(r, FOLD_RHD) || !strcmp(r, FOLD_HIER)) && units >= 16; /* cores of 2 and 4 at least */
-}
-
 static int full_cap(const ncclzSimOptions *o) { return o->full_max_ranks ? o->full_max_ranks : 4096; }
 
 /* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
 static int mirrored(ncclzAlgorithm a, uint32_t channels) { return a != NCCLZ_ALGO_RING || channels > 1; }
 
-ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSimOptions *o, char *why, size_t cap) {
+/* Auto's fidelity: the full replay up to full_max_ranks wherever the reduced one is not exact, the
+ * reduced one where the schedule is symmetric, folds above full_max_ranks by run_folded (one replay,
+ * single, of a fold is a full one). */
+static sim_class classify(const ncclzSimPlatform *p, const ncclzSimOptions *o, int single) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  sim_class c = {NCCLZ_FID_FULL, SIM_SYMMETRIC, 0, NULL};
+  c.sym = symmetry(p, o, a, &c.reason);
+  int big = p->nodes * p->gpus_per_node > full_cap(o);
+  if (c.sym == SIM_SYMMETRIC && (c.reason = approximate(o, a)) != NULL) c.approximate = 1;
+  if (c.sym == SIM_FOLDS) c.approximate = 1; /* within SIM_FOLD_ACCURACY */
+  if ((c.sym == SIM_SYMMETRIC && (!c.approximate || big)) || (c.sym == SIM_FOLDS && big && !single))
+    c.fidelity = NCCLZ_FID_REDUCED;
+  return c;
+}
+
+/* Halving-doubling that folds (flat rhd on N ranks, or hier's between M nodes, N or M not a power
+ * of two) on more ranks than the full replay takes: extrapolated from smaller full replays of the
+ * same fold (run_folded). */
+static int folds(const ncclzSimPlatform *p, const ncclzSimOptions *o) { return classify(p, o, 0).sym == SIM_FOLDS; }
+
+/* The sentence that says why a class takes its fidelity (display only). */
+static void class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const sim_class *c, char *why, size_t cap) {
   int n = p->nodes * p->gpus_per_node;
   ncclzAlgorithm a;
   uint32_t ch;
   sim_resolve(p, o, &a, &ch);
-  const char *reason = asymmetric(p, o, a), *approx = reason ? NULL : approximate(o, a);
-  if (reason && n > full_cap(o) && folds(p, o)) {
+  if (c->sym == SIM_FOLDS && c->fidelity == NCCLZ_FID_REDUCED)
     snprintf(why, cap, "reduced, approximate (%s): %s: smaller full replays of the fold, extrapolated",
-             SIM_FOLD_ACCURACY, reason);
-    return NCCLZ_FID_REDUCED;
-  }
-  if (reason || (approx && n <= full_cap(o))) {
-    snprintf(why, cap, "full: %s%s%s", reason ? "" : "the reduced replay is approximate (", reason ? reason : approx,
-             reason ? "" : ")");
-    return NCCLZ_FID_FULL;
-  }
-  if (mirrored(a, ch))
+             SIM_FOLD_ACCURACY, c->reason);
+  else if (c->fidelity == NCCLZ_FID_FULL && c->sym == SIM_SYMMETRIC) /* symmetric, but only approximate */
+    snprintf(why, cap, "full: the reduced replay is approximate (%s)", c->reason);
+  else if (c->fidelity == NCCLZ_FID_FULL)
+    snprintf(why, cap, "full: %s", c->reason);
+  else if (mirrored(a, ch))
     snprintf(why, cap, "reduced%s%s%s: symmetric %s, %d actors on two nodes stand for %d ranks",
-             approx ? ", approximate (" : "", approx ? approx : "", approx ? ")" : "", ncclzAlgorithmName(a),
-             2 * p->gpus_per_node, n);
+             c->approximate ? ", approximate (" : "", c->approximate ? c->reason : "", c->approximate ? ")" : "",
+             ncclzAlgorithmName(a), 2 * p->gpus_per_node, n);
   else
     snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
              n);
-  return NCCLZ_FID_REDUCED;
+}
+
+ncclzSimFidelity ncclzSimChooseFidelity(const ncclzSimPlatform *p, const ncclzSimOptions *o, char *why, size_t cap) {
+  sim_class c = classify(p, o, 0);
+  class_why(p, o, &c, why, cap);
+  return c.fidelity;
 }
 
 static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -428,20 +462,13 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   if (!o.full_max_ranks) o.full_max_ranks = 4096;
   int n = p->nodes * p->gpus_per_node;
   char why[160];
-  ncclzSimFidelity auto_f = ncclzSimChooseFidelity(p, &o, why, sizeof why);
-  if (auto_f == NCCLZ_FID_REDUCED && folds(p, &o)) { /* folds are reduced only by run_folded */
-    ncclzAlgorithm a;
-    uint32_t ch;
-    sim_resolve(p, &o, &a, &ch);
-    snprintf(why, sizeof why, "full: %s", asymmetric(p, &o, a));
-    auto_f = NCCLZ_FID_FULL;
-  }
-  ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? auto_f : o.fidelity;
-  if (f == NCCLZ_FID_REDUCED && auto_f != NCCLZ_FID_REDUCED && strstr(why, "at most 2") == NULL &&
-      strstr(why, "approximate") == NULL)
-    return ncclzSetError(NCCLZ_ERR_ARG, "options.fidelity: reduced does not apply (%s)", why + 6);
+  sim_class cls = classify(p, &o, 1);
+  class_why(p, &o, &cls, why, sizeof why);
+  ncclzSimFidelity f = o.fidelity == NCCLZ_FID_AUTO ? cls.fidelity : o.fidelity;
+  if (f == NCCLZ_FID_REDUCED && cls.sym != SIM_SYMMETRIC && cls.sym != SIM_SMALL)
+    return ncclzSetError(NCCLZ_ERR_ARG, "options.fidelity: reduced does not apply (%s)", cls.reason);
   if (f == NCCLZ_FID_REDUCED && (p->nodes < 2 || n < 3)) f = NCCLZ_FID_FULL;
-  int approx = f == NCCLZ_FID_REDUCED && strstr(why, "approximate") != NULL;
+  int approx = f == NCCLZ_FID_REDUCED && cls.approximate;
   if (o.fidelity != NCCLZ_FID_AUTO)
     snprintf(why, sizeof why, "%s: asked for%s", ncclzSimFidelityName(f), approx ? ", approximate" : "");
   if (f == NCCLZ_FID_FULL && n > o.full_max_ranks)
@@ -467,6 +494,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   if (st != NCCLZ_OK) return st;
   res->time_us = r.end_s * 1e6 + iface_us(prof, p, &o, (double)o.bytes);
   res->fidelity = f;
+  res->approximate = approx;
   res->actors = j.lay.nactors;
   res->nranks = n;
   res->nchunks = j.nchunks * j.spec.nchannels;
@@ -631,7 +659,16 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
  * SIM_BCAST_MULTI slices give the fill, and a chain of SIM_BCAST_PERIOD_NODES nodes with that many
  * and twice that many slices the steady period (approximate: docs/simulator.md). */
 #define SIM_BCAST_SLICES 4
-#define SIM_BCAST_MULTI 16
+#define SIM_BCAST_MULTI 8
+/* A forced coder's Broadcast: its frames (hundreds a channel on a long chain, ncclzChainChunks) are
+ * extrapolated the same way from 4 and 8 (auto's too, once plan_call has fixed the call's coder with
+ * all its frames: REA plans with the chunk count). */
+#define SIM_BCAST_CODED 4
+
+/* The slices (chunks) a channel of the replays that give the fill. */
+static uint32_t broadcast_first(const ncclzSimOptions *o, uint32_t ch) {
+  return o->compress != NCCLZ_SIM_OFF ? SIM_BCAST_CODED : ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+}
 #define SIM_BCAST_PERIOD_NODES 8
 
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -655,7 +692,7 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
-  int c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  int c1 = (int)broadcast_first(o, ch);
   ncclzSimPlatform q = *p; /* the chain whose period is replayed: the same one, or a short one */
   ncclzSimOptions v = *o;
   int short_chain = ch > 1 && p->nodes > SIM_BCAST_PERIOD_NODES;
@@ -678,6 +715,7 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   res->wire_bytes = r1.wire_bytes * more;
   res->raw_bytes = r1.raw_bytes * more;
   res->nchunks = slices * ch;
+  res->approximate |= ch > 1;
   res->wall_s = ncclzNowSeconds() - t0;
   size_t used = strlen(res->why);
   if (ch > 1)
@@ -702,17 +740,23 @@ static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *d
   sim_resolve(p, o, &a, &ch);
   size_t eb = data ? data->dtype_bytes : 4;
   uint32_t c = point_chunks(prof, data, p, o);
-  uint32_t c1 = ch > 1 ? SIM_BCAST_MULTI : SIM_BCAST_SLICES;
+  uint32_t c1 = broadcast_first(o, ch);
   return c > 2 * c1 && o->bytes / eb / ch / c > 0 ? c : 0;
 }
 
-/* Folds are replayed in full at two smaller sizes of the same shape and buffer: cores of pa and 2 pa
- * units (hier: nodes; flat rhd: ranks) with the leading bits of the folded units (rem, shifted), as
- * which new ranks hold two blocks, and so how the halvings' ranges differ, follows from rem's bits.
- * Each halving sends half of what is left, so the bytes on a rank's path change only by the
- * blocks' granularity, which shrinks as 1/p, and each level adds its steps' latency: the time is
- * extrapolated as A - C/p + latency x steps (run_folded). */
-#define SIM_FOLD_NODES_A 16 /* hier */
+/* Folds are replayed in full at a smaller size of the same shape and buffer: a core of pc units
+ * (hier: nodes; flat rhd: ranks) with the leading bits of the folded units (rem, shifted), as which
+ * new ranks hold two blocks, and so how the halvings' ranges differ, follows from rem's bits. The
+ * cost model (model/choose.c) prices each level's steps and each halving's ranges but not how the
+ * folded and unfolded ranks' flows contend; that contention follows rem's leading bits, which the
+ * core keeps, so the replay's time plus the model's difference between the point and the core is
+ * the point's (run_folded; within 2% of the full replay where measured, docs/simulator.md). Where
+ * the model has no time (forced RAW frames): cores of pa and 2 pa, replayed and extrapolated as
+ * A - C/p + latency x steps (each halving sends half of what is left, so the bytes on a rank's
+ * path change only by the blocks' granularity, 1/p, and each level adds its steps' latency). */
+#define SIM_FOLD_NODES_M 16  /* hier: the core of the one replay (8 nodes: 10% off at 100 x 2) */
+#define SIM_FOLD_RANKS_M 128 /* flat rhd (64 ranks: 8.5% off at 125 x 8) */
+#define SIM_FOLD_NODES_A 16 /* hier: the smaller core of the two replays */
 #define SIM_FOLD_RANKS_A 128 /* flat rhd */
 
 /* The platform with a core of pc units and the leading bits of p's folded units. */
@@ -764,6 +808,43 @@ static ncclzStatus fold_finish(pid_t pid, int fd, ncclzSimResult *r) {
   return NCCLZ_OK;
 }
 
+/* A fold's result on the whole point from a replay r of platform q: frames and bytes per rank. */
+static void fold_scale(const ncclzSimResult *r, const ncclzSimPlatform *p, const ncclzSimPlatform *q, ncclzSimResult *res) {
+  int g = p->gpus_per_node, n = p->nodes * g;
+  double scale = (double)n / (q->nodes * g);
+  *res = *r;
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) res->frames[k] = (uint64_t)llround((double)r->frames[k] * scale);
+  res->wire_bytes = r->wire_bytes * scale;
+  res->raw_bytes = r->raw_bytes * scale;
+  res->nranks = n;
+  res->fidelity = NCCLZ_FID_REDUCED;
+  res->approximate = 1;
+}
+
+/* Two replays of the fold on cores of pa and 2 pa units, extrapolated as A - C/p + latency x steps
+ * (where the cost model has no time: forced RAW frames). */
+static ncclzStatus run_folded_two(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                  const ncclzSimOptions *full, int hier, int pa, int p2, ncclzSimResult *res) {
+  ncclzSimPlatform qa = fold_scaled(p, hier, pa), qb = fold_scaled(p, hier, 2 * pa);
+  ncclzSimResult ra, rb;
+  memset(&ra, 0, sizeof ra);
+  int fd = -1;
+  pid_t pid = fold_start(prof, data, &qa, full, &fd);
+  if (pid < 0) return NCCLZ_ERR_IO; /* pipe_fork set the error */
+  ncclzStatus st = sim_run_schedule(prof, data, &qb, full, &rb), sa = fold_finish(pid, fd, &ra);
+  if (st != NCCLZ_OK) return st;
+  if (sa != NCCLZ_OK) return sa;
+  /* each level of the core adds its steps' latency (AllReduce: a halving and a doubling) */
+  double lat = (full->coll == NCCLZ_ALLREDUCE ? 2 : 1) * p->nic_latency_us, la = lat * log2(pa), lb = lat * log2(2.0 * pa);
+  double c = (rb.time_us - lb - (ra.time_us - la)) * 2 * pa; /* T(pc) - lat log2(pc) = A - c / pc */
+  fold_scale(&rb, p, &qb, res);
+  res->time_us = rb.time_us - lb + c / (2 * pa) - c / p2 + lat * log2(p2);
+  snprintf(res->why, sizeof res->why,
+           "reduced, approximate (%s): full replays of the same fold on %d and %d ranks, extrapolated in the "
+           "core's size", SIM_FOLD_ACCURACY, qa.nodes * p->gpus_per_node, qb.nodes * p->gpus_per_node);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                               const ncclzSimOptions *opt, ncclzSimResult *res) {
   ncclzAlgorithm a;
@@ -771,37 +852,29 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   sim_resolve(p, opt, &a, &ch);
   int hier = a == NCCLZ_ALGO_HIER, g = p->gpus_per_node, units = hier ? p->nodes : p->nodes * g, p2 = 1;
   while (p2 * 2 <= units) p2 *= 2;
-  int pa = hier ? SIM_FOLD_NODES_A : SIM_FOLD_RANKS_A;
-  if (p2 < 4 * pa) pa = p2 / 4; /* fidelity reduced asked for on a small point */
   ncclzSimOptions full = *opt;
   full.fidelity = NCCLZ_FID_FULL;
   full.every_step = 1;
-  ncclzSimPlatform qa = fold_scaled(p, hier, pa), qb = fold_scaled(p, hier, 2 * pa);
-  ncclzSimResult ra, rb;
-  memset(&ra, 0, sizeof ra);
   double t0 = ncclzNowSeconds();
-  int fd = -1;
-  pid_t pid = fold_start(prof, data, &qa, &full, &fd);
-  if (pid < 0) return NCCLZ_ERR_IO; /* pipe_fork set the error */
-  ncclzStatus st = sim_run_schedule(prof, data, &qb, &full, &rb), sa = fold_finish(pid, fd, &ra);
-  if (st != NCCLZ_OK) return st;
-  if (sa != NCCLZ_OK) return sa;
-  int n = p->nodes * g, na = qa.nodes * g, nb = qb.nodes * g;
-  /* each level of the core adds its steps' latency (AllReduce: a halving and a doubling) */
-  double lat = (opt->coll == NCCLZ_ALLREDUCE ? 2 : 1) * p->nic_latency_us, la = lat * log2(pa), lb = lat * log2(2.0 * pa);
-  double c = (rb.time_us - lb - (ra.time_us - la)) * 2 * pa; /* T(pc) - lat log2(pc) = A - c / pc */
-  *res = rb;
-  res->time_us = rb.time_us - lb + c / (2 * pa) - c / p2 + lat * log2(p2);
-  double scale = (double)n / nb; /* frames and bytes: b's per rank, on all ranks */
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) res->frames[k] = (uint64_t)llround((double)rb.frames[k] * scale);
-  res->wire_bytes = rb.wire_bytes * scale;
-  res->raw_bytes = rb.raw_bytes * scale;
-  res->nranks = n;
-  res->fidelity = NCCLZ_FID_REDUCED;
+  int pc = hier ? SIM_FOLD_NODES_M : SIM_FOLD_RANKS_M;
+  if (pc > p2 / 2) pc = p2 / 2; /* fidelity reduced asked for on a small point */
+  ncclzSimPlatform q = fold_scaled(p, hier, pc);
+  double mp = sim_predicted_us(prof, data, p, opt, a), mq = sim_predicted_us(prof, data, &q, opt, a);
+  ncclzStatus st;
+  if (mp > 0 && mq > 0) {
+    ncclzSimResult r;
+    if ((st = sim_run_schedule(prof, data, &q, &full, &r)) != NCCLZ_OK) return st;
+    fold_scale(&r, p, &q, res);
+    res->time_us = r.time_us + (mp - mq);
+    snprintf(res->why, sizeof res->why,
+             "reduced, approximate (%s): a full replay of the same fold on %d ranks, plus the cost model's "
+             "difference between the two sizes", SIM_FOLD_ACCURACY, q.nodes * g);
+  } else {
+    int pa = hier ? SIM_FOLD_NODES_A : SIM_FOLD_RANKS_A;
+    if (p2 < 4 * pa) pa = p2 / 4; /* fidelity reduced asked for on a small point */
+    if ((st = run_folded_two(prof, data, p, &full, hier, pa, p2, res)) != NCCLZ_OK) return st;
+  }
   res->wall_s = ncclzNowSeconds() - t0;
-  snprintf(res->why, sizeof res->why,
-           "reduced, approximate (%s): full replays of the same fold on %d and %d ranks, extrapolated in the "
-           "core's size", SIM_FOLD_ACCURACY, na, nb);
   return NCCLZ_OK;
 }
 
@@ -818,16 +891,17 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
-    ncclzSimOptions plain = *opt;
+    ncclzSimOptions plain = *opt, coded = *opt;
     job_init(&j, prof, data, p, opt, 0, 0);
     plain.compress = NCCLZ_SIM_OFF;
-    if (plan_call(&j) && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
-    /* a call REA codes with one coder is that coder's replay, in auto's chunks */
-    ncclzSimOptions one = *opt;
-    one.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
-    one.min_chunks = one.max_chunks = j.nchunks;
-    uint32_t slices = j.call_coder >= 0 ? broadcast_slices(prof, data, p, &one) : 0;
-    if (slices) return run_broadcast_slices(prof, data, p, &one, slices, res);
+    int as_plain = plan_call(&j);
+    if (as_plain && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+    /* else every frame takes the call's coder, planned here with all its frames: that coder's
+     * replay, in auto's chunks */
+    coded.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+    coded.min_chunks = coded.max_chunks = j.nchunks;
+    uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? broadcast_slices(prof, data, p, &coded) : 0;
+    if (k) return run_broadcast_slices(prof, data, p, &coded, k, res);
   }
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);

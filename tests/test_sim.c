@@ -310,7 +310,8 @@ static void test_hier_ring_reduced(void) {
   o.min_chunks = o.max_chunks = 8;
   o.fidelity = NCCLZ_FID_REDUCED;
   run_us(&p, &o, &r);
-  CHECK(r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "approximate"), "101 x 2 AllGather reduced: %s", r.why);
+  CHECK(r.fidelity == NCCLZ_FID_REDUCED && r.approximate && strstr(r.why, "approximate"), "101 x 2 AllGather reduced: %s",
+        r.why);
   o.fidelity = NCCLZ_FID_AUTO;
   o.max_replay_s = 1e-9; /* the choice only: the full replay is refused by the budget */
   CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "full replay"),
@@ -899,7 +900,7 @@ static void test_speed(void) {
     printf("%d nodes x 8 GPUs, %s 1 GiB auto, hier (ring between nodes): %.1f us simulated, %.3f s wall, %s\n", p.nodes,
            ncclzCollectiveName(o.coll), r.time_us, r.wall_s, r.why);
     CHECK(r.time_us > 0 && r.wall_s < 20.0 && r.fidelity == NCCLZ_FID_REDUCED &&
-              (o.coll == NCCLZ_ALLREDUCE) == !strstr(r.why, "approximate"),
+              (o.coll == NCCLZ_ALLREDUCE) == !strstr(r.why, "approximate") && (o.coll == NCCLZ_ALLREDUCE) == !r.approximate,
           "hier ring %s: wall %.2f s, %s", ncclzCollectiveName(o.coll), r.wall_s, r.why);
   }
 }
@@ -974,11 +975,12 @@ static void test_broadcast_closed_form(void) {
 }
 
 /* A Broadcast replayed with its extrapolations (why names `mark`) against the replay of every step
- * and slice: nchunks chunks, within tol. */
+ * and slice: nchunks chunks (0: as many as the extrapolated replay's), within tol. */
 static void broadcast_vs_every_slice(const ncclzSimPlatform *p, ncclzSimOptions *o, const char *mark, uint32_t nchunks,
                                      double tol) {
   ncclzSimResult r;
   double t_extra = run_us(p, o, &r);
+  if (!nchunks) nchunks = r.nchunks;
   CHECK(strstr(r.why, mark) != NULL, "broadcast %d x %d, %d rails: not extrapolated (%s)", p->nodes, p->gpus_per_node,
         p->rails, r.why);
   o->every_step = 1;
@@ -1007,7 +1009,8 @@ static void test_broadcast_slices(void) {
     double t = run_us(&p, &o, &r);
     printf("1024 nodes x 8 GPUs, %d rail(s), plain broadcast 1 GiB: %.1f us simulated (%u slices), %.3f s wall, %s\n",
            rails, t, r.nchunks, r.wall_s, r.why);
-    CHECK(r.nchunks == 2048 && r.wall_s < 20.0 && (rails == 1) == (strstr(r.why, "approximate") == NULL),
+    CHECK(r.nchunks == 2048 && r.wall_s < 20.0 && (rails == 1) == (strstr(r.why, "approximate") == NULL) &&
+              (rails == 1) == !r.approximate,
           "plain broadcast 8192 ranks, %d rails: %u slices, wall %.2f s (%s)", rails, r.nchunks, r.wall_s, r.why);
   }
 }
@@ -1022,6 +1025,15 @@ static void test_broadcast_channels(void) {
   broadcast_point(&p, &o, 32, 256u << 20, NCCLZ_SIM_OFF);
   p.rails = 8;
   broadcast_vs_every_slice(&p, &o, "approximate", 512, 6e-2);
+  /* a forced coder's frames (the chain rule's count, 39-47 a channel here) from the fill of 4 and
+   * the period of 4 and 8, and auto's (every frame in the call's coder, planned with all of them):
+   * within 5% */
+  const ncclzSimCompress coded[] = {NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_HUFFMAN, NCCLZ_SIM_AUTO};
+  for (int c = 0; c < 3; c++) {
+    broadcast_point(&p, &o, 32, 1u << 30, coded[c]);
+    p.rails = 8;
+    broadcast_vs_every_slice(&p, &o, "approximate", 0, 5e-2);
+  }
 }
 
 /* A compressed Broadcast's chain takes the cost model's chunks (ncclzChainChunks, as the executor):
@@ -1237,8 +1249,9 @@ static void test_hier_many_chunks(void) {
 }
 
 /* Halving-doubling with folds (flat rhd on N ranks, hier between M nodes; N, M not powers of two):
- * the reduced replay (two smaller full replays of the same fold, extrapolated in the core's size)
- * against the full replay, plain and FIXEDLEN (up to 200 ranks), within the 5% its reason states; and flat rhd
+ * the reduced replay (one full replay of the same fold on a smaller core, plus the cost model's
+ * difference between the two sizes) against the full replay, plain, FIXEDLEN and REA's auto (up to
+ * 200 ranks), within the 5% its reason states; and flat rhd
  * AllReduce at 8000 and 8184 ranks (the full replay refused) against its closed form on the uniform
  * platform, within 0.1%. */
 static void test_folds_reduced(void) {
@@ -1247,12 +1260,12 @@ static void test_folds_reduced(void) {
   } cases[] = {{100, 2, 1}, {50, 4, 1}, {100, 1, 0}, {125, 8, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int c = 0; c < 3; c++)
-      for (int z = 0; z < (cases[i].m * cases[i].g > 200 ? 1 : 2); z++) { /* FIXEDLEN's full replay: 200 ranks at most */
+      for (int z = 0; z < (cases[i].m * cases[i].g > 200 ? 1 : 3); z++) { /* coded full replays: 200 ranks at most */
         ncclzSimPlatform p;
         platform(&p, cases[i].m, cases[i].g);
         p.nic_gbps = 12.5;
         ncclzSimOptions o;
-        allreduce_opts(&o, 16u << 20, z ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
+        allreduce_opts(&o, 16u << 20, z == 2 ? NCCLZ_SIM_AUTO : z ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_OFF);
         o.coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
         o.algorithm = cases[i].hier ? NCCLZ_ALGO_HIER : NCCLZ_ALGO_RHD;
         ncclzSimResult full, red;
@@ -1263,7 +1276,8 @@ static void test_folds_reduced(void) {
         printf("  folds %s %s %dx%d %s: full %.1f us, reduced %.1f us (%+.2f%%)\n", cases[i].hier ? "hier" : "rhd",
                ncclzCollectiveName(o.coll), cases[i].m, cases[i].g, ncclzSimCompressName(o.compress), tf, tr,
                100 * (tr / tf - 1));
-        CHECK(rel(tr, tf) < 0.05 && strstr(red.why, "within 5%"), "folds %dx%d: reduced %.1f us, full %.1f us (%s)",
+        CHECK(rel(tr, tf) < 0.05 && strstr(red.why, "within 5%") && red.approximate && !full.approximate,
+              "folds %dx%d: reduced %.1f us, full %.1f us (%s)",
               cases[i].m, cases[i].g, tr, tf, red.why);
       }
   for (int m = 1000; m <= 1023; m += 23) {

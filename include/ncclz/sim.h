@@ -189,6 +189,8 @@ typedef struct {
                                            "Algorithm choice"; 0 where it has none: forced RAW frames) */
   int choice;                           /* auto with compression: the ncclzChoiceCoder the model chose for the
                                            algorithm above (then replayed); -1 otherwise */
+  int approximate;                      /* 1: a reduction held to the full replay within a stated tolerance (why
+                                           says which), not equal to it (docs/simulator.md, "Two fidelities") */
 } ncclzSimResult;
 
 /* Replays one collective. prof and data may be NULL when opt->compress is OFF. The replay runs in
