@@ -243,5 +243,6 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
   if (ncclzScheduleIsChain(sp) && cfg->profile && count > 0)
     sp->nchunks = ncclz_exec_chain_chunks(cfg, count, nranks, dsize);
   else
-    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize, cfg->max_chunks ? cfg->max_chunks : 64);
+    sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize,
+                                         cfg->max_chunks ? cfg->max_chunks : NCCLZ_DEFAULT_MAX_CHUNKS);
 }

@@ -206,7 +206,8 @@ static int rea_frame(const ncclzProfile *prof, const ncclzChoiceInput *in, int n
 static double chunks_of(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, int plain) {
   double chunk = in->chunk_bytes ? (double)in->chunk_bytes
                  : prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
-  double lo = in->min_chunks ? in->min_chunks : plain ? 1 : 2, hi = in->max_chunks ? in->max_chunks : 64;
+  double lo = in->min_chunks ? in->min_chunks : plain ? 1 : 2;
+  double hi = in->max_chunks ? in->max_chunks : NCCLZ_DEFAULT_MAX_CHUNKS;
   double c = ceil(range / chunk);
   return c < lo ? lo : c > hi ? hi : c;
 }

@@ -242,7 +242,7 @@ static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimData *data,
   uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? SIM_NCCL_BCAST_SLICE : frame;
   double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
-  double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : 64u;
+  double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : NCCLZ_DEFAULT_MAX_CHUNKS;
   int one = plain && !o->chunk_bytes && a != NCCLZ_ALGO_TREE && !slices;
   double c = one ? 1 : ceil(block / (double)chunk);
   return (uint32_t)fmin(fmax(c, minc), maxc);

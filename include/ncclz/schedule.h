@@ -200,6 +200,7 @@ typedef enum { NCCLZ_BUF_IN = 0, NCCLZ_BUF_WORK = 1, NCCLZ_BUF_OUT = 2 } ncclzBu
 ncclzBuffer ncclzCollEncodeSource(ncclzCollective c);
 /* Chunks per block and channel for a spec, so that the largest op's chunks hold at most
  * chunk_elems elements of a `count`-element call (1 to max_chunks). */
+#define NCCLZ_DEFAULT_MAX_CHUNKS 64 /* max_chunks where a config, options or choice input say 0 */
 uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, size_t chunk_elems, uint32_t max_chunks);
 /* Whether the spec's channels are chains that pipeline chunks hop by hop from one rank through
  * all the others (Broadcast's ring on 3 ranks or more; on 2 it is one hop): their fill grows with
