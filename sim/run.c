@@ -272,23 +272,25 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
 
 /* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the
  * executor's profile describes its own machine, the scenario the projected one). */
+static sim_hop call_hop(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  int net = o->hint == NCCLZ_SIM_HINT_NET || (o->hint == NCCLZ_SIM_HINT_AUTO && p->nodes > 1) ||
+            o->hint == NCCLZ_SIM_HINT_PER_HOP;
+  sim_hop h = sim_hop_between(p, 0, net ? 1 : 0);
+  if (o->hint == NCCLZ_SIM_HINT_SHM) h.hint = NCCLZ_HINT_SHM;
+  return h;
+}
+
 static void set_hint(sim_job *j, const ncclzSimPlatform *p, const ncclzSimOptions *o) {
   /* tree, halving-doubling and hier plan each transfer for its own link: NVLink hops stay raw */
   j->per_hop = o->hint == NCCLZ_SIM_HINT_PER_HOP || j->spec.algo != NCCLZ_ALGO_RING;
-  int net = o->hint == NCCLZ_SIM_HINT_NET || (o->hint == NCCLZ_SIM_HINT_AUTO && p->nodes > 1) ||
-            o->hint == NCCLZ_SIM_HINT_PER_HOP;
-  j->hop = sim_hop_between(p, 0, net ? 1 : 0);
-  if (o->hint == NCCLZ_SIM_HINT_SHM) j->hop.hint = NCCLZ_HINT_SHM;
+  j->hop = call_hop(p, o);
 }
 
 /* A compressed call also quantizes, agrees on the step and dequantizes outside the pipeline (the
  * executor's interface; the profile's "interface", 0 when it has none): its time for `bytes`. */
 static double iface_us(const ncclzProfile *prof, const ncclzSimPlatform *p, const ncclzSimOptions *o, double bytes) {
   if (o->compress == NCCLZ_SIM_OFF || !prof) return 0.0;
-  sim_job j;
-  memset(&j, 0, sizeof j);
-  set_hint(&j, p, o);
-  return ncclzProfileInterfaceUs(prof, j.hop.hint, bytes);
+  return ncclzProfileInterfaceUs(prof, call_hop(p, o).hint, bytes);
 }
 
 static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
