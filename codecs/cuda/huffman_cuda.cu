@@ -645,7 +645,6 @@ struct HfBook {
   ncclzHuffAlphabet a;
 };
 
-
 /* Frame f's fast lookup table (1 << fb entries) and length table into shared memory, by the
  * block's nthreads threads; the decoders then read them from there. */
 static __device__ __forceinline__ void hf_stage_tables(uint32_t *s_lut, uint32_t *s_tab, const uint32_t *lut,
@@ -654,6 +653,7 @@ static __device__ __forceinline__ void hf_stage_tables(uint32_t *s_lut, uint32_t
   for (uint32_t e = threadIdx.x; e < (1u << fb); e += nthreads) s_lut[e] = __ldg(lut + ((size_t)f << FAST_BITS) + e);
   if (threadIdx.x < 64) s_tab[threadIdx.x] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + threadIdx.x);
 }
+
 /* A frame's book from its tables in shared memory (lut, tab: count, first, start, max_len at 48)
  * and sorted in global memory; nlong: the codes longer than fb. slong is left NULL. */
 static __device__ HfBook hf_book(const uint32_t *lut, const uint32_t *tab, const uint32_t *sorted, const NzFrame *F,
