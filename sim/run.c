@@ -169,9 +169,13 @@ static sim_class classify(const ncclzSimPlatform *p, const ncclzSimOptions *o, i
 }
 
 /* Halving-doubling that folds (flat rhd on N ranks, or hier's between M nodes, N or M not a power
- * of two) on more ranks than the full replay takes: extrapolated from smaller full replays of the
- * same fold (run_folded). */
-static int folds(const ncclzSimPlatform *p, const ncclzSimOptions *o) { return classify(p, o, 0).sym == SIM_FOLDS; }
+ * of two), replayed reduced (asked for, or auto's choice on more ranks than the full replay takes):
+ * extrapolated from smaller full replays of the same fold (run_folded). */
+static int replays_folded(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  sim_class c = classify(p, o, 0);
+  return c.sym == SIM_FOLDS &&
+         (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
+}
 
 /* The sentence that says why a class takes its fidelity (display only). */
 static void class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const sim_class *c, char *why, size_t cap) {
@@ -909,8 +913,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_broadcast_extrapolated(prof, data, p, opt, res);
-  if (folds(p, opt) && !opt->every_step && check_inputs(prof, data, p, opt) == NCCLZ_OK &&
-      (opt->fidelity == NCCLZ_FID_REDUCED || (opt->fidelity == NCCLZ_FID_AUTO && n > full_cap(opt))))
+  if (replays_folded(p, opt) && !opt->every_step && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_folded(prof, data, p, opt, res);
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
