@@ -227,18 +227,31 @@ struct Codec {
     if (b.d_coders) NZ(ncclzReaGpuPlanLaunch(planner, &cfg, sym, n, b.frame_symbols, &desc, (size_t)1 << 40, s, coders, NULL));
     NZ(ncclzCudaEncodeBatch(&b, sym, scales, out, slot, fbytes, wse, n_wse, s));
   }
+  /* decode + dequantize in one call (one pass where the quantizer allows it) */
   void decode() {
+    NZ(ncclzCudaDecodeDequantBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2,
+                                   scales2, xr, status, wsd, n_wsd, wsq, n_wsq, s));
+  }
+  /* the same as two calls: the codes to sym2, then the dequantizer */
+  void decode_codes() {
     NZ(ncclzCudaDecodeBatch(&b, b.d_coders ? 7u : 0u, out, NULL, slot, slot * ncclzCudaBatchFrames(&b), sym2, scales2,
                             status, wsd, n_wsd, s));
-    dequantize();
   }
-  /* After the timed calls: the decode gave back the encoded symbols, every frame's status is 0. */
+  /* After the timed calls: the decode gave back the encoded symbols, every frame's status is 0,
+   * and the one call's floats are the two calls' bit for bit. */
   bool check() {
-    CK(cudaMemsetAsync(sym2, 0xA5, 4 * n, s));
+    const uint32_t nf = ncclzCudaBatchFrames(&b);
+    std::vector<float> one(n), two(n);
+    CK(cudaMemsetAsync(xr, 0xA5, 4 * n, s));
     encode();
     decode();
+    CK(cudaMemcpyAsync(one.data(), xr, 4 * n, cudaMemcpyDeviceToHost, s));
+    CK(cudaMemsetAsync(sym2, 0xA5, 4 * n, s));
+    decode_codes();
+    dequantize();
+    CK(cudaMemcpyAsync(two.data(), xr, 4 * n, cudaMemcpyDeviceToHost, s));
     CK(cudaStreamSynchronize(s));
-    const uint32_t nf = ncclzCudaBatchFrames(&b);
+    if (memcmp(one.data(), two.data(), 4 * n)) return false;
     std::vector<int32_t> a(n), c(n);
     std::vector<uint32_t> st(nf);
     CK(cudaMemcpy(a.data(), sym, 4 * n, cudaMemcpyDeviceToHost));

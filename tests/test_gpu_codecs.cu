@@ -20,6 +20,55 @@
 
 static uint32_t g_fell_back, g_kept; /* frames of post-checked batches that went RAW / kept their coder */
 static uint32_t g_cases, g_zeroed;    /* cases run, and of them those on zeroed workspaces (ws_zeroed) */
+static uint32_t g_dequant_cases, g_dequant_fused; /* decode + dequantize calls compared, and of them one-pass ones */
+
+/* Decode and dequantize in one call (ncclzCudaDecodeDequantBatch) of the encoded slots against the
+ * CPU's dequantizer of sym (after its inverse Lorenzo), bit for bit, every frame's status 0; where
+ * the call fuses (QSGD with side scales or EB without Lorenzo, no HUFFMAN in the mask) d_sym must
+ * stay untouched. Quantizers the CPU refuses to dequantize (synthetic scales) are not compared. */
+static void dequant_case(const char *name, const ncclzCudaBatch &b, unsigned mask, const uint8_t *d_out, size_t slot,
+                         const int32_t *sym, const float *scales, void *d_ws, size_t wsd) {
+  const ncclzQuantParams *q = b.quant;
+  if (!q || (q->kind != NCCLZ_QUANT_QSGD && q->kind != NCCLZ_QUANT_EB) || (q->lorenzo && q->has_fill)) return;
+  const size_t n = b.n_symbols, wsq = ncclzCudaQuantWorkspaceSize(n);
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  std::vector<float> want(n), got(n);
+  ncclzStatus st;
+  if (q->kind == NCCLZ_QUANT_QSGD) {
+    st = ncclzDequantizeQsgd(q, sym, n, scales, want.data());
+  } else {
+    std::vector<int32_t> codes(n);
+    ncclzLorenzoInverse(q, sym, n, codes.data());
+    st = ncclzDequantizeEB(q, codes.data(), n, want.data());
+  }
+  if (st != NCCLZ_OK) return;
+  const size_t nsc = b.side_scales ? ncclzQsgdNumBuckets(q, n) : 1;
+  Dev<int32_t> dsym(n);
+  Dev<float> dsc(nsc), dx(n);
+  Dev<uint8_t> dqws(wsq);
+  Dev<uint32_t> dst(nf);
+  CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+  CU(cudaMemset(dx.p, 0xA5, 4 * n));
+  st = ncclzCudaDecodeDequantBatch(&b, mask, d_out, NULL, slot, slot * nf, dsym.p, dsc.p, dx.p, dst.p, d_ws, wsd, dqws.p,
+                                   wsq, 0);
+  CHECK(st == NCCLZ_OK, "%s: decode + dequantize: %s", name, ncclzLastError());
+  if (st != NCCLZ_OK) return;
+  std::vector<uint32_t> fst(nf);
+  std::vector<int32_t> after(n);
+  CU(cudaMemcpy(got.data(), dx.p, 4 * n, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(fst.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(after.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+  uint32_t bad = 0;
+  for (uint32_t k = 0; k < nf && !bad; k++) bad = fst[k];
+  CHECK(bad == 0, "%s: decode + dequantize status %s", name, ncclzCudaStatusReason(bad));
+  CHECK(memcmp(got.data(), want.data(), 4 * n) == 0, "%s: decode + dequantize identical to the cpu's", name);
+  const unsigned m = mask ? mask : 1u << b.coder;
+  const bool fused = !(m & 4u) && (q->kind == NCCLZ_QUANT_QSGD ? b.side_scales : !q->lorenzo);
+  size_t touched = 0;
+  for (size_t i = 0; i < n; i++) touched += after[i] != (int32_t)0xA5A5A5A5;
+  if (fused) CHECK(touched == 0, "%s: one pass leaves d_sym alone (%zu words written)", name, touched);
+  g_dequant_cases++, g_dequant_fused += fused;
+}
 
 /* Encodes sym on the GPU and the CPU, compares, and cross-decodes. limit, last_limit: the batch's
  * post-check (ncclzCudaBatch.fallback_bytes, fallback_last_bytes); the CPU reference then writes
@@ -150,6 +199,7 @@ static void run_case(const char *name, const int32_t *sym, size_t n, uint32_t fs
       CHECK(memcmp(sc.data(), scales, 4 * nsc) == 0, "%s: side scales back", name);
     }
   }
+  dequant_case(name, b, mask, dout.p, slot, sym, scales, dwsd.p, wsd);
   /* one corrupted payload byte in frame 0 must be caught */
   if (same && fb[0] > 64) {
     uint8_t v;
@@ -581,6 +631,17 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   CHECK(status == 0 && memcmp(got.data(), sym, 4 * n) == 0, "%s: decoded codes identical (status %s)", name,
         ncclzCudaStatusReason(status));
   if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: reconstruction identical", name);
+  /* the same in one call (one pass for these quantizers), twice on a zeroed workspace */
+  for (int call = 0; call < 1 + b.ws_zeroed && st == NCCLZ_OK; call++) {
+    CU(cudaMemset(dxr.p, 0xA5, 4 * n));
+    st = ncclzCudaDecodeDequantBatch(&b, 0, dout.p, NULL, slot, slot, dsym2.p, dsc2.p, dxr.p, dst.p, dwsd.p, wsd, dwsq.p,
+                                     wsq, 0);
+  }
+  CHECK(st == NCCLZ_OK, "%s: decode + dequantize: %s", name, ncclzLastError());
+  CU(cudaMemcpy(&status, dst.p, 4, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(status == 0, "%s: decode + dequantize status %s", name, ncclzCudaStatusReason(status));
+  if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: one-call reconstruction identical", name);
 }
 
 /* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
@@ -901,5 +962,8 @@ int main(int argc, char **argv) {
     mixed_cases(grad, quick);
   }
   printf("test_gpu_codecs: %u of %u cases on zeroed workspaces (one frame in one kernel)\n", g_zeroed, g_cases);
+  printf("test_gpu_codecs: %u decode + dequantize calls against the cpu, %u of them in one pass\n", g_dequant_cases,
+         g_dequant_fused);
+  CHECK(g_dequant_fused > 0 && g_dequant_fused < g_dequant_cases, "both decode + dequantize paths ran");
   return tu_finish("test_gpu_codecs");
 }

@@ -162,9 +162,13 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     ncclzStatus r = quantize();
     return r != NCCLZ_OK ? r : encode();
   };
-  auto decode_dequantize = [&]() {
-    ncclzStatus r = decode();
-    return r != NCCLZ_OK ? r : dequantize();
+  auto decode_dequantize = [&]() { /* one pass where the quantizer allows (ncclzCudaDecodeDequantBatch) */
+    if (kind == NCCLZ_QUANT_NONE) {
+      ncclzStatus r = decode();
+      return r != NCCLZ_OK ? r : dequantize();
+    }
+    return ncclzCudaDecodeDequantBatch(&b, coder_mask, B.out, NULL, slot, slot * nf, B.sym2, B.scales2, B.xr, B.status,
+                                       B.wsd, wsd, B.wsq, wsq, s);
   };
   if ((st = time_median(s, runs, quantize_encode, &t_enc)) != NCCLZ_OK) return st;
   if ((st = time_median(s, runs, encode, &t_cenc)) != NCCLZ_OK) return st;
@@ -172,18 +176,24 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   if ((st = time_median(s, runs, decode, &t_cdec)) != NCCLZ_OK) return st;
   /* one more clean round for the results */
   if ((st = quantize_encode()) != NCCLZ_OK) return st;
-  NZ_CUDA(cudaMemsetAsync(B.sym2, 0xA5, 4 * n, s)); /* poison: decode must write every symbol */
+  /* poison: the decodes must write every symbol and every float */
+  NZ_CUDA(cudaMemsetAsync(B.sym2, 0xA5, 4 * n, s));
+  NZ_CUDA(cudaMemsetAsync(B.xr, 0xA5, 4 * n, s));
   if ((st = decode_dequantize()) != NCCLZ_OK) return st;
+  std::vector<float> xr(n), xr2(n);
+  NZ_CUDA(cudaMemcpyAsync(xr.data(), B.xr, 4 * n, cudaMemcpyDeviceToHost, s));
+  if ((st = decode()) != NCCLZ_OK || (st = dequantize()) != NCCLZ_OK) return st; /* the two passes */
+  NZ_CUDA(cudaMemcpyAsync(xr2.data(), B.xr, 4 * n, cudaMemcpyDeviceToHost, s));
   NZ_CUDA(cudaStreamSynchronize(s));
+  if (memcmp(xr.data(), xr2.data(), 4 * n))
+    return ncclzSetError(NCCLZ_ERR_CUDA, "cuda bench: decode + dequantize in one pass differs from the two passes");
 
   std::vector<uint32_t> fb(nf), fst(nf);
   NZ_CUDA(cudaMemcpy(fb.data(), B.fbytes, 4 * nf, cudaMemcpyDeviceToHost));
   NZ_CUDA(cudaMemcpy(fst.data(), B.status, 4 * nf, cudaMemcpyDeviceToHost));
   std::vector<int32_t> s1(n), s2(n);
-  std::vector<float> xr(n);
   NZ_CUDA(cudaMemcpy(s1.data(), B.sym, 4 * n, cudaMemcpyDeviceToHost));
   NZ_CUDA(cudaMemcpy(s2.data(), B.sym2, 4 * n, cudaMemcpyDeviceToHost));
-  NZ_CUDA(cudaMemcpy(xr.data(), B.xr, 4 * n, cudaMemcpyDeviceToHost));
   size_t total = 0;
   for (uint32_t k = 0; k < nf; k++) {
     total += fb[k];

@@ -18,7 +18,7 @@
 
 #include <cub/block/block_scan.cuh>
 
-#include "internal.cuh"
+#include "decode_out.cuh"
 
 #define FL_THREADS 256 /* decode CTA */
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
@@ -368,7 +368,8 @@ static __device__ __forceinline__ void fl_decode_blocks(uint32_t w, uint32_t off
 /* Tile `tile` of the FIXEDLEN frame F (its symbols to dst): failures to *status, the check of the
  * words read to *check. Every thread of the CTA (FL_THREADS) calls it; it returns early only as
  * a whole. */
-static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
+template <typename Dst>
+static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, const Dst &dst, const NzFrame &F,
                                       uint32_t tile, uint32_t *status, uint32_t *check) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   __shared__ typename Scan::TempStorage scan_ts;
@@ -412,7 +413,7 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
     auto put = [&](int k, uint32_t z) {
       uint32_t i = (tb0 + g0 + warp * 32 + k) * 32 + lane;
       if (g0 + warp * 32 + k < tcount) {
-        if (i < n) dst[i] = ncclz_unzigzag(z);
+        if (i < n) dst.put(i, ncclz_unzigzag(z));
         else if (z) fail(status, NZ_R_FL_PAD);
       }
     };
@@ -438,7 +439,8 @@ static __device__ void fl_decode_tile(const NzShape &sh, const uint8_t *in, int3
  * checks by part 0, the next tile's offset or the payload's end by the last part. */
 #define FLP_G 8
 #define FLP_BLOCKS (FL_THREADS / 32 * FLP_G)
-static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int32_t *dst, const NzFrame &F,
+template <typename Dst>
+static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, const Dst &dst, const NzFrame &F,
                                       uint32_t tile, uint32_t part, uint32_t *status, uint32_t *check) {
   typedef cub::BlockScan<uint32_t, FL_THREADS> Scan;
   typedef cub::BlockReduce<uint32_t, FL_THREADS> Reduce;
@@ -499,7 +501,7 @@ static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int3
   auto put = [&](int k, uint32_t z) {
     const uint32_t bl = pb0 + warp * FLP_G + k, i = (tb0 + bl) * 32 + lane;
     if (bl < tcount) {
-      if (i < n) dst[i] = ncclz_unzigzag(z);
+      if (i < n) dst.put(i, ncclz_unzigzag(z));
       else if (z) fail(status, NZ_R_FL_PAD);
     }
   };
@@ -514,20 +516,25 @@ static __device__ void fl_decode_part(const NzShape &sh, const uint8_t *in, int3
   }
 }
 
-__global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+template <typename Out>
+__global__ void __launch_bounds__(FL_THREADS) k_fl_decode(NzShape sh, const uint8_t *in, Out out, NzFrame *fr) {
   nz_pdl_enter();
   const uint32_t f = blockIdx.y;
   NzFrame *F = &fr[f];
   if (F->status || F->coder != NCCLZ_CODER_FIXEDLEN) return;
-  fl_decode_tile(sh, in, sym + (size_t)f * sh.frame_symbols, *F, blockIdx.x, &F->status, &F->check);
+  fl_decode_tile(sh, in, out.frame(sh, f, in, *F), *F, blockIdx.x, &F->status, &F->check);
 }
 
-ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s) {
+template <typename Out>
+ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, const Out &out, NzFrame *fr, cudaStream_t s) {
   uint32_t tiles = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_symbols, 32), sh.p0);
-  nz_launch(k_fl_decode, dim3(tiles, sh.n_frames), FL_THREADS, 0, s, sh, d_in, d_sym, fr);
+  nz_launch(k_fl_decode<Out>, dim3(tiles, sh.n_frames), FL_THREADS, 0, s, sh, d_in, out, fr);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
+template ncclzStatus nz_fixedlen_decode(const NzShape &, const uint8_t *, const NzCodesOut &, NzFrame *, cudaStream_t);
+template ncclzStatus nz_fixedlen_decode(const NzShape &, const uint8_t *, const NzQsgdOut &, NzFrame *, cudaStream_t);
+template ncclzStatus nz_fixedlen_decode(const NzShape &, const uint8_t *, const NzEbOut &, NzFrame *, cudaStream_t);
 
 /* ------------------------------------------------------------ one frame in one kernel */
 
@@ -608,7 +615,7 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check<256>(one_copy_side(a.scales, sw, P), &a.st->check);
-  nz_raw_copy_chunk((const uint32_t *)sym, P + sw, n, sw, &a.st->check);
+  nz_raw_copy_chunk((const uint32_t *)sym, NzWords{(int32_t *)(P + sw)}, n, sw, &a.st->check);
   if (blockIdx.x == 0 && threadIdx.x == 0) a.st->coded_bytes = 4 * n;
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
 }
@@ -698,9 +705,10 @@ ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
  * side data, then decodes its RAW chunk or its part of a FIXEDLEN tile; the last writes the
  * status (the payload check first, as k_finalize_decode) and resets the state. */
+template <typename Out>
 __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned mask, const uint8_t *in,
                                                            const uint64_t *offsets, size_t in_stride, size_t in_len,
-                                                           int32_t *sym, float *scales, uint32_t *status_out,
+                                                           Out out, float *scales, uint32_t *status_out,
                                                            NzOneState *st) {
   nz_pdl_enter();
   __shared__ NzFrame s_f;
@@ -721,12 +729,12 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
       if (F.payload_bytes - F.side_bytes != 4 * F.n) {
         if (blockIdx.x == 0 && threadIdx.x == 0) fail(&st->status, NZ_R_RAW_SIZE);
       } else {
-        nz_raw_copy_chunk(src + sw, (uint32_t *)sym, F.n, sw, &st->check);
+        nz_raw_copy_chunk(src + sw, out.frame(sh, 0, in, F), F.n, sw, &st->check);
       }
     } else if (F.coder == NCCLZ_CODER_FIXEDLEN) {
       const uint32_t parts = (uint32_t)ncclz_ceil_div(sh.p0, FLP_BLOCKS), tile = blockIdx.x / parts;
       const uint32_t part = blockIdx.x - tile * parts;
-      fl_decode_part(sh, in, sym, F, tile, part, &st->status, &st->check);
+      fl_decode_part(sh, in, out.frame(sh, 0, in, F), F, tile, part, &st->status, &st->check);
     }
   }
   if (!nz_one_last(st) || threadIdx.x) return;
@@ -737,16 +745,23 @@ __global__ void __launch_bounds__(FL_THREADS) k_decode_one(NzShape sh, unsigned 
   *status_out = status;
 }
 
+template <typename Out>
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
-                          size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
+                          size_t in_stride, size_t in_len, const Out &out, float *d_scales, uint32_t *d_status,
                           NzOneState *st, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
   const uint64_t tiles = ncclz_ceil_div(ncclz_ceil_div(n, 32), sh.p0) * ncclz_ceil_div(sh.p0, FLP_BLOCKS),
                  chunks = ncclz_ceil_div(n, NZ_RAW_CHUNK);
   uint64_t grid = tiles > chunks ? tiles : chunks;
   grid = grid ? grid : 1;
-  nz_launch(k_decode_one, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, d_sym,
+  nz_launch(k_decode_one<Out>, (unsigned)grid, FL_THREADS, 0, s, sh, mask, d_in, d_offsets, in_stride, in_len, out,
             d_scales, d_status, st);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
+#define NZ_ONE_DECODE_OF(Out)                                                                                    \
+  template ncclzStatus nz_one_decode(const NzShape &, unsigned, const uint8_t *, const uint64_t *, size_t, size_t, \
+                                     const Out &, float *, uint32_t *, NzOneState *, cudaStream_t)
+NZ_ONE_DECODE_OF(NzCodesOut);
+NZ_ONE_DECODE_OF(NzQsgdOut);
+NZ_ONE_DECODE_OF(NzEbOut);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.cuh"
+#include "decode_out.cuh"
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
@@ -210,7 +210,7 @@ __global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_
   if (only_fallback ? !fr[f].fallback : !sh.takes(fr, f, NCCLZ_CODER_RAW)) return;
   const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
   uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
-  nz_raw_copy_chunk(src, dst, n, sw, &fr[f].check);
+  nz_raw_copy_chunk(src, NzWords{(int32_t *)dst}, n, sw, &fr[f].check);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
 }
 
@@ -271,7 +271,8 @@ __global__ void k_side_decode(NzShape sh, const uint8_t *in, float *scales, NzFr
   nz_add_check<256>(chk, &fr[f].check);
 }
 
-__global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr) {
+template <typename Out>
+__global__ void k_raw_decode(NzShape sh, const uint8_t *in, Out out, NzFrame *fr) {
   nz_pdl_enter();
   uint32_t f = blockIdx.y;
   if (fr[f].status || fr[f].coder != NCCLZ_CODER_RAW) return;
@@ -281,8 +282,7 @@ __global__ void k_raw_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFram
     return;
   }
   const uint32_t *src = (const uint32_t *)(in + fr[f].src + 64) + sw;
-  uint32_t *dst = (uint32_t *)sym + (size_t)f * sh.frame_symbols;
-  nz_raw_copy_chunk(src, dst, n, sw, &fr[f].check);
+  nz_raw_copy_chunk(src, out.frame(sh, f, in, fr[f]), n, sw, &fr[f].check);
 }
 
 /* The payload check comes before the coder's checks in the reference's order, so it wins. */
@@ -444,9 +444,17 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
-ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
-                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
-                                 float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
+/* The codes array of an output that writes codes; NULL for one that writes floats. */
+static int32_t *codes_of(const NzCodesOut &o) { return o.sym; }
+template <typename Out>
+static int32_t *codes_of(const Out &) { return nullptr; }
+
+/* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh);
+ * HUFFMAN frames decode to codes only (mask with HUFFMAN: out must be NzCodesOut). */
+template <typename Out>
+static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, const Out &out,
+                                float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   ncclzCudaBatch bb = *b;
   bb.params = params_or_default(bb.params);
   ncclzStatus st = check_batch(&bb);
@@ -457,6 +465,7 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
   NzLayout L = nz_layout(&bb, 1, 0);
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: workspace %zu < %zu", ws_bytes, L.total);
   unsigned mask = coder_mask ? coder_mask : 1u << bb.coder;
+  if (mask & 4u && !codes_of(out)) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: HUFFMAN frames decode to codes only");
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   NzShape sh = nz_shape(&bb, 0);
   ncclzCudaBatch fb = bb, hb = bb;
@@ -465,27 +474,65 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
   /* per-coder shapes: the frame's p0 is checked against the coder's own parameter */
   NzShape shf = nz_shape(&fb, 0), shh = nz_shape(&hb, 0);
   if (bb.ws_zeroed && one_on() && nf == 1 && !(mask & 4u)) /* no look-back: any frame size */
-    return nz_one_decode(shf, mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status,
+    return nz_one_decode(shf, mask, d_in, d_in_offsets, in_stride, in_len, out, d_scales, d_status,
                          ws_at<NzOneState>(d_ws, L.one), s);
   nz_launch(k_parse, (nf + 127) / 128, 128, 0, s, sh, d_in, d_in_offsets, in_stride, in_len, mask, shf.p0, shh.p0, fr);
   NZ_LAUNCHED();
   if (sh.side_per_frame) {
-    nz_launch(k_side_decode, dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s, 
+    nz_launch(k_side_decode, dim3((sh.side_per_frame + 255) / 256 < 64 ? (sh.side_per_frame + 255) / 256 : 64, nf), 256, 0, s,
         sh, d_in, d_scales, fr);
     NZ_LAUNCHED();
   }
   if (mask & 1u) {
-    nz_launch(k_raw_decode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_in, d_sym, fr);
+    nz_launch(k_raw_decode<Out>, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_in,
+              out, fr);
     NZ_LAUNCHED();
   }
-  if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, d_sym, fr, s)) != NCCLZ_OK) return st;
+  if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, out, fr, s)) != NCCLZ_OK) return st;
   if (mask & 4u &&
-      (st = nz_huffman_decode(shh, d_in, d_sym, fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
+      (st = nz_huffman_decode(shh, d_in, codes_of(out), fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
           NCCLZ_OK)
     return st;
   nz_launch(k_finalize_decode, (nf + 127) / 128, 128, 0, s, sh, fr, d_status);
   NZ_LAUNCHED();
   return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
+                                 float *d_scales, uint32_t *d_status, void *d_ws, size_t ws_bytes, cudaStream_t s) {
+  return decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, NzCodesOut{d_sym}, d_scales, d_status, d_ws,
+                      ws_bytes, s);
+}
+
+/* log2 of a power of two, else 0xFF (NzQsgdOut.bucket_log2). */
+static uint32_t log2_of_pow2(uint32_t v) { return v && !(v & (v - 1)) ? (uint32_t)__builtin_ctz(v) : 0xFFu; }
+
+ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                        const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, int32_t *d_sym,
+                                        float *d_scales, float *d_x, uint32_t *d_status, void *d_ws, size_t ws_bytes,
+                                        void *d_qws, size_t qws_bytes, cudaStream_t s) {
+  const ncclzQuantParams *q = b ? b->quant : NULL;
+  if (!q || (q->kind != NCCLZ_QUANT_QSGD && q->kind != NCCLZ_QUANT_EB) || !d_x)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode+dequantize: needs a QSGD or EB batch and an output");
+  const unsigned mask = coder_mask ? coder_mask : 1u << b->coder;
+  const bool fused = !(mask & 4u) && (q->kind == NCCLZ_QUANT_QSGD ? b->side_scales : !q->lorenzo);
+  if (fused && q->kind == NCCLZ_QUANT_QSGD) {
+    const double lv = (double)((1 << (q->qsgd_bits - 1)) - 1);
+    const NzQsgdOut out = {d_x, q->qsgd_bucket, log2_of_pow2(q->qsgd_bucket), lv, 1.0 / lv};
+    return decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, out, d_scales, d_status, d_ws, ws_bytes, s);
+  }
+  if (fused) {
+    const NzEbOut out = {d_x, q->abs_eb, b->d_abs_eb, q->has_fill, q->fill_value};
+    return decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, out, d_scales, d_status, d_ws, ws_bytes, s);
+  }
+  if (!d_sym || (q->kind == NCCLZ_QUANT_QSGD && !d_scales))
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode+dequantize: this batch decodes to d_sym (and QSGD scales) first");
+  ncclzStatus st = ncclzCudaDecodeBatch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, d_sym, d_scales, d_status,
+                                        d_ws, ws_bytes, s);
+  if (st != NCCLZ_OK) return st;
+  if (q->kind == NCCLZ_QUANT_QSGD) return ncclzCudaDequantizeQsgd(q, d_sym, b->n_symbols, d_scales, d_x, s);
+  return ncclzCudaDequantizeEB(q, b->d_abs_eb, d_sym, b->n_symbols, d_x, d_qws, qws_bytes, s);
 }
 
 const char *ncclzCudaStatusReason(uint32_t status) {

@@ -221,14 +221,22 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
 
 #define NZ_RAW_CHUNK 8192u /* symbols per CTA for RAW copies */
 
-/* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode), with their
- * share of the payload check (word i of the payload sits at sw + i). 256 threads. */
-static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, uint32_t *dst, uint32_t n, uint32_t sw,
+/* A writer of a frame's 32-bit words: put(i, c) stores c as word i. */
+struct NzWords {
+  int32_t *p;
+  __device__ __forceinline__ void put(uint32_t i, int32_t c) const { p[i] = c; }
+};
+
+/* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode) to dst (a
+ * writer as NzWords), with their share of the payload check (word i of the payload sits at sw +
+ * i). 256 threads. */
+template <typename Dst>
+static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, const Dst &dst, uint32_t n, uint32_t sw,
                                                 uint32_t *check) {
   uint32_t chk = 0;
   for (uint32_t i = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * NZ_RAW_CHUNK; i += 256) {
-    uint32_t w = src[i];
-    dst[i] = w;
+    const uint32_t w = src[i];
+    dst.put(i, (int32_t)w);
     chk += nz_chk(w, sw + i);
   }
   nz_add_check<256>(chk, check);
@@ -450,10 +458,6 @@ struct NzQsgd {
 #define NZ_ONE_QSGD_SYMS 2048u
 static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
-/* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN. */
-ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
-                          size_t in_stride, size_t in_len, int32_t *d_sym, float *d_scales, uint32_t *d_status,
-                          NzOneState *st, cudaStream_t s);
 
 /* nz_lookback_wait over windows of 32 J units: each lane loads its J words of the window at once
  * (one round trip for 32 J predecessors, where the 32-unit window takes one per 32), then sums
@@ -507,7 +511,6 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lookback, cudaStream_t s);
-ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
 ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,

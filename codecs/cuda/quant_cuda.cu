@@ -6,7 +6,7 @@
 #include <cuda/functional>
 #include <math.h>
 
-#include "internal.cuh"
+#include "decode_out.cuh"
 #include "../eb_code.h"
 
 /* ------------------------------------------------------------ EB */
@@ -742,7 +742,7 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
 #pragma unroll
     for (int k = 0; k < LZ_MAXE; k++) {
       uint32_t e = tid + k * LZ_THREADS;
-      if (e < P) x[base + e] = (float)((double)(int32_t)s[e] * step);
+      if (e < P) x[base + e] = nz_eb_value((int32_t)s[e], step, 0, 0.0f); /* no fill here */
     }
     __syncthreads();
   }
@@ -847,8 +847,8 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_lz_inv_pipe(const int32_t *d
         if (col) run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
         else run = v;
         *(float4 *)(x + (size_t)pl * P + y * d2 + 4 * cg) =
-            make_float4((float)((double)(int32_t)run.x * step), (float)((double)(int32_t)run.y * step),
-                        (float)((double)(int32_t)run.z * step), (float)((double)(int32_t)run.w * step));
+            make_float4(nz_eb_value((int32_t)run.x, step, 0, 0.0f), nz_eb_value((int32_t)run.y, step, 0, 0.0f),
+                        nz_eb_value((int32_t)run.z, step, 0, 0.0f), nz_eb_value((int32_t)run.w, step, 0, 0.0f));
       }
     }
   }
@@ -873,7 +873,7 @@ __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double 
   nz_pdl_enter();
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
-  auto one = [&](int32_t v) { return v == NCCLZ_FILL_CODE && has_fill ? fill : (float)((double)v * step); };
+  auto one = [&](int32_t v) { return nz_eb_value(v, step, has_fill, fill); };
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   if ((((uintptr_t)c | (uintptr_t)x) & 15) == 0) {
     const size_t n4 = n / 4;
@@ -1039,13 +1039,6 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
   }
 }
 
-/* One dequantized value: (float)(RN(c scale) / s) as the reference; nz_div_rn instead of the division
- * where the product is finite (a finite scale), the division otherwise. */
-static __device__ __forceinline__ float qsgd_value(int32_t c, double scale, double s, double rs) {
-  const double p = (double)c * scale;
-  return (float)(isfinite(p) ? nz_div_rn(p, s, rs) : p / s);
-}
-
 /* int4 in, float4 out (QD_UNROLL in flight a thread) when both are 16-byte aligned and a bucket
  * holds whole groups of 4; the rest scalar. rs = RN(1 / s). */
 #define QD_UNROLL 4
@@ -1070,13 +1063,13 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
         const size_t q = q0 + u * stride;
         if (q >= n4) break;
         const double scale = sc[u];
-        ((float4 *)x)[q] = make_float4(qsgd_value(c[u].x, scale, s, rs), qsgd_value(c[u].y, scale, s, rs),
-                                       qsgd_value(c[u].z, scale, s, rs), qsgd_value(c[u].w, scale, s, rs));
+        ((float4 *)x)[q] = make_float4(nz_qsgd_value(c[u].x, scale, s, rs), nz_qsgd_value(c[u].y, scale, s, rs),
+                                       nz_qsgd_value(c[u].z, scale, s, rs), nz_qsgd_value(c[u].w, scale, s, rs));
       }
     }
     done = 4 * n4;
   }
-  for (size_t i = done + gid; i < n; i += stride) x[i] = qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
+  for (size_t i = done + gid; i < n; i += stride) x[i] = nz_qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
 }
 
 static ncclzStatus check_qsgd(const ncclzQuantParams *p) {

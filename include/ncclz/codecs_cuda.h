@@ -76,6 +76,20 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
                                  const uint64_t *d_in_offsets, size_t in_stride, size_t in_len,
                                  int32_t *d_sym, float *d_scales, uint32_t *d_status,
                                  void *d_ws, size_t ws_bytes, cudaStream_t stream);
+/* Decode and dequantize in one call, the floats to d_x: what ncclzCudaDecodeBatch then
+ * ncclzCudaDequantizeQsgd (b->quant QSGD, b->side_scales) or ncclzCudaDequantizeEB (b->quant EB;
+ * its bound b->d_abs_eb, else quant->abs_eb) give, bit for bit. Where the quantizer works element
+ * by element (QSGD, EB without Lorenzo) and coder_mask leaves HUFFMAN out, the decoders write the
+ * floats themselves: the data is read and written once, d_sym is not touched (may be NULL) and
+ * d_scales gets the side scales when not NULL. Otherwise the codes go to d_sym first (QSGD: the
+ * scales to d_scales, both needed), then the dequantizer runs (EB with Lorenzo: d_qws of
+ * ncclzCudaQuantWorkspaceSize(n_symbols) bytes). d_status as ncclzCudaDecodeBatch; a frame whose
+ * status is not 0 leaves its part of d_x unspecified. */
+ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
+                                        const uint64_t *d_in_offsets, size_t in_stride, size_t in_len,
+                                        int32_t *d_sym, float *d_scales, float *d_x, uint32_t *d_status,
+                                        void *d_ws, size_t ws_bytes, void *d_qws, size_t qws_bytes,
+                                        cudaStream_t stream);
 /* Quantize and encode in one call: what ncclzCudaQsgdQuantize (b->quant, QSGD; d_scales and d_sym
  * written) then ncclzCudaEncodeBatch (b->side_scales set) do. One FIXEDLEN frame on a zeroed
  * workspace (ws_zeroed, up to 256 Ki symbols, buckets of 128 to 2,048 dividing 2,048, 16-byte
