@@ -69,11 +69,14 @@ struct NzEbOut {
 };
 
 /* The decoders behind ncclzCudaDecodeBatch and ncclzCudaDecodeDequantBatch, for each Out above
- * (instantiated in fixedlen_cuda.cu and frame_cuda.cu). */
+ * (instantiated beside their kernels). */
 template <typename Out>
 ncclzStatus nz_fixedlen_decode(const NzShape &sh, const uint8_t *d_in, const Out &out, NzFrame *fr, cudaStream_t s);
 template <typename Out> /* sh: the FIXEDLEN shape (its p0, the batch's T); mask without HUFFMAN */
 ncclzStatus nz_one_decode(const NzShape &sh, unsigned mask, const uint8_t *d_in, const uint64_t *d_offsets,
                           size_t in_stride, size_t in_len, const Out &out, float *d_scales, uint32_t *d_status,
                           NzOneState *st, cudaStream_t s);
+template <typename Out>
+ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, const Out &out, NzFrame *fr, uint32_t *lut,
+                              uint32_t *tables, cudaStream_t s);
 #endif

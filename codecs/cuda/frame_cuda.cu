@@ -444,13 +444,7 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
-/* The codes array of an output that writes codes; NULL for one that writes floats. */
-static int32_t *codes_of(const NzCodesOut &o) { return o.sym; }
-template <typename Out>
-static int32_t *codes_of(const Out &) { return nullptr; }
-
-/* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh);
- * HUFFMAN frames decode to codes only (mask with HUFFMAN: out must be NzCodesOut). */
+/* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh). */
 template <typename Out>
 static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, const uint8_t *d_in,
                                 const uint64_t *d_in_offsets, size_t in_stride, size_t in_len, const Out &out,
@@ -465,7 +459,6 @@ static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, co
   NzLayout L = nz_layout(&bb, 1, 0);
   if (ws_bytes < L.total) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: workspace %zu < %zu", ws_bytes, L.total);
   unsigned mask = coder_mask ? coder_mask : 1u << bb.coder;
-  if (mask & 4u && !codes_of(out)) return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode: HUFFMAN frames decode to codes only");
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   NzShape sh = nz_shape(&bb, 0);
   ncclzCudaBatch fb = bb, hb = bb;
@@ -490,7 +483,7 @@ static ncclzStatus decode_batch(const ncclzCudaBatch *b, unsigned coder_mask, co
   }
   if (mask & 2u && (st = nz_fixedlen_decode(shf, d_in, out, fr, s)) != NCCLZ_OK) return st;
   if (mask & 4u &&
-      (st = nz_huffman_decode(shh, d_in, codes_of(out), fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
+      (st = nz_huffman_decode(shh, d_in, out, fr, ws_at<uint32_t>(d_ws, L.lut), ws_at<uint32_t>(d_ws, L.table), s)) !=
           NCCLZ_OK)
     return st;
   nz_launch(k_finalize_decode, (nf + 127) / 128, 128, 0, s, sh, fr, d_status);
@@ -515,8 +508,7 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
   const ncclzQuantParams *q = b ? b->quant : NULL;
   if (!q || (q->kind != NCCLZ_QUANT_QSGD && q->kind != NCCLZ_QUANT_EB) || !d_x)
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode+dequantize: needs a QSGD or EB batch and an output");
-  const unsigned mask = coder_mask ? coder_mask : 1u << b->coder;
-  const bool fused = !(mask & 4u) && (q->kind == NCCLZ_QUANT_QSGD ? b->side_scales : !q->lorenzo);
+  const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b->side_scales : !q->lorenzo;
   if (fused && q->kind == NCCLZ_QUANT_QSGD) {
     const double lv = (double)((1 << (q->qsgd_bits - 1)) - 1);
     const NzQsgdOut out = {d_x, q->qsgd_bucket, log2_of_pow2(q->qsgd_bucket), lv, 1.0 / lv};

@@ -10,8 +10,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "decode_out.cuh"
 #include "huff_block.cuh"
-#include "internal.cuh"
 
 #define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8194 */
 #define BOOK_THREADS 1024
@@ -809,7 +809,8 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
  * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
 static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
-__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+template <typename Out>
+__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
                                                            uint32_t seg_words) {
   nz_pdl_enter();
@@ -856,7 +857,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
   const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
   if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
-  int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+  const typename Out::Frame dst = out.frame(sh, f, in, *F);
   for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
     if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
     for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
@@ -871,7 +872,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, co
     __syncwarp();
     for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
       uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
-      if (c0 + lane < cr) dst[(size_t)kr * S + c0 + lane] = stage[warp][r][lane];
+      if (c0 + lane < cr) dst.put(kr * S + c0 + lane, stage[warp][r][lane]);
     }
     __syncwarp();
   }
@@ -921,14 +922,17 @@ static __device__ uint32_t hf_segment_end(const uint32_t *w, uint32_t words, uin
   return 0;
 }
 
-/* The reference's serial decode of a segment: 0 or the first reason it fails. */
-static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count, int32_t *out) {
+/* The reference's serial decode of a segment to dst's symbols from `at` on: 0 or the first reason
+ * it fails. */
+template <typename Dst>
+static __device__ uint32_t hf_serial(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count, const Dst &dst,
+                                     uint32_t at) {
   HfReader r = {w, words, 0, 0, 0};
   for (uint32_t i = 0; i < count; i++) {
     int32_t v;
     const uint32_t bad = hf_symbol(b, r, v);
     if (bad) return bad;
-    out[i] = v;
+    dst.put(at + i, v);
   }
   return hf_segment_end(w, words, r.pos());
 }
@@ -955,8 +959,9 @@ static __device__ void hf_mark(const HfBook &b, const uint32_t *w, uint32_t word
  * the set bits before word i: lane l decodes symbols l, l + 32, ... each from its own start, so
  * that the lanes share the symbols evenly whatever the codes' lengths in their slices, and the
  * stores are coalesced. Returns where the last symbol ends (all lanes). */
+template <typename Dst>
 static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, uint32_t words, const uint32_t *bm,
-                                           const uint32_t *pre, uint32_t count, int32_t *dst) {
+                                           const uint32_t *pre, uint32_t count, const Dst &dst, uint32_t at) {
   uint32_t used = 0;
   for (uint32_t i = threadIdx.x & 31; i < count; i += 32) {
     uint32_t lo = 0, hi = words; /* the last word whose prefix is <= i */
@@ -972,7 +977,7 @@ static __device__ uint32_t hf_write_ranked(const HfBook &b, const uint32_t *w, u
     r.seek(start);
     int32_t v;
     hf_symbol(b, r, v); /* valid: the parse reached symbol count - 1 without a failure */
-    dst[i] = v;
+    dst.put(at + i, v);
     if (i == count - 1) used = r.pos();
   }
   return __reduce_max_sync(NZ_FULL, used);
@@ -1028,8 +1033,9 @@ static __device__ void hf_resync(const HfBook &b, const uint32_t *w, uint32_t wo
  * False when the segment is not valid (an invalid code or escape before the count-th symbol, too
  * few symbols, a wrong end): the caller then runs the serial decode for the reference's reason.
  * All lanes call it. */
+template <typename Dst>
 static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint32_t words, uint32_t count,
-                                       uint32_t *bm, uint32_t *pre, int32_t *dst) {
+                                       uint32_t *bm, uint32_t *pre, const Dst &dst, uint32_t at) {
   const uint32_t lane = threadIdx.x & 31, per = (words + 31) / 32;
   const uint32_t w0 = lane * per < words ? lane * per : words, w1 = w0 + per < words ? w0 + per : words;
   const uint32_t r0 = 32 * w0, r1 = 32 * w1;
@@ -1056,7 +1062,7 @@ static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint3
     c += __popc(bm[i]);
   }
   __syncwarp();
-  return hf_segment_end(w, words, hf_write_ranked(b, w, words, bm, pre, count, dst)) == 0;
+  return hf_segment_end(w, words, hf_write_ranked(b, w, words, bm, pre, count, dst, at)) == 0;
 }
 
 /* Shared words per decoding warp for a segment's coded words, and as many for the bitmap of its
@@ -1071,7 +1077,8 @@ static __device__ bool hf_warp_segment(const HfBook &b, const uint32_t *w, uint3
 static uint32_t dec_stage_words(uint32_t S) { return S < 512u ? S : 512u; }
 
 /* A warp per segment (grid-stride over the frame's segments), the tables in shared memory. */
-__global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, int32_t *sym, NzFrame *fr,
+template <typename Out>
+__global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
                                                               const uint32_t *lut, const uint32_t *tables,
                                                               uint32_t stage_words) {
   nz_pdl_enter();
@@ -1099,7 +1106,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   uint32_t *stage = dec_room + warp * 3 * stage_words, *bm = stage + stage_words, *pre = bm + stage_words;
-  int32_t *dst = sym + (size_t)f * sh.frame_symbols;
+  const typename Out::Frame dst = out.frame(sh, f, in, *F);
   uint32_t chk = 0;
   for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
     const uint32_t begin = __ldg(P + H - nseg + k), end = k + 1 < nseg ? __ldg(P + H - nseg + k + 1) : stream_bytes;
@@ -1119,11 +1126,10 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
     }
     __syncwarp();
     const uint32_t *w = staged ? stage : src;
-    int32_t *out = dst + (size_t)k * S;
-    if (!(staged && hf_warp_segment(b, stage, words, count, bm, pre, out))) {
+    if (!(staged && hf_warp_segment(b, stage, words, count, bm, pre, dst, k * S))) {
       __syncwarp();
       uint32_t bad = 0;
-      if (lane == 0) bad = hf_serial(b, w, words, count, out);
+      if (lane == 0) bad = hf_serial(b, w, words, count, dst, k * S);
       if (bad) hf_fail(F, bad);
     }
     __syncwarp();
@@ -1131,7 +1137,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   nz_add_check_warp(chk, &F->check);
 }
 
-ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
+template <typename Out>
+ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, const Out &out, NzFrame *fr, uint32_t *lut,
                               uint32_t *tables, cudaStream_t s) {
   size_t smem = sizeof(TableShared);
   NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -1141,9 +1148,9 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   if ((uint64_t)nseg * sh.n_frames >= NZ_HF_THREAD_SEGMENTS) {
     const uint32_t seg_words = dec_seg_words(sh.p0);
     const size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
-    NZ_CUDA(cudaFuncSetAttribute(k_hf_decode_thread, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
-    nz_launch(k_hf_decode_thread, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
-              sh, d_in, d_sym, fr, lut, tables, seg_words);
+    NZ_CUDA(cudaFuncSetAttribute(k_hf_decode_thread<Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
+    nz_launch(k_hf_decode_thread<Out>, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
+              sh, d_in, out, fr, lut, tables, seg_words);
     NZ_LAUNCHED();
     return NCCLZ_OK;
   }
@@ -1151,9 +1158,15 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d
   /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
   const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
   const size_t room = sizeof(uint32_t) * 3 * stage_words * DEC_WARPS;
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
-  nz_launch(k_hf_decode, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, d_sym, fr, lut,
-            tables, stage_words);
+  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode<Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
+  nz_launch(k_hf_decode<Out>, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, out, fr,
+            lut, tables, stage_words);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
+#define NZ_HUFFMAN_DECODE_OF(Out)                                                                             \
+  template ncclzStatus nz_huffman_decode(const NzShape &, const uint8_t *, const Out &, NzFrame *, uint32_t *, \
+                                         uint32_t *, cudaStream_t)
+NZ_HUFFMAN_DECODE_OF(NzCodesOut);
+NZ_HUFFMAN_DECODE_OF(NzQsgdOut);
+NZ_HUFFMAN_DECODE_OF(NzEbOut);

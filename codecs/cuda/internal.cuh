@@ -233,11 +233,19 @@ struct NzWords {
 template <typename Dst>
 static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, const Dst &dst, uint32_t n, uint32_t sw,
                                                 uint32_t *check) {
+  const uint32_t end = n < (blockIdx.x + 1) * NZ_RAW_CHUNK ? n : (blockIdx.x + 1) * NZ_RAW_CHUNK;
   uint32_t chk = 0;
-  for (uint32_t i = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i < n && i < (blockIdx.x + 1) * NZ_RAW_CHUNK; i += 256) {
-    const uint32_t w = src[i];
-    dst.put(i, (int32_t)w);
-    chk += nz_chk(w, sw + i);
+  /* four loads in flight a thread: a dequantizing dst computes while the next words arrive */
+  for (uint32_t i0 = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i0 < end; i0 += 4 * 256) {
+    uint32_t w[4];
+#pragma unroll
+    for (uint32_t u = 0; u < 4; u++) w[u] = i0 + u * 256 < end ? src[i0 + u * 256] : 0u;
+#pragma unroll
+    for (uint32_t u = 0; u < 4; u++)
+      if (i0 + u * 256 < end) {
+        dst.put(i0 + u * 256, (int32_t)w[u]);
+        chk += nz_chk(w[u], sw + i0 + u * 256);
+      }
   }
   nz_add_check<256>(chk, check);
 }
@@ -516,6 +524,4 @@ uint32_t nz_huffman_units(const NzShape &sh);
 ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                               unsigned long long *lookback, uint32_t *hist, uint32_t *table,
                               cudaStream_t s);
-ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, int32_t *d_sym, NzFrame *fr, uint32_t *lut,
-                              uint32_t *tables, cudaStream_t s);
 #endif
