@@ -809,8 +809,10 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
  * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
 static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
+/* Six CTAs an SM (80 registers a thread at most): the occupancy the decoder is bound by. */
+#define DEC_MIN_CTAS 6
 template <typename Out>
-__global__ void __launch_bounds__(DEC_THREADS) k_hf_decode_thread(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
+__global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
                                                            uint32_t seg_words) {
   nz_pdl_enter();
