@@ -38,8 +38,8 @@ struct NzQsgdOut {
     const float *scales;
     uint32_t n_scales, bucket, bucket_log2;
     double s, rs;
-    __device__ __forceinline__ void put(uint32_t i, int32_t c) const {
-      const uint32_t b = bucket_log2 != 0xFFu ? i >> bucket_log2 : i / bucket;
+    __device__ __forceinline__ void put(size_t i, int32_t c) const {
+      const size_t b = bucket_log2 != 0xFFu ? i >> bucket_log2 : i / bucket;
       const double scale = b < n_scales ? (double)__ldg(scales + b) : 0.0; /* a corrupt frame's stays in bounds */
       p[i] = nz_qsgd_value(c, scale, s, rs);
     }
@@ -61,7 +61,7 @@ struct NzEbOut {
     double step;
     int has_fill;
     float fill;
-    __device__ __forceinline__ void put(uint32_t i, int32_t c) const { p[i] = nz_eb_value(c, step, has_fill, fill); }
+    __device__ __forceinline__ void put(size_t i, int32_t c) const { p[i] = nz_eb_value(c, step, has_fill, fill); }
   };
   __device__ Frame frame(const NzShape &sh, uint32_t f, const uint8_t *, const NzFrame &) const {
     return {x + (size_t)f * sh.frame_symbols, 2.0 * (d_abs_eb ? *d_abs_eb : abs_eb), has_fill, fill};

@@ -874,7 +874,7 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
     __syncwarp();
     for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
       uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
-      if (c0 + lane < cr) dst.put(kr * S + c0 + lane, stage[warp][r][lane]);
+      if (c0 + lane < cr) dst.put((size_t)kr * S + c0 + lane, stage[warp][r][lane]);
     }
     __syncwarp();
   }

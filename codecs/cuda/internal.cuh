@@ -224,7 +224,7 @@ static __device__ inline uint32_t nz_lookback_wait(unsigned long long *st, uint3
 /* A writer of a frame's 32-bit words: put(i, c) stores c as word i. */
 struct NzWords {
   int32_t *p;
-  __device__ __forceinline__ void put(uint32_t i, int32_t c) const { p[i] = c; }
+  __device__ __forceinline__ void put(size_t i, int32_t c) const { p[i] = c; }
 };
 
 /* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode) to dst (a
