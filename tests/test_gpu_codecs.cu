@@ -24,7 +24,7 @@ static uint32_t g_dequant_cases, g_dequant_fused; /* decode + dequantize calls c
 
 /* Decode and dequantize in one call (ncclzCudaDecodeDequantBatch) of the encoded slots against the
  * CPU's dequantizer of sym (after its inverse Lorenzo), bit for bit, every frame's status 0; where
- * the call fuses (QSGD with side scales or EB without Lorenzo, any coder) d_sym must
+ * the call fuses (EB without Lorenzo; QSGD with side scales and no HUFFMAN in the mask) d_sym must
  * stay untouched. Quantizers the CPU refuses to dequantize (synthetic scales) are not compared. */
 static void dequant_case(const char *name, const ncclzCudaBatch &b, unsigned mask, const uint8_t *d_out, size_t slot,
                          const int32_t *sym, const float *scales, void *d_ws, size_t wsd) {
@@ -62,7 +62,8 @@ static void dequant_case(const char *name, const ncclzCudaBatch &b, unsigned mas
   for (uint32_t k = 0; k < nf && !bad; k++) bad = fst[k];
   CHECK(bad == 0, "%s: decode + dequantize status %s", name, ncclzCudaStatusReason(bad));
   CHECK(memcmp(got.data(), want.data(), 4 * n) == 0, "%s: decode + dequantize identical to the cpu's", name);
-  const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b.side_scales : !q->lorenzo;
+  const unsigned m = mask ? mask : 1u << b.coder;
+  const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b.side_scales && !(m & 4u) : !q->lorenzo;
   size_t touched = 0;
   for (size_t i = 0; i < n; i++) touched += after[i] != (int32_t)0xA5A5A5A5;
   if (fused) CHECK(touched == 0, "%s: one pass leaves d_sym alone (%zu words written)", name, touched);

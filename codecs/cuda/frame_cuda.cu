@@ -508,7 +508,11 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
   const ncclzQuantParams *q = b ? b->quant : NULL;
   if (!q || (q->kind != NCCLZ_QUANT_QSGD && q->kind != NCCLZ_QUANT_EB) || !d_x)
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda decode+dequantize: needs a QSGD or EB batch and an output");
-  const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b->side_scales : !q->lorenzo;
+  /* QSGD's HUFFMAN frames take the two passes: its dequantizer in the thread-a-segment decoder's
+   * row stores made the 256 MiB decode slower (377 GB/s against 416), where EB's gained (300
+   * against 281) */
+  const unsigned mask = coder_mask ? coder_mask : 1u << b->coder;
+  const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b->side_scales && !(mask & 4u) : !q->lorenzo;
   if (fused && q->kind == NCCLZ_QUANT_QSGD) {
     const double lv = (double)((1 << (q->qsgd_bits - 1)) - 1);
     const NzQsgdOut out = {d_x, q->qsgd_bucket, log2_of_pow2(q->qsgd_bucket), lv, 1.0 / lv};

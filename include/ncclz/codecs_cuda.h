@@ -79,7 +79,8 @@ ncclzStatus ncclzCudaDecodeBatch(const ncclzCudaBatch *b, unsigned coder_mask, c
 /* Decode and dequantize in one call, the floats to d_x: what ncclzCudaDecodeBatch then
  * ncclzCudaDequantizeQsgd (b->quant QSGD, b->side_scales) or ncclzCudaDequantizeEB (b->quant EB;
  * its bound b->d_abs_eb, else quant->abs_eb) give, bit for bit. Where the quantizer works element
- * by element (QSGD with side scales, EB without Lorenzo), the decoders write the floats
+ * by element (EB without Lorenzo; QSGD with side scales where coder_mask leaves HUFFMAN out,
+ * which is faster in two passes), the decoders write the floats
  * themselves: the data is read and written once, d_sym is not touched (may be NULL) and
  * d_scales gets the side scales when not NULL. Otherwise the codes go to d_sym first (QSGD: the
  * scales to d_scales, both needed), then the dequantizer runs (EB with Lorenzo: d_qws of
