@@ -246,3 +246,13 @@ void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count,
     sp->nchunks = ncclzScheduleChunksFor(sp, count, cfg->chunk_bytes / dsize,
                                          cfg->max_chunks ? cfg->max_chunks : NCCLZ_DEFAULT_MAX_CHUNKS);
 }
+
+int ncclz_exec_pair_rebuilds(const ncclzConfig *cfg, ncclzAlgorithm algo, ncclzCoderPolicy policy, ncclzCollective coll,
+                             size_t count, int nranks, int root, size_t dsize, const ncclzSchedule *s) {
+  ncclzConfig pair = *cfg;
+  ncclzScheduleSpec sp;
+  pair.algorithm = algo;
+  pair.policy = policy;
+  ncclz_exec_spec(&pair, coll, count, nranks, root, dsize, &sp);
+  return sp.algo != s->algo || sp.nchunks * (sp.nchannels ? sp.nchannels : 1) != s->nchunks;
+}

@@ -78,6 +78,11 @@ uint32_t ncclz_exec_chain_chunks(const ncclzConfig *cfg, size_t count, int nrank
  * max_chunks, 0: 64), or on a chain with a profile ncclz_exec_chain_chunks. */
 void ncclz_exec_spec(const ncclzConfig *cfg, ncclzCollective coll, size_t count, int nranks, int root, size_t dsize,
                      ncclzScheduleSpec *sp);
+/* Whether the auto pair (algo, policy) runs another schedule than s, which the call was built with
+ * under the config's policy: another algorithm, or a chain whose chunks the pair's coder cuts
+ * otherwise (ncclz_exec_spec with the pair's algorithm and policy, as the cost model priced it). */
+int ncclz_exec_pair_rebuilds(const ncclzConfig *cfg, ncclzAlgorithm algo, ncclzCoderPolicy policy, ncclzCollective coll,
+                             size_t count, int nranks, int root, size_t dsize, const ncclzSchedule *s);
 
 /* Float spacing at |v| (what rounding a result of that size to float can cost, twice over). */
 double ncclz_exec_f32_ulp(double v);

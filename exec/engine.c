@@ -314,10 +314,12 @@ static ncclzStatus alloc_chunks(run_t *r) {
   return ok ? NCCLZ_OK : ncclzSetError(NCCLZ_ERR_NOMEM, "executor staging for chunks of %zu elements", mc);
 }
 
-/* The call's schedule with the algorithm `algo` (AUTO: ncclz_exec_spec's), and its largest chunk. */
+/* The call's schedule with the algorithm `algo` (AUTO: ncclz_exec_spec's) and the call's policy (a
+ * chain's chunks), and its largest chunk. */
 static ncclzStatus build_schedule(run_t *r, ncclzAlgorithm algo, int root) {
   ncclzConfig cfg = r->c->cfg;
   if (algo != NCCLZ_ALGO_AUTO) cfg.algorithm = algo;
+  cfg.policy = r->policy;
   ncclzScheduleSpec sp;
   ncclz_exec_spec(&cfg, r->coll, r->count, r->t->nranks, root, r->dsize, &sp);
   ncclzScheduleFree(&r->s);
@@ -419,7 +421,9 @@ static ncclzStatus choose_pair(run_t *r, const float *x, int root) {
     r->st->quant_bound = 0;
     r->quantized = 0;
   }
-  if (ch.algorithm != r->s.algo && (st = build_schedule(r, ch.algorithm, root)) != NCCLZ_OK)
+  if (ncclz_exec_pair_rebuilds(&r->c->cfg, ch.algorithm, r->policy, r->coll, r->count, r->t->nranks, root, r->dsize,
+                               &r->s) &&
+      (st = build_schedule(r, ch.algorithm, root)) != NCCLZ_OK)
     r->t->abort(r->t, ncclzLastError()); /* local, past the agreement: wake the peers */
   return st;
 }

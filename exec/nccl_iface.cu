@@ -348,11 +348,12 @@ static ncclzStatus sample_wire(grun *r, double *w) {
   return st;
 }
 
-/* The schedule, units and buffers of the chosen algorithm (the cells keep their codes: their size
- * does not depend on the schedule). */
+/* The schedule, units and buffers of the chosen pair (the cells keep their codes: their size does
+ * not depend on the schedule). */
 static ncclzStatus rebuild(grun *r, ncclzAlgorithm algo) {
   ncclzConfig cfg = r->c->cfg;
   cfg.algorithm = algo;
+  cfg.policy = r->policy; /* a chain's chunks */
   ncclzScheduleSpec sp;
   ncclz_exec_spec(&cfg, r->coll, r->count, r->c->nranks, r->root, r->ds, &sp);
   ncclzUnitListFree(&r->ul);
@@ -380,5 +381,6 @@ ncclzStatus choose_pair(grun *r, int *plain) {
     return NCCLZ_OK;
   }
   if (r->policy != NCCLZ_POLICY_AUTO) r->coder[0] = r->coder[1] = ncclz_exec_policy_coder(r->policy);
-  return ch.algorithm == r->s.algo ? NCCLZ_OK : rebuild(r, ch.algorithm);
+  int again = ncclz_exec_pair_rebuilds(&c->cfg, ch.algorithm, r->policy, r->coll, r->count, c->nranks, r->root, r->ds, &r->s);
+  return again ? rebuild(r, ch.algorithm) : NCCLZ_OK;
 }

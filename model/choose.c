@@ -343,27 +343,32 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   return fmax((2 * C - 1) * period, streams) + fill;
 }
 
-/* REA on the ring decides once per call, as the executor: the first chunk's frame (one rank's
- * codes) on the communicator's link, then whether the call's frames pay for its interface
- * (ncclzReaCallWorthIt; the host's time per unit is handed back, as the replay does under the
- * piggy-backed headers). -1: the call runs as plain NCCL. */
-static int ring_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, const plan *p, double C, double ch) {
+/* REA decides once per call, as the executor: the first chunk's frame of raw bytes (one rank's
+ * codes) in a pipeline of C frames on the communicator's link, then whether the call's `units`
+ * frame sends pay for its interface (ncclzReaCallWorthIt; the host's time per unit is handed back,
+ * as the replay does under the piggy-backed headers). -1: the call runs as plain NCCL. */
+static int rea_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, double raw, double C, double units) {
   int net = in->nodes > 1;
   ncclzTransportHint hint = net ? NCCLZ_HINT_NET : NCCLZ_HINT_NVLINK;
-  double raw = p->chunk_range / C, steps = 0;
-  for (int s = 0; s < p->n; s++) steps += p->st[s].steps;
   ncclzReaDecision dec;
   int c = rea_frame(prof, in, net, 1, raw, C, &dec);
   if (c == NCCLZ_CODER_RAW) return -1;
   dec.time_us[NCCLZ_CODER_RAW] += ncclzProfileUnitUs(prof, hint);
-  ncclzReaCall call = {(double)in->bytes, steps * C * ch, raw, in->data_class, C};
+  ncclzReaCall call = {(double)in->bytes, units, raw, in->data_class, C};
   return ncclzReaCallWorthIt(prof, hint, &dec, (ncclzCoder)c, &call) ? c : -1;
+}
+
+/* The ring's call: its steps' sends of C chunks on every channel. */
+static int ring_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, const plan *p, double C, double ch) {
+  double steps = 0;
+  for (int s = 0; s < p->n; s++) steps += p->st[s].steps;
+  return rea_call_coder(prof, in, p->chunk_range / C, C, steps * C * ch);
 }
 
 static uint32_t channels_of(const ncclzChoiceInput *in) { return in->channels ? in->channels : (uint32_t)in->rails; }
 
 int ncclzChoiceServes(ncclzCollective c) {
-  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER || c == NCCLZ_BROADCAST;
 }
 
 static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
@@ -381,6 +386,8 @@ static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
          ncclzChoiceServes(in->coll);
 }
 
+static double broadcast_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol);
+
 double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
                          ncclzChoiceCoder pol) {
   if ((unsigned)pol >= NCCLZ_CHOICE_CODERS || (pol != NCCLZ_CHOICE_PLAIN && !prof) || !runs(in, algo))
@@ -388,7 +395,9 @@ double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, n
   double S = (double)in->bytes, ch = channels_of(in), t;
   int net = in->nodes > 1;
   if (in->nodes * in->gpus_per_node == 1) return 0.0;
-  if (algo == NCCLZ_ALGO_TREE) {
+  if (in->coll == NCCLZ_BROADCAST) {
+    if ((t = broadcast_us(prof, in, pol)) < 0) return broadcast_us(prof, in, NCCLZ_CHOICE_PLAIN);
+  } else if (algo == NCCLZ_ALGO_TREE) {
     t = tree_us(prof, in, ch, pol);
   } else {
     plan p;
@@ -523,4 +532,22 @@ uint32_t ncclzChainChunks(const ncclzProfile *prof, const ncclzChoiceInput *in, 
     }
   }
   return (uint32_t)grid[pick];
+}
+
+/* Broadcast: one chain a channel from the root (the ring's), every chunk's transfer on each hop and
+ * its codec work on the chain's period (chain_us): plain NCCL in its slices, a coder in the chunks
+ * the executor cuts before it sees the data (ncclzChainChunks without the CR) at the CR of one
+ * rank's codes (frames are forwarded as they are), REA with the coder of its call-level decision.
+ * -1: REA runs the call as plain NCCL. */
+static double broadcast_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol) {
+  double ch = channels_of(in), range = (double)in->bytes / ch;
+  if (pol == NCCLZ_CHOICE_PLAIN)
+    return chain_us(prof, in, range, fmax(1.0, ceil(range / NCCLZ_NCCL_BCAST_SLICE_BYTES)), -1, 1.0);
+  ncclzChoiceInput cut = *in;
+  cut.cr_ranks = 0;
+  double C = ncclzChainChunks(prof, &cut, range, pol);
+  int coder = pol == NCCLZ_CHOICE_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN
+              : pol == NCCLZ_CHOICE_HUFFMAN ? NCCLZ_CODER_HUFFMAN
+                                            : rea_call_coder(prof, in, range / C, C, C * ch);
+  return coder < 0 ? -1.0 : chain_us(prof, in, range, C, coder, cr_of(in, coder, 1));
 }

@@ -119,7 +119,8 @@ static uint32_t replayable(const ncclzSimPlatform *p, const ncclzSimOptions *opt
     if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
     int tree_x = a == NCCLZ_ALGO_TREE && p->nodes > 64 && p->placement == NCCLZ_PLACE_CONTIGUOUS &&
                  p->topology == NCCLZ_TOPO_NONBLOCKING;
-    if (!tree_x && n > cap && ncclzSimChooseFidelity(p, &o, why, sizeof why) == NCCLZ_FID_FULL) continue;
+    int chain_x = o.coll == NCCLZ_BROADCAST; /* its chains extrapolate, or the replay says why not */
+    if (!tree_x && !chain_x && n > cap && ncclzSimChooseFidelity(p, &o, why, sizeof why) == NCCLZ_FID_FULL) continue;
     mask |= 1u << a;
   }
   return mask;

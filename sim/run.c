@@ -226,9 +226,7 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
   return NCCLZ_OK;
 }
 
-/* NCCL's Simple protocol: a 4 MiB buffer of NCCL_STEPS = 8 steps, and Broadcast moves one step a
- * slice (BROADCAST_CHUNKSTEPS = BROADCAST_SLICESTEPS = 1, NCCL's src/include/collectives.h). */
-#define SIM_NCCL_BCAST_SLICE (512u << 10)
+#define SIM_NCCL_BCAST_SLICE NCCLZ_NCCL_BCAST_SLICE_BYTES /* schedule.h */
 
 /* Chunks of a block as the executor cuts it: chunks of chunk_bytes (the frame size by default), at
  * least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead; the executor's

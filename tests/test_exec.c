@@ -429,6 +429,7 @@ static void test_broadcast_chunks(const ncclzProfile *prof) {
     cfg.chunk_bytes = 2u << 10;
     cfg.max_chunks = 0;
     cfg.ranks_per_node = 3;
+    cfg.algorithm = NCCLZ_ALGO_RING; /* the config's policy, REA's own for auto (the auto pair: test_exec_auto) */
     uint32_t k = ncclz_exec_chain_chunks(&cfg, count, n, 4);
     CHECK(k >= count * 4 / cfg.chunk_bytes && k <= NCCLZ_CHAIN_MAX_CHUNKS, "%s/%s: %u chunks on a chain of 9 ranks", md->quant,
           ncclzPolicyName(md->policy), k);

@@ -62,10 +62,16 @@ static const tcase cases[] = {
     {"gradients qsgd, fixedlen forced", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_FIXEDLEN, D_GRAD, NCCLZ_ALLREDUCE,
      NCCLZ_DTYPE_F32, 0},
     {"noise, raw frames: nothing sampled", "none", NCCLZ_POLICY_RAW, D_NOISE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 0},
+    {"noise broadcast -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, 1},
+    {"gradients qsgd 8 broadcast -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_BROADCAST,
+     NCCLZ_DTYPE_F32, 0},
+    {"block-sparse lossless broadcast", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, -1},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-static size_t count_of(const tcase *c) { return c->coll == NCCLZ_ALLREDUCE ? COUNT : COUNT / NR; }
+static size_t count_of(const tcase *c) {
+  return c->coll == NCCLZ_ALLREDUCE || c->coll == NCCLZ_BROADCAST ? COUNT : COUNT / NR;
+}
 
 /* Rank q's input, rounded to the dtype, as floats (n_in elements). */
 static float *inputs_of(const tcase *c, int q, size_t n_in) {
@@ -128,24 +134,26 @@ static int same_everywhere(ncclzTransport *t, const double *v, size_t n) {
     }                                                                  \
   } while (0)
 
-/* The agreed CR a lossless f32 call must report: every rank's own sample, the least CR per coder. */
+/* The agreed CR a lossless f32 call must report: every rank's own sample, the least CR per coder
+ * (Broadcast: the root's, rank 0, the only input). */
 static void expected_cr(const ncclzConfig *cfg, const tcase *c, float *const *all, size_t n_in, double *cr) {
   double w[PAIR_SLOTS], m[PAIR_SLOTS] = {0};
-  for (int q = 0; q < NR; q++) {
+  for (int q = 0; q < (c->coll == NCCLZ_BROADCAST ? 1 : NR); q++) {
     ncclz_exec_sample_wire(cfg, NULL, (const int32_t *)all[q], n_in, ncclzDtypeSize(c->dt), w);
     for (int k = 0; k < PAIR_SLOTS; k++) m[k] = fmax(m[k], w[k]);
   }
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) cr[k] = 1.0 / m[k];
 }
 
-/* The call ran its pair: no frames when plain, else frames of the pair's coder. */
-static void check_ran(int *bad, const tcase *c, const ncclzExecStats *s) {
+/* The call ran its pair: no frames when plain, else frames of the pair's coder; a chain (Broadcast
+ * on the 4 ranks) in the chunks the pair's coder cuts it into, which the cost model priced. */
+static void check_ran(int *bad, const tcase *c, const ncclzConfig *cfg, int me, const ncclzExecStats *s) {
   if (s->policy == NCCLZ_POLICY_OFF) {
     RCHECK(bad, s->frames == 0 && s->frame_bytes == s->raw_bytes, "%s: plain pair sent %llu frames", c->name,
            (unsigned long long)s->frames);
     return;
   }
-  RCHECK(bad, s->frames > 0, "%s: a framed pair sent no frames", c->name);
+  RCHECK(bad, s->frames + s->chunks_received > 0, "%s: a framed pair moved no frames", c->name);
   ncclzCoder only = s->policy == NCCLZ_POLICY_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN
                     : s->policy == NCCLZ_POLICY_HUFFMAN ? NCCLZ_CODER_HUFFMAN
                     : s->policy == NCCLZ_POLICY_RAW     ? NCCLZ_CODER_RAW
@@ -153,6 +161,12 @@ static void check_ran(int *bad, const tcase *c, const ncclzExecStats *s) {
   if (only != NCCLZ_CODER_COUNT)
     RCHECK(bad, s->coder_mix[only] == s->frames, "%s: %llu of %llu frames %s", c->name,
            (unsigned long long)s->coder_mix[only], (unsigned long long)s->frames, ncclzPolicyName(s->policy));
+  ncclzConfig pair = *cfg;
+  pair.policy = s->policy;
+  uint32_t k = ncclz_exec_chain_chunks(&pair, count_of(c), NR, ncclzDtypeSize(c->dt));
+  if (c->coll == NCCLZ_BROADCAST && me != 0)
+    RCHECK(bad, s->chunks_received == k, "%s rank %d: %llu frames received, the pair's chain cuts %u", c->name, me,
+           (unsigned long long)s->chunks_received, k);
 }
 
 static void check_pair(int *bad, ncclzTransport *t, const tcase *c, const ncclzConfig *cfg, const ncclzExecStats *s,
@@ -221,7 +235,7 @@ static int rank_body(ncclzTransport *t, const ncclzProfile *prof) {
     RCHECK(&bad, st == NCCLZ_OK, "%s rank %d: %s", c->name, me, ncclzLastError());
     if (!st) {
       check_pair(&bad, t, c, &cfg, &s, all, n_in);
-      check_ran(&bad, c, &s);
+      check_ran(&bad, c, &cfg, me, &s);
       check_output(&bad, c, out, all, me, s.error_bound);
       ncclzScheduleSpec sp;
       ncclz_exec_spec(&cfg, c->coll, count, NR, 0, ds, &sp);
@@ -239,6 +253,37 @@ static int rank_body(ncclzTransport *t, const ncclzProfile *prof) {
   }
   RCHECK(&bad, rebuilt > 0, "no case ran another algorithm than its provisional schedule");
   return bad;
+}
+
+/* A chain's chunks follow the pair's coder: on 1024 nodes of 8 (the shipped H200 profile) the
+ * counts REA's policy (the provisional schedule of an auto call) and FIXEDLEN's cut differ, and the
+ * pair rebuilds exactly when they do (or on another algorithm). */
+static void test_chain_recut(void) {
+  ncclzProfile h200;
+  ncclzStatus st = ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200);
+  CHECK(st == NCCLZ_OK, "profile: %s", ncclzLastError());
+  if (st) return;
+  ncclzConfig cfg;
+  ncclzConfigDefault(&cfg);
+  cfg.profile = &h200;
+  cfg.ranks_per_node = 8;
+  cfg.policy = NCCLZ_POLICY_AUTO;
+  const int n = 8192;
+  const size_t count = (size_t)1 << 28;
+  ncclzScheduleSpec sp;
+  ncclz_exec_spec(&cfg, NCCLZ_BROADCAST, count, n, 0, 4, &sp);
+  ncclzSchedule s = {0};
+  s.algo = sp.algo;
+  s.nchunks = sp.nchunks * (sp.nchannels ? sp.nchannels : 1);
+  ncclzConfig fl = cfg;
+  fl.policy = NCCLZ_POLICY_FIXEDLEN;
+  uint32_t k_rea = ncclz_exec_chain_chunks(&cfg, count, n, 4), k_fl = ncclz_exec_chain_chunks(&fl, count, n, 4);
+  CHECK(k_rea != k_fl, "REA's and FIXEDLEN's chains both cut %u chunks", k_rea);
+  CHECK(ncclz_exec_pair_rebuilds(&cfg, NCCLZ_ALGO_RING, NCCLZ_POLICY_FIXEDLEN, NCCLZ_BROADCAST, count, n, 0, 4, &s),
+        "FIXEDLEN's pair keeps REA's %u chunks (its own: %u)", k_rea, k_fl);
+  CHECK(!ncclz_exec_pair_rebuilds(&cfg, NCCLZ_ALGO_RING, NCCLZ_POLICY_AUTO, NCCLZ_BROADCAST, count, n, 0, 4, &s),
+        "REA's pair rebuilds its own chain");
+  printf("chain of 8192 ranks, 1 GiB: REA's policy cuts %u chunks, FIXEDLEN's %u: the pair rebuilds\n", k_rea, k_fl);
 }
 
 typedef struct {
@@ -291,6 +336,7 @@ int main(int argc, char **argv) {
     CHECK(grads[f] && len == COUNT * 4, "%s: %zu bytes", name, len);
     if (!grads[f]) return tu_finish("test_exec_auto");
   }
+  test_chain_recut();
   int under_mpi = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE");
   if (!st && under_mpi && ncclzMpiAvailable())
     run_mpi(&argc, &argv, &prof);

@@ -148,8 +148,8 @@ typedef struct {
                                   units; 0 without units */
   uint64_t chunks_received;    /* frames received (for the per-chunk protocol cost) */
   /* The (algorithm, coder policy) the call ran. Algorithm auto with nodes (ranks_per_node), a
-   * profile and a collective the cost model weighs (allreduce, reducescatter, allgather): the
-   * pair ncclzChoose picks with the data's compression ratio, sampled on every rank after the
+   * profile and a collective the cost model weighs (allreduce, reducescatter, allgather,
+   * broadcast): the pair ncclzChoose picks with the data's compression ratio, sampled on every rank after the
    * quantizer and agreed (the least compressible rank's, per coder); a plain pair (policy off)
    * runs the float collective. Otherwise the config's algorithm (or its auto default) and policy.
    * NCCL backend: a call that REA's earlier vote sends straight to NCCL reads auto/off (NCCL's own

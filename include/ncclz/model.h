@@ -520,8 +520,9 @@ typedef struct {
  * interface of a compressed call. NCCLZ_CHOICE_NO_TIME when the algorithm does not run the call. */
 double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
                          ncclzChoiceCoder policy);
-/* Whether the model weighs collective c (AllReduce, ReduceScatter, AllGather: the ones with a
- * choice of schedule; AlltoAll and Broadcast have only their ring). */
+/* Whether the model weighs collective c: AllReduce, ReduceScatter, AllGather (a choice of schedule
+ * and coder) and Broadcast (its ring's chains: a choice of coder, each frame's codec time on the
+ * chain's period); AlltoAll has only its ring and REA's coders. */
 int ncclzChoiceServes(ncclzCollective c);
 /* Every allowed pair's prediction and the least. NCCLZ_ERR_ARG (one line) when the input is out of
  * range or no allowed pair runs the call. */

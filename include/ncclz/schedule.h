@@ -206,6 +206,9 @@ uint32_t ncclzScheduleChunksFor(const ncclzScheduleSpec *spec, size_t count, siz
  * all the others (Broadcast's ring on 3 ranks or more; on 2 it is one hop): their fill grows with
  * the ranks, so their chunks come from the cost model (ncclzChainChunks, model.h). */
 int ncclzScheduleIsChain(const ncclzScheduleSpec *spec);
+/* Plain NCCL's Broadcast slice: its Simple protocol's 4 MiB buffer of NCCL_STEPS = 8 steps, one step
+ * a slice (BROADCAST_CHUNKSTEPS = BROADCAST_SLICESTEPS = 1, NCCL's src/include/collectives.h). */
+#define NCCLZ_NCCL_BCAST_SLICE_BYTES (512u << 10)
 
 /* NCCL's tuner (schedule/tuner.c): the time its model gives algorithm a (RING or TREE; INFINITY
  * where NCCL does not run it) for a call of `bytes` on `nodes` x `gpus_per_node` ranks whose ring
