@@ -309,10 +309,16 @@ static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
     j->lay.loop = p->gpus_per_node > 1;
     j->lay.p.topology = NCCLZ_TOPO_NONBLOCKING;
   }
-  j->lay.nactors = j->lay.p.nodes * j->lay.p.gpus_per_node;
+  j->lay.collapse = j->collapse;
+  j->lay.nactors = j->lay.p.nodes * (j->collapse ? 1 : j->lay.p.gpus_per_node);
   j->lay.node_of = malloc((size_t)j->lay.nactors * sizeof(int));
   j->lay.gpu_of = malloc((size_t)j->lay.nactors * sizeof(int));
   if (!j->lay.node_of || !j->lay.gpu_of) return -1;
+  for (int a = 0; j->collapse && a < j->lay.nactors; a++) { /* actor v on node v's GPU 0 */
+    j->lay.node_of[a] = a;
+    j->lay.gpu_of[a] = 0;
+  }
+  if (j->collapse) return 0;
   return ncclzSimPlace(&j->lay.p, j->lay.node_of, j->lay.gpu_of) == NCCLZ_OK ? 0 : -1;
 }
 
@@ -458,8 +464,10 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
   set_hint(j, p, o);
 }
 
+/* One replay in a forked child; rail_head as job_init's; fold_core: the full replay of a fold's core
+ * (run_folded), hier's with one actor a node where its GPUs run alike (sim_collapses). */
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                                const ncclzSimOptions *opt, int rail_head, ncclzSimResult *res) {
+                                const ncclzSimOptions *opt, int rail_head, int fold_core, ncclzSimResult *res) {
   memset(res, 0, sizeof *res);
   ncclzStatus st = check_inputs(prof, data, p, opt);
   if (st != NCCLZ_OK) return st;
@@ -483,6 +491,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
 
   sim_job j;
   job_init(&j, prof, data, p, &o, f == NCCLZ_FID_REDUCED, rail_head);
+  j.collapse = fold_core && j.spec.algo == NCCLZ_ALGO_HIER && sim_collapses(p) ? p->gpus_per_node : 0;
   if (plan_call(&j)) { /* as the executor: every rank plans RAW, so the call is plain NCCL */
     o.compress = NCCLZ_SIM_OFF;
     size_job(&j, prof, &o);
@@ -537,7 +546,7 @@ static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *dat
   q.nodes = m / p->gpus_per_node;
   u.bytes = block_elems * (uint64_t)m * eb;
   u.every_step = 1;
-  return sim_run_once(prof, data, &q, &u, 0, r);
+  return sim_run_once(prof, data, &q, &u, 0, 0, r);
 }
 
 /* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes: each step of a ring in
@@ -568,9 +577,9 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
   q.nodes = SIM_TREE_SHORT;
-  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
   q.nodes = SIM_TREE_LONG;
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, &b);
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, 0, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = floor(log2((double)p->nodes));
@@ -594,11 +603,11 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
 static ncclzStatus run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *opt, ncclzSimResult *res) {
   int h1 = SIM_RAIL_HEAD, m1 = p->nodes - 1;
-  if (m1 <= 2 * h1 + SIM_RAIL_TAIL) return sim_run_once(prof, data, p, opt, 0, res);
+  if (m1 <= 2 * h1 + SIM_RAIL_TAIL) return sim_run_once(prof, data, p, opt, 0, 0, res);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
-  ncclzStatus st = sim_run_once(prof, data, p, opt, h1, &a);
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, p, opt, 2 * h1, &b);
+  ncclzStatus st = sim_run_once(prof, data, p, opt, h1, 0, &a);
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, p, opt, 2 * h1, 0, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   extrapolate(&a, &b, h1, 2 * h1, m1 - SIM_RAIL_TAIL, res);
@@ -643,9 +652,9 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   u.min_chunks = u.max_chunks = point_chunks(prof, data, p, o); /* the long chain's, on the short ones */
   double t0 = ncclzNowSeconds();
   q.nodes = SIM_RING_SHORT / g;
-  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, &a);
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
   q.nodes = SIM_RING_LONG / g;
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, &b);
+  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, 0, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
@@ -780,6 +789,12 @@ static ncclzSimPlatform fold_scaled(const ncclzSimPlatform *p, int hier, int pc)
   return q;
 }
 
+/* The full replay of a fold's core q (o: fidelity full, every step). */
+static ncclzStatus fold_replay(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
+                               const ncclzSimOptions *o, ncclzSimResult *r) {
+  return sim_run_once(prof, data, q, o, 0, 1, r);
+}
+
 /* One of a fold's two replays, run in a forked child while the caller runs the other (each
  * replay itself forks; the two take both cores). */
 typedef struct {
@@ -795,7 +810,7 @@ static pid_t fold_start(const ncclzProfile *prof, const ncclzSimData *data, cons
   if (pid == 0) {
     fold_report fr;
     memset(&fr, 0, sizeof fr);
-    fr.st = sim_run_schedule(prof, data, q, o, &fr.r);
+    fr.st = fold_replay(prof, data, q, o, &fr.r);
     if (fr.st != NCCLZ_OK) snprintf(fr.err, sizeof fr.err, "%s", ncclzLastError());
     ssize_t w = write(fds[1], &fr, sizeof fr);
     _exit(w == (ssize_t)sizeof fr ? 0 : 3);
@@ -837,7 +852,7 @@ static ncclzStatus run_folded_two(const ncclzProfile *prof, const ncclzSimData *
   int fd = -1;
   pid_t pid = fold_start(prof, data, &qa, full, &fd);
   if (pid < 0) return NCCLZ_ERR_IO; /* pipe_fork set the error */
-  ncclzStatus st = sim_run_schedule(prof, data, &qb, full, &rb), sa = fold_finish(pid, fd, &ra);
+  ncclzStatus st = fold_replay(prof, data, &qb, full, &rb), sa = fold_finish(pid, fd, &ra);
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   /* each level of the core adds its steps' latency (AllReduce: a halving and a doubling) */
@@ -869,7 +884,7 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   ncclzStatus st;
   if (mp > 0 && mq > 0) {
     ncclzSimResult r;
-    if ((st = sim_run_schedule(prof, data, &q, &full, &r)) != NCCLZ_OK) return st;
+    if ((st = fold_replay(prof, data, &q, &full, &r)) != NCCLZ_OK) return st;
     fold_scale(&r, p, &q, res);
     res->time_us = r.time_us + (mp - mq);
     snprintf(res->why, sizeof res->why,
@@ -925,7 +940,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
     return run_rail_extrapolated(prof, data, p, opt, res);
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
       SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
-    return sim_run_once(prof, data, p, opt, 0, res);
+    return sim_run_once(prof, data, p, opt, 0, 0, res);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
   ncclzStatus st = run_ring_of(prof, data, p, opt, n, SIM_RING_SHORT, &a);
