@@ -94,7 +94,11 @@ static int proxied(const rank_ctx *c, const ncclzOp *o) {
 static int peer_actor(const rank_ctx *c, const ncclzOp *o) {
   const sim_job *j = c->job;
   int peer = o->peer;
-  if (j->collapse) return peer / j->lay.p.gpus_per_node; /* the actor of the peer's node */
+  if (j->collapse) { /* the actor of the peer's node; the mirror's: this one inside the node, else the other */
+    int g = j->lay.p.gpus_per_node;
+    if (!j->mirror) return peer / g;
+    return peer / g == c->s.rank / g && !proxied(c, o) ? c->a : 1 - c->a;
+  }
   if (!j->reduced) return peer;
   if (j->mirror) {
     int g = j->lay.p.gpus_per_node, same = peer / g == c->s.rank / g, side = c->a / g;
@@ -365,7 +369,7 @@ int sim_hier_typical_nodes(int m, int g, int rep[2]) {
 }
 
 int sim_actor_rank(const sim_job *j, int a) {
-  if (j->collapse) return a * j->lay.p.gpus_per_node; /* the node's GPU 0 */
+  if (j->collapse) return (j->mirror ? j->rep_node[a] : a) * j->lay.p.gpus_per_node; /* the node's GPU 0 */
   if (!j->mirror) return a % j->nranks;
   int g = j->lay.p.gpus_per_node;
   return j->rep_node[a / g] * g + a % g;
