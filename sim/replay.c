@@ -77,15 +77,15 @@ typedef struct {
 static void *coder_payload(ncclzCoder c) { return (void *)(uintptr_t)(c + 1); }
 static ncclzCoder payload_coder(void *p) { return (ncclzCoder)((uintptr_t)p - 1); }
 
+/* Collapse: op i is one GPU's own permutation transfer (moves 1/G of its bytes through the NIC
+ * that the actor's one flow shares for G GPUs). */
+static int gpu_op(const rank_ctx *c, size_t i) { return c->origin && i < c->s.nops && c->origin[i] >= 0; }
+
 /* The actor that plays the peer of op o. The mirror plays a peer on another node by the actor of
  * its local index on the other simulated node; hier's block permutation (a transpose of nodes and
  * local indices, not symmetric) by the other node's actor of this actor's own index: each of a
  * typical node's GPUs sends one block across nodes and receives one (sim_hier_typical_nodes), so
  * every NIC carries the permutation's load of the full replay. */
-/* Collapse: op i is one GPU's own permutation transfer (moves 1/G of its bytes through the NIC
- * that the actor's one flow shares for G GPUs). */
-static int gpu_op(const rank_ctx *c, size_t i) { return c->origin && i < c->s.nops && c->origin[i] >= 0; }
-
 static int proxied(const rank_ctx *c, const ncclzOp *o) {
   if (c->job->collapse) return gpu_op(c, (size_t)(o - c->s.ops));
   return c->job->mirror && c->job->spec.algo == NCCLZ_ALGO_HIER && o->phase == NCCLZ_PHASE_EXCHANGE;
@@ -461,21 +461,22 @@ static int perm_span(const ncclzSchedule *s, size_t *lo, size_t *hi) {
   return 0;
 }
 
-/* Places the permutation ops of GPU q's list `from` (span [lo, hi)) into s->ops of actor v's merged
- * list at *n on: chunk k's sends (want_send) or receives, mapping their old indices in map. */
-static void perm_place(ncclzSchedule *s, const ncclzSchedule *from, size_t lo, size_t hi, uint32_t step, uint32_t k,
+/* Places the permutation ops of GPU q's list `from` (span [lo, hi)) into the merged list ops at *n
+ * on: step's chunk k's sends (want_send) or receives, mapping their old indices in map. */
+static void perm_place(ncclzOp *ops, const ncclzSchedule *from, size_t lo, size_t hi, uint32_t step, uint32_t k,
                        int want_send, int q, int16_t *origin, int32_t *map, size_t *n) {
   for (size_t i = lo; i < hi; i++) {
     const ncclzOp *o = &from->ops[i];
     if (o->kind > NCCLZ_OP_RECV || o->step != step || o->chunk != k || (o->kind == NCCLZ_OP_SEND) != want_send) continue;
     map[i] = (int32_t)*n;
     origin[*n] = (int16_t)q;
-    s->ops[(*n)++] = *o;
+    ops[(*n)++] = *o;
   }
 }
 
 /* A dep of GPU q's op (list index d, permutation span [lo, hi)): before the span every GPU's list is
- * alike (GPU 0's index), inside it the merged index, after it (GPU 0 only) shifted by `shift`. */
+ * alike (the kept GPU's index), inside it the merged index, after it (the kept GPU's ops only)
+ * shifted by `shift`. */
 static int32_t perm_dep(int32_t d, size_t lo, size_t hi, const int32_t *map, long shift) {
   if (d < 0 || (size_t)d < lo) return d;
   return (size_t)d < hi ? map[d] : (int32_t)(d + shift);
@@ -495,11 +496,24 @@ static int perm_typical(const ncclzSchedule *gs, const size_t *lo, const size_t 
   return best;
 }
 
+/* The first and last step of the GPUs' permutation spans. */
+static void span_steps(const ncclzSchedule *gs, const size_t *lo, const size_t *hi, int g, uint32_t *first,
+                       uint32_t *last) {
+  *first = UINT32_MAX;
+  *last = 0;
+  for (int q = 0; q < g; q++)
+    for (size_t i = lo[q]; i < hi[q]; i++) {
+      *first = gs[q].ops[i].step < *first ? gs[q].ops[i].step : *first;
+      *last = gs[q].ops[i].step > *last ? gs[q].ops[i].step : *last;
+    }
+}
+
 /* Collapse (sim_job.collapse) of hier's ReduceScatter or AllGather: the node's GPUs send their
  * permutation blocks to different nodes, so actor v's list takes every GPU's permutation transfers
- * in place of one GPU's: chunk by chunk, the GPUs' sends, then their receives. origin marks each
- * with its GPU. Outside the permutation the list is a typical GPU's (perm_typical): every GPU's is
- * alike there (the stages are symmetric in the local index), so deps keep their indices. */
+ * in place of one GPU's: step by step (a send's dep, an earlier step's receive, comes before it)
+ * and chunk by chunk, the GPUs' sends, then their receives; origin marks each with its GPU.
+ * Outside the permutation the list is a typical GPU's (perm_typical): every GPU's is alike there
+ * (the stages are symmetric in the local index), so deps keep their indices. */
 static int collapse_permutation(const sim_job *j, int v, ncclzSchedule *s, int16_t **origin_out) {
   int g = j->collapse, rc = -1;
   *origin_out = NULL;
@@ -520,21 +534,15 @@ static int collapse_permutation(const sim_job *j, int v, ncclzSchedule *s, int16
   const ncclzSchedule *base = &gs[b];
   size_t nops = base->nops - (hi[b] - lo[b]) + total, n = lo[b];
   long shift = (long)(lo[b] + total) - (long)hi[b];
-  ncclzSchedule merged = *base;
   if (!(ops = malloc(nops * sizeof *ops)) || !(origin = malloc(nops * sizeof *origin))) goto out;
   memcpy(ops, base->ops, lo[b] * sizeof *ops);
   for (size_t i = 0; i < lo[b]; i++) origin[i] = -1;
-  merged.ops = ops;
-  uint32_t first = UINT32_MAX, last = 0; /* the steps of the spans */
-  for (int q = 0; q < g; q++)
-    for (size_t i = lo[q]; i < hi[q]; i++) {
-      first = gs[q].ops[i].step < first ? gs[q].ops[i].step : first;
-      last = gs[q].ops[i].step > last ? gs[q].ops[i].step : last;
-    }
+  uint32_t first, last;
+  span_steps(gs, lo, hi, g, &first, &last);
   for (uint32_t st = first; total && st <= last; st++)
     for (uint32_t k = 0; k < j->spec.nchunks; k++)
       for (int send = 1; send >= 0; send--)
-        for (int q = 0; q < g; q++) perm_place(&merged, &gs[q], lo[q], hi[q], st, k, send, q, origin, map[q], &n);
+        for (int q = 0; q < g; q++) perm_place(ops, &gs[q], lo[q], hi[q], st, k, send, q, origin, map[q], &n);
   for (size_t i = hi[b]; i < base->nops; i++, n++) {
     ops[n] = base->ops[i];
     ops[n].dep = perm_dep(ops[n].dep, lo[b], hi[b], map[b], shift);

@@ -1341,6 +1341,31 @@ static void test_fold_collapse(void) {
          "AllGather %.2e\n", worst[0], worst[1], worst[2]);
 }
 
+/* Plain replays made in the process are reused (a what-if's baseline, auto's plain alternative
+ * and best plain schedule replay the same job): the same job again, its algorithm given or auto,
+ * takes no replay and gives the same result; a change of any input (here the data's CR, which a
+ * plain replay does not read, and the NIC) replays. */
+static void test_plain_memo(void) {
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult a, b, c, d;
+  platform(&p, 3, 5); /* a shape no other test replays */
+  allreduce_opts(&o, 15u << 20, NCCLZ_SIM_OFF);
+  double ta = run_us(&p, &o, &a);
+  o.algorithm = a.algorithm; /* the schedule auto resolved to: the same replay */
+  double tb = run_us(&p, &o, &b);
+  ncclzSimData kept = data;
+  ncclzSimDataConstant(&data, 7.0, 11.0);
+  double tc = run_us(&p, &o, &c);
+  data = kept;
+  p.nic_gbps *= 2;
+  double td = run_us(&p, &o, &d);
+  CHECK(a.wall_s > 0 && b.wall_s == 0.0 && tb == ta && !strcmp(a.why, b.why), "the same plain job: %.3f s %.3f us, "
+        "again %.3f s %.3f us", a.wall_s, ta, b.wall_s, tb);
+  CHECK(c.wall_s > 0 && tc == ta && d.wall_s > 0 && td < ta, "changed inputs replay: data %.3f s %.3f us, NIC %.3f s "
+        "%.3f us", c.wall_s, tc, d.wall_s, td);
+}
+
 int main(void) {
   size_t len;
   char *json = tu_read_file("profile_synthetic.json", &len);
@@ -1353,6 +1378,7 @@ int main(void) {
   test_closed_form_hier();
   test_folds_reduced();
   test_fold_collapse();
+  test_plain_memo();
   test_hier_reduced();
   test_hier_ring_reduced();
   test_hier_ring_extrapolated();
