@@ -911,8 +911,8 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
     fold_scale(&r, p, &q, res);
     res->time_us = r.time_us + (mp - mq);
     snprintf(res->why, sizeof res->why,
-             "reduced, approximate (%s): a full replay of the same fold on %d ranks, plus the cost model's "
-             "difference between the two sizes", SIM_FOLD_ACCURACY, q.nodes * g);
+             "reduced, approximate (%s): the same fold replayed on %d ranks by %d actors, plus the cost model's "
+             "difference", SIM_FOLD_ACCURACY, q.nodes * g, r.actors);
   } else {
     int pa = hier ? SIM_FOLD_NODES_A : SIM_FOLD_RANKS_A;
     if (p2 < 4 * pa) pa = p2 / 4; /* fidelity reduced asked for on a small point */
