@@ -204,6 +204,30 @@ static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
   fprintf(f, " </zone>\n");
 }
 
+int sim_collapses(const ncclzSimPlatform *p) {
+  return p->gpus_per_node > 1 && p->gpus_per_node % p->rails == 0 && !(p->nic_flow_gbps > 0.0);
+}
+
+/* One node whose GPUs one actor plays (sim_layout.collapse): GPU 0 alone, its NVLink link carrying
+ * the intra-node ring's hop to itself (GPU q's UP and GPU q+1's DOWN, one flow each, as here), and
+ * its rail's NIC shared by the G/rails GPUs whose flows the actor's one flow stands for. */
+static void write_collapsed_node(FILE *f, const ncclzSimPlatform *p, int node, int gpus) {
+  char a[48], nv[48], nic[48], gw[48];
+  sim_host_name(a, sizeof a, node, 0);
+  snprintf(nv, sizeof nv, "n%dnv0", node);
+  snprintf(nic, sizeof nic, "n%dnic0", node);
+  snprintf(gw, sizeof gw, "n%dgw", node);
+  fprintf(f, " <zone id=\"n%d\" routing=\"Full\">\n  <host id=\"%s\" speed=\"1Gf\"/>\n  <router id=\"%s\"/>\n", node,
+          a, gw);
+  write_link(f, nv, bps(p, p->nvlink_gbps), p->nvlink_latency_us * 0.5e-6);
+  write_link(f, nic, bps(p, p->nic_gbps) * p->rails / gpus, p->nic_latency_us * 0.5e-6);
+  const link_use self[] = {{nv, "UP"}, {nv, "DOWN"}}, up[] = {{nic, "UP"}}, down[] = {{nic, "DOWN"}};
+  write_route(f, a, a, self, 2);
+  write_route(f, a, gw, up, 1);
+  write_route(f, gw, a, down, 1);
+  fprintf(f, " </zone>\n");
+}
+
 /* Node-to-node routes: direct (non-blocking) or through the leaf uplinks (fat-tree). */
 static void write_fabric(FILE *f, const ncclzSimPlatform *p) {
   int leaves = (p->nodes + (p->topology == NCCLZ_TOPO_FATTREE ? p->nodes_per_leaf : p->nodes) - 1) /
@@ -238,7 +262,9 @@ int sim_platform_write(FILE *f, const sim_layout *lay) {
   const ncclzSimPlatform *p = &lay->p;
   fprintf(f, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   fprintf(f, "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
-  for (int n = 0; n < p->nodes; n++) write_node(f, p, n, lay->loop);
+  for (int n = 0; n < p->nodes; n++)
+    if (lay->collapse) write_collapsed_node(f, p, n, lay->collapse);
+    else write_node(f, p, n, lay->loop);
   write_fabric(f, p);
   fprintf(f, "</zone>\n</platform>\n");
   return ferror(f) ? -1 : 0;

@@ -58,6 +58,14 @@ typedef struct {
   int chan;                  /* the channel this actor plays (sim_channels)       */
   double *enc_free;          /* simulated time (s) when the rank's encode stream is idle */
   double *dec_free;          /* the same, per lane's decode stream (NCCLZ_MAX_COMM_LANES) */
+  int16_t *origin;           /* collapse: per op, the GPU whose own permutation transfer it is (-1: an op
+                                of every GPU of the node alike), else NULL */
+  double *gpu_enc, *gpu_dec; /* collapse: each GPU's encode and decode streams during the permutation */
+  int *pairs_out, *pairs_in; /* collapse: per peer actor, the GPU pairs whose permutation transfers its
+                                slot carries (each pair with its own staging banks) */
+  int in_perm;               /* collapse: the last op was a permutation op (its GPUs' streams in use) */
+  uint32_t round;            /* collapse: 1 + the chunk of the GPUs' sends being issued (0: none) */
+  double round_t;            /* and when the first of them was ready to encode */
   struct {
     long send, recv;         /* the unit's ops (-1: none) */
   } units[UNIT_RING];        /* units posted and not yet drained, a ring */
@@ -69,18 +77,28 @@ typedef struct {
 static void *coder_payload(ncclzCoder c) { return (void *)(uintptr_t)(c + 1); }
 static ncclzCoder payload_coder(void *p) { return (ncclzCoder)((uintptr_t)p - 1); }
 
+/* Collapse: op i is one GPU's own permutation transfer (moves 1/G of its bytes through the NIC
+ * that the actor's one flow shares for G GPUs). */
+static int gpu_op(const rank_ctx *c, size_t i) { return c->origin && i < c->s.nops && c->origin[i] >= 0; }
+
 /* The actor that plays the peer of op o. The mirror plays a peer on another node by the actor of
  * its local index on the other simulated node; hier's block permutation (a transpose of nodes and
  * local indices, not symmetric) by the other node's actor of this actor's own index: each of a
  * typical node's GPUs sends one block across nodes and receives one (sim_hier_typical_nodes), so
  * every NIC carries the permutation's load of the full replay. */
 static int proxied(const rank_ctx *c, const ncclzOp *o) {
+  if (c->job->collapse) return gpu_op(c, (size_t)(o - c->s.ops));
   return c->job->mirror && c->job->spec.algo == NCCLZ_ALGO_HIER && o->phase == NCCLZ_PHASE_EXCHANGE;
 }
 
 static int peer_actor(const rank_ctx *c, const ncclzOp *o) {
   const sim_job *j = c->job;
   int peer = o->peer;
+  if (j->collapse) { /* the actor of the peer's node; the mirror's: this one inside the node, else the other */
+    int g = j->lay.p.gpus_per_node;
+    if (!j->mirror) return peer / g;
+    return peer / g == c->s.rank / g && !proxied(c, o) ? c->a : 1 - c->a;
+  }
   if (!j->reduced) return peer;
   if (j->mirror) {
     int g = j->lay.p.gpus_per_node, same = peer / g == c->s.rank / g, side = c->a / g;
@@ -106,13 +124,14 @@ static sg_mailbox_t mb_get(const rank_ctx *c, sg_mailbox_t *cache, int idx, int 
   return cache[idx];
 }
 
-/* Queues codec work of `us` on a stream (its idle time *free_s); returns when it will be done (s). */
-static double codec_queue(double *free_s, double us) {
-  double now = simgrid_get_clock();
-  double start = *free_s > now ? *free_s : now;
+/* Queues codec work of `us` ready at `ready` (s) on a stream (its idle time *free_s); returns when
+ * it will be done (s). */
+static double codec_queue_at(double *free_s, double us, double ready) {
+  double start = *free_s > ready ? *free_s : ready;
   *free_s = start + us * 1e-6;
   return *free_s;
 }
+static double codec_queue(double *free_s, double us) { return codec_queue_at(free_s, us, simgrid_get_clock()); }
 
 /* The platform's bandwidth factor for a message of `bytes` (1 without a size_factor curve): the
  * message travels as bytes / factor, which is the same time as at factor x the bandwidth. */
@@ -128,10 +147,45 @@ static double raw_bytes_of(const rank_ctx *c, const ncclzOp *o) {
   return (double)len * (double)c->job->elem_bytes;
 }
 
-/* The decode stream of op i's unit. */
+/* The decode stream of op i's unit (a GPU's own permutation transfer: that GPU's). */
 static double *dec_stream(rank_ctx *c, size_t i) {
   const unsigned lanes = c->job->opt->comm_lanes;
+  if (gpu_op(c, i)) return &c->gpu_dec[c->origin[i]];
   return &c->dec_free[lanes ? c->unit[i] % lanes : 0];
+}
+static double *enc_stream(rank_ctx *c, size_t i) { return gpu_op(c, i) ? &c->gpu_enc[c->origin[i]] : c->enc_free; }
+
+/* When send i may start encoding: now, or for a GPU's own permutation send, when the first of its
+ * chunk's sends could: the node's GPUs encode side by side, which the one actor, sleeping until each
+ * encode is done, would otherwise do one after the other. */
+static double encode_ready(rank_ctx *c, size_t i) {
+  double now = simgrid_get_clock();
+  if (!gpu_op(c, i)) return now;
+  if (c->round != c->s.ops[i].chunk + 1) {
+    c->round = c->s.ops[i].chunk + 1;
+    c->round_t = now;
+  }
+  return c->round_t;
+}
+
+/* Collapse: the node's GPUs' streams are alike outside the permutation, where each GPU codes its
+ * own transfers: entering it they start from the actor's, leaving it the actor's wait for the
+ * busiest of them. */
+static void gpu_streams_sync(rank_ctx *c, size_t i) {
+  int g = c->job->collapse, perm = gpu_op(c, i);
+  if (!c->origin || perm == c->in_perm) return;
+  c->in_perm = perm;
+  double dec = 0.0;
+  for (int l = 0; l < NCCLZ_MAX_COMM_LANES; l++) dec = fmax(dec, c->dec_free[l]);
+  for (int q = 0; q < g; q++) {
+    if (perm) {
+      c->gpu_enc[q] = *c->enc_free;
+      c->gpu_dec[q] = dec;
+      continue;
+    }
+    *c->enc_free = fmax(*c->enc_free, c->gpu_enc[q]);
+    for (int l = 0; l < NCCLZ_MAX_COMM_LANES; l++) c->dec_free[l] = fmax(c->dec_free[l], c->gpu_dec[q]);
+  }
 }
 
 /* Ranks whose codes a frame sums: the schedule's nsum (k+1 at ring reduce-scatter step k, all
@@ -141,6 +195,14 @@ static uint32_t frame_k(const ncclzOp *o) { return o->nsum ? o->nsum : 1; }
 /* Frames in flight per peer and direction: the staging banks of each ring channel (NCCL's
  * channels each have their own buffers; the channels of one ring share peers). */
 static int banks_of(const rank_ctx *c) { return (int)(c->job->opt->banks * (c->s.nchannels ? c->s.nchannels : 1)); }
+/* The banks of op i's peer slot: a collapsed permutation slot carries the transfers of as many GPU
+ * pairs as pairs_out/pairs_in say, each pair with its own banks. */
+static int banks_for(const rank_ctx *c, size_t i) {
+  if (!gpu_op(c, i)) return banks_of(c);
+  const ncclzOp *o = &c->s.ops[i];
+  const int *pairs = o->kind == NCCLZ_OP_SEND ? c->pairs_out : c->pairs_in;
+  return banks_of(c) * pairs[peer_actor(c, o)];
+}
 
 /* Waits for the transfer in *slot (a send or a payload), then clears it. */
 static void wait_comm(sg_comm_t *slot) {
@@ -205,7 +267,7 @@ static void do_send(rank_ctx *c, size_t i) {
   const sim_job *j = c->job;
   int p = peer_actor(c, o), slot = peer_slot(c, o, p);
   if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
-  while (c->out_inflight[slot] >= banks_of(c)) wait_oldest_send(c);
+  while (c->out_inflight[slot] >= banks_for(c, i)) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
   uint32_t k = frame_k(o);
   ncclzCoder cd;
@@ -215,28 +277,33 @@ static void do_send(rank_ctx *c, size_t i) {
     sim_hop hop = j->per_hop ? sim_hop_actors(&j->lay, c->a, p) : j->hop;
     cd = sim_pick_coder(j, &hop, k, raw);
     double us = sim_codec_us(j, cd, 0, raw);
-    if (us > 0.0) sg_actor_sleep_until(codec_queue(c->enc_free, us));
+    double ready = encode_ready(c, i), done = us > 0.0 ? codec_queue_at(enc_stream(c, i), us, ready) : 0.0;
+    if (done > simgrid_get_clock()) sg_actor_sleep_until(done);
   }
   double bytes = sim_frame_bytes(j, cd, k, raw);
+  /* collapse: an op of every GPU counts G frames; a GPU's own transfer through the NIC moves 1/G of
+   * its bytes, as G of them share the NIC where the actor's one flow stands for G */
+  int ranks = j->collapse && !gpu_op(c, i) ? j->collapse : 1, share = gpu_op(c, i) && p != c->a ? j->collapse : 1;
   lane_gate(c);
   if (j->opt->compress != NCCLZ_SIM_OFF) /* plain NCCL sends no frames */
-    c->st->frames[cd]++;
-  c->st->wire_bytes += bytes;
-  c->st->raw_bytes += raw;
+    c->st->frames[cd] += (uint64_t)ranks;
+  c->st->wire_bytes += ranks * bytes;
+  c->st->raw_bytes += ranks * raw;
   if (j->opt->size_protocol == NCCLZ_SIZE_HEADER && j->opt->compress != NCCLZ_SIM_OFF)
     sg_comm_detach(sg_mailbox_put_init(mb_get(c, c->hb_out, slot, c->a, p, "h"), coder_payload(cd),
                                        NCCLZ_FRAME_HEADER_BYTES),
                    NULL); /* fire and forget: detach starts it */
   c->comm[i] = sg_mailbox_put_async(mb_get(c, c->mb_out, slot, c->a, p, ""), coder_payload(cd),
-                                    (long)fmax(1.0, bytes / size_factor(&j->lay.p, bytes)));
+                                    (long)fmax(1.0, bytes / share / size_factor(&j->lay.p, bytes)));
   c->sendq[c->sq_tail++] = i;
   c->out_inflight[slot]++;
 }
 
 static void do_recv(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
+  c->round = 0; /* the GPUs' sends of this chunk are issued */
   int p = peer_actor(c, o), slot = peer_slot(c, o, p);
-  while (c->in_inflight[slot] >= banks_of(c) && c->rq_head < c->rq_tail)
+  while (c->in_inflight[slot] >= banks_for(c, i) && c->rq_head < c->rq_tail)
     complete_recv(c, c->recvq[c->rq_head++], 0);
   c->recvq[c->rq_tail++] = i;
   c->in_inflight[slot]++;
@@ -255,6 +322,7 @@ static void rank_actor(int argc, char **argv) {
   for (size_t i = 0; i < c->s.nops; i++) {
     const ncclzOp *o = &c->s.ops[i];
     if (o->kind != NCCLZ_OP_SEND && o->kind != NCCLZ_OP_RECV) continue;
+    gpu_streams_sync(c, i);
     if (ncclzOpStartsUnit(&c->s, i)) { /* a new unit (the executor's rule): the host's turn, then lane_gate */
       c->units[c->u_tail % UNIT_RING].send = c->units[c->u_tail % UNIT_RING].recv = -1;
       c->u_tail++;
@@ -272,6 +340,7 @@ static void rank_actor(int argc, char **argv) {
   }
   while (c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
   while (c->sq_head < c->sq_tail) wait_oldest_send(c);
+  gpu_streams_sync(c, c->s.nops); /* past the list: the GPUs' streams join the actor's */
   double idle = *c->enc_free;
   for (int l = 0; l < NCCLZ_MAX_COMM_LANES; l++) idle = fmax(idle, c->dec_free[l]);
   if (idle > simgrid_get_clock()) sg_actor_sleep_until(idle);
@@ -300,6 +369,7 @@ int sim_hier_typical_nodes(int m, int g, int rep[2]) {
 }
 
 int sim_actor_rank(const sim_job *j, int a) {
+  if (j->collapse) return (j->mirror ? j->rep_node[a] : a) * j->lay.p.gpus_per_node; /* the node's GPU 0 */
   if (!j->mirror) return a % j->nranks;
   int g = j->lay.p.gpus_per_node;
   return j->rep_node[a / g] * g + a % g;
@@ -370,6 +440,138 @@ static int drop_rail_steps(const sim_job *j, ncclzSchedule *s) {
   return 0;
 }
 
+/* The span [*lo, *hi) of a list's permutation transfers (hier's EXCHANGE phase), contiguous: 0, or
+ * -1 when another transfer lies inside it. A rank whose blocks stay put has an empty one where the
+ * permutation would be: AllGather's before its first transfer, ReduceScatter's at the end. */
+static int perm_span(const ncclzSchedule *s, size_t *lo, size_t *hi) {
+  size_t first = s->nops;
+  *lo = *hi = s->nops;
+  for (size_t i = 0; i < s->nops; i++) {
+    const ncclzOp *o = &s->ops[i];
+    if (o->kind > NCCLZ_OP_RECV) continue;
+    if (first == s->nops) first = i;
+    if (o->phase == NCCLZ_PHASE_EXCHANGE) {
+      if (*lo == s->nops) *lo = i;
+      *hi = i + 1;
+    }
+  }
+  if (*lo == s->nops && s->coll == NCCLZ_ALLGATHER) *lo = *hi = first;
+  for (size_t i = *lo; i < *hi; i++)
+    if (s->ops[i].kind <= NCCLZ_OP_RECV && s->ops[i].phase != NCCLZ_PHASE_EXCHANGE) return -1;
+  return 0;
+}
+
+/* Places the permutation ops of GPU q's list `from` (span [lo, hi)) into the merged list ops at *n
+ * on: step's chunk k's sends (want_send) or receives, mapping their old indices in map. */
+static void perm_place(ncclzOp *ops, const ncclzSchedule *from, size_t lo, size_t hi, uint32_t step, uint32_t k,
+                       int want_send, int q, int16_t *origin, int32_t *map, size_t *n) {
+  for (size_t i = lo; i < hi; i++) {
+    const ncclzOp *o = &from->ops[i];
+    if (o->kind > NCCLZ_OP_RECV || o->step != step || o->chunk != k || (o->kind == NCCLZ_OP_SEND) != want_send) continue;
+    map[i] = (int32_t)*n;
+    origin[*n] = (int16_t)q;
+    ops[(*n)++] = *o;
+  }
+}
+
+/* A dep of GPU q's op (list index d, permutation span [lo, hi)): before the span every GPU's list is
+ * alike (the kept GPU's index), inside it the merged index, after it (the kept GPU's ops only)
+ * shifted by `shift`. */
+static int32_t perm_dep(int32_t d, size_t lo, size_t hi, const int32_t *map, long shift) {
+  if (d < 0 || (size_t)d < lo) return d;
+  return (size_t)d < hi ? map[d] : (int32_t)(d + shift);
+}
+
+/* The GPU of node v whose list the collapsed actor keeps outside the permutation: one whose
+ * permutation transfers all cross nodes, as almost every GPU's do (the lists are alike outside it),
+ * else GPU 0. */
+static int perm_typical(const ncclzSchedule *gs, const size_t *lo, const size_t *hi, int g, int v) {
+  int best = 0;
+  size_t most = 0;
+  for (int q = 0; q < g; q++) {
+    size_t net = 0, all = hi[q] - lo[q];
+    for (size_t i = lo[q]; i < hi[q]; i++) net += gs[q].ops[i].peer / g != v;
+    if (all && net == all && net > most) most = net, best = q;
+  }
+  return best;
+}
+
+/* The first and last step of the GPUs' permutation spans. */
+static void span_steps(const ncclzSchedule *gs, const size_t *lo, const size_t *hi, int g, uint32_t *first,
+                       uint32_t *last) {
+  *first = UINT32_MAX;
+  *last = 0;
+  for (int q = 0; q < g; q++)
+    for (size_t i = lo[q]; i < hi[q]; i++) {
+      *first = gs[q].ops[i].step < *first ? gs[q].ops[i].step : *first;
+      *last = gs[q].ops[i].step > *last ? gs[q].ops[i].step : *last;
+    }
+}
+
+/* Collapse (sim_job.collapse) of hier's ReduceScatter or AllGather: the node's GPUs send their
+ * permutation blocks to different nodes, so actor v's list takes every GPU's permutation transfers
+ * in place of one GPU's: step by step (a send's dep, an earlier step's receive, comes before it)
+ * and chunk by chunk, the GPUs' sends, then their receives; origin marks each with its GPU.
+ * Outside the permutation the list is a typical GPU's (perm_typical): every GPU's is alike there
+ * (the stages are symmetric in the local index), so deps keep their indices. */
+static int collapse_permutation(const sim_job *j, int v, ncclzSchedule *s, int16_t **origin_out) {
+  int g = j->collapse, rc = -1;
+  *origin_out = NULL;
+  if (!g || j->spec.algo != NCCLZ_ALGO_HIER || j->spec.coll == NCCLZ_ALLREDUCE) return 0;
+  ncclzSchedule *gs = calloc((size_t)g, sizeof *gs);
+  size_t *lo = calloc((size_t)g, sizeof *lo), *hi = calloc((size_t)g, sizeof *hi), total = 0;
+  int32_t **map = calloc((size_t)g, sizeof *map);
+  int16_t *origin = NULL;
+  ncclzOp *ops = NULL;
+  if (!gs || !lo || !hi || !map) goto out;
+  for (int q = 0; q < g; q++) {
+    if (ncclzScheduleBuildSpec(&j->spec, v * g + q, &gs[q]) || perm_span(&gs[q], &lo[q], &hi[q]) ||
+        lo[q] != lo[0] || !(map[q] = calloc(gs[q].nops + 1, sizeof **map)))
+      goto out;
+    total += hi[q] - lo[q];
+  }
+  int b = perm_typical(gs, lo, hi, g, v);
+  const ncclzSchedule *base = &gs[b];
+  size_t nops = base->nops - (hi[b] - lo[b]) + total, n = lo[b];
+  long shift = (long)(lo[b] + total) - (long)hi[b];
+  if (!(ops = malloc(nops * sizeof *ops)) || !(origin = malloc(nops * sizeof *origin))) goto out;
+  memcpy(ops, base->ops, lo[b] * sizeof *ops);
+  for (size_t i = 0; i < lo[b]; i++) origin[i] = -1;
+  uint32_t first, last;
+  span_steps(gs, lo, hi, g, &first, &last);
+  for (uint32_t st = first; total && st <= last; st++)
+    for (uint32_t k = 0; k < j->spec.nchunks; k++)
+      for (int send = 1; send >= 0; send--)
+        for (int q = 0; q < g; q++) perm_place(ops, &gs[q], lo[q], hi[q], st, k, send, q, origin, map[q], &n);
+  for (size_t i = hi[b]; i < base->nops; i++, n++) {
+    ops[n] = base->ops[i];
+    ops[n].dep = perm_dep(ops[n].dep, lo[b], hi[b], map[b], shift);
+    origin[n] = -1;
+  }
+  for (size_t i = lo[b]; i < lo[b] + total; i++) {
+    int q = origin[i];
+    ops[i].dep = perm_dep(ops[i].dep, lo[q], hi[q], map[q], shift);
+  }
+  if (n != nops) goto out; /* a permutation op outside the chunks */
+  free(s->ops);
+  s->ops = ops;
+  s->nops = nops;
+  *origin_out = origin;
+  ops = NULL;
+  origin = NULL;
+  rc = 0;
+out:
+  for (int q = 0; gs && q < g; q++) ncclzScheduleFree(&gs[q]);
+  for (int q = 0; map && q < g; q++) free(map[q]);
+  free(gs);
+  free(lo);
+  free(hi);
+  free(map);
+  free(ops);
+  free(origin);
+  return rc;
+}
+
 static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams, sim_actor_stats *st) {
   memset(c, 0, sizeof *c);
   c->job = j;
@@ -382,6 +584,17 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams
   if (ncclzScheduleBuildSpec(&j->spec, sim_actor_rank(j, a), &c->s)) return -1;
   if (sim_channels(j) > 1 && keep_channel(j, &c->s, k)) return -1;
   if (j->rail_head && drop_rail_steps(j, &c->s)) return -1;
+  if (collapse_permutation(j, a, &c->s, &c->origin)) return -1;
+  if (c->origin) {
+    c->gpu_enc = calloc((size_t)j->collapse, sizeof *c->gpu_enc);
+    c->gpu_dec = calloc((size_t)j->collapse, sizeof *c->gpu_dec);
+    c->pairs_out = calloc((size_t)c->m, sizeof *c->pairs_out);
+    c->pairs_in = calloc((size_t)c->m, sizeof *c->pairs_in);
+    if (!c->gpu_enc || !c->gpu_dec || !c->pairs_out || !c->pairs_in) return -1;
+    for (size_t i = 0; i < c->s.nops; i++) /* a pair moves one transfer a chunk */
+      if (gpu_op(c, i) && c->s.ops[i].chunk == 0)
+        (c->s.ops[i].kind == NCCLZ_OP_SEND ? c->pairs_out : c->pairs_in)[peer_actor(c, &c->s.ops[i])]++;
+  }
   size_t n = c->s.nops, m = 2 * (size_t)c->m; /* peer slots: actors, and the proxied permutation's */
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);
@@ -404,6 +617,11 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams
 
 static void ctx_free(rank_ctx *c) {
   ncclzScheduleFree(&c->s);
+  free(c->origin);
+  free(c->gpu_enc);
+  free(c->gpu_dec);
+  free(c->pairs_out);
+  free(c->pairs_in);
   free(c->comm);
   free(c->payload);
   free(c->done);

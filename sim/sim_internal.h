@@ -13,6 +13,8 @@
 typedef struct {
   ncclzSimPlatform p;
   int loop;
+  int collapse; /* 0, or the GPUs of a node one actor plays (sim_job.collapse): one host a node, whose
+                   NICs carry that many GPUs' flows as one (bandwidth x rails / collapse) */
   int nactors;
   int *node_of, *gpu_of;
 } sim_layout;
@@ -54,6 +56,9 @@ typedef struct {
                            encodes every frame with (-1: REA plans each frame) */
   sim_hop hop;          /* the communicator's hint and its link */
   double unit_us;       /* the host's time per pipeline unit (profile interface unit_us; HEADER only) */
+  int collapse;         /* 0, or G: actor v plays all G GPUs of node v, which run alike (hier's folds: each
+                           local index's stages mirror the others'), as GPU 0; hier's block permutation,
+                           where they differ, is every GPU's own transfer at 1/G of its bytes (sim_collapse_*) */
   int rail_head, rail_tail; /* hier's ring between nodes: each rail ring stage keeps its first rail_head
                                and last rail_tail steps (0: every step; sim_drop_rail_steps) */
 } sim_job;
@@ -76,6 +81,10 @@ int sim_actor_rank(const sim_job *j, int a);
  * there are not two such nodes or one rank in 64 or more is not like them (then the reduced
  * replay, which plays only such ranks, is not within 0.1% of the full one). */
 int sim_hier_typical_nodes(int m, int g, int rep[2]);
+
+/* 1 when one actor a node can play hier on this platform (sim_job.collapse): several GPUs a node, as
+ * many on each NIC rail, and no cap per transfer (a permutation transfer moves 1/G of its bytes). */
+int sim_collapses(const ncclzSimPlatform *p);
 
 /* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
  * process). stats: one per actor and channel (lay.nactors x sim_channels). Returns 0 or -1. */

@@ -194,7 +194,9 @@ typedef struct {
 } ncclzSimResult;
 
 /* Replays one collective. prof and data may be NULL when opt->compress is OFF. The replay runs in
- * a forked child (SimGrid keeps one engine per process), so this can be called many times. */
+ * a forked child (SimGrid keeps one engine per process), so this can be called many times. Plain
+ * replays are kept in the process (the last 8, under their whole inputs): the same one again is
+ * returned with wall_s 0. Not for concurrent calls from several threads. */
 ncclzStatus ncclzSimRun(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
                         const ncclzSimOptions *opt, ncclzSimResult *res);
 
