@@ -101,6 +101,41 @@ static void uniform(ncclzSimPlatform *p, int nodes, int gpn) {
   p->rails = gpn;
 }
 
+/* The plain ring on the uniform platform, one chunk a channel's block: every step moves S/(N C)
+ * a channel and takes alpha plus the most loaded link's L flows of it, L S/(N C B). On one node
+ * the C channels' rings are one cycle rotated, so every NVLink hop carries all C (L = C); across
+ * nodes with C = G channels each GPU leaves its node on one channel's ring (its own NIC) and hands
+ * the other G - 1 to its neighbour over NVLink (L = G - 1); with one channel L = 1. AllReduce takes
+ * 2 (N-1) steps, ReduceScatter and AllGather N - 1. 2 to 8192 ranks through whatever ncclzSimRun
+ * takes there (full, reduced on one node or two, extrapolated from 512 ranks), 1 and G channels,
+ * within 0.1% (blocks of whole elements: S/N rounds where N does not divide it). */
+static void test_closed_form_ring(void) {
+  const int shapes[][2] = {{2, 1}, {1, 8}, {16, 8}, {13, 8}, {128, 8}, {1000, 8}, {1024, 8}};
+  double worst = 0.0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int one = 0; one < 2; one++)
+      for (int c = 0; c < 3; c++) {
+        int m = shapes[s][0], g = shapes[s][1], n = m * g;
+        ncclzSimPlatform p;
+        uniform(&p, m, g);
+        ncclzSimOptions o;
+        ncclzSimOptionsDefault(&o);
+        o.coll = c == 0 ? NCCLZ_ALLREDUCE : c == 1 ? NCCLZ_REDUCESCATTER : NCCLZ_ALLGATHER;
+        o.bytes = 1u << 30;
+        o.algorithm = NCCLZ_ALGO_RING;
+        o.channels = one ? 1 : 0; /* 0: the rails */
+        int ch = one ? 1 : p.rails, load = m == 1 ? ch : ch == g && g > 1 ? g - 1 : ch;
+        double a = p.nic_latency_us, B = p.nic_gbps * 1e3, S = (double)o.bytes;
+        double steps = c == 0 ? 2.0 * (n - 1) : n - 1, cf = steps * (a + load * S / ((double)n * ch) / B);
+        ncclzSimResult r;
+        double t = run_us(&p, &o, &r);
+        worst = fmax(worst, rel(t, cf));
+        CHECK(rel(t, cf) < 1e-3, "ring %s %dx%d, %d channel(s): sim %.3f us, closed form %.3f us (%s)",
+              ncclzCollectiveName(o.coll), m, g, ch, t, cf, r.why);
+      }
+  printf("plain ring against its closed form, 2 to 8192 ranks, 1 and G channels: largest difference %.2e\n", worst);
+}
+
 /* Halving-doubling and hier, plain, one chunk an op, on a uniform platform, 2 to 8192 ranks:
  * rhd on N = 2^k: 2 log2(N) (alpha + ...) = 2 log2(N) alpha + 2 (N-1)/N S/B; other N add the fold
  * (the whole buffer to the partner and back: 2 (alpha + S/B)) on the power-of-two core p;
@@ -1373,6 +1408,7 @@ int main(void) {
   free(json);
   ncclzSimDataConstant(&data, 6.0, 9.0);
   test_closed_form();
+  test_closed_form_ring();
   test_closed_form_algorithms();
   test_hier_many_chunks();
   test_closed_form_hier();
