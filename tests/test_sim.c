@@ -111,7 +111,7 @@ static void uniform(ncclzSimPlatform *p, int nodes, int gpn) {
  * within 0.1% (blocks of whole elements: S/N rounds where N does not divide it). */
 static void test_closed_form_ring(void) {
   const int shapes[][2] = {{2, 1}, {1, 8}, {16, 8}, {13, 8}, {128, 8}, {1000, 8}, {1024, 8}};
-  double worst = 0.0, t0 = ncclzNowSeconds();
+  double worst = 0.0, slowest = 0.0, t0 = ncclzNowSeconds();
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int one = 0; one < 2; one++)
       for (int c = 0; c < 3; c++) {
@@ -130,11 +130,12 @@ static void test_closed_form_ring(void) {
         ncclzSimResult r;
         double t = run_us(&p, &o, &r);
         worst = fmax(worst, rel(t, cf));
+        slowest = fmax(slowest, r.wall_s);
         CHECK(rel(t, cf) < 1e-3, "ring %s %dx%d, %d channel(s): sim %.3f us, closed form %.3f us (%s)",
               ncclzCollectiveName(o.coll), m, g, ch, t, cf, r.why);
       }
   printf("plain ring against its closed form, 2 to 8192 ranks, 1 and G channels: largest difference %.2e (42 points, "
-         "%.1f s)\n", worst, ncclzNowSeconds() - t0);
+         "%.1f s, the slowest %.2f s)\n", worst, ncclzNowSeconds() - t0, slowest);
 }
 
 /* Halving-doubling and hier, plain, one chunk an op, on a uniform platform, 2 to 8192 ranks:
@@ -422,13 +423,14 @@ static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, 
 static void test_tree_closed_form(void) {
   const int ones[] = {2, 4, 7, 8, 12, 16, 64, 100, 128, 1000, 1023, 1024};
   const double a = 5.0;
-  double worst = 0.0, worst_g = 0.0, k, tau, t0 = ncclzNowSeconds();
+  double worst = 0.0, worst_g = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
   ncclzSimResult r;
   for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
     int m = ones[i];
     double t = tree_uniform_us(m, 1, a, &r, &k, &tau), d = ceil(log2(m));
     double cf = m == 2 ? 2 * k * tau + (k - 1) * a : (2 * k + 2 * d - 3) * (2 * tau + a) - tau;
     worst = fmax(worst, rel(t, cf));
+    slowest = fmax(slowest, r.wall_s);
     CHECK(rel(t, cf) < 1e-3, "tree %d x 1: sim %.3f us, closed form %.3f us (%s)", m, t, cf, r.why);
   }
   const int shapes[][3] = {{2, 3, 5}, {2, 4, 5}, {2, 8, 5}, {8, 3, 0}, {16, 3, 0}, {8, 4, 0}, {16, 4, 0}, {8, 8, 0},
@@ -436,6 +438,7 @@ static void test_tree_closed_form(void) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int m = shapes[i][0], g = shapes[i][1];
     double al = shapes[i][2], t = tree_uniform_us(m, g, al, &r, &k, &tau), d = ceil(log2(m));
+    slowest = fmax(slowest, r.wall_s);
     double bw = 2 * k * (2 * g - 2) * tau + (m > 2 ? (4 * d - 6) * tau : 0), lat = (2 * k + 2 * g - 3) * al;
     if (m == 2 || al == 0) {
       worst_g = fmax(worst_g, rel(t, bw + lat));
@@ -449,8 +452,8 @@ static void test_tree_closed_form(void) {
   CHECK(strstr(r.why, "extrapolated") && t < cf && rel(t, cf) < 0.015, "tree 1024 x 8: extrapolated %.3f us, closed form "
         "%.3f us (%s)", t, cf, r.why);
   printf("tree against its closed form: G = 1, 2 to 1024 nodes: largest difference %.2e; G = 3 to 8, 2 to 16 nodes: "
-         "%.2e; 1024 x 8 extrapolated: %+.2f%% (23 points, %.1f s)\n", worst, worst_g, 100 * (t / cf - 1),
-         ncclzNowSeconds() - t0);
+         "%.2e; 1024 x 8 extrapolated: %+.2f%% (23 points, %.1f s, the slowest %.2f s)\n", worst, worst_g,
+         100 * (t / cf - 1), ncclzNowSeconds() - t0, fmax(slowest, r.wall_s));
 }
 
 /* The double binary tree over more than 64 nodes, extrapolated in depth from trees of 4 and 8
