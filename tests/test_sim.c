@@ -405,9 +405,10 @@ static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, 
 
 /* The tree's closed forms on the uniform platform (docs/simulator.md, "Algorithms"), 1 GiB, K
  * chunks of tau a tree, d = ceil(log2 M) levels (NCCL's binary tree over M nodes):
- * - G = 1, M >= 4 (a power of two, or 7 and more): a step is two chunks through an interior node's
- *   NIC plus a latency, 2 tau + alpha; 2K + 2d - 3 steps less one tau: full replays up to 64 nodes,
- *   extrapolated in depth above (100 and 1000 nodes take depth 7 and 10, as 128 and 1024);
+ * - G = 1, M >= 4: a step is two chunks through an interior node's NIC plus a latency, 2 tau +
+ *   alpha; 2K + 2d - 3 steps less one tau: full replays up to 64 nodes, extrapolated in depth above
+ *   (100 and 1000 nodes take depth 7 and 10, as 128 and 1024). Exact on powers of two and most other
+ *   counts; 2^k + 1 and 2^k + 2 nodes, whose last level holds one or two, take up to 0.5% more;
  * - G = 1, M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
  * - G >= 3, C = G channels: each GPU heads two of the 2G trees, so each NVLink edge carries the
  *   chains of 2G - 2 trees (the NIC two): 2K chunk steps of (2G-2) tau. M = 2: exactly that plus
