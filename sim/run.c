@@ -623,7 +623,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, 0, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
-  double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = floor(log2((double)p->nodes));
+  /* depth of NCCL's binary tree over M nodes: ceil(log2 M) (100 nodes: 7, as 128) */
+  double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = ceil(log2((double)p->nodes));
   double f = (dn - da) / (db - da), scale = (double)p->nodes / SIM_TREE_LONG;
   res->time_us = a.time_us + f * (b.time_us - a.time_us);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)b.frames[c] * scale);
