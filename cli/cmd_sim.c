@@ -270,10 +270,8 @@ static cJSON *point_json(const ncclzSimPoint *p, const point_out *o) {
     cJSON_AddStringToObject(j, "best_plain_algorithm", ncclzAlgorithmName(o->r.best_plain.algorithm));
   }
   cJSON *mix = cJSON_AddObjectToObject(j, "coders");
-  uint64_t total = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
-  for (int c = 0; c < NCCLZ_CODER_COUNT && total; c++)
-    cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)r->frames[c] / (double)total);
+  for (int c = 0; c < NCCLZ_CODER_COUNT && ncclzSimFramesSent(r); c++)
+    cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), ncclzSimCoderShare(r, (ncclzCoder)c));
   cJSON_AddNumberToObject(j, "wire_ratio", r->wire_bytes > 0 ? r->raw_bytes / r->wire_bytes : 1.0);
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(r->fidelity));
   cJSON_AddStringToObject(j, "fidelity_why", r->why);

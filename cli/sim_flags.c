@@ -156,9 +156,7 @@ int sim_flags_scenario(sim_flags *f, const ncclzProfile *prof, ncclzSimScenario 
 
 /* "huffman 100%" or "fixedlen 62%, huffman 38%"; "none (plain NCCL)" without frames. */
 static void coders_text(const ncclzSimResult *r, char *buf, size_t cap) {
-  uint64_t total = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += r->frames[c];
-  if (!total) {
+  if (!ncclzSimFramesSent(r)) {
     snprintf(buf, cap, "none: REA runs the call as plain NCCL");
     return;
   }
@@ -233,10 +231,8 @@ static cJSON *answer_json(const sim_flags *f, const ncclzSimScenario *s, const n
   cJSON_AddItemToObject(j, "plain", pl);
   cJSON *nz = side_json(ncclzSimCompressName(p->options.compress), z->r.time_us, z->busbw, z->algbw);
   cJSON *mix = cJSON_AddObjectToObject(nz, "coders");
-  uint64_t total = 0;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) total += z->r.frames[c];
-  for (int c = 0; c < NCCLZ_CODER_COUNT && total; c++)
-    cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), (double)z->r.frames[c] / (double)total);
+  for (int c = 0; c < NCCLZ_CODER_COUNT && ncclzSimFramesSent(&z->r); c++)
+    cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)c), ncclzSimCoderShare(&z->r, (ncclzCoder)c));
   cJSON_AddStringToObject(nz, "algorithm", ncclzAlgorithmName(z->r.algorithm));
   cJSON_AddNumberToObject(nz, "wire_cr", z->wire_cr);
   cJSON_AddItemToObject(j, "ncclz", nz);

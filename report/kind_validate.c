@@ -256,9 +256,7 @@ static ncclzStatus simulate(const ncclzProfile *prof, const va_path *vp, va_poin
     for (int k = 0; k < NCCLZ_SIM_MAX_CR_RANKS; k++) data.cr[forced][k] = q->meas_cr;
   ncclzSimResult r;
   ncclzStatus st = ncclzSimRun(prof, &data, &pt.platform, &pt.options, &r);
-  uint64_t frames = 0;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) frames += r.frames[k];
-  if (st == NCCLZ_OK && comp == NCCLZ_SIM_AUTO && frames == 0) {
+  if (st == NCCLZ_OK && comp == NCCLZ_SIM_AUTO && ncclzSimFramesSent(&r) == 0) {
     /* REA kept the call RAW, so the executor ran plain NCCL (and so did the replay): then the
      * plain collective's link, not the frames'. */
     pt = path_point(vp, q->nranks, (ncclzCollective)coll, NCCLZ_SIM_OFF, (uint64_t)q->bytes);

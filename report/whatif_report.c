@@ -49,8 +49,9 @@ static cJSON *point_json(const wi_point *p) {
   if (p->r.choice >= 0) /* auto: the cost model's pair, replayed */
     cJSON_AddStringToObject(j, "choice_coder", ncclzChoiceCoderName((ncclzChoiceCoder)p->r.choice));
   if (p->r.predicted_us > 0) cJSON_AddNumberToObject(j, "predicted_us", p->r.predicted_us);
-  cJSON *mix = cJSON_AddObjectToObject(j, "coders");
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)k), (double)p->r.frames[k]);
+  cJSON *mix = cJSON_AddObjectToObject(j, "coders"); /* shares of the frames, as `ncclz sim --json` */
+  for (int k = 0; k < NCCLZ_CODER_COUNT && ncclzSimFramesSent(&p->r); k++)
+    cJSON_AddNumberToObject(mix, ncclzCoderName((ncclzCoder)k), ncclzSimCoderShare(&p->r, (ncclzCoder)k));
   cJSON_AddStringToObject(j, "fidelity", ncclzSimFidelityName(p->r.fidelity));
   cJSON_AddBoolToObject(j, "approximate", p->r.approximate);
   cJSON_AddNumberToObject(j, "wall_s", p->r.wall_s);

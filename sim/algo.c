@@ -28,9 +28,7 @@ ncclzAlgorithm sim_auto_algorithm(const ncclzSimPlatform *p, const ncclzSimOptio
 
 /* 1: a compressed (auto) replay that REA ran as plain NCCL: it sent no frames. */
 static int ran_plain(const ncclzSimOptions *o, const ncclzSimResult *r) {
-  uint64_t f = 0;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) f += r->frames[k];
-  return o->compress != NCCLZ_SIM_OFF && f == 0;
+  return o->compress != NCCLZ_SIM_OFF && ncclzSimFramesSent(r) == 0;
 }
 
 /* The fastest of the schedules that serve the options' collective, each replayed once; an entry of

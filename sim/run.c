@@ -51,15 +51,24 @@ double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_
   return ncclzSimAlgBw(bytes, time_us) * ncclzBusBwFactor(c, nranks);
 }
 
-void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_t cap) {
+uint64_t ncclzSimFramesSent(const ncclzSimResult *r) {
   uint64_t total = 0;
-  size_t used = 0;
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) total += r->frames[k];
+  return total;
+}
+
+double ncclzSimCoderShare(const ncclzSimResult *r, ncclzCoder c) {
+  const uint64_t total = ncclzSimFramesSent(r);
+  return total && (unsigned)c < NCCLZ_CODER_COUNT ? (double)r->frames[c] / (double)total : 0.0;
+}
+
+void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_t cap) {
+  size_t used = 0;
   snprintf(buf, cap, "-");
-  for (int k = 0; k < NCCLZ_CODER_COUNT && total && used < cap; k++)
+  for (int k = 0; k < NCCLZ_CODER_COUNT && used < cap; k++)
     if (r->frames[k])
       used += (size_t)snprintf(buf + used, cap - used, "%s%s:%.0f%%", used ? sep : "", ncclzCoderName((ncclzCoder)k),
-                               100.0 * (double)r->frames[k] / (double)total);
+                               100.0 * ncclzSimCoderShare(r, (ncclzCoder)k));
 }
 
 static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }

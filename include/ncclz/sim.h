@@ -227,6 +227,9 @@ ncclzStatus ncclzSimChoose(const ncclzProfile *prof, const ncclzSimData *data, c
 double ncclzSimAlgBw(uint64_t bytes, double time_us);
 double ncclzSimBusBw(ncclzCollective c, int nranks, uint64_t bytes, double time_us);
 
+/* Frames r sent, all coders together, and coder c's share of them (0 when none was sent). */
+uint64_t ncclzSimFramesSent(const ncclzSimResult *r);
+double ncclzSimCoderShare(const ncclzSimResult *r, ncclzCoder c);
 /* The share of frames per coder as "raw:10%<sep>fixedlen:90%" ("-" when no frame was sent). */
 void ncclzSimCoderMix(const ncclzSimResult *r, const char *sep, char *buf, size_t cap);
 
