@@ -601,39 +601,66 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
   return NCCLZ_OK;
 }
 
-/* Trees over more nodes than this are extrapolated from trees of TREE_SHORT and TREE_LONG nodes. */
+/* Trees over more nodes than this are extrapolated in depth from a full tree of at least
+ * SIM_TREE_BASE nodes (SIM_TREE_BASE_RANKS ranks where G is small). */
 #define SIM_TREE_EXTRAPOLATE_FROM 64
-#define SIM_TREE_SHORT 4
-#define SIM_TREE_LONG 8
+#define SIM_TREE_BASE 8
+#define SIM_TREE_BASE_RANKS 32
+#define SIM_TREE_STEP_CHUNKS 2
 
-/* A pipelined tree's time is the pipeline's steady state plus its fill, which grows with the
- * depth (log2 of the nodes): replay two smaller trees of the same buffer and chunks and
- * extrapolate in the depth. */
+/* The same tree job on m nodes with k chunks a tree, each as large as the job's own kfull, in a
+ * forked child. */
+static pid_t tree_few_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o, int m, uint32_t k, uint32_t kfull, int *fd) {
+  ncclzSimPlatform q = *p; /* the forked child replays from this frame's copy */
+  ncclzSimOptions v = *o;
+  q.nodes = m;
+  v.bytes = (uint64_t)llround((double)o->bytes * k / kfull);
+  v.chunk_bytes = 0;
+  v.min_chunks = v.max_chunks = k;
+  return side_start(prof, data, &q, &v, 0, fd);
+}
+
+/* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
+ * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full tree of 2^b nodes plus d - b
+ * levels. A plain tree's level adds the same chunk steps whatever the chunk count, so its time
+ * is measured on trees of 2^b and 2^(b+1) nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
+ * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (shallower trees fill
+ * apart from the deep ones' line where NVLink is the bottleneck or ties with the NIC, and a full
+ * 16 x 8 tree is slow to replay). A compressed tree's frames grow with the ranks they sum (the CR
+ * rows), so its steady state changes with the depth too: its level is the full trees of 4 and 8
+ * nodes'. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
-  ncclzSimResult a, b;
+  ncclzSimResult a, s, l;
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, fs, fl = -1;
+  while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
-  q.nodes = SIM_TREE_SHORT;
+  q.nodes = base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
-  q.nodes = SIM_TREE_LONG;
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, 0, &b);
   if (st != NCCLZ_OK) return st;
-  *res = b;
-  /* depth of NCCL's binary tree over M nodes: ceil(log2 M) (100 nodes: 7, as 128) */
-  double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = ceil(log2((double)p->nodes));
-  double f = (dn - da) / (db - da), scale = (double)p->nodes / SIM_TREE_LONG;
-  res->time_us = a.time_us + f * (b.time_us - a.time_us);
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)b.frames[c] * scale);
-  res->wire_bytes = b.wire_bytes * scale;
-  res->raw_bytes = b.raw_bytes * scale;
+  uint32_t kfull = (uint32_t)(a.nchunks / a.channels);
+  uint32_t k = coded || kfull < SIM_TREE_STEP_CHUNKS ? kfull : SIM_TREE_STEP_CHUNKS;
+  pid_t ps = tree_few_chunks(prof, data, p, &u, coded ? base / 2 : base, k, kfull, &fs), pl = 0;
+  if (!coded) pl = tree_few_chunks(prof, data, p, &u, 2 * base, k, kfull, &fl);
+  ncclzStatus ss = side_finish(ps, fs, &s), sl = coded ? NCCLZ_OK : side_finish(pl, fl, &l);
+  if (ss != NCCLZ_OK) return ss;
+  if (sl != NCCLZ_OK) return sl;
+  if (coded) l = a;
+  *res = a;
+  double levels = ceil(log2((double)p->nodes)) - log2(base), scale = (double)p->nodes / base;
+  res->time_us = a.time_us + levels * (l.time_us - s.time_us);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)a.frames[c] * scale);
+  res->wire_bytes = a.wire_bytes * scale;
+  res->raw_bytes = a.raw_bytes * scale;
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
-  snprintf(res->why, sizeof res->why, "full trees of %d and %d nodes, extrapolated in depth to %d nodes",
-           SIM_TREE_SHORT, SIM_TREE_LONG, p->nodes);
+  snprintf(res->why, sizeof res->why, "full tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
+           "%d and %d nodes with %u chunks", base, p->nodes, coded ? base / 2 : base, coded ? base : 2 * base, k);
   return NCCLZ_OK;
 }
 
