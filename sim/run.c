@@ -608,16 +608,20 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_BASE_RANKS 32
 #define SIM_TREE_STEP_CHUNKS 2
 
-/* The same tree job on m nodes with k chunks a tree, each as large as the job's own kfull, in a
- * forked child. */
-static pid_t tree_few_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                             const ncclzSimOptions *o, int m, uint32_t k, uint32_t kfull, int *fd) {
+/* The same tree job on m nodes in a forked child; a plain one with only k chunks a tree (where it
+ * has more) of the job's chunk size. */
+static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                       const ncclzSimOptions *o, int m, uint32_t k, int *fd) {
   ncclzSimPlatform q = *p; /* the forked child replays from this frame's copy */
   ncclzSimOptions v = *o;
+  sim_job j;
   q.nodes = m;
-  v.bytes = (uint64_t)llround((double)o->bytes * k / kfull);
-  v.chunk_bytes = 0;
-  v.min_chunks = v.max_chunks = k;
+  job_init(&j, prof, data, &q, o, 0, 0);
+  if (o->compress == NCCLZ_SIM_OFF && k < j.nchunks) {
+    v.bytes = (uint64_t)llround((double)o->bytes * k / j.nchunks);
+    v.chunk_bytes = 0;
+    v.min_chunks = v.max_chunks = k;
+  }
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
@@ -629,25 +633,24 @@ static pid_t tree_few_chunks(const ncclzProfile *prof, const ncclzSimData *data,
  * apart from the deep ones' line where NVLink is the bottleneck or ties with the NIC, and a full
  * 16 x 8 tree is slow to replay). A compressed tree's frames grow with the ranks they sum (the CR
  * rows), so its steady state changes with the depth too: its level is the full trees of 4 and 8
- * nodes'. */
+ * nodes'. The smaller trees replay in children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, s, l;
-  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, fs, fl = -1;
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE;
   while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
+  int fs, fl = -1;
+  pid_t ps = tree_side(prof, data, p, &u, coded ? base / 2 : base, SIM_TREE_STEP_CHUNKS, &fs), pl = 0;
+  if (!coded) pl = tree_side(prof, data, p, &u, 2 * base, SIM_TREE_STEP_CHUNKS, &fl);
   q.nodes = base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
-  if (st != NCCLZ_OK) return st;
-  uint32_t kfull = (uint32_t)(a.nchunks / a.channels);
-  uint32_t k = coded || kfull < SIM_TREE_STEP_CHUNKS ? kfull : SIM_TREE_STEP_CHUNKS;
-  pid_t ps = tree_few_chunks(prof, data, p, &u, coded ? base / 2 : base, k, kfull, &fs), pl = 0;
-  if (!coded) pl = tree_few_chunks(prof, data, p, &u, 2 * base, k, kfull, &fl);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = coded ? NCCLZ_OK : side_finish(pl, fl, &l);
+  if (st != NCCLZ_OK) return st;
   if (ss != NCCLZ_OK) return ss;
   if (sl != NCCLZ_OK) return sl;
   if (coded) l = a;
@@ -660,7 +663,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "full tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", base, p->nodes, coded ? base / 2 : base, coded ? base : 2 * base, k);
+           "%d and %d nodes with %u chunks", base, p->nodes, coded ? base / 2 : base, coded ? base : 2 * base,
+           s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
