@@ -628,12 +628,12 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
  * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full tree of 2^b nodes plus d - b
  * levels. A plain tree's level adds the same chunk steps whatever the chunk count, so its time
- * is measured on trees of 2^b and 2^(b+1) nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
- * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (shallower trees fill
- * apart from the deep ones' line where NVLink is the bottleneck or ties with the NIC, and a full
- * 16 x 8 tree is slow to replay). A compressed tree's frames grow with the ranks they sum (the CR
- * rows), so its steady state changes with the depth too: its level is the full trees of 4 and 8
- * nodes'. The smaller trees replay in children beside the base's. */
+ * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
+ * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
+ * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
+ * the NIC, and a full 16 x 8 tree is slow to replay). A compressed tree's frames grow with the
+ * ranks they sum (the CR rows), so its steady state changes with the depth too: its level is the
+ * full trees of 4 and 8 nodes'. The smaller trees replay in children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
@@ -645,8 +645,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
-  pid_t ps = tree_side(prof, data, p, &u, coded ? base / 2 : base, SIM_TREE_STEP_CHUNKS, &fs), pl = 0;
-  if (!coded) pl = tree_side(prof, data, p, &u, 2 * base, SIM_TREE_STEP_CHUNKS, &fl);
+  pid_t ps = tree_side(prof, data, p, &u, base / 2, SIM_TREE_STEP_CHUNKS, &fs), pl = 0;
+  if (!coded) pl = tree_side(prof, data, p, &u, base, SIM_TREE_STEP_CHUNKS, &fl);
   q.nodes = base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = coded ? NCCLZ_OK : side_finish(pl, fl, &l);
@@ -663,8 +663,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "full tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", base, p->nodes, coded ? base / 2 : base, coded ? base : 2 * base,
-           s.nchunks / s.channels);
+           "%d and %d nodes with %u chunks", base, p->nodes, base / 2, base, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
