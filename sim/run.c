@@ -610,39 +610,69 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
   return NCCLZ_OK;
 }
 
-/* Trees over more nodes than this are extrapolated from trees of TREE_SHORT and TREE_LONG nodes. */
+/* Trees over more nodes than this are extrapolated in depth from a full tree of at least
+ * SIM_TREE_BASE nodes (SIM_TREE_BASE_RANKS ranks where G is small). */
 #define SIM_TREE_EXTRAPOLATE_FROM 64
-#define SIM_TREE_SHORT 4
-#define SIM_TREE_LONG 8
+#define SIM_TREE_BASE 8
+#define SIM_TREE_BASE_RANKS 32
+#define SIM_TREE_STEP_CHUNKS 2
 
-/* A pipelined tree's time is the pipeline's steady state plus its fill, which grows with the
- * depth (log2 of the nodes): replay two smaller trees of the same buffer and chunks and
- * extrapolate in the depth. */
+/* The same tree job on m nodes in a forked child; a plain one with only k chunks a tree (where it
+ * has more) of the job's chunk size. */
+static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                       const ncclzSimOptions *o, int m, uint32_t k, int *fd) {
+  ncclzSimPlatform q = *p; /* the forked child replays from this frame's copy */
+  ncclzSimOptions v = *o;
+  sim_job j;
+  q.nodes = m;
+  job_init(&j, prof, data, &q, o, 0, 0);
+  if (o->compress == NCCLZ_SIM_OFF && k < j.nchunks) {
+    v.bytes = (uint64_t)llround((double)o->bytes * k / j.nchunks);
+    v.chunk_bytes = 0;
+    v.min_chunks = v.max_chunks = k;
+  }
+  return side_start(prof, data, &q, &v, 0, fd);
+}
+
+/* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
+ * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full tree of 2^b nodes plus d - b
+ * levels. A plain tree's level adds the same chunk steps whatever the chunk count, so its time
+ * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
+ * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
+ * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
+ * the NIC, and a full 16 x 8 tree is slow to replay). A compressed tree's frames grow with the
+ * ranks they sum (the CR rows), so its steady state changes with the depth too: its level is the
+ * full trees of 4 and 8 nodes'. The smaller trees replay in children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
-  ncclzSimResult a, b;
+  ncclzSimResult a, s, l;
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE;
+  while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
-  q.nodes = SIM_TREE_SHORT;
+  int fs, fl = -1;
+  pid_t ps = tree_side(prof, data, p, &u, base / 2, SIM_TREE_STEP_CHUNKS, &fs), pl = 0;
+  if (!coded) pl = tree_side(prof, data, p, &u, base, SIM_TREE_STEP_CHUNKS, &fl);
+  q.nodes = base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
-  q.nodes = SIM_TREE_LONG;
-  if (st == NCCLZ_OK) st = sim_run_once(prof, data, &q, &u, 0, 0, &b);
+  ncclzStatus ss = side_finish(ps, fs, &s), sl = coded ? NCCLZ_OK : side_finish(pl, fl, &l);
   if (st != NCCLZ_OK) return st;
-  *res = b;
-  /* depth of NCCL's binary tree over M nodes: ceil(log2 M) (100 nodes: 7, as 128) */
-  double da = log2(SIM_TREE_SHORT), db = log2(SIM_TREE_LONG), dn = ceil(log2((double)p->nodes));
-  double f = (dn - da) / (db - da), scale = (double)p->nodes / SIM_TREE_LONG;
-  res->time_us = a.time_us + f * (b.time_us - a.time_us);
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)b.frames[c] * scale);
-  res->wire_bytes = b.wire_bytes * scale;
-  res->raw_bytes = b.raw_bytes * scale;
+  if (ss != NCCLZ_OK) return ss;
+  if (sl != NCCLZ_OK) return sl;
+  if (coded) l = a;
+  *res = a;
+  double levels = ceil(log2((double)p->nodes)) - log2(base), scale = (double)p->nodes / base;
+  res->time_us = a.time_us + levels * (l.time_us - s.time_us);
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)a.frames[c] * scale);
+  res->wire_bytes = a.wire_bytes * scale;
+  res->raw_bytes = a.raw_bytes * scale;
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
-  snprintf(res->why, sizeof res->why, "full trees of %d and %d nodes, extrapolated in depth to %d nodes",
-           SIM_TREE_SHORT, SIM_TREE_LONG, p->nodes);
+  snprintf(res->why, sizeof res->why, "full tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
+           "%d and %d nodes with %u chunks", base, p->nodes, base / 2, base, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
