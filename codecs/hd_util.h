@@ -24,6 +24,9 @@ NCCLZ_INLINE int ncclz_dims_describe(uint32_t d0, uint32_t d1, uint32_t d2, uint
   return plane <= UINT64_MAX / d0 && plane * d0 == n;
 }
 
+/* QSGD's levels a sign for codes of `bits` bits: s = 2^(bits-1) - 1 (FORMAT.md, "QSGD"). */
+NCCLZ_INLINE int ncclz_qsgd_levels(int bits) { return (1 << (bits - 1)) - 1; }
+
 /* Bit length of v (0 for 0). */
 NCCLZ_INLINE uint32_t ncclz_bitlen(uint32_t v) {
   uint32_t n = 0;

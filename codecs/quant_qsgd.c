@@ -3,11 +3,10 @@
  * Philox4x32-10 keyed by the seed with the element index and the rank as counter, so every
  * element's draw is independent of how the array is split into frames or threads. */
 #include "ncclz/codecs.h"
+#include "hd_util.h"
 #include "philox.h"
 
 #include <math.h>
-
-static int qsgd_levels(int bits) { return (1 << (bits - 1)) - 1; }
 
 static ncclzStatus check_qsgd_params(const ncclzQuantParams *p) {
   if (!p || p->kind != NCCLZ_QUANT_QSGD)
@@ -69,7 +68,7 @@ ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t 
                               int32_t *codes) {
   ncclzStatus st = check_qsgd_params(p);
   if (st != NCCLZ_OK) return st;
-  const int s = qsgd_levels(p->qsgd_bits);
+  const int s = ncclz_qsgd_levels(p->qsgd_bits);
   const size_t b = p->qsgd_bucket;
   size_t nonfinite = 0, first = 0;
   for (size_t start = 0, k = 0; start < n; start += b, k++) {
@@ -96,7 +95,7 @@ ncclzStatus ncclzDequantizeQsgd(const ncclzQuantParams *p, const int32_t *codes,
   ncclzStatus st = check_qsgd_params(p);
   if (st != NCCLZ_OK) return st;
   if (n && !scales) return ncclzSetError(NCCLZ_ERR_ARG, "qsgd: no bucket scales to dequantize with");
-  const double s = (double)qsgd_levels(p->qsgd_bits);
+  const double s = (double)ncclz_qsgd_levels(p->qsgd_bits);
   const size_t b = p->qsgd_bucket, nb = ncclzQsgdNumBuckets(p, n);
   float scale;
   for (size_t k = 0; k < nb; k++) /* all first: on failure x is left untouched */

@@ -30,22 +30,25 @@ struct NzCodesOut {
 
 /* QSGD: frame f's scales are its own side data (the payload's first words), read where they lie. */
 struct NzQsgdOut {
+  struct Rule {
+    uint32_t bucket, bucket_log2; /* bucket_log2: log2 of a power-of-two bucket, else 0xFF */
+    double s, rs;                 /* levels and RN(1 / levels) */
+  };
   float *x;
-  uint32_t bucket, bucket_log2; /* bucket_log2: log2 of a power-of-two bucket, else 0xFF */
-  double s, rs;                 /* levels and RN(1 / levels) */
+  Rule rule;
   struct Frame {
     float *p;
     const float *scales;
-    uint32_t n_scales, bucket, bucket_log2;
-    double s, rs;
+    uint32_t n_scales;
+    Rule rule;
     __device__ __forceinline__ void put(size_t i, int32_t c) const {
-      const size_t b = bucket_log2 != 0xFFu ? i >> bucket_log2 : i / bucket;
+      const size_t b = rule.bucket_log2 != 0xFFu ? i >> rule.bucket_log2 : i / rule.bucket;
       const double scale = b < n_scales ? (double)__ldg(scales + b) : 0.0; /* a corrupt frame's stays in bounds */
-      p[i] = nz_qsgd_value(c, scale, s, rs);
+      p[i] = nz_qsgd_value(c, scale, rule.s, rule.rs);
     }
   };
   __device__ Frame frame(const NzShape &sh, uint32_t f, const uint8_t *in, const NzFrame &F) const {
-    return {x + (size_t)f * sh.frame_symbols, (const float *)(in + F.src + 64), F.side_bytes / 4, bucket, bucket_log2, s, rs};
+    return {x + (size_t)f * sh.frame_symbols, (const float *)(in + F.src + 64), F.side_bytes / 4, rule};
   }
 };
 

@@ -435,7 +435,7 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   if (st != NCCLZ_OK || nf == 0) return st;
   if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
     const ncclzQuantParams *p = b->quant;
-    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, (1 << (p->qsgd_bits - 1)) - 1, p->seed};
+    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
     NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
     a.scales = nullptr; /* the kernel writes the side data itself */
     return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
@@ -514,8 +514,8 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
   const unsigned mask = coder_mask ? coder_mask : 1u << b->coder;
   const bool fused = q->kind == NCCLZ_QUANT_QSGD ? b->side_scales && !(mask & 4u) : !q->lorenzo;
   if (fused && q->kind == NCCLZ_QUANT_QSGD) {
-    const double lv = (double)((1 << (q->qsgd_bits - 1)) - 1);
-    const NzQsgdOut out = {d_x, q->qsgd_bucket, log2_of_pow2(q->qsgd_bucket), lv, 1.0 / lv};
+    const double lv = (double)ncclz_qsgd_levels(q->qsgd_bits);
+    const NzQsgdOut out = {d_x, {q->qsgd_bucket, log2_of_pow2(q->qsgd_bucket), lv, 1.0 / lv}};
     return decode_batch(b, coder_mask, d_in, d_in_offsets, in_stride, in_len, out, d_scales, d_status, d_ws, ws_bytes, s);
   }
   if (fused) {

@@ -1091,7 +1091,7 @@ ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, s
                                   int32_t *d_sym, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  nz_launch(k_qsgd_quant, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, (1 << (p->qsgd_bits - 1)) - 1, p->seed, p->rank,
+  nz_launch(k_qsgd_quant, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, ncclz_qsgd_levels(p->qsgd_bits), p->seed, p->rank,
                                            d_scales, d_sym);
   NZ_LAUNCHED();
   return NCCLZ_OK;
@@ -1108,7 +1108,7 @@ ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, s
   }
   const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
   const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
-  const int lv = (1 << (p->qsgd_bits - 1)) - 1;
+  const int lv = ncclz_qsgd_levels(p->qsgd_bits);
   if (V == 1) nz_launch(k_qsgd_fused<1>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   else if (V == 2) nz_launch(k_qsgd_fused<2>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   else nz_launch(k_qsgd_fused<4>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
@@ -1120,7 +1120,7 @@ ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_
                                     float *d_x, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  const double lv = (double)((1 << (p->qsgd_bits - 1)) - 1);
+  const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
   nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
