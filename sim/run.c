@@ -244,8 +244,6 @@ static ncclzStatus check_inputs(const ncclzProfile *prof, const ncclzSimData *da
   return NCCLZ_OK;
 }
 
-#define SIM_NCCL_BCAST_SLICE NCCLZ_NCCL_BCAST_SLICE_BYTES /* schedule.h */
-
 /* Chunks of a block as the executor cuts it: chunks of chunk_bytes (the frame size by default), at
  * least min_chunks (2 when compressing: piggy-backed headers ride one chunk ahead; the executor's
  * lane headers need 1), at most max_chunks (larger chunks then, each one frame). Plain NCCL
@@ -260,7 +258,7 @@ static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimData *data,
   sim_spec(p, o, 1, &sp);
   if (!plain && ncclzScheduleIsChain(&sp)) return sim_chain_chunks(prof, data, p, o, block);
   uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
-  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? SIM_NCCL_BCAST_SLICE : frame;
+  uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? NCCLZ_NCCL_BCAST_SLICE_BYTES : frame;
   double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
   double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : NCCLZ_DEFAULT_MAX_CHUNKS;
   int one = plain && !o->chunk_bytes && a != NCCLZ_ALGO_TREE && !slices;
@@ -603,6 +601,7 @@ static pid_t side_start(const ncclzProfile *prof, const ncclzSimData *data, cons
 static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
   side_report fr;
   int status;
+  if (pid < 0) return NCCLZ_ERR_IO; /* side_start set the error; no child to collect (waitpid(-1) would reap any) */
   size_t got = pipe_collect(pid, fd, &fr, sizeof fr, &status);
   if (got != sizeof fr) return ncclzSetError(NCCLZ_ERR_IO, "sim: a side replay failed (status %d)", status);
   if (fr.st != NCCLZ_OK) return ncclzSetError(fr.st, "%s", fr.err);
