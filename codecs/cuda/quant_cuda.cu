@@ -335,8 +335,8 @@ static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, 
   return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
 }
 
-template <int KC, int D>
-__global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int resolved, const float *x, int32_t *sym,
+template <int NT, int KC, int D>
+__global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int resolved, const float *x, int32_t *sym,
                                                                uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
   constexpr uint32_t nslots = D + 2; /* the plane before, this one, D in flight */
   nz_pdl_enter();
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
       const float *g = x + (size_t)pl * P;
 #pragma unroll
       for (int k = 0; k < KC; k++) {
-        const uint32_t j = tid + k * LZP_THREADS;
+        const uint32_t j = tid + k * NT;
         if (j < G) cp_async16(d + 4 * j, g + 4 * j);
       }
     }
@@ -368,7 +368,7 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
     uint4 w[KC];
 #pragma unroll
     for (int k = 0; k < KC; k++) { /* the certificate for all, so that the elements interleave */
-      const uint32_t j = tid + k * LZP_THREADS;
+      const uint32_t j = tid + k * NT;
       w[k] = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
       uint32_t *wv = &w[k].x;
 #pragma unroll
@@ -382,7 +382,7 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
     }
 #pragma unroll
     for (int k = 0; k < KC; k++) {
-      const uint32_t j = tid + k * LZP_THREADS;
+      const uint32_t j = tid + k * NT;
       if (j >= G) continue;
       uint32_t *wv = &w[k].x;
       for (int m = 0; slow >> (4 * k) & 15u && m < 4; m++) { /* the exact rule, out of line (rare) */
@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
     const bool hi = L == 3 && pl > 0;
 #pragma unroll
     for (int k = 0; k < KC; k++) {
-      const uint32_t j = tid + k * LZP_THREADS, e = 4 * j;
+      const uint32_t j = tid + k * NT, e = 4 * j;
       if (j < G) {
         const uint32_t col = e % p.d2;
         const bool hk = col > 0, hj = L >= 2 && e >= p.d2;
@@ -423,15 +423,33 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_eb_lz_pipe(EbParams p, int r
   cp_async_wait<0>();
 }
 
-/* The instance of k_eb_lz_pipe for planes of P elements (P <= LZP_MAXP), and its slots' bytes. */
+/* Threads a CTA for the plane-streaming kernels: 512, two CTAs an SM, where a plane of up to
+ * 8,192 elements leaves room for two CTAs' slots (one CTA's barriers then overlap the other's
+ * work: 7% faster forward, 13% inverse, on 64 x 128 planes of TREFHT), else LZP_THREADS, one an SM. */
+static int lzp_threads(uint32_t P, uint32_t d2) { return P <= 4u * 4 * 512 && d2 / 4 <= 512 ? 512 : LZP_THREADS; }
+
+/* The instance of k_eb_lz_pipe for planes of P elements (P <= LZP_MAXP) and CTAs of nt threads,
+ * and its slots' bytes: the most planes in flight that the CTA's share of shared memory holds. */
 typedef void (*LzPipeKernel)(EbParams, int, const float *, int32_t *, uint32_t, ncclzCudaQuantStats *);
-static LzPipeKernel lz_pipe_kernel(uint32_t P, size_t *smem) {
-  const uint32_t kc = (P / 4 + LZP_THREADS - 1) / LZP_THREADS;
-  const bool deep = 6ull * 4 * P <= LZP_SMEM;
-  *smem = (deep ? 6ull : 4ull) * 4 * P;
-  if (kc <= 1) return deep ? k_eb_lz_pipe<1, 4> : k_eb_lz_pipe<1, 2>;
-  if (kc <= 2) return deep ? k_eb_lz_pipe<2, 4> : k_eb_lz_pipe<2, 2>;
-  return deep ? k_eb_lz_pipe<3, 4> : k_eb_lz_pipe<3, 2>;
+static LzPipeKernel lz_pipe_kernel(uint32_t P, int nt, size_t *smem) {
+  const uint32_t kc = (P / 4 + nt - 1) / nt;
+  const size_t budget = LZP_SMEM / (LZP_THREADS / nt), plane = 4ull * P;
+  const int D = 6 * plane <= budget ? 4 : 4 * plane <= budget ? 2 : 1;
+  *smem = (D + 2) * plane;
+  if (nt == 512) return D == 4 ? k_eb_lz_pipe<512, 4, 4> : D == 2 ? k_eb_lz_pipe<512, 4, 2> : k_eb_lz_pipe<512, 4, 1>;
+  if (kc <= 1) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 1, 4> : k_eb_lz_pipe<LZP_THREADS, 1, 2>;
+  if (kc <= 2) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 2, 4> : k_eb_lz_pipe<LZP_THREADS, 2, 2>;
+  if (kc <= 3) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 3, 4> : k_eb_lz_pipe<LZP_THREADS, 3, 2>;
+  return k_eb_lz_pipe<LZP_THREADS, 4, 2>;
+}
+
+/* CTAs an SM for nt threads a CTA, and the chunk of planes each takes so that they fill the chip. */
+static ncclzStatus lzp_grid(uint32_t d0, int nt, uint32_t *ppc) {
+  int dev = 0, nsm = 0;
+  NZ_CUDA(cudaGetDevice(&dev));
+  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  *ppc = (uint32_t)ncclz_ceil_div(d0, (uint64_t)nsm * (LZP_THREADS / nt));
+  return NCCLZ_OK;
 }
 
 /* Float min/max via CAS loops (rare: one per warp). */
@@ -580,13 +598,12 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 &&
              (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0) {
     size_t smem;
-    const LzPipeKernel k = lz_pipe_kernel(P, &smem);
-    int dev = 0, nsm = 0;
-    NZ_CUDA(cudaGetDevice(&dev));
-    NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    const uint32_t ppc = (uint32_t)ncclz_ceil_div(e.d0, (uint64_t)nsm);
+    const int nt = lzp_threads(P, e.d2);
+    const LzPipeKernel k = lz_pipe_kernel(P, nt, &smem);
+    uint32_t ppc;
+    if (lzp_grid(e.d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
     NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZP_THREADS, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), nt, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
@@ -755,23 +772,23 @@ __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, con
  * rows by one block scan over the groups' totals in row-major order, the row's start subtracted
  * (wrapping sums are exact in any order), written back in place; columns by segments of rows, a
  * thread a group of 4 columns, which writes the floats. */
-template <int KC, int D>
-__global__ void __launch_bounds__(LZP_THREADS, 1) k_lz_inv_pipe(const int32_t *d, const uint32_t *carry, int L,
+template <int NT, int KC, int D>
+__global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d, const uint32_t *carry, int L,
                                                                 uint32_t d0, uint32_t d1, uint32_t d2, uint32_t ppc,
                                                                 double abs_eb, const double *d_abs_eb, float *x) {
   nz_pdl_enter();
-  typedef cub::BlockScan<uint32_t, LZP_THREADS> Scan;
+  typedef cub::BlockScan<uint32_t, NT> Scan;
   __shared__ typename Scan::TempStorage ts;
   extern __shared__ uint4 s_lzp[];
   const uint32_t P = d1 * d2, G = P / 4, CG = d2 / 4, tid = threadIdx.x;
   uint32_t *slots = (uint32_t *)s_lzp;
-  uint4 *segsum = (uint4 *)(slots + (size_t)(D + 1) * P); /* LZP_THREADS */
-  uint32_t *rowend = (uint32_t *)(segsum + LZP_THREADS);   /* d1 */
+  uint4 *segsum = (uint4 *)(slots + (size_t)(D + 1) * P); /* NT */
+  uint32_t *rowend = (uint32_t *)(segsum + NT);   /* d1 */
   if (d_abs_eb) abs_eb = *d_abs_eb;
   const double step = 2.0 * abs_eb;
   const uint32_t p0 = blockIdx.x * ppc, p1 = min(p0 + ppc, d0);
   /* columns: NS segments of RS rows, a thread a (segment, group of columns) */
-  const uint32_t NS = min(min(32u, LZP_THREADS / CG), d1), RS = (d1 + NS - 1) / NS, cg = tid % CG, seg = tid / CG;
+  const uint32_t NS = min(min(32u, NT / CG), d1), RS = (d1 + NS - 1) / NS, cg = tid % CG, seg = tid / CG;
   auto issue = [&](uint32_t pl) {
     if (pl < p1) {
       uint32_t *dst = slots + (size_t)(pl % (D + 1)) * P;
@@ -855,17 +872,106 @@ __global__ void __launch_bounds__(LZP_THREADS, 1) k_lz_inv_pipe(const int32_t *d
   cp_async_wait<0>();
 }
 
-/* The instance of k_lz_inv_pipe for planes of P elements and rows of d1, and its shared bytes. */
+#define LZR_BANDS 16 /* k_lz_inv_rows<512, ...>: warps, each a band of up to LZR_ROWS rows */
+#define LZR_ROWS 4
+#define LZR_SMEM (2 * LZR_ROWS * 512 * 16 + 2 * LZR_BANDS * 32 * 16) /* the ring of 2 planes, the bands' sums */
+static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
+  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+/* Inverse Lorenzo and dequantization, a warp a band of rows (rows of up to 128 elements, d2 % 4 ==
+ * 0): lane l owns the group of 4 columns 4l..4l+3 of each of its warp's rows in every plane of the
+ * CTA's chunk [p0, p1), keeps their running sum over planes in registers (the z scan, from the
+ * chunk's carry), scans each row by a warp scan of the groups' totals and the warp's rows down
+ * its band in registers; one barrier a plane then hands each warp the column sums of the bands
+ * above it (wrapping sums are exact in any order). Each thread streams only its own groups
+ * through a ring of D planes by cp.async, so the ring needs no barrier. */
+template <int NT, int R, int D>
+__global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_rows(const int32_t *d, const uint32_t *carry, int L,
+                                                               uint32_t d0, uint32_t d1, uint32_t d2, uint32_t ppc,
+                                                               double abs_eb, const double *d_abs_eb, float *x) {
+  constexpr uint32_t NW = NT / 32;
+  nz_pdl_enter();
+  extern __shared__ uint4 s_lzr[];
+  uint4 *ring = s_lzr;                        /* D planes x R rows x NT threads */
+  uint4 *colsum = s_lzr + (size_t)D * R * NT; /* two planes x NW bands x 32 lanes */
+  if (d_abs_eb) abs_eb = *d_abs_eb;
+  const double step = 2.0 * abs_eb;
+  const uint32_t P = d1 * d2, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+  const uint32_t rw = (d1 + NW - 1) / NW, y0 = min(w * rw, d1), ny = min(rw, d1 - y0);
+  const bool on = lane < d2 / 4;
+  const uint32_t p0 = blockIdx.x * ppc, p1 = min(p0 + ppc, d0);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto issue = [&](uint32_t pl) {
+    if (pl < p1 && on) {
+      uint4 *dst = ring + (size_t)(pl % D) * R * NT + tid;
+      const int32_t *g = d + (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
+#pragma unroll
+      for (int r = 0; r < R; r++)
+        if ((uint32_t)r < ny) cp_async16(dst + r * NT, g + (size_t)r * d2);
+    }
+    cp_async_commit();
+  };
+  uint4 acc[R];
+#pragma unroll
+  for (int r = 0; r < R; r++)
+    acc[r] = carry && on && (uint32_t)r < ny ? *(const uint4 *)(carry + (size_t)blockIdx.x * P + (size_t)(y0 + r) * d2 + 4 * lane)
+                                              : zero;
+  for (int k = 0; k < D - 1; k++) issue(p0 + k);
+  for (uint32_t pl = p0; pl < p1; pl++) {
+    issue(pl + D - 1); /* into the slot of plane pl - 1, which this thread has read */
+    cp_async_wait<D - 1>();
+    uint4 *cur = ring + (size_t)(pl % D) * R * NT + tid; /* rewritten in place with the 2D sums */
+    uint4 band = zero;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      uint4 c = on && (uint32_t)r < ny ? cur[r * NT] : zero;
+      if (L == 3) acc[r] = c = add4(c, acc[r]);
+      c.y += c.x, c.z += c.y, c.w += c.z; /* the row: the group's prefix, then the lanes' */
+      uint32_t incl = c.w;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t t = __shfl_up_sync(NZ_FULL, incl, o);
+        if (lane >= (uint32_t)o) incl += t;
+      }
+      const uint32_t ex = incl - c.w;
+      c = add4(c, make_uint4(ex, ex, ex, ex));
+      if (L >= 2) band = c = add4(c, band); /* the column, down this band */
+      cur[r * NT] = c;
+    }
+    uint4 above = zero;
+    if (L >= 2) { /* the bands above this one */
+      uint4 *cs = colsum + (size_t)(pl & 1) * NW * 32;
+      cs[w * 32 + lane] = band;
+      __syncthreads();
+      for (uint32_t q = 0; q < w; q++) above = add4(above, cs[q * 32 + lane]);
+    }
+    float *out = x + (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+      if (on && (uint32_t)r < ny) {
+        const uint4 v = add4(cur[r * NT], above);
+        *(float4 *)(out + (size_t)r * d2) =
+            make_float4(nz_eb_value((int32_t)v.x, step, 0, 0.0f), nz_eb_value((int32_t)v.y, step, 0, 0.0f),
+                        nz_eb_value((int32_t)v.z, step, 0, 0.0f), nz_eb_value((int32_t)v.w, step, 0, 0.0f));
+      }
+  }
+  cp_async_wait<0>();
+}
+
+/* The instance of k_lz_inv_pipe for planes of P elements and rows of d1 and CTAs of nt threads,
+ * and its shared bytes (D + 1 slots, the segments' sums, the rows' ends). */
 typedef void (*LzInvKernel)(const int32_t *, const uint32_t *, int, uint32_t, uint32_t, uint32_t, uint32_t, double,
                             const double *, float *);
-static LzInvKernel lz_inv_kernel(uint32_t P, uint32_t d1, size_t *smem) {
-  const uint32_t kc = (P / 4 + LZP_THREADS - 1) / LZP_THREADS;
-  const size_t fixed = 16ull * LZP_THREADS + 4ull * d1;
-  const bool deep = 5ull * 4 * P + fixed <= LZP_SMEM;
+static LzInvKernel lz_inv_kernel(uint32_t P, uint32_t d1, int nt, size_t *smem) {
+  const uint32_t kc = (P / 4 + nt - 1) / nt;
+  const size_t fixed = 16ull * nt + 4ull * d1, budget = LZP_SMEM / (LZP_THREADS / nt);
+  const bool deep = 5ull * 4 * P + fixed <= budget;
   *smem = (deep ? 5ull : 3ull) * 4 * P + fixed;
-  if (kc <= 1) return deep ? k_lz_inv_pipe<1, 4> : k_lz_inv_pipe<1, 2>;
-  if (kc <= 2) return deep ? k_lz_inv_pipe<2, 4> : k_lz_inv_pipe<2, 2>;
-  return deep ? k_lz_inv_pipe<4, 4> : k_lz_inv_pipe<4, 2>;
+  if (nt == 512) return deep ? k_lz_inv_pipe<512, 4, 4> : k_lz_inv_pipe<512, 4, 2>;
+  if (kc <= 1) return deep ? k_lz_inv_pipe<LZP_THREADS, 1, 4> : k_lz_inv_pipe<LZP_THREADS, 1, 2>;
+  if (kc <= 2) return deep ? k_lz_inv_pipe<LZP_THREADS, 2, 4> : k_lz_inv_pipe<LZP_THREADS, 2, 2>;
+  return deep ? k_lz_inv_pipe<LZP_THREADS, 4, 4> : k_lz_inv_pipe<LZP_THREADS, 4, 2>;
 }
 
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
@@ -906,12 +1012,8 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       const uint32_t P = (uint32_t)(d1 * d2);
       const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0;
       uint32_t ppc = lz_planes_per_cta((uint32_t)d0, 512);
-      if (pipe) { /* a chunk of planes a CTA, one CTA an SM */
-        int dev = 0, nsm = 0;
-        NZ_CUDA(cudaGetDevice(&dev));
-        NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-        ppc = (uint32_t)ncclz_ceil_div(d0, (uint64_t)nsm);
-      }
+      const int nt = lzp_threads(P, (uint32_t)d2);
+      if (pipe && lzp_grid((uint32_t)d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* a chunk of planes a CTA */
       const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
@@ -921,11 +1023,19 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
         nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
       }
+      if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= LZR_BANDS * LZR_ROWS) { /* a warp a band of rows */
+        const size_t smem = LZR_SMEM;
+        NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1,
+                  (uint32_t)d2, ppc, p->abs_eb, d_abs_eb, d_x);
+        NZ_LAUNCHED();
+        return NCCLZ_OK;
+      }
       if (pipe) {
         size_t smem;
-        const LzInvKernel k = lz_inv_kernel(P, (uint32_t)d1, &smem);
+        const LzInvKernel k = lz_inv_kernel(P, (uint32_t)d1, nt, &smem);
         NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        nz_launch(k, nc, LZP_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc, p->abs_eb,
+        nz_launch(k, nc, nt, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc, p->abs_eb,
                   d_abs_eb, d_x);
         NZ_LAUNCHED();
         return NCCLZ_OK;
