@@ -133,7 +133,7 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
 static double error_bound_of(const ncclzSymbols *s) {
   if (s->qp.kind == NCCLZ_QUANT_EB) return s->qp.bound;
   if (s->qp.kind == NCCLZ_QUANT_NONE) return 0;
-  double levels = (double)((1 << (s->qp.qsgd_bits - 1)) - 1), worst = 0;
+  double levels = ncclzQsgdLevels(&s->qp), worst = 0;
   for (size_t b = 0; b < s->n_scales; b++)
     if (s->scales[b] / levels > worst) worst = s->scales[b] / levels;
   return worst;

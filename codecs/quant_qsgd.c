@@ -64,6 +64,8 @@ static ncclzStatus bucket_scale(const float *x, size_t start, size_t end, const 
                        (double)*scale);
 }
 
+int ncclzQsgdLevels(const ncclzQuantParams *p) { return ncclz_qsgd_levels(p->qsgd_bits); }
+
 ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t n, const float *scales,
                               int32_t *codes) {
   ncclzStatus st = check_qsgd_params(p);

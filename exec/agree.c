@@ -136,7 +136,7 @@ ncclzStatus exec_dequantize(run_t *r, float *y) {
   }
   int32_t *codes = r->out;
   if (r->qp.kind == NCCLZ_QUANT_QSGD) {
-    double s = (double)((1 << (r->qp.qsgd_bits - 1)) - 1);
+    double s = ncclzQsgdLevels(&r->qp);
     for (size_t i = 0; i < r->n_out; i++) {
       size_t b = in_coord(r, i) / r->qp.qsgd_bucket;
       y[i] = (float)((double)codes[i] * (double)r->scales[b] / s);

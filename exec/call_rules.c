@@ -53,7 +53,7 @@ ncclzStatus ncclz_exec_derive_eb(const ncclzConfig *cfg, ncclzDtype dt, double k
 
 void ncclz_exec_derive_qsgd(const ncclzQuantParams *qp, ncclzDtype dt, double k, double smax, double *quant_bound,
                             double *error_bound) {
-  double s = (double)((1 << (qp->qsgd_bits - 1)) - 1);
+  double s = ncclzQsgdLevels(qp);
   *quant_bound = smax / s;
   *error_bound = k * smax / s * (1 + 1e-6) + ncclz_exec_dtype_ulp(dt, 2 * k * smax) / 2;
 }

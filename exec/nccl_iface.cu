@@ -217,7 +217,7 @@ ncclzStatus finish(grun *r, void *recvbuff) {
   if (!r->quantized) {
     CU(cudaMemcpyAsync(y, r->out, n * 4, cudaMemcpyDeviceToDevice, r->stream));
   } else if (r->qp.kind == NCCLZ_QUANT_QSGD) {
-    double s = (double)((1 << (r->qp.qsgd_bits - 1)) - 1);
+    double s = ncclzQsgdLevels(&r->qp);
     k_dequant_qsgd<<<grid_for(n), 256, 0, r->stream>>>(r->out, n, (const float *)c->scales.p, r->qp.qsgd_bucket, s,
                                                        r->coll, r->count, (size_t)c->rank, y);
   } else {

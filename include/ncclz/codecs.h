@@ -169,6 +169,9 @@ ncclzStatus ncclzDequantizeEB(const ncclzQuantParams *p, const int32_t *codes, s
 void ncclzLorenzoForward(const ncclzQuantParams *p, const int32_t *codes, size_t n, int32_t *deltas);
 void ncclzLorenzoInverse(const ncclzQuantParams *p, const int32_t *deltas, size_t n, int32_t *codes);
 
+/* QSGD's level count for p (2^(bits-1) - 1): code c of a bucket with scale m stands for c m / levels. */
+int ncclzQsgdLevels(const ncclzQuantParams *p);
+
 /* QSGD: per bucket scale = max|x| (or scales_in when non-NULL, shared by all ranks),
  * levels s = 2^(bits-1)-1, code = sign(x) * (floor(|x|/scale*s) + [u < frac]) with
  * u from Philox4x32-10 keyed by (seed) with counter (element index, rank). */
