@@ -390,17 +390,21 @@ static void test_hier_ring_extrapolated(void) {
 /* A plain tree AllReduce of 1 GiB on the uniform platform (latency alpha_us on every hop): its time
  * and, in *k and *tau, the chunks a tree and one chunk's time on a hop alone (S/(2 C K)/B, C = G
  * channels). */
+static double tree_us(const ncclzSimPlatform *p, ncclzSimResult *r, double *k, double *tau) {
+  ncclzSimOptions o;
+  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+  o.algorithm = NCCLZ_ALGO_TREE;
+  double t = run_us(p, &o, r);
+  int g = p->gpus_per_node;
+  *k = (double)r->nchunks / g; /* chunks a channel's tree (r->nchunks counts every channel's) */
+  *tau = (double)o.bytes / (2.0 * g * *k) / (p->nic_gbps * 1e3);
+  return t;
+}
 static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, double *k, double *tau) {
   ncclzSimPlatform p;
   uniform(&p, m, g);
   p.nic_latency_us = p.nvlink_latency_us = alpha_us;
-  ncclzSimOptions o;
-  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
-  o.algorithm = NCCLZ_ALGO_TREE;
-  double t = run_us(&p, &o, r);
-  *k = (double)r->nchunks / g; /* chunks a channel's tree (r->nchunks counts every channel's) */
-  *tau = (double)o.bytes / (2.0 * g * *k) / (p.nic_gbps * 1e3);
-  return t;
+  return tree_us(&p, r, k, tau);
 }
 
 /* NCCL's tree at G = 2 on the uniform platform: NVLink and NIC tie, two chains an edge and two
@@ -467,6 +471,71 @@ static void test_tree_closed_form(void) {
   }
   printf("tree against its closed form: G = 1 and 2, 2 to 1024 nodes: largest difference %.2e; G = 3 to 8, 2 to 1024 "
          "nodes: %.2e (%d points, %.1f s, the slowest %.2f s)\n", worst, worst_g, points, ncclzNowSeconds() - t0, slowest);
+}
+
+/* NCCL's tree where the NIC is the bottleneck (NVLink faster, as on every real node): the
+ * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
+ * one tau a step, each tree's root having one child), plus the chain's fill through the node up
+ * and down, (G^2 - 1) tau_n + 2 (G - 1) a_nvl (tau_n a chunk's time on NVLink alone; M = 2 x 2:
+ * 6 tau_n). G = 1 at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last
+ * node hangs under the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: M = 3,
+ * and M = 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
+static double tree_nic_bound_form(int m, int g, double k, double tau, double tau_n, double a_nic, double a_nvl) {
+  double d = ceil(log2(m)), p = ldexp(1.0, (int)d - 1); /* the largest power of two below m */
+  double chain = g == 1 ? 0.0 : (m == 2 && g == 2 ? 6 : g * g - 1) * tau_n + 2 * (g - 1) * a_nvl;
+  if (m == 2) return 2 * k * tau + (g == 1 ? (k - 1) * a_nic : k * a_nic + chain);
+  if (m == 3 || (m == p + 1 && a_nic + a_nvl > 0)) return NAN;
+  double t = (2 * k + 2 * d - 3) * (2 * tau + a_nic) - tau + chain;
+  if (m == p + 1) t += (1.5 - 1.0 / p) * tau;
+  if (m == p + 2 && m > 4 && g == 1) t += tau - a_nic;
+  return t;
+}
+
+/* The form holds while NVLink's share of a NIC step fits in it: the 2G - 2 chains an NVLink edge
+ * carries and G - 2 of their latencies (measured boundary; past it NVLink sets the pace and the
+ * channels' latencies hide behind each other as on the uniform platform). */
+static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, double a_nvl) {
+  return (2 * g - 2) * tau_n + (g - 2) * a_nvl <= (m == 2 ? 1 : 2) * tau + a_nic;
+}
+
+/* The tree against tree_nic_bound_form on homogeneous nodes with NVLink 9x (the targets' 450 GB/s)
+ * and 8x the 50 GB/s NIC, a NIC per GPU, 1 GiB: G = 1 to 8, each with every latency pair (NIC,
+ * NVLink) of lats on a node count that rotates through ms (2 to 1024 nodes; more than 64
+ * extrapolated in depth), and 2^k + 1 nodes without latency. Where NVLink sets the pace (past
+ * tree_nic_bound) the form is only a lower bound. */
+static void test_tree_nic_bound_form(void) {
+  const int ms[] = {2, 4, 6, 7, 8, 12, 100, 1000, 1023, 1024}, nm = (int)(sizeof ms / sizeof ms[0]);
+  const double lats[][2] = {{0, 0}, {5, 1}, {5, 5}, {20, 1}, {20, 20}};
+  const int nl = (int)(sizeof lats / sizeof lats[0]);
+  double worst = 0.0, t0 = ncclzNowSeconds();
+  int points = 0, bounded = 0;
+  for (int g = 1; g <= 8; g++)
+    for (int l = 0; l <= nl; l++) {
+      int pow2p1 = l == nl, m = pow2p1 ? (4 << g % 3) + 1 : ms[(3 * g + l) % nm];
+      ncclzSimPlatform p;
+      platform(&p, m, g);
+      p.rails = g;
+      p.nvlink_gbps = (g + l) % 2 ? 450.0 : 400.0;
+      p.nic_latency_us = pow2p1 ? 0 : lats[l][0];
+      p.nvlink_latency_us = pow2p1 ? 0 : lats[l][1];
+      ncclzSimResult r;
+      double k, tau, t = tree_us(&p, &r, &k, &tau), tau_n = tau * p.nic_gbps / p.nvlink_gbps;
+      double cf = tree_nic_bound_form(m, g, k, tau, tau_n, p.nic_latency_us, p.nvlink_latency_us);
+      points++;
+      if (!tree_nic_bound(m, g, tau, tau_n, p.nic_latency_us, p.nvlink_latency_us)) {
+        bounded++;
+        CHECK(t > cf * (1 - 1e-3), "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us under its "
+              "NIC-bound form %.3f us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
+        printf("tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: NVLink-bound, %+.3f%% over the NIC-bound form\n", m,
+               g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, 100 * (t / cf - 1));
+        continue;
+      }
+      worst = fmax(worst, rel(t, cf));
+      CHECK(rel(t, cf) < 1e-3, "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us, closed form %.3f "
+            "us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
+    }
+  printf("tree, NVLink 8-9x the NIC, against its NIC-bound closed form: G = 1 to 8, 2 to 1024 nodes: largest "
+         "difference %.2e (%d points, %d NVLink-bound, %.1f s)\n", worst, points, bounded, ncclzNowSeconds() - t0);
 }
 
 /* The double binary tree over more than 64 nodes, extrapolated in depth (run.c): equal to the
@@ -1489,6 +1558,7 @@ int main(void) {
   test_rails_busbw();
   test_tree();
   test_tree_closed_form();
+  test_tree_nic_bound_form();
   test_targets();
   test_validate_ring();
   test_fidelities_agree();
