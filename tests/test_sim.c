@@ -417,12 +417,37 @@ static double tree_g2_form(int m, double k, double tau, double a) {
   return (2 * k + 2 * d - 1.5) * step + 1.5 * tau;
 }
 
+/* NCCL's tree where the NIC is the bottleneck (NVLink faster, as on every real node): the
+ * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
+ * one tau a step, each tree's root having one child), plus the chain's fill through the node up
+ * and down, (G^2 - 1) tau_n + 2 (G - 1) a_nvl (tau_n a chunk's time on NVLink alone; M = 2 x 2:
+ * 6 tau_n). G = 1 at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last
+ * node hangs under the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: M = 3,
+ * and M = 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
+static double tree_nic_bound_form(int m, int g, double k, double tau, double tau_n, double a_nic, double a_nvl) {
+  double d = ceil(log2(m)), p = ldexp(1.0, (int)d - 1); /* the largest power of two below m */
+  double chain = g == 1 ? 0.0 : (m == 2 && g == 2 ? 6 : g * g - 1) * tau_n + 2 * (g - 1) * a_nvl;
+  if (m == 2) return 2 * k * tau + (g == 1 ? (k - 1) * a_nic : k * a_nic + chain);
+  if (m == 3 || (m == p + 1 && a_nic + a_nvl > 0)) return NAN;
+  double t = (2 * k + 2 * d - 3) * (2 * tau + a_nic) - tau + chain;
+  if (m == p + 1) t += (1.5 - 1.0 / p) * tau;
+  if (m == p + 2 && m > 4 && g == 1) t += tau - a_nic;
+  return t;
+}
+
+/* The form holds while NVLink's share of a NIC step fits in it: the 2G - 2 chains an NVLink edge
+ * carries and G - 2 of their latencies (measured boundary; past it NVLink sets the pace and the
+ * channels' latencies hide behind each other as on the uniform platform). */
+static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, double a_nvl) {
+  return (2 * g - 2) * tau_n + (g - 2) * a_nvl <= (m == 2 ? 1 : 2) * tau + a_nic;
+}
+
 /* The tree's closed forms on the uniform platform (docs/simulator.md, "Algorithms"), 1 GiB, K
  * chunks of tau a tree, d = ceil(log2 M) levels (NCCL's binary tree over M nodes):
- * - G = 1, M >= 4: a step is two chunks through an interior node's NIC plus a latency, 2 tau +
- *   alpha; 2K + 2d - 3 steps less one tau. Exact on powers of two and most other counts; 2^k + 1
- *   and 2^k + 2 nodes, whose last level holds one or two, take up to 0.5% more;
- * - G = 1, M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
+ * - G = 1 (tree_nic_bound_form): M >= 4, a step is two chunks through an interior node's NIC plus
+ *   a latency, 2 tau + alpha; 2K + 2d - 3 steps less one tau, tau - alpha more at 2^k + 2 nodes
+ *   and (3/2 - 2^-k) tau more at 2^k + 1 without latency (their last level holds two or one
+ *   nodes). M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
  * - G = 2: tree_g2_form, 2, 8 and 16 to 1024 nodes, with and without latency;
  * - G >= 3, C = G channels: each GPU heads two of the 2G trees, so each NVLink edge carries the
  *   chains of 2G - 2 trees (the NIC two): 2K chunk steps of (2G-2) tau. M = 2: exactly that plus
@@ -432,18 +457,20 @@ static double tree_g2_form(int m, double k, double tau, double a) {
  *   alpha the replay pays between none and 2K + 2G - 3 latencies (deeper trees hide more of them).
  * Above 64 nodes the replay is extrapolated in depth (run.c): full up to 64 nodes. */
 static void test_tree_closed_form(void) {
-  const int ones[] = {2, 4, 7, 8, 12, 16, 64, 100, 128, 1000, 1023, 1024};
+  /* G = 1 (no NVLink: tree_nic_bound_form's): nodes and latency; 2^k + 1 nodes without it */
+  const int ones[][2] = {{2, 5},  {4, 5},  {5, 0},   {6, 5},   {7, 5},    {8, 5},    {9, 0},    {10, 5},
+                         {12, 5}, {16, 5}, {34, 5},  {64, 5},  {100, 5},  {128, 5},  {1000, 5}, {1023, 5},
+                         {1024, 5}};
   const double a = 5.0;
   double worst = 0.0, worst_g = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
   ncclzSimResult r;
   int points = 0;
   for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++, points++) {
-    int m = ones[i];
-    double t = tree_uniform_us(m, 1, a, &r, &k, &tau), d = ceil(log2(m));
-    double cf = m == 2 ? 2 * k * tau + (k - 1) * a : (2 * k + 2 * d - 3) * (2 * tau + a) - tau;
+    int m = ones[i][0];
+    double al = ones[i][1], t = tree_uniform_us(m, 1, al, &r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
     worst = fmax(worst, rel(t, cf));
     slowest = fmax(slowest, r.wall_s);
-    CHECK(rel(t, cf) < 1e-3, "tree %d x 1: sim %.3f us, closed form %.3f us (%s)", m, t, cf, r.why);
+    CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
   }
   const int twos[] = {2, 8, 16, 64, 100, 128, 1000, 1024};
   for (size_t i = 0; i < 2 * sizeof twos / sizeof twos[0]; i++, points++) {
@@ -473,29 +500,36 @@ static void test_tree_closed_form(void) {
          "nodes: %.2e (%d points, %.1f s, the slowest %.2f s)\n", worst, worst_g, points, ncclzNowSeconds() - t0, slowest);
 }
 
-/* NCCL's tree where the NIC is the bottleneck (NVLink faster, as on every real node): the
- * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
- * one tau a step, each tree's root having one child), plus the chain's fill through the node up
- * and down, (G^2 - 1) tau_n + 2 (G - 1) a_nvl (tau_n a chunk's time on NVLink alone; M = 2 x 2:
- * 6 tau_n). G = 1 at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last
- * node hangs under the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: M = 3,
- * and M = 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
-static double tree_nic_bound_form(int m, int g, double k, double tau, double tau_n, double a_nic, double a_nvl) {
-  double d = ceil(log2(m)), p = ldexp(1.0, (int)d - 1); /* the largest power of two below m */
-  double chain = g == 1 ? 0.0 : (m == 2 && g == 2 ? 6 : g * g - 1) * tau_n + 2 * (g - 1) * a_nvl;
-  if (m == 2) return 2 * k * tau + (g == 1 ? (k - 1) * a_nic : k * a_nic + chain);
-  if (m == 3 || (m == p + 1 && a_nic + a_nvl > 0)) return NAN;
-  double t = (2 * k + 2 * d - 3) * (2 * tau + a_nic) - tau + chain;
-  if (m == p + 1) t += (1.5 - 1.0 / p) * tau;
-  if (m == p + 2 && m > 4 && g == 1) t += tau - a_nic;
-  return t;
-}
-
-/* The form holds while NVLink's share of a NIC step fits in it: the 2G - 2 chains an NVLink edge
- * carries and G - 2 of their latencies (measured boundary; past it NVLink sets the pace and the
- * channels' latencies hide behind each other as on the uniform platform). */
-static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, double a_nvl) {
-  return (2 * g - 2) * tau_n + (g - 2) * a_nvl <= (m == 2 ? 1 : 2) * tau + a_nic;
+/* Why G >= 3 with latency has no closed form on the uniform platform: NVLink sets the pace there
+ * (2G - 2 chains an edge), and a transfer's latency takes no bandwidth (SimGrid's CM02), so a
+ * chain's latency hides behind the other channels' chunks on its edge whenever they are out of
+ * phase, which the NIC levels make them. Latency on the NIC alone is paid at most 2d times (none
+ * on 2 nodes); on NVLink alone every chunk step pays it on 2 nodes (the chains in lockstep) and a
+ * share that moves with alpha past them: no fixed count, so the time is not affine in alpha. */
+static void test_tree_uniform_latencies(void) {
+  const double alphas[] = {1, 5, 20};
+  for (int m = 2; m <= 8; m *= 4) {
+    ncclzSimPlatform p;
+    uniform(&p, m, 4);
+    p.nic_latency_us = p.nvlink_latency_us = 0;
+    ncclzSimResult r;
+    double k, tau, t0 = tree_us(&p, &r, &k, &tau), d = ceil(log2(m)), nic[3], nvl[3];
+    for (int i = 0; i < 3; i++) {
+      p.nic_latency_us = alphas[i];
+      nic[i] = (tree_us(&p, &r, &k, &tau) - t0) / alphas[i];
+      p.nic_latency_us = 0;
+      p.nvlink_latency_us = alphas[i];
+      nvl[i] = (tree_us(&p, &r, &k, &tau) - t0) / alphas[i];
+      p.nvlink_latency_us = 0;
+      CHECK(nic[i] < (m == 2 ? 1e-3 : 2 * d), "tree %d x 4: %.2f NIC latencies of %.0f us paid", m, nic[i], alphas[i]);
+    }
+    if (m == 2)
+      CHECK(fabs(nvl[0] - nvl[2]) < 1e-3, "tree 2 x 4: NVLink latencies paid %.2f and %.2f", nvl[0], nvl[2]);
+    else
+      CHECK(nvl[2] - nvl[0] > 10, "tree 8 x 4: NVLink latencies paid %.2f and %.2f", nvl[0], nvl[2]);
+    printf("tree %d x 4, uniform platform: latencies paid at 1, 5 and 20 us on the NIC alone %.2f %.2f %.2f, on NVLink "
+           "alone %.2f %.2f %.2f\n", m, nic[0], nic[1], nic[2], nvl[0], nvl[1], nvl[2]);
+  }
 }
 
 /* The tree against tree_nic_bound_form on homogeneous nodes with NVLink 9x (the targets' 450 GB/s)
@@ -1559,6 +1593,7 @@ int main(void) {
   test_tree();
   test_tree_closed_form();
   test_tree_nic_bound_form();
+  test_tree_uniform_latencies();
   test_targets();
   test_validate_ring();
   test_fidelities_agree();
