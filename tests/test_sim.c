@@ -390,15 +390,18 @@ static void test_hier_ring_extrapolated(void) {
 /* A plain tree AllReduce of 1 GiB on the uniform platform (latency alpha_us on every hop): its time
  * and, in *k and *tau, the chunks a tree and one chunk's time on a hop alone (S/(2 C K)/B, C = G
  * channels). */
-static double tree_us(const ncclzSimPlatform *p, ncclzSimResult *r, double *k, double *tau) {
+static double tree_bytes_us(const ncclzSimPlatform *p, uint64_t bytes, ncclzSimResult *r, double *k, double *tau) {
   ncclzSimOptions o;
-  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+  allreduce_opts(&o, bytes, NCCLZ_SIM_OFF);
   o.algorithm = NCCLZ_ALGO_TREE;
   double t = run_us(p, &o, r);
   int g = p->gpus_per_node;
   *k = (double)r->nchunks / g; /* chunks a channel's tree (r->nchunks counts every channel's) */
   *tau = (double)o.bytes / (2.0 * g * *k) / (p->nic_gbps * 1e3);
   return t;
+}
+static double tree_us(const ncclzSimPlatform *p, ncclzSimResult *r, double *k, double *tau) {
+  return tree_bytes_us(p, 1u << 30, r, k, tau);
 }
 static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, double *k, double *tau) {
   ncclzSimPlatform p;
@@ -421,12 +424,15 @@ static double tree_g2_form(int m, double k, double tau, double a) {
  * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
  * one tau a step, each tree's root having one child), plus the chain's fill through the node up
  * and down, (G^2 - 1) tau_n + 2 (G - 1) a_nvl (tau_n a chunk's time on NVLink alone; M = 2 x 2:
- * 6 tau_n). G = 1 at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last
- * node hangs under the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: M = 3,
- * and M = 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
+ * 6 tau_n), n (n + 1) tau_n less with n = G - 1 - K > 0 (too few chunks to fill the chain). G = 1
+ * at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last node hangs under
+ * the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: K = 1, M = 3, and M =
+ * 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
 static double tree_nic_bound_form(int m, int g, double k, double tau, double tau_n, double a_nic, double a_nvl) {
   double d = ceil(log2(m)), p = ldexp(1.0, (int)d - 1); /* the largest power of two below m */
-  double chain = g == 1 ? 0.0 : (m == 2 && g == 2 ? 6 : g * g - 1) * tau_n + 2 * (g - 1) * a_nvl;
+  double n = fmax(0.0, g - 1 - k), fill = (m == 2 && g == 2 ? 6 : g * g - 1) - n * (n + 1);
+  double chain = g == 1 ? 0.0 : fill * tau_n + 2 * (g - 1) * a_nvl;
+  if (k < 2) return NAN;
   if (m == 2) return 2 * k * tau + (g == 1 ? (k - 1) * a_nic : k * a_nic + chain);
   if (m == 3 || (m == p + 1 && a_nic + a_nvl > 0)) return NAN;
   double t = (2 * k + 2 * d - 3) * (2 * tau + a_nic) - tau + chain;
@@ -535,8 +541,9 @@ static void test_tree_uniform_latencies(void) {
 /* The tree against tree_nic_bound_form on homogeneous nodes with NVLink 9x (the targets' 450 GB/s)
  * and 8x the 50 GB/s NIC, a NIC per GPU, 1 GiB: G = 1 to 8, each with every latency pair (NIC,
  * NVLink) of lats on a node count that rotates through ms (2 to 1024 nodes; more than 64
- * extrapolated in depth), and 2^k + 1 nodes without latency. Where NVLink sets the pace (past
- * tree_nic_bound) the form is only a lower bound. */
+ * extrapolated in depth), 2^k + 1 nodes without latency, and six points with 2 to 5 chunks a tree
+ * (fewer than the chain's hops). Where NVLink sets the pace (past tree_nic_bound) the form is only
+ * a lower bound. */
 static void test_tree_nic_bound_form(void) {
   const int ms[] = {2, 4, 6, 7, 8, 12, 100, 1000, 1023, 1024}, nm = (int)(sizeof ms / sizeof ms[0]);
   const double lats[][2] = {{0, 0}, {5, 1}, {5, 5}, {20, 1}, {20, 20}};
@@ -568,6 +575,21 @@ static void test_tree_nic_bound_form(void) {
       CHECK(rel(t, cf) < 1e-3, "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us, closed form %.3f "
             "us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
     }
+  /* fewer chunks than the chain has hops (K < G - 1): 450 GB/s, 5/1 us, 8 G K MiB */
+  const int few[][3] = {{8, 4, 2}, {100, 4, 3}, {7, 8, 2}, {8, 8, 4}, {1000, 8, 5}, {12, 6, 3}};
+  for (size_t i = 0; i < sizeof few / sizeof few[0]; i++, points++) {
+    int m = few[i][0], g = few[i][1];
+    ncclzSimPlatform p;
+    platform(&p, m, g);
+    p.rails = g;
+    p.nvlink_gbps = 450.0;
+    p.nvlink_latency_us = 1.0;
+    ncclzSimResult r;
+    double k, tau, t = tree_bytes_us(&p, (uint64_t)(8 * g * few[i][2]) << 20, &r, &k, &tau);
+    double cf = tree_nic_bound_form(m, g, k, tau, tau * p.nic_gbps / p.nvlink_gbps, p.nic_latency_us, 1.0);
+    worst = fmax(worst, rel(t, cf));
+    CHECK(rel(t, cf) < 1e-3, "tree %d x %d, %.0f chunks: sim %.3f us, closed form %.3f us (%s)", m, g, k, t, cf, r.why);
+  }
   printf("tree, NVLink 8-9x the NIC, against its NIC-bound closed form: G = 1 to 8, 2 to 1024 nodes: largest "
          "difference %.2e (%d points, %d NVLink-bound, %.1f s)\n", worst, points, bounded, ncclzNowSeconds() - t0);
 }
