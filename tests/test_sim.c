@@ -9,6 +9,7 @@ int main(void) {
   return 77;
 }
 #else
+#include "ncclz/model.h"
 #include "ncclz/sim.h"
 #include "../sim/sim_internal.h"
 
@@ -504,6 +505,42 @@ static void test_tree_closed_form(void) {
   }
   printf("tree against its closed form: G = 1 and 2, 2 to 1024 nodes: largest difference %.2e; G = 3 to 8, 2 to 1024 "
          "nodes: %.2e (%d points, %.1f s, the slowest %.2f s)\n", worst, worst_g, points, ncclzNowSeconds() - t0, slowest);
+}
+
+/* The cost model prices the plain tree with the form the replay takes (model/choose.c): equal
+ * where the NIC sets the pace (K >= 2 chunks a tree), within 3% where NVLink does (the uniform
+ * platform). Points: nodes, GPUs, NVLink and NIC GB/s, their latencies, MiB. */
+static void test_tree_model(void) {
+  const double pts[][7] = {{1024, 1, 50, 50, 5, 5, 1024},   {1024, 8, 450, 50, 1, 5, 1024}, {1000, 8, 400, 50, 1, 20, 1024},
+                           {1024, 4, 450, 12.5, 1, 5, 1024}, {8, 8, 450, 50, 1, 5, 128},     {1024, 8, 50, 50, 5, 5, 1024},
+                           {1024, 4, 50, 50, 5, 5, 1024}};
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    const double *q = pts[i];
+    ncclzSimPlatform p;
+    platform(&p, (int)q[0], (int)q[1]);
+    p.rails = (int)q[1];
+    p.nvlink_gbps = q[2];
+    p.nic_gbps = q[3];
+    p.nvlink_latency_us = q[4];
+    p.nic_latency_us = q[5];
+    ncclzSimResult r;
+    double k, tau, t = tree_bytes_us(&p, (uint64_t)q[6] << 20, &r, &k, &tau);
+    ncclzChoiceInput in;
+    memset(&in, 0, sizeof in);
+    in.coll = NCCLZ_ALLREDUCE;
+    in.bytes = (uint64_t)q[6] << 20;
+    in.nodes = p.nodes;
+    in.gpus_per_node = in.rails = p.gpus_per_node;
+    in.nvlink_gbps = q[2];
+    in.nic_gbps = q[3];
+    in.nvlink_alpha_us = q[4];
+    in.nic_alpha_us = q[5];
+    double mt = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN), tol = q[2] > q[3] ? 1e-3 : 3e-2;
+    CHECK(rel(mt, t) < tol, "tree %d x %d, NVLink %.0f GB/s: model %.1f us, replay %.1f us", p.nodes, p.gpus_per_node,
+          q[2], mt, t);
+    printf("tree %d x %d, NVLink %.0f and NIC %.1f GB/s, %.0f/%.0f us, %.0f MiB: model %+.3f%% of the replay\n", p.nodes,
+           p.gpus_per_node, q[2], q[3], q[4], q[5], q[6], 100 * (mt / t - 1));
+  }
 }
 
 /* Why G >= 3 with latency has no closed form on the uniform platform: NVLink sets the pace there
@@ -1616,6 +1653,7 @@ int main(void) {
   test_tree_closed_form();
   test_tree_nic_bound_form();
   test_tree_uniform_latencies();
+  test_tree_model();
   test_targets();
   test_validate_ring();
   test_fidelities_agree();
