@@ -345,8 +345,9 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
   /* and the chain's through the node, up and down: each hop a latency and a chunk sharing its
-   * NVLink edge with C other chains on average once C >= G - 1 chunks fill it (n fewer: n (n + 1)
-   * chunks of tau_n less; measured at C = G and G/2 channels, one to three tau_n short at C = 1) */
+   * NVLink edge with ch other chains on average once the tree's C chunks fill its G - 1 hops (n
+   * hops unfilled: n (n + 1) chunks of tnv less); measured at ch = G and G/2 channels, one to
+   * three tnv short of the replay at ch = 1 */
   double n = fmax(0.0, g - 1.0 - C), chain_bw = (g - 1.0) * (ch + 1) * tnv - n * (n + 1) * tnv;
   /* (where NVLink sets the pace the chains fill while their edges carry fewer flows) */
   double chain = (g - 1.0) * (2 * nv.alpha_us + codec_nv) + (nv_wire > nic_wire ? 0.0 : chain_bw);
