@@ -310,24 +310,29 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
  * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
  * rank's codec streams, which take every channel's chunks, are the slower; the
  * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
- * the broadcast coming down (frames forwarded as they are). G = 1 and plain: the closed form
- * 2 (2C + 2 log2 M - 3) tau of docs/simulator.md. */
+ * the broadcast coming down (frames forwarded as they are). Plain: the replay's closed form where
+ * the NIC sets the pace (docs/simulator.md, "Algorithms"), (2C + 2d - 3)(2 tau + alpha) - tau
+ * with d = ceil(log2 M) (2 nodes: 2C tau + (C - 1) alpha), plus the chains' fill through the
+ * node. */
 static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, double ch, ncclzChoiceCoder pol) {
-  int plain = pol == NCCLZ_CHOICE_PLAIN, g = in->gpus_per_node, h = in->nodes > 1 ? ilog2(in->nodes) : 0;
+  int plain = pol == NCCLZ_CHOICE_PLAIN, g = in->gpus_per_node, h = in->nodes > 1 ? ilog2(in->nodes - 1) + 1 : 0;
   double range = (double)in->bytes / 2 / ch, C = chunks_of(prof, in, range, plain), raw = range / C;
   double k = (double)in->nodes * g;
   int cn = step_coder(prof, in, pol, 1, k, raw, 1.0);
   int cv = pol == NCCLZ_CHOICE_REA ? NCCLZ_CODER_RAW : step_coder(prof, in, pol, 0, k, raw, 1.0);
   link_t l = link_of(in, 1), nv = link_of(in, 0);
-  double t = share_us(l, ceil(ch / in->rails), frame_wire(in, cn, k, raw)), tau = l.alpha_us + t;
+  double t = share_us(l, ceil(ch / in->rails), frame_wire(in, cn, k, raw));
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
-  double tnv = nv.alpha_us + share_us(nv, 1, frame_wire(in, cv, k, raw));
+  double tnv = share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
   /* one channel's chunk: its transfers and its codec work overlap by half. A node's NIC takes two
    * chunks a step (two children's, or a child's and the parent's); between two nodes each tree's
    * root has one child, and the two trees' chunks cross in opposite directions: one a step. */
   double arrivals = in->nodes == 2 ? 1.0 : 2.0;
-  double wire = arrivals * (t + l.alpha_us / 2), work = 2 * d + e;
+  /* or NVLink's share of a step where it is the slower: the chains of 2C (G - 1)/G trees an edge,
+   * their latencies mostly hidden behind each other's chunks (docs/simulator.md) */
+  double nic_wire = arrivals * (t + l.alpha_us / 2), nv_wire = 2 * ch * (g - 1.0) / g * tnv + nv.alpha_us;
+  double wire = fmax(nic_wire, nv_wire), work = 2 * d + e;
   double period = fmax(wire, work) + fmin(wire, work) / 2;
   /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
    * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
@@ -336,10 +341,17 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
   double decodes = pol == NCCLZ_CHOICE_REA ? 2 * ch + 2 * own : 4 * ch;
   double streams = C * fmax(decodes * d, 2 * own * e);
-  /* the pipeline's fill: two chunk steps a level of the trees (between two nodes, one chunk step:
-   * the first chunk down waits for the first chunk up) */
-  double levels = in->nodes == 2 ? tau : fmax(0.0, h - 1.0) * 2 * 2 * tau;
-  double fill = levels + h * (e + d) + (g - 1.0) * (2 * tnv + codec_nv) + d;
+  /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
+   * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
+  double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
+  /* and the chain's through the node, up and down: each hop a latency and a chunk sharing its
+   * NVLink edge with ch other chains on average once the tree's C chunks fill its G - 1 hops (n
+   * hops unfilled: n (n + 1) chunks of tnv less); measured at ch = G and G/2 channels, one to
+   * three tnv short of the replay at ch = 1 */
+  double n = fmax(0.0, g - 1.0 - C), chain_bw = (g - 1.0) * (ch + 1) * tnv - n * (n + 1) * tnv;
+  /* (where NVLink sets the pace the chains fill while their edges carry fewer flows) */
+  double chain = (g - 1.0) * (2 * nv.alpha_us + codec_nv) + (nv_wire > nic_wire ? 0.0 : chain_bw);
+  double fill = fmax(0.0, levels) + h * (e + d) + chain + d;
   return fmax((2 * C - 1) * period, streams) + fill;
 }
 

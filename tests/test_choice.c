@@ -68,26 +68,27 @@ static void test_closed_forms(void) {
               ncclzCollectiveName(colls[c]), m, g, t, f);
         checked++;
       }
-  /* the tree, G = 1, no latency: 2 (2C + 2 log2 M - 3) tau, tau = S / (2C) / B, C chunks of 4 MiB */
-  for (int m = 4; m <= 64; m *= 2) {
-    ncclzChoiceInput in;
-    uniform(&in, NCCLZ_ALLREDUCE, m, 1, 64.0 * (1 << 20));
-    in.nic_alpha_us = in.nvlink_alpha_us = 0;
-    double C = 8, tau = (double)in.bytes / (2 * C) / 25e3;
-    double t = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN);
-    double f = 2 * (2 * C + 2 * ilog2(m) - 3) * tau;
-    CHECK(rel(t, f) < 1e-9, "tree on %d nodes: model %.3f us, closed form %.3f", m, t, f);
-    checked++;
-  }
-  { /* two nodes: each tree's root has one child and the trees' chunks cross, one a step: 2C tau */
-    ncclzChoiceInput in;
-    uniform(&in, NCCLZ_ALLREDUCE, 2, 1, 64.0 * (1 << 20));
-    in.nic_alpha_us = in.nvlink_alpha_us = 0;
-    double C = 8, tau = (double)in.bytes / (2 * C) / 25e3;
-    double t = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN);
-    CHECK(rel(t, 2 * C * tau) < 1e-9, "tree on 2 nodes: model %.3f us, closed form %.3f", t, 2 * C * tau);
-    checked++;
-  }
+  /* the tree, plain: the replay's closed form where the NIC sets the pace (docs/simulator.md),
+   * (2K + 2d - 3)(2 tau + alpha) - tau, d = ceil(log2 M), K chunks of 4 MiB (at most 64), tau =
+   * S/(2CK)/B, C = G channels (the rails); 2 nodes: 2K tau + (K - 1) alpha, alpha more at G >= 2;
+   * plus the chains' fill (G - 1)((C + 1) tau_n + 2 alpha_n), tau_n a chunk on NVLink (9x the NIC) */
+  const int tree_nodes[] = {2, 3, 4, 5, 8, 64, 100, 1000, 1024};
+  for (size_t i = 0; i < sizeof tree_nodes / sizeof tree_nodes[0]; i++)
+    for (int g = 1; g <= 8; g = 2 * g + 2) {
+      int m = tree_nodes[i];
+      if (m == 2 && g == 8) continue; /* 14 chains of tau/9 an NVLink edge: slower than one tau a NIC step */
+      ncclzChoiceInput in;
+      uniform(&in, NCCLZ_ALLREDUCE, m, g, 1024.0 * (1 << 20));
+      in.nvlink_gbps = 9 * in.nic_gbps;
+      in.nvlink_alpha_us = 1.0;
+      double a = in.nic_alpha_us, K = fmin((double)in.bytes / (2.0 * g) / (4 << 20), NCCLZ_DEFAULT_MAX_CHUNKS);
+      double tau = (double)in.bytes / (2.0 * g * K) / 25e3;
+      double d = ilog2(m - 1) + 1, chain = (g - 1) * ((g + 1) * tau / 9 + 2 * in.nvlink_alpha_us);
+      double f = (m == 2 ? 2 * K * tau + (K - (g == 1)) * a : (2 * K + 2 * d - 3) * (2 * tau + a) - tau) + chain;
+      double t = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN);
+      CHECK(rel(t, f) < 1e-9, "tree on %d x %d: model %.3f us, closed form %.3f", m, g, t, f);
+      checked++;
+    }
   printf("plain closed forms: %d (algorithm, collective, shape) cases equal\n", checked);
 }
 

@@ -9,6 +9,7 @@ int main(void) {
   return 77;
 }
 #else
+#include "ncclz/model.h"
 #include "ncclz/sim.h"
 #include "../sim/sim_internal.h"
 
@@ -390,17 +391,24 @@ static void test_hier_ring_extrapolated(void) {
 /* A plain tree AllReduce of 1 GiB on the uniform platform (latency alpha_us on every hop): its time
  * and, in *k and *tau, the chunks a tree and one chunk's time on a hop alone (S/(2 C K)/B, C = G
  * channels). */
+static double tree_bytes_us(const ncclzSimPlatform *p, uint64_t bytes, ncclzSimResult *r, double *k, double *tau) {
+  ncclzSimOptions o;
+  allreduce_opts(&o, bytes, NCCLZ_SIM_OFF);
+  o.algorithm = NCCLZ_ALGO_TREE;
+  double t = run_us(p, &o, r);
+  int g = p->gpus_per_node;
+  *k = (double)r->nchunks / g; /* chunks a channel's tree (r->nchunks counts every channel's) */
+  *tau = (double)o.bytes / (2.0 * g * *k) / (p->nic_gbps * 1e3);
+  return t;
+}
+static double tree_us(const ncclzSimPlatform *p, ncclzSimResult *r, double *k, double *tau) {
+  return tree_bytes_us(p, 1u << 30, r, k, tau);
+}
 static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, double *k, double *tau) {
   ncclzSimPlatform p;
   uniform(&p, m, g);
   p.nic_latency_us = p.nvlink_latency_us = alpha_us;
-  ncclzSimOptions o;
-  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
-  o.algorithm = NCCLZ_ALGO_TREE;
-  double t = run_us(&p, &o, r);
-  *k = (double)r->nchunks / g; /* chunks a channel's tree (r->nchunks counts every channel's) */
-  *tau = (double)o.bytes / (2.0 * g * *k) / (p.nic_gbps * 1e3);
-  return t;
+  return tree_us(&p, r, k, tau);
 }
 
 /* NCCL's tree at G = 2 on the uniform platform: NVLink and NIC tie, two chains an edge and two
@@ -413,12 +421,40 @@ static double tree_g2_form(int m, double k, double tau, double a) {
   return (2 * k + 2 * d - 1.5) * step + 1.5 * tau;
 }
 
+/* NCCL's tree where the NIC is the bottleneck (NVLink faster, as on every real node): the
+ * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
+ * one tau a step, each tree's root having one child), plus the chain's fill through the node up
+ * and down, (G^2 - 1) tau_n + 2 (G - 1) a_nvl (tau_n a chunk's time on NVLink alone; M = 2 x 2:
+ * 6 tau_n), n (n + 1) tau_n less with n = G - 1 - K > 0 (too few chunks to fill the chain). G = 1
+ * at M = 2^k + 2 (k >= 2) pays tau - a_nic more; M = 2^k + 1, whose lone last node hangs under
+ * the root, (3/2 - 2^-k) tau more without latency. NAN where not closed: K = 1, M = 3, and M =
+ * 2^k + 1 with latency (docs/simulator.md, "Algorithms"). */
+static double tree_nic_bound_form(int m, int g, double k, double tau, double tau_n, double a_nic, double a_nvl) {
+  double d = ceil(log2(m)), p = ldexp(1.0, (int)d - 1); /* the largest power of two below m */
+  double n = fmax(0.0, g - 1 - k), fill = (m == 2 && g == 2 ? 6 : g * g - 1) - n * (n + 1);
+  double chain = g == 1 ? 0.0 : fill * tau_n + 2 * (g - 1) * a_nvl;
+  if (k < 2) return NAN;
+  if (m == 2) return 2 * k * tau + (g == 1 ? (k - 1) * a_nic : k * a_nic + chain);
+  if (m == 3 || (m == p + 1 && a_nic + a_nvl > 0)) return NAN;
+  double t = (2 * k + 2 * d - 3) * (2 * tau + a_nic) - tau + chain;
+  if (m == p + 1) t += (1.5 - 1.0 / p) * tau;
+  if (m == p + 2 && m > 4 && g == 1) t += tau - a_nic;
+  return t;
+}
+
+/* The form holds while NVLink's share of a NIC step fits in it: the 2G - 2 chains an NVLink edge
+ * carries and G - 2 of their latencies (measured boundary; past it NVLink sets the pace and the
+ * channels' latencies hide behind each other as on the uniform platform). */
+static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, double a_nvl) {
+  return (2 * g - 2) * tau_n + (g - 2) * a_nvl <= (m == 2 ? 1 : 2) * tau + a_nic;
+}
+
 /* The tree's closed forms on the uniform platform (docs/simulator.md, "Algorithms"), 1 GiB, K
  * chunks of tau a tree, d = ceil(log2 M) levels (NCCL's binary tree over M nodes):
- * - G = 1, M >= 4: a step is two chunks through an interior node's NIC plus a latency, 2 tau +
- *   alpha; 2K + 2d - 3 steps less one tau. Exact on powers of two and most other counts; 2^k + 1
- *   and 2^k + 2 nodes, whose last level holds one or two, take up to 0.5% more;
- * - G = 1, M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
+ * - G = 1 (tree_nic_bound_form): M >= 4, a step is two chunks through an interior node's NIC plus
+ *   a latency, 2 tau + alpha; 2K + 2d - 3 steps less one tau, tau - alpha more at 2^k + 2 nodes
+ *   and (3/2 - 2^-k) tau more at 2^k + 1 without latency (their last level holds two or one
+ *   nodes). M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
  * - G = 2: tree_g2_form, 2, 8 and 16 to 1024 nodes, with and without latency;
  * - G >= 3, C = G channels: each GPU heads two of the 2G trees, so each NVLink edge carries the
  *   chains of 2G - 2 trees (the NIC two): 2K chunk steps of (2G-2) tau. M = 2: exactly that plus
@@ -428,18 +464,20 @@ static double tree_g2_form(int m, double k, double tau, double a) {
  *   alpha the replay pays between none and 2K + 2G - 3 latencies (deeper trees hide more of them).
  * Above 64 nodes the replay is extrapolated in depth (run.c): full up to 64 nodes. */
 static void test_tree_closed_form(void) {
-  const int ones[] = {2, 4, 7, 8, 12, 16, 64, 100, 128, 1000, 1023, 1024};
+  /* G = 1 (no NVLink: tree_nic_bound_form's): nodes and latency; 2^k + 1 nodes without it */
+  const int ones[][2] = {{2, 5},  {4, 5},  {5, 0},   {6, 5},   {7, 5},    {8, 5},    {9, 0},    {10, 5},
+                         {12, 5}, {16, 5}, {34, 5},  {64, 5},  {100, 5},  {128, 5},  {1000, 5}, {1023, 5},
+                         {1024, 5}};
   const double a = 5.0;
   double worst = 0.0, worst_g = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
   ncclzSimResult r;
   int points = 0;
   for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++, points++) {
-    int m = ones[i];
-    double t = tree_uniform_us(m, 1, a, &r, &k, &tau), d = ceil(log2(m));
-    double cf = m == 2 ? 2 * k * tau + (k - 1) * a : (2 * k + 2 * d - 3) * (2 * tau + a) - tau;
+    int m = ones[i][0];
+    double al = ones[i][1], t = tree_uniform_us(m, 1, al, &r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
     worst = fmax(worst, rel(t, cf));
     slowest = fmax(slowest, r.wall_s);
-    CHECK(rel(t, cf) < 1e-3, "tree %d x 1: sim %.3f us, closed form %.3f us (%s)", m, t, cf, r.why);
+    CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
   }
   const int twos[] = {2, 8, 16, 64, 100, 128, 1000, 1024};
   for (size_t i = 0; i < 2 * sizeof twos / sizeof twos[0]; i++, points++) {
@@ -467,6 +505,130 @@ static void test_tree_closed_form(void) {
   }
   printf("tree against its closed form: G = 1 and 2, 2 to 1024 nodes: largest difference %.2e; G = 3 to 8, 2 to 1024 "
          "nodes: %.2e (%d points, %.1f s, the slowest %.2f s)\n", worst, worst_g, points, ncclzNowSeconds() - t0, slowest);
+}
+
+/* The cost model prices the plain tree with the form the replay takes (model/choose.c): equal
+ * where the NIC sets the pace (K >= 2 chunks a tree), within 3% where NVLink does (the uniform
+ * platform). Points: nodes, GPUs, NVLink and NIC GB/s, their latencies, MiB. */
+static void test_tree_model(void) {
+  const double pts[][7] = {{1024, 1, 50, 50, 5, 5, 1024},   {1024, 8, 450, 50, 1, 5, 1024}, {1000, 8, 400, 50, 1, 20, 1024},
+                           {1024, 4, 450, 12.5, 1, 5, 1024}, {8, 8, 450, 50, 1, 5, 128},     {1024, 8, 50, 50, 5, 5, 1024},
+                           {1024, 4, 50, 50, 5, 5, 1024}};
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    const double *q = pts[i];
+    ncclzSimPlatform p;
+    platform(&p, (int)q[0], (int)q[1]);
+    p.rails = (int)q[1];
+    p.nvlink_gbps = q[2];
+    p.nic_gbps = q[3];
+    p.nvlink_latency_us = q[4];
+    p.nic_latency_us = q[5];
+    ncclzSimResult r;
+    double k, tau, t = tree_bytes_us(&p, (uint64_t)q[6] << 20, &r, &k, &tau);
+    ncclzChoiceInput in;
+    memset(&in, 0, sizeof in);
+    in.coll = NCCLZ_ALLREDUCE;
+    in.bytes = (uint64_t)q[6] << 20;
+    in.nodes = p.nodes;
+    in.gpus_per_node = in.rails = p.gpus_per_node;
+    in.nvlink_gbps = q[2];
+    in.nic_gbps = q[3];
+    in.nvlink_alpha_us = q[4];
+    in.nic_alpha_us = q[5];
+    double mt = ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN), tol = q[2] > q[3] ? 1e-3 : 3e-2;
+    CHECK(rel(mt, t) < tol, "tree %d x %d, NVLink %.0f GB/s: model %.1f us, replay %.1f us", p.nodes, p.gpus_per_node,
+          q[2], mt, t);
+    printf("tree %d x %d, NVLink %.0f and NIC %.1f GB/s, %.0f/%.0f us, %.0f MiB: model %+.3f%% of the replay\n", p.nodes,
+           p.gpus_per_node, q[2], q[3], q[4], q[5], q[6], 100 * (mt / t - 1));
+  }
+}
+
+/* Why G >= 3 with latency has no closed form on the uniform platform: NVLink sets the pace there
+ * (2G - 2 chains an edge), and a transfer's latency takes no bandwidth (SimGrid's CM02), so a
+ * chain's latency hides behind the other channels' chunks on its edge whenever they are out of
+ * phase, which the NIC levels make them. Latency on the NIC alone is paid at most 2d times (none
+ * on 2 nodes); on NVLink alone every chunk step pays it on 2 nodes (the chains in lockstep) and a
+ * share that moves with alpha past them: no fixed count, so the time is not affine in alpha. */
+static void test_tree_uniform_latencies(void) {
+  const double alphas[] = {1, 5, 20};
+  for (int m = 2; m <= 8; m *= 4) {
+    ncclzSimPlatform p;
+    uniform(&p, m, 4);
+    p.nic_latency_us = p.nvlink_latency_us = 0;
+    ncclzSimResult r;
+    double k, tau, t0 = tree_us(&p, &r, &k, &tau), d = ceil(log2(m)), nic[3], nvl[3];
+    for (int i = 0; i < 3; i++) {
+      p.nic_latency_us = alphas[i];
+      nic[i] = (tree_us(&p, &r, &k, &tau) - t0) / alphas[i];
+      p.nic_latency_us = 0;
+      p.nvlink_latency_us = alphas[i];
+      nvl[i] = (tree_us(&p, &r, &k, &tau) - t0) / alphas[i];
+      p.nvlink_latency_us = 0;
+      CHECK(nic[i] < (m == 2 ? 1e-3 : 2 * d), "tree %d x 4: %.2f NIC latencies of %.0f us paid", m, nic[i], alphas[i]);
+    }
+    if (m == 2)
+      CHECK(fabs(nvl[0] - nvl[2]) < 1e-3, "tree 2 x 4: NVLink latencies paid %.2f and %.2f", nvl[0], nvl[2]);
+    else
+      CHECK(nvl[2] - nvl[0] > 10, "tree 8 x 4: NVLink latencies paid %.2f and %.2f", nvl[0], nvl[2]);
+    printf("tree %d x 4, uniform platform: latencies paid at 1, 5 and 20 us on the NIC alone %.2f %.2f %.2f, on NVLink "
+           "alone %.2f %.2f %.2f\n", m, nic[0], nic[1], nic[2], nvl[0], nvl[1], nvl[2]);
+  }
+}
+
+/* The tree against tree_nic_bound_form on homogeneous nodes with NVLink 9x (the targets' 450 GB/s)
+ * and 8x the 50 GB/s NIC, a NIC per GPU, 1 GiB: G = 1 to 8, each with every latency pair (NIC,
+ * NVLink) of lats on a node count that rotates through ms (2 to 1024 nodes; more than 64
+ * extrapolated in depth), 2^k + 1 nodes without latency, and six points with 2 to 5 chunks a tree
+ * (fewer than the chain's hops). Where NVLink sets the pace (past tree_nic_bound) the form is only
+ * a lower bound. */
+static void test_tree_nic_bound_form(void) {
+  const int ms[] = {2, 4, 6, 7, 8, 12, 100, 1000, 1023, 1024}, nm = (int)(sizeof ms / sizeof ms[0]);
+  const double lats[][2] = {{0, 0}, {5, 1}, {5, 5}, {20, 1}, {20, 20}};
+  const int nl = (int)(sizeof lats / sizeof lats[0]);
+  double worst = 0.0, t0 = ncclzNowSeconds();
+  int points = 0, bounded = 0;
+  for (int g = 1; g <= 8; g++)
+    for (int l = 0; l <= nl; l++) {
+      int pow2p1 = l == nl, m = pow2p1 ? (4 << g % 3) + 1 : ms[(3 * g + l) % nm];
+      ncclzSimPlatform p;
+      platform(&p, m, g);
+      p.rails = g;
+      p.nvlink_gbps = (g + l) % 2 ? 450.0 : 400.0;
+      p.nic_latency_us = pow2p1 ? 0 : lats[l][0];
+      p.nvlink_latency_us = pow2p1 ? 0 : lats[l][1];
+      ncclzSimResult r;
+      double k, tau, t = tree_us(&p, &r, &k, &tau), tau_n = tau * p.nic_gbps / p.nvlink_gbps;
+      double cf = tree_nic_bound_form(m, g, k, tau, tau_n, p.nic_latency_us, p.nvlink_latency_us);
+      points++;
+      if (!tree_nic_bound(m, g, tau, tau_n, p.nic_latency_us, p.nvlink_latency_us)) {
+        bounded++;
+        CHECK(t > cf * (1 - 1e-3), "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us under its "
+              "NIC-bound form %.3f us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
+        printf("tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: NVLink-bound, %+.3f%% over the NIC-bound form\n", m,
+               g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, 100 * (t / cf - 1));
+        continue;
+      }
+      worst = fmax(worst, rel(t, cf));
+      CHECK(rel(t, cf) < 1e-3, "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us, closed form %.3f "
+            "us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
+    }
+  /* fewer chunks than the chain has hops (K < G - 1): 450 GB/s, 5/1 us, 8 G K MiB */
+  const int few[][3] = {{8, 4, 2}, {100, 4, 3}, {7, 8, 2}, {8, 8, 4}, {1000, 8, 5}, {12, 6, 3}};
+  for (size_t i = 0; i < sizeof few / sizeof few[0]; i++, points++) {
+    int m = few[i][0], g = few[i][1];
+    ncclzSimPlatform p;
+    platform(&p, m, g);
+    p.rails = g;
+    p.nvlink_gbps = 450.0;
+    p.nvlink_latency_us = 1.0;
+    ncclzSimResult r;
+    double k, tau, t = tree_bytes_us(&p, (uint64_t)(8 * g * few[i][2]) << 20, &r, &k, &tau);
+    double cf = tree_nic_bound_form(m, g, k, tau, tau * p.nic_gbps / p.nvlink_gbps, p.nic_latency_us, 1.0);
+    worst = fmax(worst, rel(t, cf));
+    CHECK(rel(t, cf) < 1e-3, "tree %d x %d, %.0f chunks: sim %.3f us, closed form %.3f us (%s)", m, g, k, t, cf, r.why);
+  }
+  printf("tree, NVLink 8-9x the NIC, against its NIC-bound closed form: G = 1 to 8, 2 to 1024 nodes: largest "
+         "difference %.2e (%d points, %d NVLink-bound, %.1f s)\n", worst, points, bounded, ncclzNowSeconds() - t0);
 }
 
 /* The double binary tree over more than 64 nodes, extrapolated in depth (run.c): equal to the
@@ -1489,6 +1651,9 @@ int main(void) {
   test_rails_busbw();
   test_tree();
   test_tree_closed_form();
+  test_tree_nic_bound_form();
+  test_tree_uniform_latencies();
+  test_tree_model();
   test_targets();
   test_validate_ring();
   test_fidelities_agree();
