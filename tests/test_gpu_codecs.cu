@@ -955,8 +955,10 @@ int main(int argc, char **argv) {
   eb_case("ncep_climo_T_8x64x128.f32", "eb:abs=0.01,lorenzo=3d", d3, 3);
   /* other plane shapes for the Lorenzo kernels: bands of uneven rows and rows narrower than a
    * warp's 128 columns (16 x 37 x 108), planes of 100 x 128 (past 12,288 elements: a CTA of 1,024
-   * threads takes four groups each), many small planes (64 x 32 x 32), tall planes (2 x 256 x 128) */
-  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32}, {2, 256, 128}};
+   * threads takes four groups each), many small planes (64 x 32 x 32), tall planes (2 x 256 x 128),
+   * planes of 512-thread CTAs whose rows (8 x 32 x 192) or bands (16 x 80 x 48) are too wide or too
+   * many for a warp a band */
+  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32}, {2, 256, 128}, {8, 32, 192}, {16, 80, 48}};
   for (const uint32_t *sh : shapes) {
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", sh, 3);
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=2d", sh, 3);
