@@ -263,7 +263,7 @@ if want quant-ncu && [ "$(left)" -gt 90 ]; then
   batch256m; sci256m
   for q in qsgd eb3d; do
     if [ $q = qsgd ]; then args=(--input /tmp/batch256m.f32 --quant qsgd:bits=8,bucket=512); k='k_qsgd_fused|k_qsgd_dequant'
-    else args=(--input /tmp/sci256m.f32 --quant eb:rel=1e-4,lorenzo=3d --dims 8192x64x128); k='k_eb_range|k_eb_lz_fwd|k_lz_'; fi
+    else args=(--input /tmp/sci256m.f32 --quant eb:rel=1e-4,lorenzo=3d --dims 8192x64x128); k='k_eb_range|k_eb_lz_|k_lz_'; fi
     [ "$(left)" -gt 45 ] || break
     timeout $(($(left) - 20)) ncu --clock-control none -k "regex:$k" -c 5 --section SpeedOfLight --section Occupancy \
       --section WarpStateStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active' \
