@@ -327,6 +327,11 @@ template <int N> static __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+/* Wrapping sums of groups of 4 codes. */
+static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
+  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
 /* D of the group of 4 at element e (column k of its row): q - left - up + upleft, per element. */
 static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, bool hk, bool hj, uint32_t d2) {
   const uint4 c = *(const uint4 *)(q + e);
@@ -817,7 +822,7 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d,
     for (int k = 0; k < KC; k++) { /* z, then the group's own prefix */
       const uint32_t j = tid * KC + k;
       uint4 v = j < G ? *(const uint4 *)(cur + 4 * j) : make_uint4(0, 0, 0, 0);
-      if (L == 3) v.x += acc[k].x, v.y += acc[k].y, v.z += acc[k].z, v.w += acc[k].w;
+      if (L == 3) v = add4(v, acc[k]);
       acc[k] = v;
       r[k] = make_uint4(v.x, v.x + v.y, v.x + v.y + v.z, v.x + v.y + v.z + v.w);
       tot[k] = r[k].w;
@@ -847,7 +852,7 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d,
         uint4 t = make_uint4(0, 0, 0, 0);
         for (uint32_t y = y0; y < y1; y++) {
           const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
-          t.x += v.x, t.y += v.y, t.z += v.z, t.w += v.w;
+          t = add4(t, v);
         }
         segsum[tid] = t;
       }
@@ -857,11 +862,11 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d,
       uint4 run = make_uint4(0, 0, 0, 0);
       for (uint32_t q = 0; col && q < seg; q++) {
         const uint4 v = segsum[q * CG + cg];
-        run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+        run = add4(run, v);
       }
       for (uint32_t y = y0; y < y1; y++) {
         const uint4 v = *(const uint4 *)(cur + y * d2 + 4 * cg);
-        if (col) run.x += v.x, run.y += v.y, run.z += v.z, run.w += v.w;
+        if (col) run = add4(run, v);
         else run = v;
         *(float4 *)(x + (size_t)pl * P + y * d2 + 4 * cg) =
             make_float4(nz_eb_value((int32_t)run.x, step, 0, 0.0f), nz_eb_value((int32_t)run.y, step, 0, 0.0f),
@@ -872,12 +877,7 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d,
   cp_async_wait<0>();
 }
 
-#define LZR_BANDS 16 /* k_lz_inv_rows<512, ...>: warps, each a band of up to LZR_ROWS rows */
-#define LZR_ROWS 4
-#define LZR_SMEM (2 * LZR_ROWS * 512 * 16 + 2 * LZR_BANDS * 32 * 16) /* the ring of 2 planes, the bands' sums */
-static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
-  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-}
+#define LZR_ROWS 4 /* k_lz_inv_rows<512, ...>: rows a band at most, a band a warp */
 
 /* Inverse Lorenzo and dequantization, a warp a band of rows (rows of up to 128 elements, d2 % 4 ==
  * 0): lane l owns the group of 4 columns 4l..4l+3 of each of its warp's rows in every plane of the
@@ -959,6 +959,10 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_rows(const int32_t *d,
   cp_async_wait<0>();
 }
 
+/* k_lz_inv_rows<nt, r, d>'s shared bytes: its ring of d planes of r rows a thread, two planes of
+ * the bands' column sums (a lane's group of 4 a warp). */
+static size_t lz_inv_rows_smem(int nt, int r, int d) { return 16ull * ((size_t)d * r * nt + 2ull * nt); }
+
 /* The instance of k_lz_inv_pipe for planes of P elements and rows of d1 and CTAs of nt threads,
  * and its shared bytes (D + 1 slots, the segments' sums, the rows' ends). */
 typedef void (*LzInvKernel)(const int32_t *, const uint32_t *, int, uint32_t, uint32_t, uint32_t, uint32_t, double,
@@ -1023,8 +1027,8 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
         nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
         NZ_LAUNCHED();
       }
-      if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= LZR_BANDS * LZR_ROWS) { /* a warp a band of rows */
-        const size_t smem = LZR_SMEM;
+      if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS) { /* a warp a band of rows */
+        const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
         NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1,
                   (uint32_t)d2, ppc, p->abs_eb, d_abs_eb, d_x);
