@@ -615,6 +615,11 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_BASE 8
 #define SIM_TREE_BASE_RANKS 32
 #define SIM_TREE_STEP_CHUNKS 2
+/* A tree whose last level is not full keeps its shape in a base of at least SIM_TREE_SHAPE_NODES
+ * nodes and SIM_TREE_SHAPE_RANKS ranks at most, its level measured with SIM_TREE_SHAPE_CHUNKS. */
+#define SIM_TREE_SHAPE_NODES 32
+#define SIM_TREE_SHAPE_RANKS 128
+#define SIM_TREE_SHAPE_CHUNKS 16
 
 /* The same tree job on m nodes in a forked child; a plain one with only k chunks a tree (where it
  * has more) of the job's chunk size. */
@@ -633,28 +638,57 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
+/* NCCL's binary tree over M = 2^(d-1) + r nodes hangs the r nodes past the power of two under node
+ * 2^(d-1), the root's one child, as a tree of their own beside the full one of nodes 1 to 2^(d-1) - 1
+ * (schedule.c btree_parent), and the pipeline's fill moves with their shape (G = 1: 2^k + 1 and 2^k
+ * + 2 nodes; G = 2: nearly every count). A tree of top + r nodes (r < top / 2) holds the same r
+ * nodes the same way under a shallower full tree, and the second tree (mirrored or shifted by one,
+ * as M's parity says) meets them as in M's. Its base: top the deepest power of two of at most
+ * SIM_TREE_SHAPE_RANKS ranks, two levels above M's; 0 where no such base of SIM_TREE_SHAPE_NODES
+ * nodes holds M's last level. */
+static int tree_shape_top(int m, int g, int *r) {
+  int half = 1, top = 1;
+  while (2 * half < m) half *= 2; /* 2^(d-1), d = ceil(log2 m) */
+  while (2 * top * g <= SIM_TREE_SHAPE_RANKS && 2 * top <= half / 2) top *= 2;
+  *r = m - half;
+  return *r > 0 && top >= SIM_TREE_SHAPE_NODES && 2 * *r < top ? top : 0;
+}
+
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
  * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full tree of 2^b nodes plus d - b
  * levels. A plain tree's level adds the same chunk steps whatever the chunk count, so its time
  * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
  * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
- * the NIC, and a full 16 x 8 tree is slow to replay). A compressed tree's frames grow with the
- * ranks they sum (the CR rows), so its steady state changes with the depth too: its level is the
- * full trees of 4 and 8 nodes'. The smaller trees replay in children beside the base's. */
+ * the NIC, and a full 16 x 8 tree is slow to replay). Where M's last level is not full and
+ * tree_shape_top finds a base that holds it, the base is that tree of top + r nodes and the level
+ * the difference between trees of top + r and 2 top + r nodes with SIM_TREE_SHAPE_CHUNKS chunks
+ * (their fill grows by a share of a chunk a level that two chunks do not show: G = 2, 2^k + 1). A
+ * compressed tree's frames grow with the ranks they sum (the CR rows), so its steady state changes
+ * with the depth too: its level is the full trees of 4 and 8 nodes'. The smaller trees replay in
+ * children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, s, l;
-  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE;
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, r;
+  int top = coded ? 0 : tree_shape_top(p->nodes, p->gpus_per_node, &r);
   while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
+  int small = base / 2, large = base, depth = (int)lround(log2(base));
+  uint32_t step = SIM_TREE_STEP_CHUNKS;
+  if (top) {
+    base = small = top + r;
+    large = 2 * top + r;
+    depth = (int)lround(log2(top)) + 1;
+    step = SIM_TREE_SHAPE_CHUNKS;
+  }
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
-  pid_t ps = tree_side(prof, data, p, &u, base / 2, SIM_TREE_STEP_CHUNKS, &fs), pl = 0;
-  if (!coded) pl = tree_side(prof, data, p, &u, base, SIM_TREE_STEP_CHUNKS, &fl);
+  pid_t ps = tree_side(prof, data, p, &u, small, step, &fs), pl = 0;
+  if (!coded) pl = tree_side(prof, data, p, &u, large, step, &fl);
   q.nodes = base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = coded ? NCCLZ_OK : side_finish(pl, fl, &l);
@@ -663,7 +697,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   if (sl != NCCLZ_OK) return sl;
   if (coded) l = a;
   *res = a;
-  double levels = ceil(log2((double)p->nodes)) - log2(base), scale = (double)p->nodes / base;
+  double levels = ceil(log2((double)p->nodes)) - depth, scale = (double)p->nodes / base;
   res->time_us = a.time_us + levels * (l.time_us - s.time_us);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)a.frames[c] * scale);
   res->wire_bytes = a.wire_bytes * scale;
@@ -671,7 +705,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "full tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", base, p->nodes, base / 2, base, s.nchunks / s.channels);
+           "%d and %d nodes with %u chunks", base, p->nodes, small, large, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
