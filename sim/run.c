@@ -615,10 +615,12 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_BASE 8
 #define SIM_TREE_BASE_RANKS 32
 #define SIM_TREE_STEP_CHUNKS 2
-/* A tree whose last level is not full keeps its shape in a base of at least SIM_TREE_SHAPE_NODES
- * nodes and SIM_TREE_SHAPE_RANKS ranks at most, its level measured with SIM_TREE_SHAPE_CHUNKS. */
+/* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
+ * to SIM_TREE_SHAPE_RANKS / G nodes (G <= SIM_TREE_SHAPE_GPUS: past it a base that deep takes
+ * seconds to replay), its level measured with SIM_TREE_SHAPE_CHUNKS chunks. */
 #define SIM_TREE_SHAPE_NODES 32
-#define SIM_TREE_SHAPE_RANKS 128
+#define SIM_TREE_SHAPE_RANKS 130
+#define SIM_TREE_SHAPE_GPUS 2
 #define SIM_TREE_SHAPE_CHUNKS 16
 
 /* The same tree job on m nodes in a forked child; a plain one with only k chunks a tree (where it
@@ -638,20 +640,29 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
-/* NCCL's binary tree over M = 2^(d-1) + r nodes hangs the r nodes past the power of two under node
- * 2^(d-1), the root's one child, as a tree of their own beside the full one of nodes 1 to 2^(d-1) - 1
- * (schedule.c btree_parent), and the pipeline's fill moves with their shape (G = 1: 2^k + 1 and 2^k
- * + 2 nodes; G = 2: nearly every count). A tree of top + r nodes (r < top / 2) holds the same r
- * nodes the same way under a shallower full tree, and the second tree (mirrored or shifted by one,
- * as M's parity says) meets them as in M's. Its base: top the deepest power of two of at most
- * SIM_TREE_SHAPE_RANKS ranks, two levels above M's; 0 where no such base of SIM_TREE_SHAPE_NODES
- * nodes holds M's last level. */
-static int tree_shape_top(int m, int g, int *r) {
-  int half = 1, top = 1;
-  while (2 * half < m) half *= 2; /* 2^(d-1), d = ceil(log2 m) */
-  while (2 * top * g <= SIM_TREE_SHAPE_RANKS && 2 * top <= half / 2) top *= 2;
-  *r = m - half;
-  return *r > 0 && top >= SIM_TREE_SHAPE_NODES && 2 * *r < top ? top : 0;
+/* NCCL's binary tree over M nodes (schedule.c btree_parent) is a spine from the root down M - 1's
+ * binary digits, a full subtree hanging at each spine node, and the pipeline's fill moves with its
+ * shape (G = 1: 2^k + 1 and 2^k + 2 nodes; G = 2: nearly every count). Write M's digits as a run
+ * of a ones, a run of z zeros and the rest R (q digits): one zero more in that run deepens each
+ * subtree that hangs at the leading ones' spine nodes by a level and keeps the rest of the tree,
+ * and the second tree (mirrored or shifted by one, as M's parity says, which it keeps) meets it as
+ * before. The base: the deepest such tree of z' < z zeros (at least one; two where R is empty, a
+ * trailing run, whose second zero changes the fill at G = 2) within the shape's nodes and ranks;
+ * *deeper the same with z' + 1 zeros; 0 for a power of two or where none fits. */
+static int tree_shape_base(int m, int g, int *deeper) {
+  int len = 0, a = 0, z = 0;
+  while ((m >> len) > 1) len++;
+  while (a <= len && (m >> (len - a)) & 1) a++;
+  while (a + z <= len && !((m >> (len - a - z)) & 1)) z++;
+  int q = len + 1 - a - z, rest = m & ((1 << q) - 1), head = (1 << a) - 1, zmin = q ? 1 : 2, base = 0, zb = 0;
+  if (g > SIM_TREE_SHAPE_GPUS || (a == 1 && !q)) return 0;
+  for (int zz = zmin; zz < z; zz++) {
+    int t = (head << (zz + q)) | rest;
+    if (t * g <= SIM_TREE_SHAPE_RANKS) base = t, zb = zz;
+  }
+  if (base < SIM_TREE_SHAPE_NODES) return 0;
+  *deeper = (head << (zb + 1 + q)) | rest;
+  return base;
 }
 
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
@@ -660,10 +671,10 @@ static int tree_shape_top(int m, int g, int *r) {
  * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
  * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
- * the NIC, and a full 16 x 8 tree is slow to replay). Where M's last level is not full and
- * tree_shape_top finds a base that holds it, the base is that tree of top + r nodes and the level
- * the difference between trees of top + r and 2 top + r nodes with SIM_TREE_SHAPE_CHUNKS chunks
- * (their fill grows by a share of a chunk a level that two chunks do not show: G = 2, 2^k + 1). A
+ * the NIC, and a full 16 x 8 tree is slow to replay). Where tree_shape_base finds a base of M's
+ * shape, the base is that tree and the level the difference between it and its deeper one with
+ * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks
+ * do not show: G = 2, 2^k + 1 nodes). A
  * compressed tree's frames grow with the ranks they sum (the CR rows), so its steady state changes
  * with the depth too: its level is the full trees of 4 and 8 nodes'. The smaller trees replay in
  * children beside the base's. */
@@ -672,15 +683,15 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, s, l;
-  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, r;
-  int top = coded ? 0 : tree_shape_top(p->nodes, p->gpus_per_node, &r);
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper;
+  int shaped = coded ? 0 : tree_shape_base(p->nodes, p->gpus_per_node, &deeper);
   while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
   int small = base / 2, large = base, depth = (int)lround(log2(base));
   uint32_t step = SIM_TREE_STEP_CHUNKS;
-  if (top) {
-    base = small = top + r;
-    large = 2 * top + r;
-    depth = (int)lround(log2(top)) + 1;
+  if (shaped) {
+    base = small = shaped;
+    large = deeper;
+    depth = (int)ceil(log2(shaped));
     step = SIM_TREE_SHAPE_CHUNKS;
   }
   u.algorithm = NCCLZ_ALGO_TREE;

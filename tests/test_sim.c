@@ -413,7 +413,8 @@ static double tree_uniform_us(int m, int g, double alpha_us, ncclzSimResult *r, 
 
 /* NCCL's tree at G = 2 on the uniform platform: NVLink and NIC tie, two chains an edge and two
  * trees a NIC, so a step is 2 tau + alpha as at G = 1, but the chains' half-steps leave a residue
- * that settles from 16 nodes on (docs/simulator.md, "Algorithms"). M = 4 is none of these. */
+ * that settles from 16 nodes on (docs/simulator.md, "Algorithms"). M = 4 is none of these, nor
+ * a count other than a power of two (test_tree_shape). */
 static double tree_g2_form(int m, double k, double tau, double a) {
   double d = ceil(log2(m)), step = 2 * tau + a;
   if (m == 2) return (4 * k + 2) * tau + 5 * a;
@@ -455,7 +456,7 @@ static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, 
  *   a latency, 2 tau + alpha; 2K + 2d - 3 steps less one tau, tau - alpha more at 2^k + 2 nodes
  *   and (3/2 - 2^-k) tau more at 2^k + 1 without latency (their last level holds two or one
  *   nodes). M = 2: each tree's root has one child and the trees' chunks cross: 2K tau + (K-1) alpha;
- * - G = 2: tree_g2_form, 2, 8 and 16 to 1024 nodes, with and without latency;
+ * - G = 2: tree_g2_form, 2, 8 and powers of two from 16 to 1024 nodes, with and without latency;
  * - G >= 3, C = G channels: each GPU heads two of the 2G trees, so each NVLink edge carries the
  *   chains of 2G - 2 trees (the NIC two): 2K chunk steps of (2G-2) tau. M = 2: exactly that plus
  *   (2K + 2G - 3) alpha (the chains fill while their edges carry fewer flows, at no extra time).
@@ -479,7 +480,7 @@ static void test_tree_closed_form(void) {
     slowest = fmax(slowest, r.wall_s);
     CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
   }
-  const int twos[] = {2, 8, 16, 64, 100, 128, 1000, 1024};
+  const int twos[] = {2, 8, 16, 64, 128, 1024}; /* the form's counts: test_tree_shape has the others' */
   for (size_t i = 0; i < 2 * sizeof twos / sizeof twos[0]; i++, points++) {
     int m = twos[i / 2];
     double al = i % 2 ? a : 0.0, t = tree_uniform_us(m, 2, al, &r, &k, &tau), cf = tree_g2_form(m, k, tau, al);
@@ -629,6 +630,53 @@ static void test_tree_nic_bound_form(void) {
   }
   printf("tree, NVLink 8-9x the NIC, against its NIC-bound closed form: G = 1 to 8, 2 to 1024 nodes: largest "
          "difference %.2e (%d points, %d NVLink-bound, %.1f s)\n", worst, points, bounded, ncclzNowSeconds() - t0);
+}
+
+/* A plain tree of 1 GiB on the uniform platform replayed in full (every step, past the extrapolation). */
+static double tree_full_us(int m, int g, double alpha_us, ncclzSimResult *r) {
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  uniform(&p, m, g);
+  p.nic_latency_us = p.nvlink_latency_us = alpha_us;
+  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+  o.algorithm = NCCLZ_ALGO_TREE;
+  o.every_step = 1;
+  return run_us(&p, &o, r);
+}
+
+/* The tree over more than 64 nodes that are not a power of two, extrapolated from a base of the
+ * same shape (run.c tree_shape_base), against its full replay on the uniform platform (alpha 0 and
+ * 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth alone put 0.35-0.48%
+ * under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.6-0.9% off); and against the closed form
+ * where the full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), and 4097
+ * nodes, whose base (129 nodes) is the largest at G = 1, within a second. */
+static void test_tree_shape(void) {
+  const int full[][3] = {{65, 1, 0}, {66, 1, 0}, {129, 1, 0}, {130, 1, 0}, {257, 1, 0}, {65, 1, 5}, {66, 1, 5},
+                         {129, 1, 5}, {130, 1, 5}, {65, 2, 0}, {66, 2, 0}, {100, 2, 0}, {129, 2, 0}, {65, 2, 5},
+                         {66, 2, 5}};
+  const int form[][2] = {{1025, 0}, {1026, 0}, {1026, 5}, {4097, 0}};
+  double worst = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
+  int points = 0;
+  ncclzSimResult r, f;
+  for (size_t i = 0; i < sizeof full / sizeof full[0]; i++, points++) {
+    int m = full[i][0], g = full[i][1];
+    double al = full[i][2], t = tree_uniform_us(m, g, al, &r, &k, &tau), tf = tree_full_us(m, g, al, &f);
+    worst = fmax(worst, rel(t, tf));
+    slowest = fmax(slowest, r.wall_s);
+    CHECK(strstr(r.why, "extrapolated") && rel(t, tf) < 1e-3, "tree %d x %d, alpha %.0f us: extrapolated %.3f us, full "
+          "%.3f us (%s)", m, g, al, t, tf, r.why);
+  }
+  for (size_t i = 0; i < sizeof form / sizeof form[0]; i++, points++) {
+    int m = form[i][0];
+    double al = form[i][1], t = tree_uniform_us(m, 1, al, &r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
+    worst = fmax(worst, rel(t, cf));
+    slowest = fmax(slowest, r.wall_s);
+    CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
+    CHECK(r.wall_s < 2.0, "tree %d x 1: wall %.2f s (%s)", m, r.wall_s, r.why);
+  }
+  printf("tree on 65 to 4097 nodes not a power of two, extrapolated from a base of their shape, against the full "
+         "replay or the closed form: largest difference %.2e (%d points, %.1f s, the slowest extrapolation %.2f s, "
+         "4097 x 1 %.2f s)\n", worst, points, ncclzNowSeconds() - t0, slowest, r.wall_s);
 }
 
 /* The double binary tree over more than 64 nodes, extrapolated in depth (run.c): equal to the
@@ -1651,6 +1699,7 @@ int main(void) {
   test_rails_busbw();
   test_tree();
   test_tree_closed_form();
+  test_tree_shape();
   test_tree_nic_bound_form();
   test_tree_uniform_latencies();
   test_tree_model();
