@@ -632,6 +632,29 @@ static void test_tree_nic_bound_form(void) {
          "difference %.2e (%d points, %d NVLink-bound, %.1f s)\n", worst, points, bounded, ncclzNowSeconds() - t0);
 }
 
+/* Three nodes: NCCL's two trees are chains (going up 1 -> 2 -> 0 and 2 -> 0 -> 1), so node 2's NIC
+ * carries both trees' reduce to node 0 and node 0's both broadcasts back, and each tree reduces all
+ * its chunks before it broadcasts them: 4K chunk steps of tau at G = 1, 4/9 tau less where the two
+ * phases overlap (K >= 8; K = 4: 11/27, K = 2: 1 tau more; measured, not derived), and at G >= 3
+ * NVLink's 2K (2G - 2) tau plus 11/3 tau. Without latency; with it no count of latencies fits
+ * (docs/simulator.md, "Algorithms"). Points: GPUs a node, MiB. */
+static void test_tree_three_nodes(void) {
+  const int pts[][2] = {{1, 128}, {1, 256}, {1, 1024}, {3, 1024}, {4, 1024}, {8, 1024}};
+  double worst = 0.0;
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    int g = pts[i][0];
+    ncclzSimPlatform p;
+    uniform(&p, 3, g);
+    p.nic_latency_us = p.nvlink_latency_us = 0;
+    ncclzSimResult r;
+    double k, tau, t = tree_bytes_us(&p, (uint64_t)pts[i][1] << 20, &r, &k, &tau);
+    double cf = g == 1 ? (4 * k - 4.0 / 9) * tau : (2 * k * (2 * g - 2) + 11.0 / 3) * tau;
+    worst = fmax(worst, rel(t, cf));
+    CHECK(k >= 8 && rel(t, cf) < 1e-3, "tree 3 x %d, %.0f chunks: sim %.3f us, closed form %.3f us", g, k, t, cf);
+  }
+  printf("tree 3 x 1 to 3 x 8 against its closed form without latency: largest difference %.2e\n", worst);
+}
+
 /* A plain tree of 1 GiB on the uniform platform replayed in full (every step, past the extrapolation). */
 static double tree_full_us(int m, int g, double alpha_us, ncclzSimResult *r) {
   ncclzSimPlatform p;
@@ -1700,6 +1723,7 @@ int main(void) {
   test_tree();
   test_tree_closed_form();
   test_tree_shape();
+  test_tree_three_nodes();
   test_tree_nic_bound_form();
   test_tree_uniform_latencies();
   test_tree_model();
