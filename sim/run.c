@@ -673,11 +673,10 @@ static int tree_shape_base(int m, int g, int *deeper) {
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
  * the NIC, and a full 16 x 8 tree is slow to replay). Where tree_shape_base finds a base of M's
  * shape, the base is that tree and the level the difference between it and its deeper one with
- * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks
- * do not show: G = 2, 2^k + 1 nodes). A
- * compressed tree's frames grow with the ranks they sum (the CR rows), so its steady state changes
- * with the depth too: its level is the full trees of 4 and 8 nodes'. The smaller trees replay in
- * children beside the base's. */
+ * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks do
+ * not show: G = 2, 2^k + 1 nodes). A compressed tree's frames grow with the ranks they sum (the CR
+ * rows), so its steady state changes with the depth too: its level is the full trees of 4 and 8
+ * nodes'. The smaller trees replay in children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
   ncclzSimPlatform q = *p;
