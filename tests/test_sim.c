@@ -655,39 +655,45 @@ static void test_tree_three_nodes(void) {
   printf("tree 3 x 1 to 3 x 8 against its closed form without latency: largest difference %.2e\n", worst);
 }
 
-/* A plain tree of 1 GiB on the uniform platform replayed in full (every step, past the extrapolation). */
-static double tree_full_us(int m, int g, double alpha_us, ncclzSimResult *r) {
-  ncclzSimPlatform p;
+/* A plain tree of 1 GiB replayed in full (every step, past the extrapolation). */
+static double tree_full_us(const ncclzSimPlatform *p, ncclzSimResult *r) {
   ncclzSimOptions o;
-  uniform(&p, m, g);
-  p.nic_latency_us = p.nvlink_latency_us = alpha_us;
   allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
   o.algorithm = NCCLZ_ALGO_TREE;
   o.every_step = 1;
-  return run_us(&p, &o, r);
+  return run_us(p, &o, r);
 }
 
 /* The tree over more than 64 nodes that are not a power of two, extrapolated from a base of the
  * same shape (run.c tree_shape_base), against its full replay on the uniform platform (alpha 0 and
- * 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth alone put 0.35-0.48%
- * under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.6-0.9% off); and against the closed form
- * where the full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), and 4097
- * nodes, whose base (129 nodes) is the largest at G = 1, within a second. */
+ * 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth alone put 0.32-0.53%
+ * under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.5-0.9% off), and 65 x 2 on the targets'
+ * platform (NVLink 450 GB/s 1 us, a 50 GB/s 5 us NIC a GPU: 0.34% under); and against the closed
+ * form where the full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), and 4097
+ * nodes, whose base (129 nodes) is the largest at G = 1, within a second. Points: nodes, GPUs,
+ * latency (us), the targets' platform. */
 static void test_tree_shape(void) {
-  const int full[][3] = {{65, 1, 0}, {66, 1, 0}, {129, 1, 0}, {130, 1, 0}, {257, 1, 0}, {65, 1, 5}, {66, 1, 5},
-                         {129, 1, 5}, {130, 1, 5}, {65, 2, 0}, {66, 2, 0}, {100, 2, 0}, {129, 2, 0}, {65, 2, 5},
-                         {66, 2, 5}};
+  const int full[][4] = {{65, 1, 0, 0},  {66, 1, 0, 0},  {129, 1, 0, 0}, {130, 1, 0, 0}, {65, 1, 5, 0},
+                         {66, 1, 5, 0},  {129, 1, 5, 0}, {130, 1, 5, 0}, {65, 2, 0, 0},  {66, 2, 0, 0},
+                         {100, 2, 0, 0}, {129, 2, 0, 0}, {65, 2, 5, 0},  {66, 2, 5, 0},  {65, 2, 5, 1}};
   const int form[][2] = {{1025, 0}, {1026, 0}, {1026, 5}, {4097, 0}};
   double worst = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
   int points = 0;
   ncclzSimResult r, f;
   for (size_t i = 0; i < sizeof full / sizeof full[0]; i++, points++) {
     int m = full[i][0], g = full[i][1];
-    double al = full[i][2], t = tree_uniform_us(m, g, al, &r, &k, &tau), tf = tree_full_us(m, g, al, &f);
+    ncclzSimPlatform p;
+    uniform(&p, m, g);
+    p.nic_latency_us = p.nvlink_latency_us = full[i][2];
+    if (full[i][3]) {
+      p.nvlink_gbps = 450.0;
+      p.nvlink_latency_us = 1.0;
+    }
+    double t = tree_us(&p, &r, &k, &tau), tf = tree_full_us(&p, &f);
     worst = fmax(worst, rel(t, tf));
     slowest = fmax(slowest, r.wall_s);
-    CHECK(strstr(r.why, "extrapolated") && rel(t, tf) < 1e-3, "tree %d x %d, alpha %.0f us: extrapolated %.3f us, full "
-          "%.3f us (%s)", m, g, al, t, tf, r.why);
+    CHECK(strstr(r.why, "extrapolated") && rel(t, tf) < 1e-3, "tree %d x %d, NVLink %.0f GB/s, alpha %d us: extrapolated "
+          "%.3f us, full %.3f us (%s)", m, g, p.nvlink_gbps, full[i][2], t, tf, r.why);
   }
   for (size_t i = 0; i < sizeof form / sizeof form[0]; i++, points++) {
     int m = form[i][0];
