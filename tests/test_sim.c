@@ -634,25 +634,33 @@ static void test_tree_nic_bound_form(void) {
 
 /* Three nodes: NCCL's two trees are chains (going up 1 -> 2 -> 0 and 2 -> 0 -> 1), so node 2's NIC
  * carries both trees' reduce to node 0 and node 0's both broadcasts back, and each tree reduces all
- * its chunks before it broadcasts them: 4K chunk steps of tau at G = 1, 4/9 tau less where the two
- * phases overlap (K >= 8; K = 4: 11/27, K = 2: 1 tau more; measured, not derived), and at G >= 3
- * NVLink's 2K (2G - 2) tau plus 11/3 tau. Without latency; with it no count of latencies fits
- * (docs/simulator.md, "Algorithms"). Points: GPUs a node, MiB. */
+ * its chunks before it broadcasts them: 4K chunk steps of tau at G = 1, exactly so with one staging
+ * bank, 4/9 tau less with two (the phases overlap where they meet; K >= 8, K = 4: 11/27, K = 2: 1
+ * tau more; measured, not derived) and 1 tau more with three; at G >= 3 NVLink's 2K (2G - 2) tau
+ * plus 11/3 tau with any bank count. Without latency; with it no count of latencies fits
+ * (docs/simulator.md, "Algorithms"). Points: GPUs a node, MiB, staging banks. */
 static void test_tree_three_nodes(void) {
-  const int pts[][2] = {{1, 128}, {1, 256}, {1, 1024}, {3, 1024}, {4, 1024}, {8, 1024}};
+  const int pts[][3] = {{1, 128, 2}, {1, 256, 2}, {1, 1024, 2}, {1, 256, 1}, {1, 256, 3},
+                        {3, 1024, 2}, {4, 1024, 3}, {8, 1024, 1}};
   double worst = 0.0;
   for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
-    int g = pts[i][0];
+    int g = pts[i][0], banks = pts[i][2];
     ncclzSimPlatform p;
     uniform(&p, 3, g);
     p.nic_latency_us = p.nvlink_latency_us = 0;
+    ncclzSimOptions o;
+    allreduce_opts(&o, (uint64_t)pts[i][1] << 20, NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    o.banks = (uint32_t)banks;
     ncclzSimResult r;
-    double k, tau, t = tree_bytes_us(&p, (uint64_t)pts[i][1] << 20, &r, &k, &tau);
-    double cf = g == 1 ? (4 * k - 4.0 / 9) * tau : (2 * k * (2 * g - 2) + 11.0 / 3) * tau;
+    double t = run_us(&p, &o, &r), k = (double)r.nchunks / g, tau = (double)o.bytes / (2.0 * g * k) / (p.nic_gbps * 1e3);
+    double turn = banks == 1 ? 0.0 : banks == 2 ? -4.0 / 9 : 1.0;
+    double cf = g == 1 ? (4 * k + turn) * tau : (2 * k * (2 * g - 2) + 11.0 / 3) * tau;
     worst = fmax(worst, rel(t, cf));
-    CHECK(k >= 8 && rel(t, cf) < 1e-3, "tree 3 x %d, %.0f chunks: sim %.3f us, closed form %.3f us", g, k, t, cf);
+    CHECK(k >= 8 && rel(t, cf) < 1e-3, "tree 3 x %d, %.0f chunks, %d banks: sim %.3f us, closed form %.3f us", g, k,
+          banks, t, cf);
   }
-  printf("tree 3 x 1 to 3 x 8 against its closed form without latency: largest difference %.2e\n", worst);
+  printf("tree 3 x 1 to 3 x 8 against its closed form without latency, 1 to 3 banks: largest difference %.2e\n", worst);
 }
 
 /* A plain tree of 1 GiB replayed in full (every step, past the extrapolation). */
