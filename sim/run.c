@@ -617,7 +617,8 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_STEP_CHUNKS 2
 /* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
  * to SIM_TREE_SHAPE_RANKS / G nodes (G <= SIM_TREE_SHAPE_GPUS: past it a base that deep takes
- * seconds to replay), its level measured with SIM_TREE_SHAPE_CHUNKS chunks. */
+ * seconds to replay), its level measured with SIM_TREE_SHAPE_CHUNKS chunks. 130 ranks: 65 x 2, the
+ * base a 2^k + 1 tree needs at G = 2 (the level from 33 nodes is 0.14 tau off the deeper ones'). */
 #define SIM_TREE_SHAPE_NODES 32
 #define SIM_TREE_SHAPE_RANKS 130
 #define SIM_TREE_SHAPE_GPUS 2
