@@ -305,6 +305,9 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
   return clock_end(&ck);
 }
 
+/* A pipeline step of a transfer and codec work that overlap by half. */
+static double half_overlap(double wire, double work) { return fmax(wire, work) + fmin(wire, work) / 2; }
+
 /* NCCL's binary tree with one chunk a tree: nothing pipelines, so the time is the chunk's way up
  * the deepest branch and back down, each level a latency and its NIC's load (two children's chunks
  * below the root, one at it): (4h - 2) t + 2h alpha at M = 2^h; 2 t less at M = 2^k + 1 (the root
@@ -354,8 +357,7 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* or NVLink's share of a step where it is the slower: the chains of 2C (G - 1)/G trees an edge,
    * their latencies mostly hidden behind each other's chunks (docs/simulator.md) */
   double nic_wire = arrivals * (t + l.alpha_us / 2), nv_wire = 2 * ch * (g - 1.0) / g * tnv + nv.alpha_us;
-  double wire = fmax(nic_wire, nv_wire), work = 2 * d + e;
-  double period = fmax(wire, work) + fmin(wire, work) / 2;
+  double work = 2 * d + e, nic_period = half_overlap(nic_wire, work), period = half_overlap(fmax(nic_wire, nv_wire), work);
   /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
    * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
    * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
@@ -366,13 +368,15 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
-  /* and the chains' through the node, up and down (chain_fill_chunks); where NVLink sets the pace
-   * the chains fill while their edges carry fewer flows (not with one chunk: nothing to hide in) */
-  int one = C < 2, nv_paced = nv_wire > nic_wire && !one;
-  double chain = (g - 1.0) * (2 * nv.alpha_us + codec_nv) + (nv_paced ? 0.0 : chain_fill_chunks(g, ch, C) * tnv);
-  double fill = h * (e + d) + chain + d;
-  if (one) return fmax(one_chunk_levels(in->nodes, h, t, l.alpha_us), streams) + fill;
-  return fmax((2 * C - 1) * period, streams) + fmax(0.0, levels) + fill;
+  /* and the chains' through the node, up and down: a latency and the codec work a hop, and their
+   * chunks (chain_fill_chunks) */
+  double chain_bw = chain_fill_chunks(g, ch, C) * tnv, tail = h * (e + d) + (g - 1.0) * (2 * nv.alpha_us + codec_nv) + d;
+  if (C < 2) return fmax(one_chunk_levels(in->nodes, h, t, l.alpha_us), streams) + tail + chain_bw;
+  double nic_paced = fmax((2 * C - 1) * nic_period, streams) + fmax(0.0, levels) + tail + chain_bw;
+  if (nv_wire <= nic_wire) return nic_paced;
+  /* where NVLink sets the pace the chains fill while their edges carry fewer flows, but a few
+   * chunks leave too few steps to hide the fill in: never under the NIC's pipeline */
+  return fmax(nic_paced, fmax((2 * C - 1) * period, streams) + fmax(0.0, levels) + tail);
 }
 
 /* REA decides once per call, as the executor: the first chunk's frame of raw bytes (one rank's

@@ -556,7 +556,9 @@ static void test_tree_model(void) {
  * paper-fig6-fig7's 300 against 10 GB/s): one chunk (the replay's path through the levels, the
  * chains' one chunk up and down: equal, 2 to 64 nodes, powers of two or not, 1 and G rails), and
  * 2 to G - 2 chunks on one rail (the chains' fill: the replay's one to three chunks of tnv more
- * than 2 (G - 1) with one channel, within 4%). Points as test_tree_model's. */
+ * than 2 (G - 1) with one channel) and on 2 nodes of 6 and 8 rails, where NVLink sets the pace
+ * and the NIC's pipeline with the chains' fill bounds the price from below: within 5%. Points as
+ * test_tree_model's. */
 static void test_tree_model_few_chunks(void) {
   const double one[][8] = {{8, 4, 1, 300, 10, 15, 24, 64},     {8, 1, 1, 450, 50, 1, 5, 8192},
                            {8, 8, 1, 450, 50, 1, 5, 8192},     {8, 8, 8, 450, 50, 1, 5, 65536},
@@ -565,7 +567,9 @@ static void test_tree_model_few_chunks(void) {
                            {3, 8, 8, 450, 50, 2, 5, 64},       {16, 4, 1, 300, 10, 15, 24, 512}};
   const double few[][8] = {{8, 8, 1, 450, 50, 2, 5, 16384},    {16, 8, 1, 450, 12.5, 2, 5, 32768},
                            {4, 4, 1, 300, 10, 15, 24, 16384},  {64, 8, 1, 450, 50, 2, 5, 40960},
-                           {2, 8, 1, 450, 50, 1, 5, 40960},    {8, 6, 1, 450, 50, 1, 5, 24576}};
+                           {2, 8, 1, 450, 50, 1, 5, 40960},    {8, 6, 1, 450, 50, 1, 5, 24576},
+                           {2, 8, 8, 450, 50, 1, 5, 131072},   {2, 8, 8, 450, 50, 15, 24, 196608},
+                           {2, 6, 6, 450, 50, 15, 24, 196608}};
   double worst_one = 0.0, worst_few = 0.0, k;
   for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
     const double *q = one[i];
@@ -578,11 +582,11 @@ static void test_tree_model_few_chunks(void) {
     const double *q = few[i];
     double err = tree_model_error(q, &k);
     worst_few = fmax(worst_few, fabs(err));
-    CHECK(k >= 2 && k <= q[1] - 2 && fabs(err) < 4e-2, "tree %.0f x %.0f, one rail, %.0f KiB, %.0f chunks: model %+.3f%% "
-          "of the replay", q[0], q[1], q[7], k, 100 * err);
+    CHECK(k >= 2 && k <= q[1] - 2 && fabs(err) < 5e-2, "tree %.0f x %.0f, %.0f rails, %.0f KiB, %.0f chunks: model "
+          "%+.3f%% of the replay", q[0], q[1], q[2], q[7], k, 100 * err);
   }
   printf("tree with few chunks a tree, model against the replay: one chunk largest difference %.2e (%zu points), 2 to "
-         "G - 2 chunks on one rail %.2e (%zu points)\n", worst_one, sizeof one / sizeof one[0], worst_few,
+         "G - 2 chunks %.2e (%zu points)\n", worst_one, sizeof one / sizeof one[0], worst_few,
          sizeof few / sizeof few[0]);
 }
 
