@@ -311,8 +311,8 @@ static double half_overlap(double wire, double work) { return fmax(wire, work) +
 /* NCCL's binary tree with one chunk a tree: nothing pipelines, so the time is the chunk's way up
  * the deepest branch and back down, each level a latency and its NIC's load (two children's chunks
  * below the root, one at it): (4h - 2) t + 2h alpha at M = 2^h; 2 t less at M = 2^k + 1 (the root
- * and its one child take one chunk each), t less at the other counts (the replay, G = 1, 2 to 64
- * nodes: docs/simulator.md, "Algorithms"). */
+ * and its one child take one chunk each), t less at the other counts (the replay's, G = 1 to 8,
+ * 2 to 64 nodes: docs/simulator.md, "Algorithms"). */
 static double one_chunk_levels(int nodes, int h, double t, double alpha) {
   if (nodes < 2) return 0.0;
   int pow2 = (nodes & (nodes - 1)) == 0, pow2_plus1 = ((nodes - 1) & (nodes - 2)) == 0;
@@ -357,7 +357,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* or NVLink's share of a step where it is the slower: the chains of 2C (G - 1)/G trees an edge,
    * their latencies mostly hidden behind each other's chunks (docs/simulator.md) */
   double nic_wire = arrivals * (t + l.alpha_us / 2), nv_wire = 2 * ch * (g - 1.0) / g * tnv + nv.alpha_us;
-  double work = 2 * d + e, nic_period = half_overlap(nic_wire, work), period = half_overlap(fmax(nic_wire, nv_wire), work);
+  double work = 2 * d + e, nic_period = half_overlap(nic_wire, work);
+  double period = half_overlap(fmax(nic_wire, nv_wire), work);
   /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
    * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
    * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
@@ -370,7 +371,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
   /* and the chains' through the node, up and down: a latency and the codec work a hop, and their
    * chunks (chain_fill_chunks) */
-  double chain_bw = chain_fill_chunks(g, ch, C) * tnv, tail = h * (e + d) + (g - 1.0) * (2 * nv.alpha_us + codec_nv) + d;
+  double chain_bw = chain_fill_chunks(g, ch, C) * tnv;
+  double tail = h * (e + d) + (g - 1.0) * (2 * nv.alpha_us + codec_nv) + d;
   if (C < 2) return fmax(one_chunk_levels(in->nodes, h, t, l.alpha_us), streams) + tail + chain_bw;
   double nic_paced = fmax((2 * C - 1) * nic_period, streams) + fmax(0.0, levels) + tail + chain_bw;
   if (nv_wire <= nic_wire) return nic_paced;
