@@ -305,6 +305,31 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
   return clock_end(&ck);
 }
 
+/* A pipeline step of a transfer and codec work that overlap by half. */
+static double half_overlap(double wire, double work) { return fmax(wire, work) + fmin(wire, work) / 2; }
+
+/* NCCL's binary tree with one chunk a tree: nothing pipelines, so the time is the chunk's way up
+ * the deepest branch and back down, each level a latency and its NIC's load (two children's chunks
+ * below the root, one at it): (4h - 2) t + 2h alpha at M = 2^h; 2 t less at M = 2^k + 1 (the root
+ * and its one child take one chunk each), t less at the other counts (the replay's, G = 1 to 8,
+ * 2 to 64 nodes: docs/simulator.md, "Algorithms"). */
+static double one_chunk_levels(int nodes, int h, double t, double alpha) {
+  if (nodes < 2) return 0.0;
+  int pow2 = (nodes & (nodes - 1)) == 0, pow2_plus1 = ((nodes - 1) & (nodes - 2)) == 0;
+  double less = pow2 ? 0.0 : pow2_plus1 ? 2.0 : 1.0;
+  return (4.0 * h - 2 - less) * t + 2.0 * h * alpha;
+}
+
+/* The chains' fill through the node, up and down, in chunks of tnv: each of the G - 1 hops a
+ * chunk sharing its NVLink edge with ch other chains on average once the tree's C chunks fill the
+ * chain; n = G - 1 - C hops unfilled take n (n + 1) chunks less at ch = G channels (two chains a
+ * GPU), half that at ch = G/2 (one), a share ch/G of it below; never less than one chunk alone
+ * going up and down the chain, 2 (G - 1) (one chunk a tree, or one channel). */
+static double chain_fill_chunks(double g, double ch, double C) {
+  double n = fmax(0.0, g - 1 - C), shared = (g - 1) * (ch + 1) - fmin(ch / g, 1.0) * n * (n + 1);
+  return fmax(2 * (g - 1), shared);
+}
+
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
  * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
@@ -313,7 +338,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
  * the broadcast coming down (frames forwarded as they are). Plain: the replay's closed form where
  * the NIC sets the pace (docs/simulator.md, "Algorithms"), (2C + 2d - 3)(2 tau + alpha) - tau
  * with d = ceil(log2 M) (2 nodes: 2C tau + (C - 1) alpha), plus the chains' fill through the
- * node. */
+ * node; with one chunk a tree, its way through the levels (one_chunk_levels). */
 static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, double ch, ncclzChoiceCoder pol) {
   int plain = pol == NCCLZ_CHOICE_PLAIN, g = in->gpus_per_node, h = in->nodes > 1 ? ilog2(in->nodes - 1) + 1 : 0;
   double range = (double)in->bytes / 2 / ch, C = chunks_of(prof, in, range, plain), raw = range / C;
@@ -332,8 +357,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* or NVLink's share of a step where it is the slower: the chains of 2C (G - 1)/G trees an edge,
    * their latencies mostly hidden behind each other's chunks (docs/simulator.md) */
   double nic_wire = arrivals * (t + l.alpha_us / 2), nv_wire = 2 * ch * (g - 1.0) / g * tnv + nv.alpha_us;
-  double wire = fmax(nic_wire, nv_wire), work = 2 * d + e;
-  double period = fmax(wire, work) + fmin(wire, work) / 2;
+  double work = 2 * d + e, nic_period = half_overlap(nic_wire, work);
+  double period = half_overlap(fmax(nic_wire, nv_wire), work);
   /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
    * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
    * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
@@ -344,15 +369,16 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
-  /* and the chain's through the node, up and down: each hop a latency and a chunk sharing its
-   * NVLink edge with ch other chains on average once the tree's C chunks fill its G - 1 hops (n
-   * hops unfilled: n (n + 1) chunks of tnv less); measured at ch = G and G/2 channels, one to
-   * three tnv short of the replay at ch = 1 */
-  double n = fmax(0.0, g - 1.0 - C), chain_bw = (g - 1.0) * (ch + 1) * tnv - n * (n + 1) * tnv;
-  /* (where NVLink sets the pace the chains fill while their edges carry fewer flows) */
-  double chain = (g - 1.0) * (2 * nv.alpha_us + codec_nv) + (nv_wire > nic_wire ? 0.0 : chain_bw);
-  double fill = fmax(0.0, levels) + h * (e + d) + chain + d;
-  return fmax((2 * C - 1) * period, streams) + fill;
+  /* and the chains' through the node, up and down: a latency and the codec work a hop, and their
+   * chunks (chain_fill_chunks) */
+  double chain_bw = chain_fill_chunks(g, ch, C) * tnv;
+  double tail = h * (e + d) + (g - 1.0) * (2 * nv.alpha_us + codec_nv) + d;
+  if (C < 2) return fmax(one_chunk_levels(in->nodes, h, t, l.alpha_us), streams) + tail + chain_bw;
+  double nic_paced = fmax((2 * C - 1) * nic_period, streams) + fmax(0.0, levels) + tail + chain_bw;
+  if (nv_wire <= nic_wire) return nic_paced;
+  /* where NVLink sets the pace the chains fill while their edges carry fewer flows, but a few
+   * chunks leave too few steps to hide the fill in: never under the NIC's pipeline */
+  return fmax(nic_paced, fmax((2 * C - 1) * period, streams) + fmax(0.0, levels) + tail);
 }
 
 /* REA decides once per call, as the executor: the first chunk's frame of raw bytes (one rank's
