@@ -957,11 +957,16 @@ int main(int argc, char **argv) {
    * warp's 128 columns (16 x 37 x 108), planes of 100 x 128 (past 12,288 elements: a CTA of 1,024
    * threads takes four groups each), many small planes (64 x 32 x 32), tall planes (2 x 256 x 128),
    * planes of 512-thread CTAs whose rows (8 x 32 x 192) or bands (16 x 80 x 48) are too wide or too
-   * many for a warp a band */
-  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32}, {2, 256, 128}, {8, 32, 192}, {16, 80, 48}};
+   * many for a warp a band; planes past the shared-memory kernels (the codes staged in the
+   * workspace, the inverse a pass an axis): 4 x 128 x 128, 2 x 128 x 256, 3 x 100 x 200, one plane
+   * of 256 x 256, and one row of 65,536 (the device-wide scan) */
+  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32}, {2, 256, 128}, {8, 32, 192},
+                                {16, 80, 48},  {4, 128, 128}, {2, 128, 256}, {3, 100, 200}, {1, 256, 256},
+                                {1, 1, 65536}};
   for (const uint32_t *sh : shapes) {
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", sh, 3);
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=2d", sh, 3);
+    eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=1d", sh, 3);
   }
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);

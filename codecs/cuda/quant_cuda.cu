@@ -3,6 +3,7 @@
  * thread recomputes its neighbours' codes instead of reading them back, which costs arithmetic
  * (cheap) instead of a second pass over memory (expensive). QSGD draws from the same Philox. */
 #include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cuda/functional>
 #include <math.h>
 
@@ -158,9 +159,11 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
   }
 }
 
-/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0). */
-static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbParams &p, ncclzCudaQuantStats *st) {
-  if (p.has_fill && v == p.fill) return NCCLZ_FILL_CODE;
+/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0); a fill value becomes fill_code
+ * (NCCLZ_FILL_CODE, or 0 for the codes a Lorenzo predictor reads, as eb_term). */
+static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbParams &p, ncclzCudaQuantStats *st,
+                                                   int32_t fill_code) {
+  if (p.has_fill && v == p.fill) return fill_code;
   int bad = 0;
   int32_t c = eb_code(v, p, &bad);
   if (bad) eb_count_failure(st, bad, i);
@@ -176,7 +179,7 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
 
 /* EB without Lorenzo: float4 in, int4 out (both 16-byte aligned), the tail scalar. */
 __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, const float *x, size_t n, int32_t *sym,
-                                                      ncclzCudaQuantStats *st) {
+                                                      ncclzCudaQuantStats *st, int32_t fill_code) {
   nz_pdl_enter();
   eb_ready(p, resolved, st);
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
@@ -195,16 +198,16 @@ __global__ void __launch_bounds__(256) k_eb_quant_vec(EbParams p, int resolved, 
       const size_t q = q0 + u * stride;
       if (q >= n4) break;
       int4 o;
-      o.x = eb_plain(v[u].x, 4 * q, p, st);
-      o.y = eb_plain(v[u].y, 4 * q + 1, p, st);
-      o.z = eb_plain(v[u].z, 4 * q + 2, p, st);
-      o.w = eb_plain(v[u].w, 4 * q + 3, p, st);
+      o.x = eb_plain(v[u].x, 4 * q, p, st, fill_code);
+      o.y = eb_plain(v[u].y, 4 * q + 1, p, st, fill_code);
+      o.z = eb_plain(v[u].z, 4 * q + 2, p, st, fill_code);
+      o.w = eb_plain(v[u].w, 4 * q + 3, p, st, fill_code);
       s4[q] = o;
     }
   }
   if (gid < n - 4 * n4) {
     size_t i = 4 * n4 + gid;
-    sym[i] = eb_plain(__ldg(x + i), i, p, st);
+    sym[i] = eb_plain(__ldg(x + i), i, p, st, fill_code);
   }
 }
 
@@ -338,6 +341,35 @@ static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, 
   const uint4 u = hj ? *(const uint4 *)(q + e - d2) : make_uint4(0, 0, 0, 0);
   const uint32_t l = hk ? q[e - 1] : 0u, ul = hk && hj ? q[e - d2 - 1] : 0u;
   return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
+}
+
+/* EB with Lorenzo for planes too large for the plane-streaming kernels, in two passes: the codes
+ * q of every element first (k_eb_quant_vec with fill as 0, as eb_term), then here a thread a group
+ * of 4 takes their prediction from q in memory (its neighbours' reads hit the caches), and a fill
+ * value's element gets NCCLZ_FILL_CODE. q: the whole array's codes; d2 % 4 == 0. */
+__global__ void __launch_bounds__(256) k_lz_diff(EbParams p, const uint32_t *q, const float *x, size_t n, int32_t *sym) {
+  nz_pdl_enter();
+  const size_t P = (size_t)p.d1 * p.d2, n4 = n / 4, stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n4; j += stride) {
+    const size_t pl = 4 * j / P;
+    const uint32_t e = (uint32_t)(4 * j - pl * P); /* within plane pl */
+    const bool hk = e % p.d2 > 0, hj = p.lorenzo >= 2 && e >= p.d2;
+    const uint32_t *cur = q + pl * P;
+    uint4 d = lz_diff2(cur, e, hk, hj, p.d2);
+    if (p.lorenzo == 3 && pl > 0) {
+      const uint4 b = lz_diff2(cur - P, e, hk, hj, p.d2);
+      d.x -= b.x, d.y -= b.y, d.z -= b.z, d.w -= b.w;
+    }
+    int4 o = make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
+    if (p.has_fill) {
+      const float4 v = __ldg((const float4 *)x + j);
+      if (v.x == p.fill) o.x = NCCLZ_FILL_CODE;
+      if (v.y == p.fill) o.y = NCCLZ_FILL_CODE;
+      if (v.z == p.fill) o.z = NCCLZ_FILL_CODE;
+      if (v.w == p.fill) o.w = NCCLZ_FILL_CODE;
+    }
+    ((int4 *)sym)[j] = o;
+  }
 }
 
 template <int NT, int KC, int D>
@@ -581,7 +613,15 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
   const unsigned range_grid = grid_for(n);
-  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
+  const uint32_t P = e.d1 * e.d2;
+  const bool aligned = (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0;
+  const bool pipe = e.lorenzo && (uint64_t)P <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
+  /* planes too large for the pipe: the codes staged in the workspace, then predicted (k_lz_diff);
+   * the range then goes through the stats, since the codes overwrite the workspace's pairs */
+  const bool staged = e.lorenzo && !pipe && (uint64_t)e.d1 * e.d2 > LZ_MAXP && (uint64_t)e.d1 * e.d2 <= UINT32_MAX &&
+                      e.d2 % 4 == 0 && aligned && d_ws &&
+                      ws_bytes >= 4 * n && ((uintptr_t)d_ws & 15) == 0;
+  if (eb_is_rel && !staged && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
     /* the range pass's pairs in the workspace, resolved by the quantizer's blocks: two launches */
     e.part = (const float2 *)d_ws, e.nparts = range_grid;
     nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
@@ -597,11 +637,13 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
     NZ_LAUNCHED();
   }
-  const uint32_t P = e.d1 * e.d2;
-  if (!e.lorenzo && ((uintptr_t)d_x & 15) == 0 && ((uintptr_t)d_sym & 15) == 0) {
-    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
-  } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 &&
-             (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0) {
+  if (!e.lorenzo && aligned) {
+    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats, NCCLZ_FILL_CODE);
+  } else if (staged) {
+    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, (int32_t *)d_ws, d_stats, 0);
+    NZ_LAUNCHED();
+    nz_launch(k_lz_diff, grid_for(n / 4), 256, 0, s, e, (const uint32_t *)d_ws, d_x, n, d_sym);
+  } else if (pipe) {
     size_t smem;
     const int nt = lzp_threads(P, e.d2);
     const LzPipeKernel k = lz_pipe_kernel(P, nt, &smem);
@@ -645,6 +687,59 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
   for (uint32_t l = 0; l < len; l++) {
     acc += (uint32_t)p[(size_t)l * inner];
     p[(size_t)l * inner] = (int32_t)acc;
+  }
+}
+
+/* Inverse Lorenzo without fills for planes too large for the shared-memory kernels, a pass an
+ * axis (the prefix sums commute, wrapping uint32): along z and y (k_lz_walk) a thread a group of 4
+ * columns walks its axis with LZ_WALK loads in flight, in place where in == out (each thread reads
+ * only what it writes); along x (k_lz_rows_dequant) a warp a row scans it in segments of 128
+ * elements and writes the dequantized floats. */
+#define LZ_WALK 8
+__global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len,
+                                                  size_t inner4) {
+  nz_pdl_enter();
+  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (t >= outer * inner4) return;
+  const size_t base = t / inner4 * len * inner4 + t % inner4;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (uint32_t l0 = 0; l0 < len; l0 += LZ_WALK) {
+    uint4 v[LZ_WALK];
+#pragma unroll
+    for (int k = 0; k < LZ_WALK; k++) /* every load before the first store: they overlap */
+      if (l0 + k < len) v[k] = in[base + (size_t)(l0 + k) * inner4];
+#pragma unroll
+    for (int k = 0; k < LZ_WALK; k++)
+      if (l0 + k < len) out[base + (size_t)(l0 + k) * inner4] = acc = add4(acc, v[k]);
+  }
+}
+
+__global__ void __launch_bounds__(256) k_lz_rows_dequant(const uint4 *in, size_t rows, uint32_t w4, double abs_eb,
+                                                          const double *d_abs_eb, float4 *x) {
+  nz_pdl_enter();
+  if (d_abs_eb) abs_eb = *d_abs_eb;
+  const double step = 2.0 * abs_eb;
+  const uint32_t lane = threadIdx.x & 31;
+  const size_t warps = (size_t)gridDim.x * (blockDim.x / 32);
+  for (size_t r = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+    uint32_t carry = 0;
+    for (uint32_t g0 = 0; g0 < w4; g0 += 32) {
+      const uint32_t g = g0 + lane;
+      uint4 c = g < w4 ? in[r * w4 + g] : make_uint4(0, 0, 0, 0);
+      c.y += c.x, c.z += c.y, c.w += c.z; /* the group's prefix, then the lanes' */
+      uint32_t incl = c.w;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t t = __shfl_up_sync(NZ_FULL, incl, o);
+        if (lane >= (uint32_t)o) incl += t;
+      }
+      const uint32_t ex = carry + incl - c.w;
+      c = add4(c, make_uint4(ex, ex, ex, ex));
+      carry += __shfl_sync(NZ_FULL, incl, 31);
+      if (g < w4)
+        x[r * w4 + g] = make_float4(nz_eb_value((int32_t)c.x, step, 0, 0.0f), nz_eb_value((int32_t)c.y, step, 0, 0.0f),
+                                    nz_eb_value((int32_t)c.z, step, 0, 0.0f), nz_eb_value((int32_t)c.w, step, 0, 0.0f));
+    }
   }
 }
 
@@ -997,6 +1092,20 @@ __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double 
   }
 }
 
+/* Inverse 1D Lorenzo over one row (the whole array): CUB's device-wide inclusive sum (wrapping
+ * uint32) into x's words, its temporary storage in the workspace, then the floats in place. */
+static ncclzStatus lz_inverse_row(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
+                                  float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t s) {
+  size_t temp = 0;
+  uint32_t *sums = (uint32_t *)d_x;
+  NZ_CUDA(cub::DeviceScan::InclusiveSum(nullptr, temp, (const uint32_t *)d_sym, sums, n, s));
+  if (temp > ws_bytes) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small for the 1D inverse");
+  NZ_CUDA(cub::DeviceScan::InclusiveSum(d_ws, temp, (const uint32_t *)d_sym, sums, n, s));
+  nz_launch(k_eb_dequant, grid_for(n / 4), 256, 0, s, p->abs_eb, d_abs_eb, 0, 0.0f, (const int32_t *)sums, n, d_x);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
                                   float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   if (!p || p->kind != NCCLZ_QUANT_EB) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
@@ -1048,6 +1157,26 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
       nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
                                                 p->abs_eb, d_abs_eb, d_x);
+      NZ_LAUNCHED();
+      return NCCLZ_OK;
+    }
+    if (d0 * d1 == 1) return lz_inverse_row(p, d_abs_eb, d_sym, n, d_x, d_ws, ws_bytes, s);
+    if (d2 % 4 == 0 && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0) {
+      const uint4 *src = (const uint4 *)d_sym;
+      uint4 *w = (uint4 *)d_ws;
+      const size_t w4 = d2 / 4, rows = d0 * d1;
+      if (L == 3) { /* along z: a thread a group of the plane */
+        nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(d1 * w4, 256), 256, 0, s, src, w, (size_t)1, (uint32_t)d0, d1 * w4);
+        NZ_LAUNCHED();
+        src = w;
+      }
+      if (L >= 2) { /* along y: a thread a group of a plane's row */
+        nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(d0 * w4, 256), 256, 0, s, src, w, (size_t)d0, (uint32_t)d1, w4);
+        NZ_LAUNCHED();
+        src = w;
+      }
+      nz_launch(k_lz_rows_dequant, grid_for(32 * rows), 256, 0, s, src, rows, (uint32_t)w4, p->abs_eb, d_abs_eb,
+                (float4 *)d_x);
       NZ_LAUNCHED();
       return NCCLZ_OK;
     }
