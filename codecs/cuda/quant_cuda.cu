@@ -696,22 +696,86 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
  * only what it writes); along x (k_lz_rows_dequant) a warp a row scans it in segments of 128
  * elements and writes the dequantized floats. */
 #define LZ_WALK 8
-__global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len,
-                                                  size_t inner4) {
+/* Thread t's part of a walk split in segments of seg steps: its column's start and its steps. */
+struct LzSeg {
+  size_t base;
+  uint32_t l0, l1;
+};
+static __device__ __forceinline__ LzSeg lz_seg(size_t t, uint32_t len, size_t inner4, uint32_t seg, uint32_t S) {
+  const size_t o = t / (S * inner4), r = t % (S * inner4), sg = r / inner4;
+  const uint32_t l0 = (uint32_t)sg * seg;
+  return {o * len * inner4 + r % inner4, l0, min(l0 + seg, len)};
+}
+
+/* Each segment's sum (layout: outer, segment, column), for the carries into the segments after it. */
+__global__ void __launch_bounds__(256) k_lz_seg_sums(const uint4 *in, uint4 *sums, size_t outer, uint32_t len,
+                                                      size_t inner4, uint32_t seg, uint32_t S) {
+  nz_pdl_enter();
+  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (t >= outer * S * inner4) return;
+  const LzSeg g = lz_seg(t, len, inner4, seg, S);
+  uint4 acc = make_uint4(0, 0, 0, 0);
+#pragma unroll 8
+  for (uint32_t l = g.l0; l < g.l1; l++) acc = add4(acc, in[g.base + (size_t)l * inner4]);
+  sums[t] = acc;
+}
+
+/* The segments' sums of each column turned into the carries into them (exclusive prefixes). */
+__global__ void __launch_bounds__(256) k_lz_seg_carry(uint4 *sums, size_t outer, size_t inner4, uint32_t S) {
   nz_pdl_enter();
   const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (t >= outer * inner4) return;
-  const size_t base = t / inner4 * len * inner4 + t % inner4;
-  uint4 acc = make_uint4(0, 0, 0, 0);
-  for (uint32_t l0 = 0; l0 < len; l0 += LZ_WALK) {
+  uint4 *c = sums + t / inner4 * S * inner4 + t % inner4, run = make_uint4(0, 0, 0, 0);
+  for (uint32_t sg = 0; sg < S; sg++) {
+    const uint4 v = c[(size_t)sg * inner4];
+    c[(size_t)sg * inner4] = run;
+    run = add4(run, v);
+  }
+}
+
+__global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, const uint4 *carry, size_t outer,
+                                                  uint32_t len, size_t inner4, uint32_t seg, uint32_t S) {
+  nz_pdl_enter();
+  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (t >= outer * S * inner4) return;
+  const LzSeg g = lz_seg(t, len, inner4, seg, S);
+  uint4 acc = carry ? carry[t] : make_uint4(0, 0, 0, 0);
+  for (uint32_t l0 = g.l0; l0 < g.l1; l0 += LZ_WALK) {
     uint4 v[LZ_WALK];
 #pragma unroll
     for (int k = 0; k < LZ_WALK; k++) /* every load before the first store: they overlap */
-      if (l0 + k < len) v[k] = in[base + (size_t)(l0 + k) * inner4];
+      if (l0 + k < g.l1) v[k] = in[g.base + (size_t)(l0 + k) * inner4];
 #pragma unroll
     for (int k = 0; k < LZ_WALK; k++)
-      if (l0 + k < len) out[base + (size_t)(l0 + k) * inner4] = acc = add4(acc, v[k]);
+      if (l0 + k < g.l1) out[g.base + (size_t)(l0 + k) * inner4] = acc = add4(acc, v[k]);
   }
+}
+
+/* A walk along an axis of len steps (stride inner4 groups, outer times): split in segments where
+ * its columns alone would leave the chip short of threads (a pass of sums and the carries first,
+ * in scratch, which holds one uint4 a thread). */
+#define LZ_WALK_THREADS (128u << 10)
+static ncclzStatus lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
+                           size_t scratch_bytes, cudaStream_t s) {
+  uint32_t S = 1;
+  while (outer * inner4 * S < LZ_WALK_THREADS && len / (2 * S) >= 4 * LZ_WALK) S *= 2;
+  const uint32_t seg = (uint32_t)ncclz_ceil_div(len, S);
+  S = (uint32_t)ncclz_ceil_div(len, seg);
+  const size_t threads = outer * S * inner4;
+  const uint4 *carry = NULL;
+  if (S > 1 && threads * sizeof(uint4) <= scratch_bytes) {
+    nz_launch(k_lz_seg_sums, (unsigned)ncclz_ceil_div(threads, 256), 256, 0, s, in, scratch, outer, len, inner4, seg, S);
+    NZ_LAUNCHED();
+    nz_launch(k_lz_seg_carry, (unsigned)ncclz_ceil_div(outer * inner4, 256), 256, 0, s, scratch, outer, inner4, S);
+    NZ_LAUNCHED();
+    carry = scratch;
+  } else {
+    S = 1;
+  }
+  nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(outer * S * inner4, 256), 256, 0, s, in, out, carry, outer, len, inner4,
+            S > 1 ? seg : len, S);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
 }
 
 __global__ void __launch_bounds__(256) k_lz_rows_dequant(const uint4 *in, size_t rows, uint32_t w4, double abs_eb,
@@ -1165,14 +1229,13 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       const uint4 *src = (const uint4 *)d_sym;
       uint4 *w = (uint4 *)d_ws;
       const size_t w4 = d2 / 4, rows = d0 * d1;
+      uint4 *scratch = (uint4 *)d_x; /* the floats are written last */
       if (L == 3) { /* along z: a thread a group of the plane */
-        nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(d1 * w4, 256), 256, 0, s, src, w, (size_t)1, (uint32_t)d0, d1 * w4);
-        NZ_LAUNCHED();
+        if (lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, 4 * n, s) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
         src = w;
       }
       if (L >= 2) { /* along y: a thread a group of a plane's row */
-        nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(d0 * w4, 256), 256, 0, s, src, w, (size_t)d0, (uint32_t)d1, w4);
-        NZ_LAUNCHED();
+        if (lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, 4 * n, s) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
         src = w;
       }
       nz_launch(k_lz_rows_dequant, grid_for(32 * rows), 256, 0, s, src, rows, (uint32_t)w4, p->abs_eb, d_abs_eb,
