@@ -754,11 +754,12 @@ __global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, co
 /* A walk along an axis of len steps (stride inner4 groups, outer times): split in segments where
  * its columns alone would leave the chip short of threads (a pass of sums and the carries first,
  * in scratch, which holds one uint4 a thread). */
-#define LZ_WALK_THREADS (128u << 10)
+#define LZ_WALK_FEW (12u << 10)     /* columns below this many split (their pass of sums costs less) */
+#define LZ_WALK_THREADS (128u << 10) /* and into this many threads */
 static ncclzStatus lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
                            size_t scratch_bytes, cudaStream_t s) {
   uint32_t S = 1;
-  while (outer * inner4 * S < LZ_WALK_THREADS && len / (2 * S) >= 4 * LZ_WALK) S *= 2;
+  while (outer * inner4 < LZ_WALK_FEW && outer * inner4 * S < LZ_WALK_THREADS && len / (2 * S) >= 4 * LZ_WALK) S *= 2;
   const uint32_t seg = (uint32_t)ncclz_ceil_div(len, S);
   S = (uint32_t)ncclz_ceil_div(len, seg);
   const size_t threads = outer * S * inner4;
