@@ -753,28 +753,25 @@ __global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, co
 
 /* A walk along an axis of len steps (stride inner4 groups, outer times): split in segments where
  * its columns alone would leave the chip short of threads (a pass of sums and the carries first,
- * in scratch, which holds one uint4 a thread). */
+ * in scratch: one uint4 a thread, at most n / 4 of them since S <= len, so n floats' room holds it). */
 #define LZ_WALK_FEW (12u << 10)     /* columns below this many split (their pass of sums costs less) */
 #define LZ_WALK_THREADS (128u << 10) /* and into this many threads */
 static ncclzStatus lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
-                           size_t scratch_bytes, cudaStream_t s) {
+                           cudaStream_t s) {
   uint32_t S = 1;
   while (outer * inner4 < LZ_WALK_FEW && outer * inner4 * S < LZ_WALK_THREADS && len / (2 * S) >= 4 * LZ_WALK) S *= 2;
   const uint32_t seg = (uint32_t)ncclz_ceil_div(len, S);
   S = (uint32_t)ncclz_ceil_div(len, seg);
   const size_t threads = outer * S * inner4;
   const uint4 *carry = NULL;
-  if (S > 1 && threads * sizeof(uint4) <= scratch_bytes) {
+  if (S > 1) {
     nz_launch(k_lz_seg_sums, (unsigned)ncclz_ceil_div(threads, 256), 256, 0, s, in, scratch, outer, len, inner4, seg, S);
     NZ_LAUNCHED();
     nz_launch(k_lz_seg_carry, (unsigned)ncclz_ceil_div(outer * inner4, 256), 256, 0, s, scratch, outer, inner4, S);
     NZ_LAUNCHED();
     carry = scratch;
-  } else {
-    S = 1;
   }
-  nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(outer * S * inner4, 256), 256, 0, s, in, out, carry, outer, len, inner4,
-            S > 1 ? seg : len, S);
+  nz_launch(k_lz_walk, (unsigned)ncclz_ceil_div(threads, 256), 256, 0, s, in, out, carry, outer, len, inner4, seg, S);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
@@ -1232,11 +1229,13 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       const size_t w4 = d2 / 4, rows = d0 * d1;
       uint4 *scratch = (uint4 *)d_x; /* the floats are written last */
       if (L == 3) { /* along z: a thread a group of the plane */
-        if (lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, 4 * n, s) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
+        const ncclzStatus st = lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, s);
+        if (st != NCCLZ_OK) return st;
         src = w;
       }
       if (L >= 2) { /* along y: a thread a group of a plane's row */
-        if (lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, 4 * n, s) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
+        const ncclzStatus st = lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, s);
+        if (st != NCCLZ_OK) return st;
         src = w;
       }
       nz_launch(k_lz_rows_dequant, grid_for(32 * rows), 256, 0, s, src, rows, (uint32_t)w4, p->abs_eb, d_abs_eb,
