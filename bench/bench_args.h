@@ -20,6 +20,26 @@ static inline unsigned long bench_parse_uint(const char *prog, const char *opt, 
   return v;
 }
 
+#ifdef __CUDACC__
+/* Exit 1 with one line naming the program (BENCH_PROG, defined before the include) when a CUDA
+ * or ncclz call fails. */
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s: %s: %s (line %d)\n", BENCH_PROG, #call, cudaGetErrorString(e_), __LINE__); \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+#define NZ(call)                                                                                   \
+  do {                                                                                             \
+    if ((call) != NCCLZ_OK) {                                                                      \
+      fprintf(stderr, "%s: %s: %s\n", BENCH_PROG, #call, ncclzLastError());                        \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+#endif
+
 #ifdef __cplusplus
 #include <vector>
 /* n floats: the float32 file at path repeated (tiled) to length n, or exit 2 with one line when

@@ -22,23 +22,9 @@
 #include "ncclz/codecs.h"
 #include "ncclz/codecs_cuda.h"
 #include "ncclz/model.h"
+#define BENCH_PROG "bench_latency"
 #include "bench_args.h"
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "bench_latency: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define NZ(call)                                                                                   \
-  do {                                                                                             \
-    if ((call) != NCCLZ_OK) {                                                                      \
-      fprintf(stderr, "bench_latency: %s: %s\n", #call, ncclzLastError());                        \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static double host_us() {
   struct timespec t;

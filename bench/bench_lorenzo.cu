@@ -14,23 +14,9 @@
 
 #include "ncclz/codecs.h"
 #include "ncclz/codecs_cuda.h"
+#define BENCH_PROG "bench_lorenzo"
 #include "bench_args.h"
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "bench_lorenzo: %s: %s\n", #call, cudaGetErrorString(e_));                   \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define NZ(call)                                                                                   \
-  do {                                                                                             \
-    if ((call) != NCCLZ_OK) {                                                                      \
-      fprintf(stderr, "bench_lorenzo: %s: %s\n", #call, ncclzLastError());                         \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static const char *USAGE =
     "usage: bench_lorenzo --input FILE [--quant SPEC] [--mib N] SHAPE...\n"
