@@ -487,6 +487,39 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
   all_coders(what, ref.data(), n, 65536, &qp, NULL);
 }
 
+/* EB with Lorenzo on a field with a NaN, an Inf and a value past the code limit planted: each
+ * failure counted once (no kernel counts a neighbour it codes again: the plane before a chunk, the
+ * row above a band), the first index the smallest, every other element's code the CPU's. */
+static void eb_failure_case(const char *file, const char *spec_text, const uint32_t *dims) {
+  size_t n;
+  std::vector<float> x = load_f32(file, &n);
+  const size_t cells = (size_t)dims[0] * dims[1] * dims[2];
+  CHECK(n >= cells, "load %s", file);
+  if (n < cells) return;
+  x.resize(n = cells);
+  const size_t bad[3] = {n / 2 + dims[2] + 1, n / 3, n - 5}; /* NaN, Inf, too large */
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "parse %s", spec_text);
+  CHECK(ncclzQuantResolve(&spec, x.data(), n, dims, 3, 0, &qp) == NCCLZ_OK, "resolve %s", spec_text);
+  x[bad[0]] = NAN, x[bad[1]] = INFINITY, x[bad[2]] = 3e38f;
+  Dev<float> dx(n);
+  Dev<int32_t> dsym(n);
+  Dev<ncclzCudaQuantStats> dstats(1);
+  const size_t wsq = ncclzCudaQuantWorkspaceSize(n);
+  Dev<uint8_t> dws(wsq);
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dstats.p, 0xA5, sizeof(ncclzCudaQuantStats)));
+  CHECK(ncclzCudaQuantizeEB(&qp, 0, 0.0, dx.p, n, dsym.p, dstats.p, dws.p, wsq, 0) == NCCLZ_OK, "gpu eb: %s",
+        ncclzLastError());
+  ncclzCudaQuantStats hs;
+  CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
+  CHECK(hs.nonfinite == 2 && hs.out_of_range == 1 && hs.unbounded == 0 && hs.first_bad == bad[1],
+        "%s %ux%ux%u: failures counted once (nonfinite %llu, out of range %llu, first %llu)", spec_text, dims[0],
+        dims[1], dims[2], (unsigned long long)hs.nonfinite, (unsigned long long)hs.out_of_range,
+        (unsigned long long)hs.first_bad);
+}
+
 /* A real-data file under qsgd:bits=8,bucket=512 on the CPU: its values, scales and codes. */
 struct QsgdCodes {
   std::vector<float> x, scales;
@@ -959,10 +992,12 @@ int main(int argc, char **argv) {
    * planes of 512-thread CTAs whose rows (8 x 32 x 192) or bands (16 x 80 x 48) are too wide or too
    * many for a warp a band; planes past the shared-memory kernels (the codes staged in the
    * workspace, the inverse a pass an axis): 4 x 128 x 128, 2 x 128 x 256, 3 x 100 x 200, one plane
-   * of 256 x 256, and one row of 65,536 (the device-wide scan) */
-  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32}, {2, 256, 128}, {8, 32, 192},
+   * of 256 x 256, and one row of 65,536 (the device-wide scan); planes of at most 32 rows (the
+   * forward of a warp a band without barriers): 64 x 32 x 32 and 20 x 27 x 116 (bands of uneven
+   * rows, a warp with none) */
+  const uint32_t shapes[][3] = {{16, 37, 108}, {5, 100, 128}, {64, 32, 32},  {2, 256, 128}, {8, 32, 192},
                                 {16, 80, 48},  {4, 128, 128}, {2, 128, 256}, {3, 100, 200}, {1, 256, 256},
-                                {1, 1, 65536}};
+                                {1, 1, 65536}, {20, 27, 116}};
   for (const uint32_t *sh : shapes) {
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", sh, 3);
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=2d", sh, 3);
@@ -970,6 +1005,14 @@ int main(int argc, char **argv) {
   }
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
+  const uint32_t fail_shapes[][3] = {{8, 64, 128}, {16, 32, 128}, {20, 27, 116}, {16, 80, 48}, {4, 128, 128}};
+  for (const uint32_t *sh : fail_shapes)
+    for (const char *spec_text : {"eb:abs=0.01,lorenzo=3d", "eb:abs=0.01,lorenzo=2d", "eb:abs=0.01,lorenzo=1d"})
+      eb_failure_case("trefht_member57_8x64x128.f32", spec_text, sh);
+  /* fill values through the forward kernel of a warp a band (the same field as 60 planes of 32 x 64) */
+  const uint32_t pop3[3] = {60, 32, 64};
+  eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=3d,fill=9.97e36", pop3, 3);
+  eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", pop3, 3);
   qsgd_case("resnet18_rank0_64k.f32");
   qsgd_fused_cases("resnet18_rank0_64k.f32");
   quant_call_cases("resnet18_rank0_64k.f32", "trefht_member57_8x64x128.f32");

@@ -460,6 +460,115 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int re
   cp_async_wait<0>();
 }
 
+/* The codes of a group of 4 raw values (fill and failures as 0, as eb_term); fill bits into
+ * *isfill (bits 0-3); failures counted at index i0.. when count is set. */
+static __device__ __forceinline__ uint4 eb_code4(uint4 w, const EbParams &p, uint32_t *isfill, bool count, size_t i0,
+                                                 ncclzCudaQuantStats *st) {
+  uint32_t *wv = &w.x, slow = 0;
+#pragma unroll
+  for (int m = 0; m < 4; m++) { /* the certificate for all four first, so that they interleave */
+    const float v = __uint_as_float(wv[m]);
+    int32_t c = 0;
+    if (p.has_fill && v == p.fill) *isfill |= 1u << m;
+    else if (!ncclz_eb_code_fast(v, p.bound, p.step, p.inv_step, &c)) slow |= 1u << m;
+    if (!(slow >> m & 1u)) wv[m] = (uint32_t)c;
+  }
+  for (int m = 0; slow && m < 4; m++) /* the exact rule, out of line (rare) */
+    if (slow >> m & 1u) {
+      const EbSlow r = eb_code_exact(__uint_as_float(wv[m]), p.bound, p.step);
+      wv[m] = (uint32_t)r.code;
+      if (r.bad && count) eb_count_failure(st, r.bad, i0 + m);
+    }
+  return w;
+}
+
+/* EB with Lorenzo, a warp a band of rows (rows of up to 128 elements, d2 % 4 == 0), with no
+ * barrier: lane l owns the group of 4 columns 4l..4l+3 of its warp's rows and of the row above
+ * the band (coded again, so that no warp waits on another) in every plane of the CTA's chunk
+ * [p0, p1) and the plane before (3D). Each thread streams its own rows through a ring of D planes
+ * by cp.async and codes them in registers; the left neighbours come from the lane before, the
+ * upper from the row before, and the plane before's 2D differences D stay in registers (the
+ * output is D(z) - D(z-1), as k_eb_lz_pipe's). */
+template <int NT, int R, int D>
+__global__ void __launch_bounds__(NT, 2) k_eb_lz_rows(EbParams p, int resolved, const float *x, int32_t *sym,
+                                                               uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
+  constexpr uint32_t NW = NT / 32, RA = R + 1; /* rows a thread streams: the one above, then the band */
+  nz_pdl_enter();
+  extern __shared__ uint4 s_lzf[]; /* D planes x RA rows x NT threads */
+  eb_ready(p, resolved, st);
+  const uint32_t P = p.d1 * p.d2, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, d2 = p.d2;
+  const uint32_t rw = (p.d1 + NW - 1) / NW, y0 = min(w * rw, p.d1), ny = min(rw, p.d1 - y0);
+  const int L = p.lorenzo;
+  const bool on = lane < d2 / 4, above = L >= 2 && y0 > 0;
+  const uint32_t p0 = blockIdx.x * planes_per_cta, p1 = min(p0 + planes_per_cta, p.d0);
+  const uint32_t first = L == 3 && p0 > 0 ? p0 - 1 : p0; /* the plane before: its D only */
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  auto issue = [&](uint32_t pl) {
+    if (pl < p1 && on) {
+      uint4 *dst = s_lzf + (size_t)(pl % D) * RA * NT + tid;
+      const float *g = x + (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
+      if (above) cp_async16(dst, g - d2);
+#pragma unroll
+      for (int r = 0; r < R; r++)
+        if ((uint32_t)r < ny) cp_async16(dst + (r + 1) * NT, g + (size_t)r * d2);
+    }
+    cp_async_commit();
+  };
+  uint4 dprev[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) dprev[r] = zero;
+  for (int k = 0; k < D - 1; k++) issue(first + k);
+  for (uint32_t pl = first; pl < p1; pl++) {
+    issue(pl + D - 1); /* into the slot of plane pl - 1, which this thread has read */
+    cp_async_wait<D - 1>();
+    const uint4 *cur = s_lzf + (size_t)(pl % D) * RA * NT + tid;
+    const size_t base = (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
+    const bool own = pl >= p0, hi = L == 3 && pl > 0;
+    uint32_t nofill = 0;
+    uint4 up = above && on ? eb_code4(cur[0], p, &nofill, false, 0, st) : zero; /* its owner counts its failures */
+    uint32_t upw = __shfl_up_sync(NZ_FULL, up.w, 1);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+      if ((uint32_t)r >= ny) break;
+      uint32_t isfill = 0;
+      const uint4 c = on ? eb_code4(cur[(r + 1) * NT], p, &isfill, own, base + (size_t)r * d2, st) : zero;
+      const uint32_t cw = __shfl_up_sync(NZ_FULL, c.w, 1);
+      const bool hj = L >= 2 && y0 + r > 0;
+      const uint32_t l = lane > 0 ? cw : 0u, ul = lane > 0 && hj ? upw : 0u;
+      const uint4 u = hj ? up : zero;
+      const uint4 d = make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
+      if (own && on) {
+        int4 o = hi ? make_int4((int32_t)(d.x - dprev[r].x), (int32_t)(d.y - dprev[r].y), (int32_t)(d.z - dprev[r].z),
+                                (int32_t)(d.w - dprev[r].w))
+                    : make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
+        if (isfill) {
+          if (isfill & 1u) o.x = NCCLZ_FILL_CODE;
+          if (isfill & 2u) o.y = NCCLZ_FILL_CODE;
+          if (isfill & 4u) o.z = NCCLZ_FILL_CODE;
+          if (isfill & 8u) o.w = NCCLZ_FILL_CODE;
+        }
+        *(int4 *)(sym + base + (size_t)r * d2) = o;
+      }
+      dprev[r] = d;
+      up = c;
+      upw = cw;
+    }
+  }
+  cp_async_wait<0>();
+}
+
+/* k_eb_lz_rows<nt, r, d>'s shared bytes: its ring of d planes of r + 1 rows a thread. */
+static size_t lz_fwd_rows_smem(int nt, int r, int d) { return 16ull * d * (r + 1) * nt; }
+/* k_eb_lz_rows's instance: 8 warps of up to 8 rows, 3 planes in its ring, two CTAs an SM. */
+#define LZF_NT 256
+#define LZF_ROWS 8
+#define LZF_DEPTH 3
+/* Planes k_eb_lz_rows takes: rows of up to 128 elements in groups of 4, at most 32 of them.
+ * Measured on 1x H200 against k_eb_lz_pipe (TREFHT, 256 MiB, REL 1e-4, 3D), quantize GB/s:
+ * 8 x 128 planes 637 against 327, 16 x 64 468 / 327, 32 x 128 975 / 823; with more rows the
+ * pipe wins (64 x 64 818 / 628, 60 x 100 1014 / 815, 64 x 128 1139 / 1030). */
+static bool lz_fwd_rows_fit(uint32_t d1, uint32_t d2) { return d2 % 4 == 0 && d2 <= 4 * 32 && d1 <= 32; }
+
 /* Threads a CTA for the plane-streaming kernels: 512, two CTAs an SM, where a plane of up to
  * 8,192 elements leaves room for two CTAs' slots (one CTA's barriers then overlap the other's
  * work: 7% faster forward, 13% inverse, on 64 x 128 planes of TREFHT), else LZP_THREADS, one an SM. */
@@ -643,6 +752,13 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, (int32_t *)d_ws, d_stats, 0);
     NZ_LAUNCHED();
     nz_launch(k_lz_diff, grid_for(n / 4), 256, 0, s, e, (const uint32_t *)d_ws, d_x, n, d_sym);
+  } else if (pipe && lz_fwd_rows_fit(e.d1, e.d2)) {
+    const size_t smem = lz_fwd_rows_smem(LZF_NT, LZF_ROWS, LZF_DEPTH);
+    const auto k = k_eb_lz_rows<LZF_NT, LZF_ROWS, LZF_DEPTH>;
+    uint32_t ppc;
+    if (lzp_grid(e.d0, 512, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* two CTAs an SM */
+    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZF_NT, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else if (pipe) {
     size_t smem;
     const int nt = lzp_threads(P, e.d2);
