@@ -237,9 +237,12 @@ typedef struct {
  * overlap the transfers in pairs (one latency per pair), and the encode stream and the link take
  * the chunks one after another. When the next step sends the sum (reduce), a received chunk's
  * decode starts once the rank posts the receive two chunks later (a staging bank frees), or, for
- * a step's last two chunks, when the next step's send needs it: those two cost e + d each. */
-static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce) {
-  double wire = t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
+ * a step's last two chunks, when the next step's send needs it: those two cost e + d each.
+ * Frames forwarded as they came (stream) leave the banks out of phase: one frame's latency runs
+ * while the other's bytes take the link, so a chunk costs t, or (t + a)/2 where the latency is
+ * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream) {
+  double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
   if (reduce) {
     double lazy = c < 2 ? c : 2;
     period = fmax(fmax(e, d), wire);
@@ -297,7 +300,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double lanes = st->lanes > 1 ? st->lanes : 1;
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce);
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }
