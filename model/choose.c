@@ -333,6 +333,25 @@ static double chain_fill_chunks(double g, double ch, double C) {
   return fmax(2 * (g - 1), shared);
 }
 
+/* The most trees of one kind (0 or 1) whose heads leave a node through one NIC: schedule.c's
+ * placement (tree t of channel q headed by GPU (2q + t) G/(2C) when 2C <= G, else by (q G/C + t G/2)
+ * mod G) on the platform's rails (GPU i on rail i mod R). A node is interior in one kind, so its
+ * NIC takes that many interior trees' chunks (one with C = G = R, and with one rail and channel;
+ * two with R = 2 or 4 rails of 8 GPUs, where every head or every tree 0's head is on even rails). */
+static double tree_nic_trees(int g, int ch, int rails) {
+  int most = 1;
+  for (int r = 0; r < rails; r++)
+    for (int t = 0; t < 2; t++) {
+      int n = 0;
+      for (int q = 0; q < ch; q++) {
+        long head = 2 * ch <= g ? (long)(2 * q + t) * g / (2 * ch) : ((long)q * g / ch + (long)t * (g / 2)) % g;
+        n += head % rails == r;
+      }
+      most = n > most ? n : most;
+    }
+  return most;
+}
+
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
  * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
@@ -349,7 +368,7 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   int cn = step_coder(prof, in, pol, 1, k, raw, 1.0);
   int cv = pol == NCCLZ_CHOICE_REA ? NCCLZ_CODER_RAW : step_coder(prof, in, pol, 0, k, raw, 1.0);
   link_t l = link_of(in, 1), nv = link_of(in, 0);
-  double t = share_us(l, ceil(ch / in->rails), frame_wire(in, cn, k, raw));
+  double t = share_us(l, tree_nic_trees(g, (int)ch, in->rails), frame_wire(in, cn, k, raw));
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
