@@ -403,13 +403,13 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* where NVLink sets the pace the chains fill while their edges carry fewer flows, but a few
    * chunks leave too few steps to hide the fill in: never under the NIC's pipeline */
   if (nv_wire > nic_wire) pipe = fmax(pipe, (2 * C - 1) * period + fmax(0.0, levels) + tail);
-  /* The pipeline's period holds its own tree's codec work; an interior node's next receive is
-   * posted once its sum is sent, so every step also waits behind the other 2C - 1 trees' frames
-   * on the shared streams. That wait and the pipeline add in quadrature (a fit to the replay:
-   * FIXEDLEN, 8 x 8, 8 rails, 16 chunks, NICs of 3.1 to 18 GB/s: the period within 2%);
-   * codec-bound, the call is the streams plus the first chunk's way up and the last's down
-   * through the levels' codec work. */
-  double others = streams * (2 * ch - 1) / (2 * ch), codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
+  /* The pipeline's period holds its own channel's codec work (the node's interior tree and its
+   * leaf tree); an interior node's next receive is posted once its sum is sent, so every step also
+   * waits behind the other C - 1 channels' frames on the shared streams. That wait and the
+   * pipeline add in quadrature (a fit to the replay, docs/simulator.md "Algorithm choice"; one
+   * channel waits for none); codec-bound, the call is the streams plus the first chunk's way up
+   * and the last's down through the levels' codec work. */
+  double others = streams * (ch - 1) / ch, codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
   return fmax(hypot(pipe, others), codec_paced);
 }
 
