@@ -354,8 +354,8 @@ static double tree_nic_trees(int g, int ch, int rails) {
 
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
- * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
- * rank's codec streams, which take every channel's chunks, are the slower; the
+ * chunks through its NIC, decodes both and encodes their sum, one chunk after another, and waits
+ * behind the other channels' work on the rank's codec streams (or those streams set the pace); the
  * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
  * the broadcast coming down (frames forwarded as they are). Plain: the replay's closed form where
  * the NIC sets the pace (docs/simulator.md, "Algorithms"), (2C + 2d - 3)(2 tau + alpha) - tau
