@@ -237,9 +237,12 @@ typedef struct {
  * overlap the transfers in pairs (one latency per pair), and the encode stream and the link take
  * the chunks one after another. When the next step sends the sum (reduce), a received chunk's
  * decode starts once the rank posts the receive two chunks later (a staging bank frees), or, for
- * a step's last two chunks, when the next step's send needs it: those two cost e + d each. */
-static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce) {
-  double wire = t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
+ * a step's last two chunks, when the next step's send needs it: those two cost e + d each.
+ * Frames forwarded as they came (stream) leave the banks out of phase: one frame's latency runs
+ * while the other's bytes take the link, so a chunk costs t, or (t + a)/2 where the latency is
+ * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream) {
+  double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
   if (reduce) {
     double lazy = c < 2 ? c : 2;
     period = fmax(fmax(e, d), wire);
@@ -297,7 +300,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double lanes = st->lanes > 1 ? st->lanes : 1;
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce);
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }
@@ -330,10 +333,29 @@ static double chain_fill_chunks(double g, double ch, double C) {
   return fmax(2 * (g - 1), shared);
 }
 
+/* The most trees of one kind (0 or 1) whose heads leave a node through one NIC: schedule.c's
+ * placement (tree t of channel q headed by GPU (2q + t) G/(2C) when 2C <= G, else by (q G/C + t G/2)
+ * mod G) on the platform's rails (GPU i on rail i mod R). A node is interior in one kind, so its
+ * NIC takes that many interior trees' chunks (one with C = G = R, and with one rail and channel;
+ * two with R = 2 or 4 rails of 8 GPUs, where every head or every tree 0's head is on even rails). */
+static double tree_nic_trees(int g, int ch, int rails) {
+  int most = 1;
+  for (int r = 0; r < rails; r++)
+    for (int t = 0; t < 2; t++) {
+      int n = 0;
+      for (int q = 0; q < ch; q++) {
+        long head = 2 * ch <= g ? (long)(2 * q + t) * g / (2 * ch) : ((long)q * g / ch + (long)t * (g / 2)) % g;
+        n += head % rails == r;
+      }
+      most = n > most ? n : most;
+    }
+  return most;
+}
+
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
  * half of S/C in chunks, a chain of G GPUs inside the node. An interior node takes two children's
- * chunks through its NIC, decodes both and encodes their sum, one chunk after another, unless the
- * rank's codec streams, which take every channel's chunks, are the slower; the
+ * chunks through its NIC, decodes both and encodes their sum, one chunk after another, and waits
+ * behind the other channels' work on the rank's codec streams (or those streams set the pace); the
  * pipeline fills over the depth, the reduce going up (a transfer, encode and decode a level) and
  * the broadcast coming down (frames forwarded as they are). Plain: the replay's closed form where
  * the NIC sets the pace (docs/simulator.md, "Algorithms"), (2C + 2d - 3)(2 tau + alpha) - tau
@@ -346,7 +368,7 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   int cn = step_coder(prof, in, pol, 1, k, raw, 1.0);
   int cv = pol == NCCLZ_CHOICE_REA ? NCCLZ_CODER_RAW : step_coder(prof, in, pol, 0, k, raw, 1.0);
   link_t l = link_of(in, 1), nv = link_of(in, 0);
-  double t = share_us(l, ceil(ch / in->rails), frame_wire(in, cn, k, raw));
+  double t = share_us(l, tree_nic_trees(g, (int)ch, in->rails), frame_wire(in, cn, k, raw));
   double e = codec_us(prof, in, cn, 0, raw), d = codec_us(prof, in, cn, 1, raw);
   double tnv = share_us(nv, 1, frame_wire(in, cv, k, raw));
   double codec_nv = codec_us(prof, in, cv, 0, raw) + codec_us(prof, in, cv, 1, raw);
@@ -359,13 +381,16 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double nic_wire = arrivals * (t + l.alpha_us / 2), nv_wire = 2 * ch * (g - 1.0) / g * tnv + nv.alpha_us;
   double work = 2 * d + e, nic_period = half_overlap(nic_wire, work);
   double period = half_overlap(fmax(nic_wire, nv_wire), work);
-  /* or the rank's codec streams busy with every channel's chunks: a node is interior in one tree
-   * (two children's frames decoded, their sum encoded, the parent's decoded) and a leaf in the
-   * other (its chunk encoded, the parent's decoded). REA codes the NIC hops only: a rank codes
-   * the channels whose NIC hop it is, and decodes every channel's frames coming down. */
+  /* The rank's codec streams take every channel's chunks (one encode and one decode stream for
+   * the 2C trees, as the replay's). A node is interior in one tree (two children's frames decoded,
+   * their sum encoded, the parent's decoded) and a leaf in the other (its chunk encoded, the
+   * parent's decoded); every tree reduces its chunks before it broadcasts them, the channels in
+   * step, so the streams run the reduce's encodes beside its decodes and then the broadcast's
+   * decodes. Forced coders: 2C of each a chunk going up, 2C decodes coming down; REA codes the NIC
+   * hops only: a rank codes the channels whose NIC hop it is (own), and decodes every channel's
+   * frames coming down. */
   double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
-  double decodes = pol == NCCLZ_CHOICE_REA ? 2 * ch + 2 * own : 4 * ch;
-  double streams = C * fmax(decodes * d, 2 * own * e);
+  double streams = C * (2 * own * fmax(d, e) + 2 * ch * d);
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
@@ -374,11 +399,18 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double chain_bw = chain_fill_chunks(g, ch, C) * tnv;
   double tail = h * (e + d) + (g - 1.0) * (2 * nv.alpha_us + codec_nv) + d;
   if (C < 2) return fmax(one_chunk_levels(in->nodes, h, t, l.alpha_us), streams) + tail + chain_bw;
-  double nic_paced = fmax((2 * C - 1) * nic_period, streams) + fmax(0.0, levels) + tail + chain_bw;
-  if (nv_wire <= nic_wire) return nic_paced;
+  double pipe = (2 * C - 1) * nic_period + fmax(0.0, levels) + tail + chain_bw;
   /* where NVLink sets the pace the chains fill while their edges carry fewer flows, but a few
    * chunks leave too few steps to hide the fill in: never under the NIC's pipeline */
-  return fmax(nic_paced, fmax((2 * C - 1) * period, streams) + fmax(0.0, levels) + tail);
+  if (nv_wire > nic_wire) pipe = fmax(pipe, (2 * C - 1) * period + fmax(0.0, levels) + tail);
+  /* The pipeline's period holds its own channel's codec work (the node's interior tree and its
+   * leaf tree); an interior node's next receive is posted once its sum is sent, so every step also
+   * waits behind the other C - 1 channels' frames on the shared streams. That wait and the
+   * pipeline add in quadrature (a fit to the replay, docs/simulator.md "Algorithm choice"; one
+   * channel waits for none); codec-bound, the call is the streams plus the first chunk's way up
+   * and the last's down through the levels' codec work. */
+  double others = streams * (ch - 1) / ch, codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
+  return fmax(hypot(pipe, others), codec_paced);
 }
 
 /* REA decides once per call, as the executor: the first chunk's frame of raw bytes (one rank's
