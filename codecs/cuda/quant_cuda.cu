@@ -569,155 +569,6 @@ static size_t lz_fwd_rows_smem(int nt, int r, int d) { return 16ull * d * (r + 1
  * pipe wins (64 x 64 818 / 628, 60 x 100 1014 / 815, 64 x 128 1139 / 1030). */
 static bool lz_fwd_rows_fit(uint32_t d1, uint32_t d2) { return d2 % 4 == 0 && d2 <= 4 * 32 && d1 <= 32; }
 
-static __device__ __forceinline__ void cp_async4(void *smem, const void *gmem) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(a), "l"(gmem) : "memory");
-}
-
-/* One raw value's code as a neighbour's term (fill and failures as 0, as eb_term). */
-static __device__ __forceinline__ uint32_t eb_code_term(float v, const EbParams &p) {
-  if (p.has_fill && v == p.fill) return 0u;
-  int bad = 0;
-  return (uint32_t)eb_code(v, p, &bad);
-}
-
-/* EB with Lorenzo for any plane whose rows hold whole groups of 4, in one pass and without a
- * barrier: a thread owns a group of 4 columns j of a band of R rows b in a chunk c of ppc planes
- * (threads in (c, b, j) order, so a warp may span bands and chunks), and walks the chunk's planes
- * and the plane before (3D). Per plane it codes its band's rows and the row above the band (again,
- * as the band above codes it), takes the left neighbours from the lane before, or lane 0 its own
- * (the float left of its group, coded again), the upper from the row before, and keeps the plane
- * before's D in registers (the output is D(z) - D(z-1), as k_eb_lz_pipe's). Each thread streams
- * its own rows through a ring of D planes by cp.async. Failures are counted where an element is
- * its own. */
-#ifndef LZB_MINB
-#define LZB_MINB 2
-#endif
-template <int NT, int R, int D>
-__global__ void __launch_bounds__(NT, LZB_MINB) k_eb_lz_band(EbParams p, int resolved, const float *x, int32_t *sym,
-                                                       uint32_t ppc, uint32_t nchunks, ncclzCudaQuantStats *st) {
-  constexpr uint32_t RA = R + 1, NWC = NT / 32; /* rows a thread streams: the one above, then the band */
-  nz_pdl_enter();
-  extern __shared__ uint4 s_lzb[];
-  uint4 *ring = s_lzb;                                  /* D x RA x NT groups */
-  float *edge = (float *)(s_lzb + (size_t)D * RA * NT); /* D x RA x NWC: lane 0's left floats */
-  eb_ready(p, resolved, st);
-  const uint32_t d2 = p.d2, G = d2 / 4, nb = (p.d1 + R - 1) / R, items = nb * G;
-  const uint32_t tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
-  const size_t i = (size_t)blockIdx.x * NT + tid;
-  const uint32_t c = (uint32_t)(i / items), rem = (uint32_t)(i % items), b = rem / G, j = rem % G;
-  const bool on = c < nchunks;
-  const uint32_t y0 = b * R, ny = on ? min((uint32_t)R, p.d1 - y0) : 0u;
-  const int L = p.lorenzo;
-  const bool above = on && L >= 2 && y0 > 0, left = on && lane == 0 && j > 0;
-  const uint32_t p0 = c * ppc, p1 = on ? min(p0 + ppc, p.d0) : 0u;
-  const bool before = L == 3 && p0 > 0; /* step 0 is the plane before the chunk: its D only */
-  const size_t P = (size_t)p.d1 * d2;
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto live_at = [&](uint32_t k) { return on && p0 + k - 1 < p1 && (k > 0 || before); }; /* plane p0 - 1 + k */
-  auto issue = [&](uint32_t k) {
-    if (k <= ppc && live_at(k)) {
-      uint4 *dst = ring + (size_t)(k % D) * RA * NT + tid;
-      const float *g = x + (size_t)(p0 + k - 1) * P + (size_t)y0 * d2 + 4 * j;
-      if (above) cp_async16(dst, g - d2);
-#pragma unroll
-      for (int r = 0; r < R; r++)
-        if ((uint32_t)r < ny) cp_async16(dst + (r + 1) * NT, g + (size_t)r * d2);
-      if (left) {
-        float *e = edge + (size_t)(k % D) * RA * NWC + wid;
-        if (above) cp_async4(e, g - d2 - 1);
-#pragma unroll
-        for (int r = 0; r < R; r++)
-          if ((uint32_t)r < ny) cp_async4(e + (r + 1) * NWC, g + (size_t)r * d2 - 1);
-      }
-    }
-    cp_async_commit();
-  };
-  uint4 dprev[R];
-#pragma unroll
-  for (int r = 0; r < R; r++) dprev[r] = zero;
-  for (int k = 0; k < D - 1; k++) issue(k);
-  for (uint32_t k = 0; k <= ppc; k++) {
-    issue(k + D - 1); /* into the slot of step k - 1, which this thread has read */
-    cp_async_wait<D - 1>();
-    const bool live = live_at(k), own = k > 0;
-    const size_t pl = (size_t)p0 + k - 1;
-    const bool hi = L == 3 && p0 + k > 1; /* pl > 0 */
-    const uint4 *cur = ring + (size_t)(k % D) * RA * NT + tid;
-    const float *ecur = edge + (size_t)(k % D) * RA * NWC + wid;
-    const size_t base = pl * P + (size_t)y0 * d2 + 4 * j;
-    uint32_t nofill = 0;
-    uint4 up = above && live ? eb_code4(cur[0], p, &nofill, false, 0, st) : zero; /* its owner counts its failures */
-    uint32_t upw = __shfl_up_sync(NZ_FULL, up.w, 1);
-    if (lane == 0) upw = left && above && live ? eb_code_term(ecur[0], p) : 0u;
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-      const bool row = live && (uint32_t)r < ny;
-      uint32_t isfill = 0;
-      const uint4 q = row ? eb_code4(cur[(r + 1) * NT], p, &isfill, own, base + (size_t)r * d2, st) : zero;
-      uint32_t cw = __shfl_up_sync(NZ_FULL, q.w, 1);
-      if (lane == 0) cw = left && row ? eb_code_term(ecur[(r + 1) * NWC], p) : 0u;
-      const bool hk = j > 0, hj = L >= 2 && y0 + r > 0;
-      const uint32_t l = hk ? cw : 0u, ul = hk && hj ? upw : 0u;
-      const uint4 u = hj ? up : zero;
-      const uint4 d = make_uint4(q.x - l - u.x + ul, q.y - q.x - u.y + u.x, q.z - q.y - u.z + u.y, q.w - q.z - u.w + u.z);
-      if (row && own) {
-        int4 o = hi ? make_int4((int32_t)(d.x - dprev[r].x), (int32_t)(d.y - dprev[r].y), (int32_t)(d.z - dprev[r].z),
-                                (int32_t)(d.w - dprev[r].w))
-                    : make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
-        if (isfill) {
-          if (isfill & 1u) o.x = NCCLZ_FILL_CODE;
-          if (isfill & 2u) o.y = NCCLZ_FILL_CODE;
-          if (isfill & 4u) o.z = NCCLZ_FILL_CODE;
-          if (isfill & 8u) o.w = NCCLZ_FILL_CODE;
-        }
-        *(int4 *)(sym + base + (size_t)r * d2) = o;
-      }
-      dprev[r] = d;
-      up = q;
-      upw = cw;
-    }
-  }
-  cp_async_wait<0>();
-}
-
-#ifndef LZB_NT
-#define LZB_NT 256
-#endif
-#ifndef LZB_ROWS
-#define LZB_ROWS 4
-#endif
-#ifndef LZB_DEPTH
-#define LZB_DEPTH 3
-#endif
-#ifndef LZB_MODE
-#define LZB_MODE 3
-#endif
-/* k_eb_lz_band's shared bytes: its ring of groups and lane 0's left floats. */
-static size_t lz_band_smem() { return (size_t)LZB_DEPTH * (LZB_ROWS + 1) * (16ull * LZB_NT + 4ull * LZB_NT / 32); }
-
-/* Launches k_eb_lz_band: chunks of planes enough for two CTAs an SM over the bands. */
-static ncclzStatus lz_band_launch(const EbParams &e, int resolved, const float *d_x, int32_t *d_sym,
-                                  ncclzCudaQuantStats *d_stats, cudaStream_t s) {
-  int dev = 0, nsm = 0;
-  NZ_CUDA(cudaGetDevice(&dev));
-  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-  const uint64_t items = ncclz_ceil_div(e.d1, LZB_ROWS) * (uint64_t)(e.d2 / 4);
-  /* as many chunks as one wave of CTAs holds (a second, partial wave would double the time) */
-  uint64_t nchunks = (uint64_t)LZB_MINB * nsm * LZB_NT / items;
-  if (nchunks < 1) nchunks = 1;
-  if (nchunks > e.d0) nchunks = e.d0;
-  const uint32_t ppc = (uint32_t)ncclz_ceil_div(e.d0, nchunks);
-  nchunks = ncclz_ceil_div(e.d0, ppc);
-  const size_t smem = lz_band_smem();
-  const auto k = k_eb_lz_band<LZB_NT, LZB_ROWS, LZB_DEPTH>;
-  NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  nz_launch(k, (unsigned)ncclz_ceil_div(nchunks * items, LZB_NT), LZB_NT, smem, s, e, resolved, d_x, d_sym, ppc,
-            (uint32_t)nchunks, d_stats);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
-}
-
 /* Threads a CTA for the plane-streaming kernels: 512, two CTAs an SM, where a plane of up to
  * 8,192 elements leaves room for two CTAs' slots (one CTA's barriers then overlap the other's
  * work: 7% faster forward, 13% inverse, on 64 x 128 planes of TREFHT), else LZP_THREADS, one an SM. */
@@ -876,10 +727,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   const bool pipe = e.lorenzo && (uint64_t)P <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
   /* planes too large for the pipe: the codes staged in the workspace, then predicted (k_lz_diff);
    * the range then goes through the stats, since the codes overwrite the workspace's pairs */
-  /* one pass without barriers (k_eb_lz_band) */
-  const bool band = e.lorenzo && e.d0 > 0 && e.d2 % 4 == 0 && aligned &&
-                    (LZB_MODE == 2 || ((uint64_t)e.d1 * e.d2 > LZP_MAXP) || (LZB_MODE == 3 && e.d1 <= 32));
-  const bool staged = e.lorenzo && !pipe && !band && (uint64_t)e.d1 * e.d2 > LZ_MAXP && (uint64_t)e.d1 * e.d2 <= UINT32_MAX &&
+  const bool staged = e.lorenzo && !pipe && (uint64_t)e.d1 * e.d2 > LZ_MAXP && (uint64_t)e.d1 * e.d2 <= UINT32_MAX &&
                       e.d2 % 4 == 0 && aligned && d_ws &&
                       ws_bytes >= 4 * n && ((uintptr_t)d_ws & 15) == 0;
   if (eb_is_rel && !staged && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
@@ -900,8 +748,6 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   }
   if (!e.lorenzo && aligned) {
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats, NCCLZ_FILL_CODE);
-  } else if (band) {
-    return lz_band_launch(e, eb_is_rel, d_x, d_sym, d_stats, s);
   } else if (staged) {
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, (int32_t *)d_ws, d_stats, 0);
     NZ_LAUNCHED();
