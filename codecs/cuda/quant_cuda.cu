@@ -722,12 +722,13 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
   const unsigned range_grid = grid_for(n);
-  const uint32_t P = e.d1 * e.d2;
+  const uint64_t plane = (uint64_t)e.d1 * e.d2; /* in 64 bits: a 32-bit product could wrap under LZP_MAXP */
+  const uint32_t P = (uint32_t)plane;              /* used only where plane <= LZP_MAXP */
   const bool aligned = (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0;
-  const bool pipe = e.lorenzo && (uint64_t)P <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
+  const bool pipe = e.lorenzo && plane <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
   /* planes too large for the pipe: the codes staged in the workspace, then predicted (k_lz_diff);
    * the range then goes through the stats, since the codes overwrite the workspace's pairs */
-  const bool staged = e.lorenzo && !pipe && (uint64_t)e.d1 * e.d2 > LZ_MAXP && (uint64_t)e.d1 * e.d2 <= UINT32_MAX &&
+  const bool staged = e.lorenzo && !pipe && plane > LZ_MAXP && plane <= UINT32_MAX &&
                       e.d2 % 4 == 0 && aligned && d_ws &&
                       ws_bytes >= 4 * n && ((uintptr_t)d_ws & 15) == 0;
   if (eb_is_rel && !staged && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
@@ -767,7 +768,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     if (lzp_grid(e.d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
     NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), nt, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
-  } else if (e.lorenzo && (uint64_t)e.d1 * e.d2 <= LZ_MAXP && e.d0 > 0) {
+  } else if (e.lorenzo && plane <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
     auto k = lz_fwd_kernel(P);
