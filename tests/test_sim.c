@@ -450,6 +450,14 @@ static int tree_nic_bound(int m, int g, double tau, double tau_n, double a_nic, 
   return (2 * g - 2) * tau_n + (g - 2) * a_nvl <= (m == 2 ? 1 : 2) * tau + a_nic;
 }
 
+/* The plain tree of m x 1 on the uniform platform (latency al us) against the G = 1 closed form
+ * (tree_nic_bound_form), checked within 1e-3: their relative difference; *r the replay's result. */
+static double tree_g1_form_diff(int m, double al, ncclzSimResult *r) {
+  double k, tau, t = tree_uniform_us(m, 1, al, r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
+  CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r->why);
+  return rel(t, cf);
+}
+
 /* The tree's closed forms on the uniform platform (docs/simulator.md, "Algorithms"), 1 GiB, K
  * chunks of tau a tree, d = ceil(log2 M) levels (NCCL's binary tree over M nodes):
  * - G = 1 (tree_nic_bound_form): M >= 4, a step is two chunks through an interior node's NIC plus
@@ -474,11 +482,8 @@ static void test_tree_closed_form(void) {
   ncclzSimResult r;
   int points = 0;
   for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++, points++) {
-    int m = ones[i][0];
-    double al = ones[i][1], t = tree_uniform_us(m, 1, al, &r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
-    worst = fmax(worst, rel(t, cf));
+    worst = fmax(worst, tree_g1_form_diff(ones[i][0], ones[i][1], &r));
     slowest = fmax(slowest, r.wall_s);
-    CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
   }
   const int twos[] = {2, 8, 16, 64, 128, 1024}; /* the form's counts: test_tree_shape has the others' */
   for (size_t i = 0; i < 2 * sizeof twos / sizeof twos[0]; i++, points++) {
@@ -754,12 +759,9 @@ static void test_tree_shape(void) {
           "%.3f us, full %.3f us (%s)", m, g, p.nvlink_gbps, full[i][2], t, tf, r.why);
   }
   for (size_t i = 0; i < sizeof form / sizeof form[0]; i++, points++) {
-    int m = form[i][0];
-    double al = form[i][1], t = tree_uniform_us(m, 1, al, &r, &k, &tau), cf = tree_nic_bound_form(m, 1, k, tau, 0, al, al);
-    worst = fmax(worst, rel(t, cf));
+    worst = fmax(worst, tree_g1_form_diff(form[i][0], form[i][1], &r));
     slowest = fmax(slowest, r.wall_s);
-    CHECK(rel(t, cf) < 1e-3, "tree %d x 1, alpha %.0f us: sim %.3f us, closed form %.3f us (%s)", m, al, t, cf, r.why);
-    CHECK(r.wall_s < 20.0, "tree %d x 1: wall %.2f s (%s)", m, r.wall_s, r.why);
+    CHECK(r.wall_s < 20.0, "tree %d x 1: wall %.2f s (%s)", form[i][0], r.wall_s, r.why);
   }
   printf("tree on 65 to 4097 nodes not a power of two, extrapolated from a base of their shape, against the full "
          "replay or the closed form: largest difference %.2e (%d points, %.1f s, the slowest extrapolation %.2f s, "
