@@ -39,6 +39,8 @@ template <class F> static float median_ms(F fn) {
     CK(cudaEventElapsedTime(&ms, a, b));
     t.push_back(ms);
   }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
