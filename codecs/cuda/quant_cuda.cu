@@ -343,35 +343,6 @@ static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, 
   return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
 }
 
-/* EB with Lorenzo for planes too large for the plane-streaming kernels, in two passes: the codes
- * q of every element first (k_eb_quant_vec with fill as 0, as eb_term), then here a thread a group
- * of 4 takes their prediction from q in memory (its neighbours' reads hit the caches), and a fill
- * value's element gets NCCLZ_FILL_CODE. q: the whole array's codes; d2 % 4 == 0. */
-__global__ void __launch_bounds__(256) k_lz_diff(EbParams p, const uint32_t *q, const float *x, size_t n, int32_t *sym) {
-  nz_pdl_enter();
-  const size_t P = (size_t)p.d1 * p.d2, n4 = n / 4, stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n4; j += stride) {
-    const size_t pl = 4 * j / P;
-    const uint32_t e = (uint32_t)(4 * j - pl * P); /* within plane pl */
-    const bool hk = e % p.d2 > 0, hj = p.lorenzo >= 2 && e >= p.d2;
-    const uint32_t *cur = q + pl * P;
-    uint4 d = lz_diff2(cur, e, hk, hj, p.d2);
-    if (p.lorenzo == 3 && pl > 0) {
-      const uint4 b = lz_diff2(cur - P, e, hk, hj, p.d2);
-      d.x -= b.x, d.y -= b.y, d.z -= b.z, d.w -= b.w;
-    }
-    int4 o = make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
-    if (p.has_fill) {
-      const float4 v = __ldg((const float4 *)x + j);
-      if (v.x == p.fill) o.x = NCCLZ_FILL_CODE;
-      if (v.y == p.fill) o.y = NCCLZ_FILL_CODE;
-      if (v.z == p.fill) o.z = NCCLZ_FILL_CODE;
-      if (v.w == p.fill) o.w = NCCLZ_FILL_CODE;
-    }
-    ((int4 *)sym)[j] = o;
-  }
-}
-
 template <int NT, int KC, int D>
 __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int resolved, const float *x, int32_t *sym,
                                                                uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
@@ -482,62 +453,101 @@ static __device__ __forceinline__ uint4 eb_code4(uint4 w, const EbParams &p, uin
   return w;
 }
 
-/* EB with Lorenzo, a warp a band of rows (rows of up to 128 elements, d2 % 4 == 0), with no
- * barrier: lane l owns the group of 4 columns 4l..4l+3 of its warp's rows and of the row above
- * the band (coded again, so that no warp waits on another) in every plane of the CTA's chunk
- * [p0, p1) and the plane before (3D). Each thread streams its own rows through a ring of D planes
- * by cp.async and codes them in registers; the left neighbours come from the lane before, the
- * upper from the row before, and the plane before's 2D differences D stay in registers (the
- * output is D(z) - D(z-1), as k_eb_lz_pipe's). */
+static __device__ __forceinline__ void cp_async4(void *smem, const void *gmem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(a), "l"(gmem) : "memory");
+}
+
+/* One raw value's code as a neighbour's term (fill and failures as 0, as eb_term). */
+static __device__ __forceinline__ uint32_t eb_code_term(float v, const EbParams &p) {
+  if (p.has_fill && v == p.fill) return 0u;
+  int bad = 0;
+  return (uint32_t)eb_code(v, p, &bad);
+}
+
+/* EB with Lorenzo for any plane whose rows hold whole groups of 4, in one pass and without a
+ * barrier: a thread owns a group of 4 columns j of a band of R rows b in a chunk c of ppc planes
+ * (threads in (c, b, j) order, so a warp may span bands and chunks), and walks the chunk's planes
+ * and the plane before (3D). Per plane it codes its band's rows and the row above the band (again,
+ * as the band above codes it), takes the left neighbours from the lane before, or lane 0 its own
+ * (the float left of its group, coded again), the upper from the row before, and keeps the plane
+ * before's D in registers (the output is D(z) - D(z-1), as k_eb_lz_pipe's). Each thread streams
+ * its own rows through a ring of D planes by cp.async. Failures are counted where an element is
+ * its own. */
+/* k_eb_lz_band's instance: bands of 4 rows, 3 planes in the ring, two CTAs of 256 an SM. */
+#define LZB_NT 256
+#define LZB_ROWS 4
+#define LZB_DEPTH 3
+#define LZB_MINB 2
 template <int NT, int R, int D>
-__global__ void __launch_bounds__(NT, 2) k_eb_lz_rows(EbParams p, int resolved, const float *x, int32_t *sym,
-                                                               uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
-  constexpr uint32_t NW = NT / 32, RA = R + 1; /* rows a thread streams: the one above, then the band */
+__global__ void __launch_bounds__(NT, LZB_MINB) k_eb_lz_band(EbParams p, int resolved, const float *x, int32_t *sym,
+                                                       uint32_t ppc, uint32_t nchunks, ncclzCudaQuantStats *st) {
+  constexpr uint32_t RA = R + 1, NWC = NT / 32; /* rows a thread streams: the one above, then the band */
   nz_pdl_enter();
-  extern __shared__ uint4 s_lzf[]; /* D planes x RA rows x NT threads */
+  extern __shared__ uint4 s_lzb[];
+  uint4 *ring = s_lzb;                                  /* D x RA x NT groups */
+  float *edge = (float *)(s_lzb + (size_t)D * RA * NT); /* D x RA x NWC: lane 0's left floats */
   eb_ready(p, resolved, st);
-  const uint32_t P = p.d1 * p.d2, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, d2 = p.d2;
-  const uint32_t rw = (p.d1 + NW - 1) / NW, y0 = min(w * rw, p.d1), ny = min(rw, p.d1 - y0);
+  const uint32_t d2 = p.d2, G = d2 / 4, nb = (p.d1 + R - 1) / R, items = nb * G;
+  const uint32_t tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+  const size_t i = (size_t)blockIdx.x * NT + tid;
+  const uint32_t c = (uint32_t)(i / items), rem = (uint32_t)(i % items), b = rem / G, j = rem % G;
+  const bool on = c < nchunks;
+  const uint32_t y0 = b * R, ny = on ? min((uint32_t)R, p.d1 - y0) : 0u;
   const int L = p.lorenzo;
-  const bool on = lane < d2 / 4, above = L >= 2 && y0 > 0;
-  const uint32_t p0 = blockIdx.x * planes_per_cta, p1 = min(p0 + planes_per_cta, p.d0);
-  const uint32_t first = L == 3 && p0 > 0 ? p0 - 1 : p0; /* the plane before: its D only */
+  const bool above = on && L >= 2 && y0 > 0, left = on && lane == 0 && j > 0;
+  const uint32_t p0 = c * ppc, p1 = on ? min(p0 + ppc, p.d0) : 0u;
+  const bool before = L == 3 && p0 > 0; /* step 0 is the plane before the chunk: its D only */
+  const size_t P = (size_t)p.d1 * d2;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  auto issue = [&](uint32_t pl) {
-    if (pl < p1 && on) {
-      uint4 *dst = s_lzf + (size_t)(pl % D) * RA * NT + tid;
-      const float *g = x + (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
+  auto live_at = [&](uint32_t k) { return on && p0 + k - 1 < p1 && (k > 0 || before); }; /* plane p0 - 1 + k */
+  auto issue = [&](uint32_t k) {
+    if (k <= ppc && live_at(k)) {
+      uint4 *dst = ring + (size_t)(k % D) * RA * NT + tid;
+      const float *g = x + (size_t)(p0 + k - 1) * P + (size_t)y0 * d2 + 4 * j;
       if (above) cp_async16(dst, g - d2);
 #pragma unroll
       for (int r = 0; r < R; r++)
         if ((uint32_t)r < ny) cp_async16(dst + (r + 1) * NT, g + (size_t)r * d2);
+      if (left) {
+        float *e = edge + (size_t)(k % D) * RA * NWC + wid;
+        if (above) cp_async4(e, g - d2 - 1);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+          if ((uint32_t)r < ny) cp_async4(e + (r + 1) * NWC, g + (size_t)r * d2 - 1);
+      }
     }
     cp_async_commit();
   };
   uint4 dprev[R];
 #pragma unroll
   for (int r = 0; r < R; r++) dprev[r] = zero;
-  for (int k = 0; k < D - 1; k++) issue(first + k);
-  for (uint32_t pl = first; pl < p1; pl++) {
-    issue(pl + D - 1); /* into the slot of plane pl - 1, which this thread has read */
+  for (int k = 0; k < D - 1; k++) issue(k);
+  for (uint32_t k = 0; k <= ppc; k++) {
+    issue(k + D - 1); /* into the slot of step k - 1, which this thread has read */
     cp_async_wait<D - 1>();
-    const uint4 *cur = s_lzf + (size_t)(pl % D) * RA * NT + tid;
-    const size_t base = (size_t)pl * P + (size_t)y0 * d2 + 4 * lane;
-    const bool own = pl >= p0, hi = L == 3 && pl > 0;
+    const bool live = live_at(k), own = k > 0;
+    const size_t pl = (size_t)p0 + k - 1;
+    const bool hi = L == 3 && p0 + k > 1; /* pl > 0 */
+    const uint4 *cur = ring + (size_t)(k % D) * RA * NT + tid;
+    const float *ecur = edge + (size_t)(k % D) * RA * NWC + wid;
+    const size_t base = pl * P + (size_t)y0 * d2 + 4 * j;
     uint32_t nofill = 0;
-    uint4 up = above && on ? eb_code4(cur[0], p, &nofill, false, 0, st) : zero; /* its owner counts its failures */
+    uint4 up = above && live ? eb_code4(cur[0], p, &nofill, false, 0, st) : zero; /* its owner counts its failures */
     uint32_t upw = __shfl_up_sync(NZ_FULL, up.w, 1);
+    if (lane == 0) upw = left && above && live ? eb_code_term(ecur[0], p) : 0u;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-      if ((uint32_t)r >= ny) break;
+      const bool row = live && (uint32_t)r < ny;
       uint32_t isfill = 0;
-      const uint4 c = on ? eb_code4(cur[(r + 1) * NT], p, &isfill, own, base + (size_t)r * d2, st) : zero;
-      const uint32_t cw = __shfl_up_sync(NZ_FULL, c.w, 1);
-      const bool hj = L >= 2 && y0 + r > 0;
-      const uint32_t l = lane > 0 ? cw : 0u, ul = lane > 0 && hj ? upw : 0u;
+      const uint4 q = row ? eb_code4(cur[(r + 1) * NT], p, &isfill, own, base + (size_t)r * d2, st) : zero;
+      uint32_t cw = __shfl_up_sync(NZ_FULL, q.w, 1);
+      if (lane == 0) cw = left && row ? eb_code_term(ecur[(r + 1) * NWC], p) : 0u;
+      const bool hk = j > 0, hj = L >= 2 && y0 + r > 0;
+      const uint32_t l = hk ? cw : 0u, ul = hk && hj ? upw : 0u;
       const uint4 u = hj ? up : zero;
-      const uint4 d = make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
-      if (own && on) {
+      const uint4 d = make_uint4(q.x - l - u.x + ul, q.y - q.x - u.y + u.x, q.z - q.y - u.z + u.y, q.w - q.z - u.w + u.z);
+      if (row && own) {
         int4 o = hi ? make_int4((int32_t)(d.x - dprev[r].x), (int32_t)(d.y - dprev[r].y), (int32_t)(d.z - dprev[r].z),
                                 (int32_t)(d.w - dprev[r].w))
                     : make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
@@ -550,24 +560,37 @@ __global__ void __launch_bounds__(NT, 2) k_eb_lz_rows(EbParams p, int resolved, 
         *(int4 *)(sym + base + (size_t)r * d2) = o;
       }
       dprev[r] = d;
-      up = c;
+      up = q;
       upw = cw;
     }
   }
   cp_async_wait<0>();
 }
 
-/* k_eb_lz_rows<nt, r, d>'s shared bytes: its ring of d planes of r + 1 rows a thread. */
-static size_t lz_fwd_rows_smem(int nt, int r, int d) { return 16ull * d * (r + 1) * nt; }
-/* k_eb_lz_rows's instance: 8 warps of up to 8 rows, 3 planes in its ring, two CTAs an SM. */
-#define LZF_NT 256
-#define LZF_ROWS 8
-#define LZF_DEPTH 3
-/* Planes k_eb_lz_rows takes: rows of up to 128 elements in groups of 4, at most 32 of them.
- * Measured on 1x H200 against k_eb_lz_pipe (TREFHT, 256 MiB, REL 1e-4, 3D), quantize GB/s:
- * 8 x 128 planes 637 against 327, 16 x 64 468 / 327, 32 x 128 975 / 823; with more rows the
- * pipe wins (64 x 64 818 / 628, 60 x 100 1014 / 815, 64 x 128 1139 / 1030). */
-static bool lz_fwd_rows_fit(uint32_t d1, uint32_t d2) { return d2 % 4 == 0 && d2 <= 4 * 32 && d1 <= 32; }
+/* k_eb_lz_band's shared bytes: its ring of groups and lane 0's left floats. */
+static size_t lz_band_smem() { return (size_t)LZB_DEPTH * (LZB_ROWS + 1) * (16ull * LZB_NT + 4ull * LZB_NT / 32); }
+
+/* Launches k_eb_lz_band: chunks of planes enough for two CTAs an SM over the bands. */
+static ncclzStatus lz_band_launch(const EbParams &e, int resolved, const float *d_x, int32_t *d_sym,
+                                  ncclzCudaQuantStats *d_stats, cudaStream_t s) {
+  int dev = 0, nsm = 0;
+  NZ_CUDA(cudaGetDevice(&dev));
+  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  const uint64_t items = ncclz_ceil_div(e.d1, LZB_ROWS) * (uint64_t)(e.d2 / 4);
+  /* as many chunks as one wave of CTAs holds (a second, partial wave would double the time) */
+  uint64_t nchunks = (uint64_t)LZB_MINB * nsm * LZB_NT / items;
+  if (nchunks < 1) nchunks = 1;
+  if (nchunks > e.d0) nchunks = e.d0;
+  const uint32_t ppc = (uint32_t)ncclz_ceil_div(e.d0, nchunks);
+  nchunks = ncclz_ceil_div(e.d0, ppc);
+  const size_t smem = lz_band_smem();
+  const auto k = k_eb_lz_band<LZB_NT, LZB_ROWS, LZB_DEPTH>;
+  NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  nz_launch(k, (unsigned)ncclz_ceil_div(nchunks * items, LZB_NT), LZB_NT, smem, s, e, resolved, d_x, d_sym, ppc,
+            (uint32_t)nchunks, d_stats);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
 
 /* Threads a CTA for the plane-streaming kernels: 512, two CTAs an SM, where a plane of up to
  * 8,192 elements leaves room for two CTAs' slots (one CTA's barriers then overlap the other's
@@ -726,12 +749,10 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   const uint32_t P = (uint32_t)plane;              /* used only where plane <= LZP_MAXP */
   const bool aligned = (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0;
   const bool pipe = e.lorenzo && plane <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
-  /* planes too large for the pipe: the codes staged in the workspace, then predicted (k_lz_diff);
-   * the range then goes through the stats, since the codes overwrite the workspace's pairs */
-  const bool staged = e.lorenzo && !pipe && plane > LZ_MAXP && plane <= UINT32_MAX &&
-                      e.d2 % 4 == 0 && aligned && d_ws &&
-                      ws_bytes >= 4 * n && ((uintptr_t)d_ws & 15) == 0;
-  if (eb_is_rel && !staged && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
+  /* one pass without barriers (k_eb_lz_band) */
+  const bool band = e.lorenzo && e.d0 > 0 && e.d2 % 4 == 0 && aligned && plane <= UINT32_MAX &&
+                    (plane > LZP_MAXP || e.d1 <= 32);
+  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
     /* the range pass's pairs in the workspace, resolved by the quantizer's blocks: two launches */
     e.part = (const float2 *)d_ws, e.nparts = range_grid;
     nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
@@ -749,17 +770,8 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   }
   if (!e.lorenzo && aligned) {
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats, NCCLZ_FILL_CODE);
-  } else if (staged) {
-    nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, (int32_t *)d_ws, d_stats, 0);
-    NZ_LAUNCHED();
-    nz_launch(k_lz_diff, grid_for(n / 4), 256, 0, s, e, (const uint32_t *)d_ws, d_x, n, d_sym);
-  } else if (pipe && lz_fwd_rows_fit(e.d1, e.d2)) {
-    const size_t smem = lz_fwd_rows_smem(LZF_NT, LZF_ROWS, LZF_DEPTH);
-    const auto k = k_eb_lz_rows<LZF_NT, LZF_ROWS, LZF_DEPTH>;
-    uint32_t ppc;
-    if (lzp_grid(e.d0, 512, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* two CTAs an SM */
-    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZF_NT, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
+  } else if (band) {
+    return lz_band_launch(e, eb_is_rel, d_x, d_sym, d_stats, s);
   } else if (pipe) {
     size_t smem;
     const int nt = lzp_threads(P, e.d2);
