@@ -197,11 +197,11 @@ ncclzStatus quantize(grun *r, const void *sendbuff, const float *x) {
   if (r->qp.kind == NCCLZ_QUANT_QSGD)
     return ncclzCudaQuantizeQsgd(&r->qp, x, r->n_in, (const float *)r->c->scales.p, r->in, r->stream);
   TRY(ensure(&r->c->qstats, sizeof(ncclzCudaQuantStats)));
-  /* the workspace lets Lorenzo on planes past shared memory stage its codes (two coalesced passes) */
-  TRY(ensure(&r->c->qws, ncclzCudaQuantWorkspaceSize(r->n_in)));
   CU(cudaMemsetAsync(r->c->qstats.p, 0, sizeof(ncclzCudaQuantStats), r->stream));
-  return ncclzCudaQuantizeEB(&r->qp, 0, 0, x, r->n_in, r->in, (ncclzCudaQuantStats *)r->c->qstats.p, r->c->qws.p,
-                             r->c->qws.cap, r->stream);
+  /* the bound is resolved on the host (eb_is_rel 0), and every Lorenzo forward runs in one pass
+   * from x: no workspace */
+  return ncclzCudaQuantizeEB(&r->qp, 0, 0, x, r->n_in, r->in, (ncclzCudaQuantStats *)r->c->qstats.p, nullptr, 0,
+                             r->stream);
 }
 
 /* ------------------------------------------------------------ dequantization */
