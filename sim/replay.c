@@ -112,13 +112,22 @@ static int peer_actor(const rank_ctx *c, const ncclzOp *o) {
 /* The staging banks and mailboxes op o uses: its peer actor's, or, for a proxied permutation
  * transfer, a second set (slot m + actor): in the full replay that peer is none of the rail
  * stage's, so its frames neither wait for the rail stage's banks nor match its messages. */
-static int peer_slot(const rank_ctx *c, const ncclzOp *o, int actor) { return proxied(c, o) ? c->m + actor : actor; }
+/* Alltoall's mirror plays the M-1 peers of one local index on other nodes by one actor; each keeps
+ * its own staging banks, as in the full replay (two banks for all of them would serialize what the
+ * full replay runs at once), so a slot is the logical peer. Their transfers share the actors'
+ * mailbox, which both sides use in (step, chunk) order. */
+static int logical_slots(const sim_job *j) { return j->mirror && j->spec.coll == NCCLZ_ALLTOALL; }
+static int peer_slot(const rank_ctx *c, const ncclzOp *o, int actor) {
+  if (logical_slots(c->job)) return o->peer;
+  return proxied(c, o) ? c->m + actor : actor;
+}
 
-/* The mailbox from actor src to actor dst (tag "h": the size headers), cached per peer. */
+/* The mailbox from actor src to actor dst (tag "h": the size headers), cached per peer slot. */
 static sg_mailbox_t mb_get(const rank_ctx *c, sg_mailbox_t *cache, int idx, int src, int dst, const char *tag) {
   if (!cache[idx]) {
     char name[64];
-    snprintf(name, sizeof name, "%d>%d%s%s.%d", src, dst, tag, idx >= c->m ? "x" : "", c->chan);
+    int x = !logical_slots(c->job) && idx >= c->m; /* the proxied permutation's own mailboxes */
+    snprintf(name, sizeof name, "%d>%d%s%s.%d", src, dst, tag, x ? "x" : "", c->chan);
     cache[idx] = sg_mailbox_by_name(name);
   }
   return cache[idx];
@@ -595,7 +604,7 @@ static int ctx_init(rank_ctx *c, const sim_job *j, int a, int k, double *streams
       if (gpu_op(c, i) && c->s.ops[i].chunk == 0)
         (c->s.ops[i].kind == NCCLZ_OP_SEND ? c->pairs_out : c->pairs_in)[peer_actor(c, &c->s.ops[i])]++;
   }
-  size_t n = c->s.nops, m = 2 * (size_t)c->m; /* peer slots: actors, and the proxied permutation's */
+  size_t n = c->s.nops, m = logical_slots(j) ? (size_t)j->nranks : 2 * (size_t)c->m; /* peer slots (peer_slot) */
   c->comm = calloc(n, sizeof *c->comm);
   c->payload = calloc(n, sizeof *c->payload);
   c->done = calloc(n, 1);

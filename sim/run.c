@@ -124,8 +124,7 @@ static sim_symmetry symmetry(const ncclzSimPlatform *p, const ncclzSimOptions *o
   int n = p->nodes * p->gpus_per_node, rep[2];
   int units = a == NCCLZ_ALGO_HIER ? p->nodes : n; /* folds need cores of 2 and 4 at least */
   *reason = NULL;
-  if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
-    *reason = o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
+  if (o->coll == NCCLZ_BROADCAST) *reason = "the broadcast ring has a root";
   else if (p->placement != NCCLZ_PLACE_CONTIGUOUS) *reason = "a non-contiguous placement makes ring hops differ";
   else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
     *reason = "hops that cross fat-tree leaves differ from the others";
@@ -157,8 +156,11 @@ static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
 
 static int full_cap(const ncclzSimOptions *o) { return o->full_max_ranks ? o->full_max_ranks : 4096; }
 
-/* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
-static int mirrored(ncclzAlgorithm a, uint32_t channels) { return a != NCCLZ_ALGO_RING || channels > 1; }
+/* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node; Alltoall
+ * too: every rank sends to every node, and the mirror's other node receives for all of them). */
+static int mirrored(ncclzCollective c, ncclzAlgorithm a, uint32_t channels) {
+  return c == NCCLZ_ALLTOALL || a != NCCLZ_ALGO_RING || channels > 1;
+}
 
 /* Auto's fidelity: the full replay up to full_max_ranks wherever the reduced one is not exact, the
  * reduced one where the schedule is symmetric, folds above full_max_ranks by run_folded (one replay,
@@ -207,10 +209,10 @@ static void class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const
     snprintf(why, cap, "full: the reduced replay is approximate (%s)", c->reason);
   else if (c->fidelity == NCCLZ_FID_FULL)
     snprintf(why, cap, "full: %s", c->reason);
-  else if (mirrored(a, ch))
+  else if (mirrored(o->coll, a, ch))
     snprintf(why, cap, "reduced%s%s%s: symmetric %s, %d actors on two nodes stand for %d ranks%s",
              c->approximate ? ", approximate (" : "", c->approximate ? c->reason : "", c->approximate ? ")" : "",
-             ncclzAlgorithmName(a), collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
+             o->coll == NCCLZ_ALLTOALL ? "alltoall" : ncclzAlgorithmName(a), collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
              collapsed(p, o, a, 0) ? " (one a node: its GPUs run alike)" : "");
   else
     snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
@@ -468,7 +470,7 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
   j->lay.p = *p;
   size_job(j, prof, o);
   sim_spec(p, o, j->nchunks, &j->spec);
-  j->mirror = reduced && mirrored(j->spec.algo, j->spec.nchannels);
+  j->mirror = reduced && mirrored(o->coll, j->spec.algo, j->spec.nchannels);
   j->rep_node[1] = 1;
   if (j->mirror && j->spec.algo == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
     sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j->rep_node);
@@ -476,6 +478,13 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j->cfg[h]);
   set_hint(j, p, o);
+}
+
+/* Frames and bytes of a replay that stands for f times as many transfers. */
+static void scale_totals(ncclzSimResult *r, double f) {
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) r->frames[k] = (uint64_t)llround((double)r->frames[k] * f);
+  r->wire_bytes *= f;
+  r->raw_bytes *= f;
 }
 
 /* One replay in a forked child; rail_head as job_init's; fold_core: the full replay of a fold's core
@@ -532,6 +541,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   memcpy(res->frames, r.frames, sizeof res->frames);
   res->wire_bytes = r.wire_bytes;
   res->raw_bytes = r.raw_bytes;
+  if (j.mirror && o.coll == NCCLZ_ALLTOALL) scale_totals(res, (double)n / j.lay.nactors); /* each actor is a rank */
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
   return NCCLZ_OK;
@@ -939,9 +949,7 @@ static void fold_scale(const ncclzSimResult *r, const ncclzSimPlatform *p, const
   int g = p->gpus_per_node, n = p->nodes * g;
   double scale = (double)n / (q->nodes * g);
   *res = *r;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) res->frames[k] = (uint64_t)llround((double)r->frames[k] * scale);
-  res->wire_bytes = r->wire_bytes * scale;
-  res->raw_bytes = r->raw_bytes * scale;
+  scale_totals(res, scale);
   res->nranks = n;
   res->fidelity = NCCLZ_FID_REDUCED;
   res->approximate = 1;
@@ -1004,6 +1012,49 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   return NCCLZ_OK;
 }
 
+/* Plain Alltoall on a symmetric platform whose every transfer is posted at once (its chunks within the
+ * staging banks, no comm lanes), on three nodes or more, replayed reduced: 1, else 0. */
+static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_ALLTOALL || o->compress != NCCLZ_SIM_OFF || o->comm_lanes || p->nodes < 3 ||
+      check_inputs(prof, data, p, o) != NCCLZ_OK)
+    return 0;
+  sim_class c = classify(p, o, 0);
+  if (c.sym != SIM_SYMMETRIC || o->fidelity == NCCLZ_FID_FULL || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity != NCCLZ_FID_REDUCED))
+    return 0;
+  sim_job j;
+  job_init(&j, prof, data, p, o, 1, 0);
+  return j.nchunks <= (o->banks ? o->banks : 2) * j.spec.nchannels;
+}
+
+/* Plain Alltoall posts every transfer at time 0 (alltoall_scales): a GPU's M-1 transfers to the GPUs of
+ * one local index on the other nodes have the same route, size, start and latency, so under max-min
+ * sharing each of them moves at the rate that one flow gets on NICs of 1/(M-1) the bandwidth, where
+ * every class of transfers on a NIC has one flow instead of M-1 (NVLink carries no inter-node
+ * traffic). So the time is that of the same blocks' Alltoall on two nodes whose NICs have 1/(M-1) of
+ * the bandwidth: exact, and 2G actors with 2G-1 transfers each at any size. */
+static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                       const ncclzSimOptions *o, ncclzSimResult *res) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  int g = p->gpus_per_node, n = p->nodes * g;
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint64_t block = o->bytes / eb / (uint64_t)n ? o->bytes / eb / (uint64_t)n : 1; /* elements, as size_job */
+  q.nodes = 2;
+  q.nic_gbps = p->nic_gbps / (p->nodes - 1);
+  u.bytes = block * 2 * (uint64_t)g * eb;
+  u.fidelity = NCCLZ_FID_FULL;
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, res);
+  if (st != NCCLZ_OK) return st;
+  scale_totals(res, (double)n * (n - 1) / (2.0 * g * (2 * g - 1)));
+  res->nranks = n;
+  res->fidelity = NCCLZ_FID_REDUCED;
+  snprintf(res->why, sizeof res->why,
+           "reduced: symmetric alltoall, every transfer at once: %d actors on two nodes whose NICs have 1/%d of the "
+           "bandwidth stand for %d ranks", res->actors, p->nodes - 1, n);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -1029,6 +1080,14 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
     uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? broadcast_slices(prof, data, p, &coded) : 0;
     if (k) return run_broadcast_slices(prof, data, p, &coded, k, res);
   }
+  if (opt->coll == NCCLZ_ALLTOALL && opt->compress == NCCLZ_SIM_AUTO && check_inputs(prof, data, p, opt) == NCCLZ_OK) {
+    sim_job j; /* the call REA runs as plain NCCL: plain Alltoall's replay */
+    ncclzSimOptions plain = *opt;
+    job_init(&j, prof, data, p, opt, 0, 0);
+    plain.compress = NCCLZ_SIM_OFF;
+    if (plan_call(&j) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
+  }
+  if (alltoall_scales(prof, data, p, opt)) return run_alltoall_scaled(prof, data, p, opt, res);
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
