@@ -561,15 +561,21 @@ static int ring_collective(ncclzCollective c) {
 
 /* The same job on a ring of m ranks: fewer nodes, and the bytes scaled so that every block (and
  * so every chunk and frame) keeps its size. */
-static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
-  ncclzSimPlatform q = *p;
-  ncclzSimOptions u = *o;
+static void ring_of(const ncclzSimData *data, const ncclzSimPlatform *p, const ncclzSimOptions *o, int n, int m,
+                    ncclzSimPlatform *q, ncclzSimOptions *u) {
+  *q = *p;
+  *u = *o;
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t block_elems = o->bytes / eb / (uint64_t)n;
-  q.nodes = m / p->gpus_per_node;
-  u.bytes = block_elems * (uint64_t)m * eb;
-  u.every_step = 1;
+  q->nodes = m / p->gpus_per_node;
+  u->bytes = block_elems * (uint64_t)m * eb;
+  u->every_step = 1;
+}
+static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
+  ncclzSimPlatform q;
+  ncclzSimOptions u;
+  ring_of(data, p, o, n, m, &q, &u);
   return sim_run_once(prof, data, &q, &u, 0, 0, r);
 }
 
@@ -1055,6 +1061,57 @@ static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimD
   return NCCLZ_OK;
 }
 
+/* Alltoall on a symmetric platform, replayed reduced, on SIM_EXTRAPOLATE_FROM ranks or more: 1, else 0. */
+static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                 const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_ALLTOALL || o->every_step || p->nodes * p->gpus_per_node < SIM_EXTRAPOLATE_FROM ||
+      check_inputs(prof, data, p, o) != NCCLZ_OK)
+    return 0;
+  sim_class c = classify(p, o, 0);
+  return c.sym == SIM_SYMMETRIC && (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
+}
+
+/* Alltoall's steps past the first and last G are alike: every GPU sends a block to another node and
+ * receives one, the destination's local index turning with the step, so with the same block, chunks
+ * and coders each node more adds G such steps and the same time (encode-, decode- or NIC-bound alike:
+ * 8, 16, 24 and 32 nodes add the same time to 1e-5 in both regimes). The mirrors of m1 and 2 m1 nodes
+ * (SIM_RING_SHORT ranks) are replayed side by side and extrapolated in the ranks; frames and bytes are
+ * the longer one's per transfer. Auto plans its call on the whole point (its vote weighs the call's
+ * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
+static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                             const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = (SIM_RING_SHORT + g - 1) / g;
+  ncclzSimOptions u = *o;
+  if (m1 < 3) m1 = 3;
+  if (o->compress == NCCLZ_SIM_AUTO) {
+    sim_job j;
+    job_init(&j, prof, data, p, o, 1, 0);
+    if (plan_call(&j)) u.compress = NCCLZ_SIM_OFF;
+    else if (j.call_coder >= 0) u.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+  }
+  ncclzSimResult a, b;
+  double t0 = ncclzNowSeconds();
+  ncclzSimPlatform qa;
+  ncclzSimOptions ua;
+  ring_of(data, p, &u, n, m1 * g, &qa, &ua);
+  int fd = -1;
+  pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd); /* the shorter mirror beside the longer one */
+  if (pid < 0) return NCCLZ_ERR_IO;
+  ncclzStatus st = run_ring_of(prof, data, p, &u, n, 2 * m1 * g, &b), sa = side_finish(pid, fd, &a);
+  if (st != NCCLZ_OK) return st;
+  if (sa != NCCLZ_OK) return sa;
+  int na = m1 * g, nb = 2 * m1 * g;
+  *res = b;
+  res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us);
+  scale_totals(res, (double)n * (n - 1) / ((double)nb * (nb - 1)));
+  res->nranks = n;
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why,
+           "reduced: symmetric alltoall, mirrors of %d and %d nodes (%d actors) replayed and extrapolated to %d ranks",
+           m1, 2 * m1, b.actors, n);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -1088,6 +1145,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
     if (plan_call(&j) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
   }
   if (alltoall_scales(prof, data, p, opt)) return run_alltoall_scaled(prof, data, p, opt, res);
+  if (alltoall_extrapolates(prof, data, p, opt)) return run_alltoall_extrapolated(prof, data, p, opt, res);
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
