@@ -1030,7 +1030,7 @@ static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, c
     return 0;
   sim_job j;
   job_init(&j, prof, data, p, o, 1, 0);
-  return j.nchunks <= (o->banks ? o->banks : 2) * j.spec.nchannels;
+  return j.nchunks <= (o->banks ? o->banks : 2); /* a peer's nchunks x channels chunks within its banks x channels */
 }
 
 /* Plain Alltoall posts every transfer at time 0 (alltoall_scales): a GPU's M-1 transfers to the GPUs of

@@ -1095,6 +1095,32 @@ static void test_alltoall_reduced_full(void) {
       }
   CHECK(coded > 0, "auto compressed none of the Alltoall points");
   printf("alltoall reduced vs full: %d points (2x1 to 16x8, plain, FIXEDLEN, auto), largest difference %.2g\n", k, worst);
+  /* 5 x 4 on 2 rails: chunks of 64 and 128 KiB (a peer's chunks up to and past its staging banks), the
+   * header protocol with two comm lanes, REA per hop, a cap per transfer, a fat-tree of one leaf */
+  for (int v = 0; v < 12; v++) {
+    ncclzSimPlatform p;
+    ncclzSimOptions o;
+    ncclzSimResult r, f;
+    platform(&p, 5, 4);
+    p.rails = 2;
+    p.nic_latency_us = v % 2 ? 5.0 : 0.0;
+    ncclzSimOptionsDefault(&o);
+    o.coll = NCCLZ_ALLTOALL;
+    o.bytes = v < 4 ? 10u << 20 : 8u << 20;
+    o.compress = v < 4 ? NCCLZ_SIM_OFF : v < 8 ? NCCLZ_SIM_FIXEDLEN : NCCLZ_SIM_AUTO;
+    if (v < 4) o.chunk_bytes = v < 2 ? 65536 : 131072;
+    if (v == 4 || v == 5) o.size_protocol = NCCLZ_SIZE_HEADER, o.comm_lanes = 2;
+    if (v == 6 || v == 8) o.hint = NCCLZ_SIM_HINT_PER_HOP;
+    if (v == 7 || v == 9) p.nic_flow_gbps = 5.0;
+    if (v >= 10) p.topology = NCCLZ_TOPO_FATTREE, p.nodes_per_leaf = 8, p.oversubscription = 2.0;
+    double t = run_us(&p, &o, &r);
+    o.fidelity = NCCLZ_FID_FULL;
+    double tf = run_us(&p, &o, &f), d = rel(t, tf);
+    worst = fmax(worst, d);
+    CHECK(d < 1e-3 && r.fidelity == NCCLZ_FID_REDUCED && ncclzSimFramesSent(&r) == ncclzSimFramesSent(&f),
+          "alltoall 5x4 variant %d: reduced %.4f (%s), full %.4f us", v, t, r.why, tf);
+  }
+  printf("alltoall reduced vs full, with chunks, header and lanes, per hop, a cap, a fat-tree leaf: largest %.2g\n", worst);
 }
 
 /* Plain Alltoall against alltoall_form, 3 to 8192 ranks (the reduced replay), NIC- and NVLink-bound,
