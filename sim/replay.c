@@ -109,14 +109,16 @@ static int peer_actor(const rank_ctx *c, const ncclzOp *o) {
   return d == 1 ? (c->a + 1) % c->m : (c->a + c->m - 1) % c->m;
 }
 
-/* The staging banks and mailboxes op o uses: its peer actor's, or, for a proxied permutation
- * transfer, a second set (slot m + actor): in the full replay that peer is none of the rail
- * stage's, so its frames neither wait for the rail stage's banks nor match its messages. */
 /* Alltoall's mirror plays the M-1 peers of one local index on other nodes by one actor; each keeps
  * its own staging banks, as in the full replay (two banks for all of them would serialize what the
  * full replay runs at once), so a slot is the logical peer. Their transfers share the actors'
  * mailbox, which both sides use in (step, chunk) order. */
 static int logical_slots(const sim_job *j) { return j->mirror && j->spec.coll == NCCLZ_ALLTOALL; }
+
+/* The staging banks and mailboxes op o uses: its peer actor's (Alltoall's mirror: its logical peer's),
+ * or, for a proxied permutation transfer, a second set (slot m + actor): in the full replay that peer
+ * is none of the rail stage's, so its frames neither wait for the rail stage's banks nor match its
+ * messages. */
 static int peer_slot(const rank_ctx *c, const ncclzOp *o, int actor) {
   if (logical_slots(c->job)) return o->peer;
   return proxied(c, o) ? c->m + actor : actor;

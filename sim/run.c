@@ -212,7 +212,8 @@ static void class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const
   else if (mirrored(o->coll, a, ch))
     snprintf(why, cap, "reduced%s%s%s: symmetric %s, %d actors on two nodes stand for %d ranks%s",
              c->approximate ? ", approximate (" : "", c->approximate ? c->reason : "", c->approximate ? ")" : "",
-             o->coll == NCCLZ_ALLTOALL ? "alltoall" : ncclzAlgorithmName(a), collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
+             o->coll == NCCLZ_ALLTOALL ? "alltoall" : ncclzAlgorithmName(a),
+             collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
              collapsed(p, o, a, 0) ? " (one a node: its GPUs run alike)" : "");
   else
     snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
@@ -1018,6 +1019,13 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   return NCCLZ_OK;
 }
 
+/* 1 where the reduced replay is taken: a symmetric platform, and auto's choice or asked for. */
+static int takes_reduced(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  sim_class c = classify(p, o, 0);
+  return c.sym == SIM_SYMMETRIC &&
+         (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
+}
+
 /* Plain Alltoall on a symmetric platform whose every transfer is posted at once (its chunks within the
  * staging banks, no comm lanes), on three nodes or more, replayed reduced: 1, else 0. */
 static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -1025,9 +1033,7 @@ static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, c
   if (o->coll != NCCLZ_ALLTOALL || o->compress != NCCLZ_SIM_OFF || o->comm_lanes || p->nodes < 3 ||
       check_inputs(prof, data, p, o) != NCCLZ_OK)
     return 0;
-  sim_class c = classify(p, o, 0);
-  if (c.sym != SIM_SYMMETRIC || o->fidelity == NCCLZ_FID_FULL || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity != NCCLZ_FID_REDUCED))
-    return 0;
+  if (!takes_reduced(p, o)) return 0;
   sim_job j;
   job_init(&j, prof, data, p, o, 1, 0);
   return j.nchunks <= (o->banks ? o->banks : 2); /* a peer's nchunks x channels chunks within its banks x channels */
@@ -1066,14 +1072,16 @@ static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimD
  * backlog has built up (from 8 to 16 nodes of 8 GPUs on 12.5 GB/s, FIXEDLEN, 3% more than from 16 on). */
 #define SIM_A2A_SHORT 128
 
-/* Alltoall on a symmetric platform, replayed reduced, on SIM_EXTRAPOLATE_FROM ranks or more: 1, else 0. */
+/* The nodes of the shorter mirror: about SIM_A2A_SHORT ranks, at least 3 nodes. */
+static int alltoall_short_nodes(int g) { return (SIM_A2A_SHORT + g - 1) / g > 3 ? (SIM_A2A_SHORT + g - 1) / g : 3; }
+
+/* Alltoall replayed reduced on SIM_EXTRAPOLATE_FROM ranks or more, past twice the shorter mirror: 1, else 0. */
 static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
   if (o->coll != NCCLZ_ALLTOALL || o->every_step || p->nodes * p->gpus_per_node < SIM_EXTRAPOLATE_FROM ||
-      check_inputs(prof, data, p, o) != NCCLZ_OK)
+      p->nodes <= 2 * alltoall_short_nodes(p->gpus_per_node) || check_inputs(prof, data, p, o) != NCCLZ_OK)
     return 0;
-  sim_class c = classify(p, o, 0);
-  return c.sym == SIM_SYMMETRIC && (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
+  return takes_reduced(p, o);
 }
 
 /* Alltoall's steps past the first and last G are alike: every GPU sends a block to another node and
@@ -1085,9 +1093,8 @@ static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *d
  * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
 static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                              const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
-  int g = p->gpus_per_node, n = p->nodes * g, m1 = (SIM_A2A_SHORT + g - 1) / g;
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = alltoall_short_nodes(g);
   ncclzSimOptions u = *o;
-  if (m1 < 3) m1 = 3;
   if (o->compress == NCCLZ_SIM_AUTO) {
     sim_job j;
     job_init(&j, prof, data, p, o, 1, 0);
@@ -1113,8 +1120,8 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   res->approximate = 1; /* held to the mirror of every node within 0.1% (docs/simulator.md) */
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why,
-           "reduced, approximate: symmetric alltoall, mirrors of %d and %d nodes (%d actors) replayed and extrapolated to %d ranks",
-           m1, 2 * m1, b.actors, n);
+           "reduced, approximate: symmetric alltoall, mirrors of %d and %d nodes (%d actors) replayed and "
+           "extrapolated to %d ranks", m1, 2 * m1, b.actors, n);
   return NCCLZ_OK;
 }
 
