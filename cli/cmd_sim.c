@@ -39,7 +39,7 @@ static void print_help(void) {
          "       ncclz sim [--profile PROFILE.json] --scenario SCENARIO.json [--measured RESULTS.json] [--json]\n\n"
          "Replays the executor's collective schedules in SimGrid: codec time from PROFILE, wire bytes from the\n"
          "data's compression ratio, coders from REA; the fidelity (full: one actor per rank, reduced: a\n"
-         "symmetric ring's few actors) is chosen per point and reported.\n\n"
+         "symmetric schedule's few actors: one or two nodes) is chosen per point and reported.\n\n"
          "One collective from flags, answered in one screen (plain NCCL against ncclz):\n"
          "  --nodes N          nodes (default 1 when another flag of this group is given)\n"
          "  --gpus-per-node G  GPUs (ranks) per node, default 8\n"

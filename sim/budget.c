@@ -40,7 +40,8 @@ int sim_replay_cost(const sim_job *j, sim_cost *c) {
   if (actor_ops(j, &ops, &sends)) return -1;
   int a2a = j->opt->coll == NCCLZ_ALLTOALL;
   double banks = j->opt->banks ? j->opt->banks : 2;
-  double flows = a2a ? a * (a - 1) : a * banks; /* in flight at once */
+  /* in flight at once: the full Alltoall's every peer; its mirror's every logical peer (each actor's sends) */
+  double flows = a2a ? (j->mirror ? a * sends : a * (a - 1)) : a * banks;
   double us = a2a ? SIM_US_PER_MSG_ALLTOALL + SIM_US_PER_MSG_ALLTOALL_ACTOR * a
                   : SIM_US_PER_MSG_RING + SIM_US_PER_MSG_RING_ACTOR * a;
   c->messages = a * sends;
@@ -58,8 +59,8 @@ ncclzStatus sim_check_budget(const sim_job *j) {
   return ncclzSetError(NCCLZ_ERR_ARG,
                        "the %s replay of %s on %d ranks (%d actors, %.3g messages) would take about %.1f s and "
                        "%.0f MiB, past the budget of %g s and %g MiB (options.max_replay_s, max_replay_mib): "
-                       "replay fewer ranks, a ring collective on a contiguous non-blocking platform (the reduced "
-                       "replay), or raise the budget",
+                       "replay fewer ranks, a ring collective or Alltoall on a contiguous non-blocking platform (the "
+                       "reduced replay), or raise the budget",
                        j->reduced ? "reduced" : "full", ncclzCollectiveName(j->opt->coll), j->nranks,
                        j->lay.nactors, c.messages, c.seconds, ceil(c.mib), max_s, max_mib);
 }

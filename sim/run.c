@@ -124,8 +124,7 @@ static sim_symmetry symmetry(const ncclzSimPlatform *p, const ncclzSimOptions *o
   int n = p->nodes * p->gpus_per_node, rep[2];
   int units = a == NCCLZ_ALGO_HIER ? p->nodes : n; /* folds need cores of 2 and 4 at least */
   *reason = NULL;
-  if (o->coll != NCCLZ_ALLREDUCE && o->coll != NCCLZ_ALLGATHER && o->coll != NCCLZ_REDUCESCATTER)
-    *reason = o->coll == NCCLZ_ALLTOALL ? "alltoall is not a ring: every pair exchanges" : "the broadcast ring has a root";
+  if (o->coll == NCCLZ_BROADCAST) *reason = "the broadcast ring has a root";
   else if (p->placement != NCCLZ_PLACE_CONTIGUOUS) *reason = "a non-contiguous placement makes ring hops differ";
   else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
     *reason = "hops that cross fat-tree leaves differ from the others";
@@ -157,8 +156,11 @@ static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
 
 static int full_cap(const ncclzSimOptions *o) { return o->full_max_ranks ? o->full_max_ranks : 4096; }
 
-/* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node). */
-static int mirrored(ncclzAlgorithm a, uint32_t channels) { return a != NCCLZ_ALGO_RING || channels > 1; }
+/* 1: the two-node mirror (every schedule but the one-channel ring, which loops one node; Alltoall
+ * too: every rank sends to every node, and the mirror's other node receives for all of them). */
+static int mirrored(ncclzCollective c, ncclzAlgorithm a, uint32_t channels) {
+  return c == NCCLZ_ALLTOALL || a != NCCLZ_ALGO_RING || channels > 1;
+}
 
 /* Auto's fidelity: the full replay up to full_max_ranks wherever the reduced one is not exact, the
  * reduced one where the schedule is symmetric, folds above full_max_ranks by run_folded (one replay,
@@ -207,10 +209,11 @@ static void class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const
     snprintf(why, cap, "full: the reduced replay is approximate (%s)", c->reason);
   else if (c->fidelity == NCCLZ_FID_FULL)
     snprintf(why, cap, "full: %s", c->reason);
-  else if (mirrored(a, ch))
+  else if (mirrored(o->coll, a, ch))
     snprintf(why, cap, "reduced%s%s%s: symmetric %s, %d actors on two nodes stand for %d ranks%s",
              c->approximate ? ", approximate (" : "", c->approximate ? c->reason : "", c->approximate ? ")" : "",
-             ncclzAlgorithmName(a), collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
+             o->coll == NCCLZ_ALLTOALL ? "alltoall" : ncclzAlgorithmName(a),
+             collapsed(p, o, a, 0) ? 2 : 2 * p->gpus_per_node, n,
              collapsed(p, o, a, 0) ? " (one a node: its GPUs run alike)" : "");
   else
     snprintf(why, cap, "reduced: symmetric ring, %d actors stand for %d ranks", p->gpus_per_node > 1 ? p->gpus_per_node : 2,
@@ -468,7 +471,7 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
   j->lay.p = *p;
   size_job(j, prof, o);
   sim_spec(p, o, j->nchunks, &j->spec);
-  j->mirror = reduced && mirrored(j->spec.algo, j->spec.nchannels);
+  j->mirror = reduced && mirrored(o->coll, j->spec.algo, j->spec.nchannels);
   j->rep_node[1] = 1;
   if (j->mirror && j->spec.algo == NCCLZ_ALGO_HIER && o->coll != NCCLZ_ALLREDUCE) /* nodes whose permutation is typical */
     sim_hier_typical_nodes(p->nodes, p->gpus_per_node, j->rep_node);
@@ -476,6 +479,13 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
     for (int h = 0; h < NCCLZ_HINT_COUNT; h++)
       ncclzReaConfigFromProfile(prof, (ncclzTransportHint)h, data ? data->data_class : NCCLZ_CLASS_DEFAULT, &j->cfg[h]);
   set_hint(j, p, o);
+}
+
+/* Frames and bytes of a replay that stands for f times as many transfers. */
+static void scale_totals(ncclzSimResult *r, double f) {
+  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) r->frames[k] = (uint64_t)llround((double)r->frames[k] * f);
+  r->wire_bytes *= f;
+  r->raw_bytes *= f;
 }
 
 /* One replay in a forked child; rail_head as job_init's; fold_core: the full replay of a fold's core
@@ -532,6 +542,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   memcpy(res->frames, r.frames, sizeof res->frames);
   res->wire_bytes = r.wire_bytes;
   res->raw_bytes = r.raw_bytes;
+  if (j.mirror && o.coll == NCCLZ_ALLTOALL) scale_totals(res, (double)n / j.lay.nactors); /* each actor is a rank */
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
   return NCCLZ_OK;
@@ -551,15 +562,21 @@ static int ring_collective(ncclzCollective c) {
 
 /* The same job on a ring of m ranks: fewer nodes, and the bytes scaled so that every block (and
  * so every chunk and frame) keeps its size. */
-static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
-  ncclzSimPlatform q = *p;
-  ncclzSimOptions u = *o;
+static void ring_of(const ncclzSimData *data, const ncclzSimPlatform *p, const ncclzSimOptions *o, int n, int m,
+                    ncclzSimPlatform *q, ncclzSimOptions *u) {
+  *q = *p;
+  *u = *o;
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t block_elems = o->bytes / eb / (uint64_t)n;
-  q.nodes = m / p->gpus_per_node;
-  u.bytes = block_elems * (uint64_t)m * eb;
-  u.every_step = 1;
+  q->nodes = m / p->gpus_per_node;
+  u->bytes = block_elems * (uint64_t)m * eb;
+  u->every_step = 1;
+}
+static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
+  ncclzSimPlatform q;
+  ncclzSimOptions u;
+  ring_of(data, p, o, n, m, &q, &u);
   return sim_run_once(prof, data, &q, &u, 0, 0, r);
 }
 
@@ -939,9 +956,7 @@ static void fold_scale(const ncclzSimResult *r, const ncclzSimPlatform *p, const
   int g = p->gpus_per_node, n = p->nodes * g;
   double scale = (double)n / (q->nodes * g);
   *res = *r;
-  for (int k = 0; k < NCCLZ_CODER_COUNT; k++) res->frames[k] = (uint64_t)llround((double)r->frames[k] * scale);
-  res->wire_bytes = r->wire_bytes * scale;
-  res->raw_bytes = r->raw_bytes * scale;
+  scale_totals(res, scale);
   res->nranks = n;
   res->fidelity = NCCLZ_FID_REDUCED;
   res->approximate = 1;
@@ -1004,6 +1019,112 @@ static ncclzStatus run_folded(const ncclzProfile *prof, const ncclzSimData *data
   return NCCLZ_OK;
 }
 
+/* 1 where the reduced replay is taken: a symmetric platform, and auto's choice or asked for. */
+static int takes_reduced(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  sim_class c = classify(p, o, 0);
+  return c.sym == SIM_SYMMETRIC &&
+         (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
+}
+
+/* Plain Alltoall on a symmetric platform whose every transfer is posted at once (its chunks within the
+ * staging banks, no comm lanes), on three nodes or more, replayed reduced: 1, else 0. */
+static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_ALLTOALL || o->compress != NCCLZ_SIM_OFF || o->comm_lanes || p->nodes < 3 ||
+      check_inputs(prof, data, p, o) != NCCLZ_OK)
+    return 0;
+  if (!takes_reduced(p, o)) return 0;
+  sim_job j;
+  job_init(&j, prof, data, p, o, 1, 0);
+  return j.nchunks <= (o->banks ? o->banks : 2); /* a peer's nchunks x channels chunks within its banks x channels */
+}
+
+/* Plain Alltoall posts every transfer at time 0 (alltoall_scales): a GPU's M-1 transfers to the GPUs of
+ * one local index on the other nodes have the same route, size, start and latency, so under max-min
+ * sharing each of them moves at the rate that one flow gets on NICs of 1/(M-1) the bandwidth, where
+ * every class of transfers on a NIC has one flow instead of M-1 (NVLink carries no inter-node
+ * traffic). So the time is that of the same blocks' Alltoall on two nodes whose NICs have 1/(M-1) of
+ * the bandwidth: exact, and 2G actors with 2G-1 transfers each at any size. */
+static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                       const ncclzSimOptions *o, ncclzSimResult *res) {
+  ncclzSimPlatform q = *p;
+  ncclzSimOptions u = *o;
+  int g = p->gpus_per_node, n = p->nodes * g;
+  size_t eb = data ? data->dtype_bytes : 4;
+  uint64_t block = o->bytes / eb / (uint64_t)n ? o->bytes / eb / (uint64_t)n : 1; /* elements, as size_job */
+  q.nodes = 2;
+  q.nic_gbps = p->nic_gbps / (p->nodes - 1);
+  u.bytes = block * 2 * (uint64_t)g * eb;
+  u.fidelity = NCCLZ_FID_FULL;
+  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, res);
+  if (st != NCCLZ_OK) return st;
+  scale_totals(res, (double)n * (n - 1) / (2.0 * g * (2 * g - 1)));
+  res->nranks = n;
+  res->fidelity = NCCLZ_FID_REDUCED;
+  snprintf(res->why, sizeof res->why,
+           "reduced: symmetric alltoall, every transfer at once: %d actors on two nodes whose NICs have 1/%d of the "
+           "bandwidth stand for %d ranks", res->actors, p->nodes - 1, n);
+  return NCCLZ_OK;
+}
+
+/* Alltoall from SIM_EXTRAPOLATE_FROM ranks is extrapolated from mirrors of about SIM_A2A_SHORT and twice as
+ * many ranks (16 and 32 nodes of 8 GPUs): past the first nodes each adds the same time, where a NIC's
+ * backlog has built up (from 8 to 16 nodes of 8 GPUs on 12.5 GB/s, FIXEDLEN, 3% more than from 16 on). */
+#define SIM_A2A_SHORT 128
+
+/* The nodes of the shorter mirror: about SIM_A2A_SHORT ranks, at least 3 nodes. */
+static int alltoall_short_nodes(int g) { return (SIM_A2A_SHORT + g - 1) / g > 3 ? (SIM_A2A_SHORT + g - 1) / g : 3; }
+
+/* Alltoall replayed reduced on SIM_EXTRAPOLATE_FROM ranks or more, past twice the shorter mirror: 1, else 0. */
+static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                 const ncclzSimOptions *o) {
+  if (o->coll != NCCLZ_ALLTOALL || o->every_step || p->nodes * p->gpus_per_node < SIM_EXTRAPOLATE_FROM ||
+      p->nodes <= 2 * alltoall_short_nodes(p->gpus_per_node) || check_inputs(prof, data, p, o) != NCCLZ_OK)
+    return 0;
+  return takes_reduced(p, o);
+}
+
+/* Alltoall's steps past the first and last G are alike: every GPU sends a block to another node and
+ * receives one, the destination's local index turning with the step, so with the same block, chunks
+ * and coders each node more adds G such steps and the same time (encode-, decode- or NIC-bound alike:
+ * 8, 16, 24 and 32 nodes add the same time to 1e-5 in both regimes). The mirrors of m1 and 2 m1 nodes
+ * (SIM_A2A_SHORT ranks) are replayed side by side and extrapolated in the ranks; frames and bytes are
+ * the longer one's per transfer. Auto plans its call on the whole point (its vote weighs the call's
+ * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
+static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                             const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = alltoall_short_nodes(g);
+  ncclzSimOptions u = *o;
+  if (o->compress == NCCLZ_SIM_AUTO) {
+    sim_job j;
+    job_init(&j, prof, data, p, o, 1, 0);
+    if (plan_call(&j)) u.compress = NCCLZ_SIM_OFF;
+    else if (j.call_coder >= 0) u.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+  }
+  ncclzSimResult a, b;
+  double t0 = ncclzNowSeconds();
+  ncclzSimPlatform qa;
+  ncclzSimOptions ua;
+  ring_of(data, p, &u, n, m1 * g, &qa, &ua);
+  int fd = -1;
+  pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd); /* the shorter mirror beside the longer one */
+  if (pid < 0) return NCCLZ_ERR_IO;
+  ncclzStatus st = run_ring_of(prof, data, p, &u, n, 2 * m1 * g, &b), sa = side_finish(pid, fd, &a);
+  if (st != NCCLZ_OK) return st;
+  if (sa != NCCLZ_OK) return sa;
+  int na = m1 * g, nb = 2 * m1 * g;
+  *res = b;
+  res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us);
+  scale_totals(res, (double)n * (n - 1) / ((double)nb * (nb - 1)));
+  res->nranks = n;
+  res->approximate = 1; /* held to the mirror of every node within 0.1% (docs/simulator.md) */
+  res->wall_s = ncclzNowSeconds() - t0;
+  snprintf(res->why, sizeof res->why,
+           "reduced, approximate: symmetric alltoall, mirrors of %d and %d nodes (%d actors) replayed and "
+           "extrapolated to %d ranks", m1, 2 * m1, b.actors, n);
+  return NCCLZ_OK;
+}
+
 static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                     const ncclzSimOptions *opt, ncclzSimResult *res) {
   int n = p->nodes * p->gpus_per_node;
@@ -1029,6 +1150,15 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
     uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? broadcast_slices(prof, data, p, &coded) : 0;
     if (k) return run_broadcast_slices(prof, data, p, &coded, k, res);
   }
+  if (opt->coll == NCCLZ_ALLTOALL && opt->compress == NCCLZ_SIM_AUTO && check_inputs(prof, data, p, opt) == NCCLZ_OK) {
+    sim_job j; /* the call REA runs as plain NCCL: plain Alltoall's replay */
+    ncclzSimOptions plain = *opt;
+    job_init(&j, prof, data, p, opt, 0, 0);
+    plain.compress = NCCLZ_SIM_OFF;
+    if (plan_call(&j) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
+  }
+  if (alltoall_scales(prof, data, p, opt)) return run_alltoall_scaled(prof, data, p, opt, res);
+  if (alltoall_extrapolates(prof, data, p, opt)) return run_alltoall_extrapolated(prof, data, p, opt, res);
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)

@@ -75,5 +75,15 @@ check "scenario JSON units" '.points[0].nic_GBps == 200 and .points[0].nic_Gbps 
 if grep -q "nic_gbps is in GB/s" "$TMP/err"; then passed=$((passed + 1)); else
   failed=$((failed + 1)); echo "FAIL: nic_gbps warning: $(cat "$TMP/err")"; fi
 
+# Alltoall on 1024 x 8 takes its reduced replay, from flags and from a scenario (docs/simulator.md).
+expect 0 "alltoall 1024 x 8" -- "$NCCLZ" sim --nodes 1024 --gpus-per-node 8 --nic 100Gb/s --coll alltoall --size 1G \
+  --compress fixedlen --json
+check "alltoall reduced" '.fidelity == "reduced" and .ranks == 8192 and .ncclz.time_us > 0 and .plain.time_us > 0' "$TMP/out"
+echo '{"kind":"what-if","data":{"cr":{"fixedlen":4,"huffman":6}},"platform":{"nodes":1024,"gpus_per_node":8,
+  "nic_gbps":12.5},"sweep":{"collective":["alltoall"],"bytes":["1G"],"compress":["off","fixedlen","auto"]}}' >"$TMP/a2a.json"
+expect 0 "alltoall scenario 1024 x 8" -- "$NCCLZ" sim --scenario "$TMP/a2a.json" --json
+check "alltoall scenario reduced" '(.points | length) == 3 and ([.points[] | select(.fidelity == "reduced" and .time_us > 0)]
+  | length) == 3' "$TMP/out"
+
 echo "sim_flags: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -147,7 +147,7 @@ static void replay_budget(void) {
   ncclzSimPlatformDefault(&p);
   ncclzSimOptionsDefault(&o);
   p.nodes = 512, p.gpus_per_node = 8;
-  o.coll = NCCLZ_ALLTOALL, o.bytes = 256u << 20;
+  o.coll = NCCLZ_ALLTOALL, o.bytes = 256u << 20, o.fidelity = NCCLZ_FID_FULL;
   double t0 = ncclzNowSeconds();
   ncclzStatus st = ncclzSimRun(NULL, NULL, &p, &o, &r);
   double dt = ncclzNowSeconds() - t0;
@@ -156,6 +156,14 @@ static void replay_budget(void) {
         "4096-rank alltoall: %d '%s'", (int)st, ncclzLastError());
   CHECK(dt < 2.0, "refused in %.3f s", dt);
   printf("  4096-rank full alltoall: refused in %.3f s: %s\n", dt, ncclzLastError());
+  o.fidelity = NCCLZ_FID_AUTO; /* the reduced replay, far inside the budget */
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_OK && r.fidelity == NCCLZ_FID_REDUCED, "4096-rank alltoall, fidelity auto: %s", ncclzLastError());
+  p.placement = NCCLZ_PLACE_STRIDED; /* no reduced replay: the full one, refused */
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of alltoall on 4096 ranks"), "4096-rank strided alltoall: '%s'",
+        ncclzLastError());
+  p.placement = NCCLZ_PLACE_CONTIGUOUS;
   o.coll = NCCLZ_ALLREDUCE, o.fidelity = NCCLZ_FID_FULL, o.every_step = 1;
   st = ncclzSimRun(NULL, NULL, &p, &o, &r);
   CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of allreduce on 4096 ranks"), "4096 full allreduce: '%s'",
