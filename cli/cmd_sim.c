@@ -9,6 +9,15 @@
 #define VERB "sim"
 
 #ifndef NCCLZ_HAVE_SIM
+/* --scenario without --profile: the profile the scenario names (relative to it), as `ncclz run`
+ * takes it; nonzero after its one-line error. */
+static int scenario_profile(sim_opts *o, char *buf, size_t cap) {
+  if (!o->scenario || o->profile || o->flags.given) return 0;
+  if (ncclzSimScenarioProfile(o->scenario, buf, cap) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (buf[0]) o->profile = buf;
+  return 0;
+}
+
 int cli_sim(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -62,7 +71,8 @@ static void print_help(void) {
          "  --scenario FILE    the what-if scenario\n"
          "  --measured FILE    JSON with points[] {collective, nodes, gpus_per_node, bytes, compress, time_us\n"
          "                     [, nic_gbps]}: each matching point gets measured_us and error\n\n"
-         "  --profile FILE     default $NCCLZ_PROFILE, else the built-in H200 profile\n"
+         "  --profile FILE     default: a scenario's own \"profile\" (relative to it), else $NCCLZ_PROFILE,\n"
+         "                     else the built-in H200 profile\n"
          "  --json             one JSON object on stdout (the human text goes to stderr); scenario: points[]\n"
          "                     with collective, nodes, gpus_per_node, nic_gbps (GB/s), nic_GBps, nic_Gbps,\n"
          "                     bytes, compress, algorithm, time_us, algbw, busbw (GB/s), busbw_GBps,\n"
@@ -325,6 +335,15 @@ static int run(sim_opts *o, const ncclzProfile *prof, ncclzSimScenario *s) {
   return rc;
 }
 
+/* --scenario without --profile: the profile the scenario names (relative to it), as `ncclz run`
+ * takes it; nonzero after its one-line error. */
+static int scenario_profile(sim_opts *o, char *buf, size_t cap) {
+  if (!o->scenario || o->profile || o->flags.given) return 0;
+  if (ncclzSimScenarioProfile(o->scenario, buf, cap) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError());
+  if (buf[0]) o->profile = buf;
+  return 0;
+}
+
 int cli_sim(int argc, char **argv) {
   sim_opts o;
   int rc = parse_args(argc, argv, &o);
@@ -334,7 +353,8 @@ int cli_sim(int argc, char **argv) {
   if (!prof) return cli_runtime_error(VERB, "out of memory");
   ncclzSimScenario s;
   memset(&s, 0, sizeof s);
-  if (cli_load_profile(VERB, o.profile, prof, &o.profile)) rc = CLI_USAGE;
+  char named[1200];
+  if (scenario_profile(&o, named, sizeof named) || cli_load_profile(VERB, o.profile, prof, &o.profile)) rc = CLI_USAGE;
   else if (o.flags.given) rc = sim_flags_scenario(&o.flags, prof, &s);
   else if (ncclzSimScenarioLoad(o.scenario, prof, &s) != NCCLZ_OK) rc = cli_usage_error(VERB, "%s", ncclzLastError());
   if (rc == CLI_OK) {

@@ -500,19 +500,44 @@ ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base
   return parse_text("scenario", json, len, base_dir, prof, out);
 }
 
+/* The directory of the scenario file at path (relative paths inside it resolve from there). */
+static void scenario_dir(const char *path, char *dir, size_t cap) {
+  snprintf(dir, cap, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else snprintf(dir, cap, ".");
+}
+
 ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out) {
   memset(out, 0, sizeof *out);
   size_t got = 0;
   char *buf = ncclzReadFile("scenario", path, &got);
   if (!buf) return NCCLZ_ERR_IO;
   char dir[1024];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = 0;
+  scenario_dir(path, dir, sizeof dir);
   char name[1100];
   snprintf(name, sizeof name, "scenario %s", path);
-  ncclzStatus st = parse_text(name, buf, got, slash ? dir : ".", prof, out);
+  ncclzStatus st = parse_text(name, buf, got, dir, prof, out);
   free(buf);
+  return st;
+}
+
+ncclzStatus ncclzSimScenarioProfile(const char *path, char *out, size_t cap) {
+  cJSON *root;
+  out[0] = 0;
+  ncclzStatus st = ncclzJsonLoad("scenario", path, &root);
+  if (st != NCCLZ_OK) return st;
+  const cJSON *f = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "profile") : NULL;
+  if (f && !cJSON_IsString(f))
+    st = ncclzSetError(NCCLZ_ERR_ARG, "scenario %s: profile: must be the path of a calibration profile", path);
+  else if (f && f->valuestring[0] == '/')
+    snprintf(out, cap, "%s", f->valuestring);
+  else if (f) {
+    char dir[1024];
+    scenario_dir(path, dir, sizeof dir);
+    snprintf(out, cap, "%s/%s", dir, f->valuestring);
+  }
+  cJSON_Delete(root);
   return st;
 }
 

@@ -85,5 +85,19 @@ expect 0 "alltoall scenario 1024 x 8" -- "$NCCLZ" sim --scenario "$TMP/a2a.json"
 check "alltoall scenario reduced" '(.points | length) == 3 and ([.points[] | select(.fidelity == "reduced" and .time_us > 0)]
   | length) == 3' "$TMP/out"
 
+# A scenario's own "profile" (relative to the scenario file) is the one replayed, as `ncclz run` takes it;
+# --profile overrides it; a profile that is not a string, or cannot be read, is one line and exit 2.
+mkdir -p "$TMP/sc"
+cp "$DATA/profile_synthetic.json" "$TMP/sc/p.json"
+echo '{"kind":"what-if","profile":"p.json","platform":{"nodes":2},"sweep":{"bytes":["1M"]}}' >"$TMP/sc/own.json"
+expect 0 "scenario's own profile" -- "$NCCLZ" sim --scenario "$TMP/sc/own.json" --json
+check "scenario's own profile used" '(.profile | endswith("sc/p.json")) and .points[0].time_us > 0' "$TMP/out"
+expect 0 "--profile over the scenario's" -- "$NCCLZ" sim --profile "$DATA/profile_synthetic.json" --scenario "$TMP/sc/own.json" --json
+check "--profile used" '(.profile | endswith("data/profile_synthetic.json"))' "$TMP/out"
+echo '{"kind":"what-if","profile":3,"platform":{"nodes":2},"sweep":{"bytes":["1M"]}}' >"$TMP/sc/num.json"
+expect 2 "scenario profile not a path" -- "$NCCLZ" sim --scenario "$TMP/sc/num.json"
+echo '{"kind":"what-if","profile":"none.json","platform":{"nodes":2},"sweep":{"bytes":["1M"]}}' >"$TMP/sc/gone.json"
+expect 2 "scenario profile missing" -- "$NCCLZ" sim --scenario "$TMP/sc/gone.json"
+
 echo "sim_flags: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

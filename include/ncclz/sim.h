@@ -256,6 +256,9 @@ typedef struct {
 ncclzStatus ncclzSimScenarioParse(const char *json, size_t len, const char *base_dir, const ncclzProfile *prof,
                                   ncclzSimScenario *out);
 ncclzStatus ncclzSimScenarioLoad(const char *path, const ncclzProfile *prof, ncclzSimScenario *out);
+/* The calibration profile the scenario file at path names ("profile", relative to the file), into
+ * out[cap]; "" when it names none. Read before ncclzSimScenarioLoad, which needs the profile. */
+ncclzStatus ncclzSimScenarioProfile(const char *path, char *out, size_t cap);
 void ncclzSimScenarioFree(ncclzSimScenario *s);
 /* The plain-NCCL twin of point i, for its speedup: an earlier point that is "off" on the same
  * collective, platform and size (its index), or -1 when the caller must replay one. */
