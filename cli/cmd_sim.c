@@ -9,15 +9,6 @@
 #define VERB "sim"
 
 #ifndef NCCLZ_HAVE_SIM
-/* --scenario without --profile: the profile the scenario names (relative to it), as `ncclz run`
- * takes it; nonzero after its one-line error. */
-static int scenario_profile(sim_opts *o, char *buf, size_t cap) {
-  if (!o->scenario || o->profile || o->flags.given) return 0;
-  if (ncclzSimScenarioProfile(o->scenario, buf, cap) != NCCLZ_OK) return cli_usage_error(VERB, "%s", ncclzLastError());
-  if (buf[0]) o->profile = buf;
-  return 0;
-}
-
 int cli_sim(int argc, char **argv) {
   (void)argc;
   (void)argv;
