@@ -162,6 +162,13 @@ static int parse_cr(const cJSON *cr, const char *coder, ncclzSimData *d, int c) 
   return 0;
 }
 
+/* A path the scenario gives, resolved: as written when absolute or without a base_dir, else
+ * relative to base_dir (the scenario file's directory). */
+static void scenario_path(const char *base_dir, const char *given, char *out, size_t cap) {
+  if (given[0] == '/' || !base_dir) snprintf(out, cap, "%s", given);
+  else snprintf(out, cap, "%s/%s", base_dir, given);
+}
+
 static int parse_data_file(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d) {
   const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
   const cJSON *quant = cJSON_GetObjectItemCaseSensitive(o, "quant");
@@ -169,8 +176,7 @@ static int parse_data_file(const cJSON *o, const char *base_dir, const ncclzProf
   if (!cJSON_IsString(quant)) return ERR("data.quant: required with data.file (e.g. \"eb:rel=1e-4\")"), -1;
   if (!prof) return ERR("data.file: needs a profile (--profile) for the frame size"), -1;
   char path[1024];
-  if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
-  else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
+  scenario_path(base_dir, file->valuestring, path, sizeof path);
   size_t len = 0;
   char *raw = ncclzReadFile("scenario data.file", path, &len);
   if (!raw) return -1;
@@ -216,8 +222,7 @@ static int parse_data_profile(const cJSON *o, const char *base_dir, const ncclzP
   if (!cJSON_IsString(file)) return ERR("data.profile: must be the path of a data profile (ncclz profile-data)"), -1;
   if (num_field(o, "data", "frame_bytes", 1, 1e15, &frame)) return -1;
   char path[1024];
-  if (file->valuestring[0] == '/' || !base_dir) snprintf(path, sizeof path, "%s", file->valuestring);
-  else snprintf(path, sizeof path, "%s/%s", base_dir, file->valuestring);
+  scenario_path(base_dir, file->valuestring, path, sizeof path);
   cJSON *root;
   if (ncclzJsonLoad("scenario data.profile", path, &root) != NCCLZ_OK) return -1;
   const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *row;
@@ -432,8 +437,7 @@ static int parse_root(const cJSON *root, const char *base_dir, const ncclzProfil
   const cJSON *meas = cJSON_GetObjectItemCaseSensitive(root, "measured");
   if (meas && !cJSON_IsString(meas)) return ERR("measured: must be a path"), -1;
   if (meas) {
-    if (meas->valuestring[0] == '/' || !base_dir) snprintf(s->measured, sizeof s->measured, "%s", meas->valuestring);
-    else snprintf(s->measured, sizeof s->measured, "%s/%s", base_dir, meas->valuestring);
+    scenario_path(base_dir, meas->valuestring, s->measured, sizeof s->measured);
   }
   ncclzSimPoint base;
   ncclzSimPlatformDefault(&base.platform);
@@ -530,12 +534,10 @@ ncclzStatus ncclzSimScenarioProfile(const char *path, char *out, size_t cap) {
   const cJSON *f = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "profile") : NULL;
   if (f && !cJSON_IsString(f))
     st = ncclzSetError(NCCLZ_ERR_ARG, "scenario %s: profile: must be the path of a calibration profile", path);
-  else if (f && f->valuestring[0] == '/')
-    snprintf(out, cap, "%s", f->valuestring);
   else if (f) {
     char dir[1024];
     scenario_dir(path, dir, sizeof dir);
-    snprintf(out, cap, "%s/%s", dir, f->valuestring);
+    scenario_path(dir, f->valuestring, out, cap);
   }
   cJSON_Delete(root);
   return st;
