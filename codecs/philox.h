@@ -6,7 +6,7 @@
  * Hand-written on purpose rather than taken from a library: cuRAND's device Philox
  * (curand_init/curand) maps (seed, subsequence, offset) to counters its own way and has no
  * host-side equivalent for the C reference, while FORMAT.md fixes the counter as
- * {index lo, index hi, rank, 0} and the key as {seed lo, seed hi}. Verified against the
+ * {index/4 lo, index/4 hi, rank, 0} (word index mod 4) and the key as {seed lo, seed hi}. Verified against the
  * Random123 known-answer vectors in tests/test_qsgd.c. */
 #ifndef NCCLZ_PHILOX_H
 #define NCCLZ_PHILOX_H
@@ -51,13 +51,21 @@ NCCLZ_INLINE void ncclz_philox4x32_10(const uint32_t ctr_in[4], const uint32_t k
   out[3] = ctr[3];
 }
 
-/* The QSGD uniform: counter {index lo, index hi, rank, 0}, key {seed lo, seed hi};
- * (out0 >> 8) * 2^-24 is exact in float and lies in [0, 1). */
-NCCLZ_INLINE float ncclz_philox_uniform(uint64_t seed, uint64_t index, uint32_t rank) {
-  uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), rank, 0u};
-  uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  uint32_t out[4];
+/* QSGD's four Philox words for the elements 4g .. 4g + 3 (group g): counter {g lo, g hi, rank, 0},
+ * key {seed lo, seed hi}. One call serves four consecutive elements, word j element 4g + j. */
+NCCLZ_INLINE void ncclz_philox_qsgd_words(uint64_t seed, uint64_t group, uint32_t rank, uint32_t out[4]) {
+  const uint32_t ctr[4] = {(uint32_t)group, (uint32_t)(group >> 32), rank, 0u};
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   ncclz_philox4x32_10(ctr, key, out);
-  return (float)(out[0] >> 8) * 0x1p-24f;
+}
+
+/* A Philox word to QSGD's uniform: (w >> 8) * 2^-24 is exact in float and lies in [0, 1). */
+NCCLZ_INLINE float ncclz_philox_word_uniform(uint32_t w) { return (float)(w >> 8) * 0x1p-24f; }
+
+/* The QSGD uniform of element `index`: word index mod 4 of group index / 4. */
+NCCLZ_INLINE float ncclz_philox_uniform(uint64_t seed, uint64_t index, uint32_t rank) {
+  uint32_t out[4];
+  ncclz_philox_qsgd_words(seed, index >> 2, rank, out);
+  return ncclz_philox_word_uniform(out[index & 3]);
 }
 #endif

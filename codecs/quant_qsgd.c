@@ -73,6 +73,8 @@ ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t 
   const int s = ncclz_qsgd_levels(p->qsgd_bits);
   const size_t b = p->qsgd_bucket;
   size_t nonfinite = 0, first = 0;
+  uint32_t words[4]; /* Philox's words for the group of four elements `group` */
+  uint64_t group = UINT64_MAX;
   for (size_t start = 0, k = 0; start < n; start += b, k++) {
     size_t end = n - start < b ? n : start + b;
     float scale;
@@ -83,7 +85,11 @@ ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t 
         codes[i] = 0;
         continue;
       }
-      codes[i] = qsgd_code(x[i], scale, s, ncclz_philox_uniform(p->seed, (uint64_t)i, p->rank));
+      if ((uint64_t)i >> 2 != group) {
+        group = (uint64_t)i >> 2;
+        ncclz_philox_qsgd_words(p->seed, group, p->rank, words);
+      }
+      codes[i] = qsgd_code(x[i], scale, s, ncclz_philox_word_uniform(words[i & 3]));
     }
   }
   if (nonfinite)

@@ -33,17 +33,24 @@ static void test_philox_kat(void) {
   }
 }
 
-/* The uniform is (out0 >> 8) * 2^-24 of counter {index lo, index hi, rank, 0}, key {seed lo, hi}. */
+/* The uniform of element i is (out[i mod 4] >> 8) * 2^-24 of counter {i/4 lo, i/4 hi, rank, 0},
+ * key {seed lo, hi}: four consecutive elements share one Philox call, a word each. */
 static void test_philox_uniform(void) {
   const uint64_t seed = 0x0123456789abcdefull, index = 0xfedcba9876543210ull;
   const uint32_t rank = 5;
-  uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), rank, 0};
+  const uint64_t group = index >> 2;
+  uint32_t ctr[4] = {(uint32_t)group, (uint32_t)(group >> 32), rank, 0};
   uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)}, out[4];
   ncclz_philox4x32_10(ctr, key, out);
-  float want = (float)(out[0] >> 8) / 16777216.0f;
-  CHECK(ncclzPhiloxUniform(seed, index, rank) == want, "uniform mapping %g vs %g",
-        (double)ncclzPhiloxUniform(seed, index, rank), (double)want);
-  CHECK(ncclzPhiloxUniform(seed, index, rank) == ncclz_philox_uniform(seed, index, rank), "host wrapper");
+  for (uint32_t j = 0; j < 4; j++) { /* index is 0 mod 4: its group's four words in order */
+    float want = (float)(out[j] >> 8) / 16777216.0f;
+    CHECK(ncclzPhiloxUniform(seed, index + j, rank) == want, "uniform mapping, word %u: %g vs %g", j,
+          (double)ncclzPhiloxUniform(seed, index + j, rank), (double)want);
+    CHECK(ncclzPhiloxUniform(seed, index + j, rank) == ncclz_philox_uniform(seed, index + j, rank), "host wrapper");
+  }
+  CHECK(ncclzPhiloxUniform(seed, index + 4, rank) != ncclzPhiloxUniform(seed, index, rank) ||
+            ncclzPhiloxUniform(seed, index + 5, rank) != ncclzPhiloxUniform(seed, index + 1, rank),
+        "the next group draws new words");
   /* Mean and range of many draws: mean 1/2, variance 1/12. */
   enum { N = 1 << 18 };
   double sum = 0, lo = 1, hi = 0;

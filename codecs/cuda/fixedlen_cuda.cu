@@ -656,11 +656,7 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
     for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     const double sd = q.levels;
-    int4 c;
-    c.x = e < n ? nz_qsgd_one(v[r].x, m, bk, sd, q.levels, q.seed, q.rank, e) : 0;
-    c.y = e + 1 < n ? nz_qsgd_one(v[r].y, m, bk, sd, q.levels, q.seed, q.rank, e + 1) : 0;
-    c.z = e + 2 < n ? nz_qsgd_one(v[r].z, m, bk, sd, q.levels, q.seed, q.rank, e + 2) : 0;
-    c.w = e + 3 < n ? nz_qsgd_one(v[r].w, m, bk, sd, q.levels, q.seed, q.rank, e + 3) : 0;
+    const int4 c = nz_qsgd_four(v[r], m, bk, sd, q.levels, q.seed, q.rank, e, n);
     nz_store4(q.sym, e, n, c);
     *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
     const uint32_t e0 = base + slot * 128; /* the slot's first element */

@@ -388,20 +388,36 @@ static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBuck
   return v < 0.0f ? -c : c;
 }
 
-/* The Philox word behind element (hi << 32 | lo)'s uniform (ncclz_philox_uniform's out[0] >> 8). */
-static __device__ __forceinline__ uint32_t nz_qsgd_word(uint64_t seed, uint32_t rank, uint32_t lo, uint32_t hi) {
-  const uint32_t ctr[4] = {lo, hi, rank, 0u};
-  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-  uint32_t out[4];
-  ncclz_philox4x32_10(ctr, key, out);
-  return out[0] >> 8;
+/* The Philox words behind the uniforms of elements 4g .. 4g + 3 (ncclz_philox_qsgd_words, each >> 8). */
+static __device__ __forceinline__ void nz_qsgd_words(uint64_t seed, uint32_t rank, uint64_t g, uint32_t w[4]) {
+  ncclz_philox_qsgd_words(seed, g, rank, w);
+#pragma unroll
+  for (int j = 0; j < 4; j++) w[j] >>= 8;
 }
 
-/* One element by the fast rule when its bucket allows, the reference's otherwise. */
+/* One element by the fast rule when its bucket allows, the reference's otherwise (a Philox call
+ * for this element alone: four consecutive ones take nz_qsgd_four). */
 static __device__ __forceinline__ int32_t nz_qsgd_one(float v, float scale, const NzQsgdBucket &bk, double sd, int s,
                                                    uint64_t seed, uint32_t rank, size_t i) {
-  if (bk.fast) return nz_qsgd_fast(v, bk, sd, s, nz_qsgd_word(seed, rank, (uint32_t)i, (uint32_t)((uint64_t)i >> 32)));
-  return nz_qsgd_code(v, scale, s, seed, rank, i);
+  if (!bk.fast) return nz_qsgd_code(v, scale, s, seed, rank, i);
+  uint32_t w[4];
+  nz_qsgd_words(seed, rank, (uint64_t)i >> 2, w);
+  return nz_qsgd_fast(v, bk, sd, s, w[i & 3]);
+}
+
+/* Elements e .. e + 3 of one bucket (0 at n and past) by nz_qsgd_one's rules, one Philox call for
+ * the four where e is a multiple of 4. */
+static __device__ __forceinline__ int4 nz_qsgd_four(float4 v, float scale, const NzQsgdBucket &bk, double sd, int s,
+                                                  uint64_t seed, uint32_t rank, size_t e, size_t n) {
+  if (!bk.fast || (e & 3))
+    return make_int4(e < n ? nz_qsgd_one(v.x, scale, bk, sd, s, seed, rank, e) : 0,
+                     e + 1 < n ? nz_qsgd_one(v.y, scale, bk, sd, s, seed, rank, e + 1) : 0,
+                     e + 2 < n ? nz_qsgd_one(v.z, scale, bk, sd, s, seed, rank, e + 2) : 0,
+                     e + 3 < n ? nz_qsgd_one(v.w, scale, bk, sd, s, seed, rank, e + 3) : 0);
+  uint32_t w[4];
+  nz_qsgd_words(seed, rank, (uint64_t)e >> 2, w);
+  return make_int4(e < n ? nz_qsgd_fast(v.x, bk, sd, s, w[0]) : 0, e + 1 < n ? nz_qsgd_fast(v.y, bk, sd, s, w[1]) : 0,
+                   e + 2 < n ? nz_qsgd_fast(v.z, bk, sd, s, w[2]) : 0, e + 3 < n ? nz_qsgd_fast(v.w, bk, sd, s, w[3]) : 0);
 }
 
 /* The largest of m and v's magnitudes, and the warp's largest m: NaN never compares greater, as in

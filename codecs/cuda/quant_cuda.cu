@@ -1446,18 +1446,14 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     if (lane == 0) scales[b] = m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     int4 c[V];
-    if (bk.fast) { /* the warp's bucket: one branch; its elements share the counter's high word */
+    if (bk.fast) { /* the warp's bucket: one branch */
       const double sd = s;
-      const uint32_t hi = (uint32_t)((4 * q0) >> 32), lo = (uint32_t)(4 * q0) + 4 * lane;
 #pragma unroll
       for (int k = 0; k < V; k++) {
-        const uint32_t i = lo + 128 * k;
-        uint32_t w[4];
+        uint32_t w[4]; /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
+        nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
 #pragma unroll
-        for (int j = 0; j < 4; j++) { /* four Philox chains in flight; kept out of the code's select */
-          w[j] = nz_qsgd_word(seed, rank, i + j, hi);
-          asm volatile("" : "+r"(w[j]));
-        }
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* kept out of the code's select */
         c[k].x = nz_qsgd_fast(v[k].x, bk, sd, s, w[0]);
         c[k].y = nz_qsgd_fast(v[k].y, bk, sd, s, w[1]);
         c[k].z = nz_qsgd_fast(v[k].z, bk, sd, s, w[2]);

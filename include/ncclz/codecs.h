@@ -174,7 +174,7 @@ int ncclzQsgdLevels(const ncclzQuantParams *p);
 
 /* QSGD: per bucket scale = max|x| (or scales_in when non-NULL, shared by all ranks),
  * levels s = 2^(bits-1)-1, code = sign(x) * (floor(|x|/scale*s) + [u < frac]) with
- * u from Philox4x32-10 keyed by (seed) with counter (element index, rank). */
+ * u from Philox4x32-10 keyed by (seed) with counter (element index / 4, rank), word index mod 4. */
 size_t ncclzQsgdNumBuckets(const ncclzQuantParams *p, size_t n);
 void ncclzQsgdScales(const ncclzQuantParams *p, const float *x, size_t n, float *scales);
 ncclzStatus ncclzQuantizeQsgd(const ncclzQuantParams *p, const float *x, size_t n,
