@@ -335,12 +335,31 @@ static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
   return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
 }
 
-/* D of the group of 4 at element e (column k of its row): q - left - up + upleft, per element. */
+/* D of a group of 4 codes c: q - left - up + upleft per element, from the row above u, the code l
+ * left of the group and ul left of u (zeros where there is none). */
+static __device__ __forceinline__ uint4 lz_d4(uint4 c, uint4 u, uint32_t l, uint32_t ul) {
+  return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
+}
+
+/* D of the group of 4 at element e (column k of its row) of the codes q in shared memory. */
 static __device__ __forceinline__ uint4 lz_diff2(const uint32_t *q, uint32_t e, bool hk, bool hj, uint32_t d2) {
   const uint4 c = *(const uint4 *)(q + e);
   const uint4 u = hj ? *(const uint4 *)(q + e - d2) : make_uint4(0, 0, 0, 0);
   const uint32_t l = hk ? q[e - 1] : 0u, ul = hk && hj ? q[e - d2 - 1] : 0u;
-  return make_uint4(c.x - l - u.x + ul, c.y - c.x - u.y + u.x, c.z - c.y - u.z + u.y, c.w - c.z - u.w + u.z);
+  return lz_d4(c, u, l, ul);
+}
+
+/* The output group of predicted codes d, with the fill value's code where bit m of fill marks
+ * element m. */
+static __device__ __forceinline__ int4 lz_out4(uint4 d, uint32_t fill) {
+  int4 o = make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
+  if (fill) {
+    if (fill & 1u) o.x = NCCLZ_FILL_CODE;
+    if (fill & 2u) o.y = NCCLZ_FILL_CODE;
+    if (fill & 4u) o.z = NCCLZ_FILL_CODE;
+    if (fill & 8u) o.w = NCCLZ_FILL_CODE;
+  }
+  return o;
 }
 
 template <int NT, int KC, int D>
@@ -417,14 +436,7 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int re
           const uint4 b = lz_diff2(prev, e, hk, hj, p.d2);
           d.x -= b.x, d.y -= b.y, d.z -= b.z, d.w -= b.w;
         }
-        int4 o = make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
-        if (isfill >> (4 * k) & 15u) {
-          if (isfill >> (4 * k) & 1u) o.x = NCCLZ_FILL_CODE;
-          if (isfill >> (4 * k + 1) & 1u) o.y = NCCLZ_FILL_CODE;
-          if (isfill >> (4 * k + 2) & 1u) o.z = NCCLZ_FILL_CODE;
-          if (isfill >> (4 * k + 3) & 1u) o.w = NCCLZ_FILL_CODE;
-        }
-        *(int4 *)(sym + base + e) = o;
+        *(int4 *)(sym + base + e) = lz_out4(d, isfill >> (4 * k) & 15u);
       }
     }
   }
@@ -548,19 +560,10 @@ __global__ void __launch_bounds__(NT, LZB_MINB) k_eb_lz_band(EbParams p, int res
       const bool hk = j > 0, hj = L >= 2 && y0 + r > 0;
       const uint32_t l = hk ? cw : 0u, ul = hk && hj ? upw : 0u;
       const uint4 u = hj ? up : zero;
-      const uint4 d = make_uint4(q.x - l - u.x + ul, q.y - q.x - u.y + u.x, q.z - q.y - u.z + u.y, q.w - q.z - u.w + u.z);
-      if (row && own) {
-        int4 o = hi ? make_int4((int32_t)(d.x - dprev[r].x), (int32_t)(d.y - dprev[r].y), (int32_t)(d.z - dprev[r].z),
-                                (int32_t)(d.w - dprev[r].w))
-                    : make_int4((int32_t)d.x, (int32_t)d.y, (int32_t)d.z, (int32_t)d.w);
-        if (isfill) {
-          if (isfill & 1u) o.x = NCCLZ_FILL_CODE;
-          if (isfill & 2u) o.y = NCCLZ_FILL_CODE;
-          if (isfill & 4u) o.z = NCCLZ_FILL_CODE;
-          if (isfill & 8u) o.w = NCCLZ_FILL_CODE;
-        }
-        *(int4 *)(sym + base + (size_t)r * d2) = o;
-      }
+      const uint4 d = lz_d4(q, u, l, ul);
+      if (row && own)
+        *(int4 *)(sym + base + (size_t)r * d2) =
+            lz_out4(hi ? make_uint4(d.x - dprev[r].x, d.y - dprev[r].y, d.z - dprev[r].z, d.w - dprev[r].w) : d, isfill);
       dprev[r] = d;
       up = q;
       upw = cw;
