@@ -487,6 +487,41 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
   all_coders(what, ref.data(), n, 65536, &qp, NULL);
 }
 
+/* The GPU's inverse Lorenzo and dequantization of the CPU's codes, on the field tiled to dims (the
+ * larger shapes of the inverse's kernels: CTAs of every width, chunks of planes with their carries),
+ * against the CPU's floats. */
+static void lz_inverse_case(const char *file, const char *spec_text, const uint32_t *dims) {
+  size_t n0;
+  std::vector<float> x = load_f32(file, &n0);
+  CHECK(n0 > 0, "load %s", file);
+  if (!n0) return;
+  const size_t n = (size_t)dims[0] * dims[1] * dims[2];
+  x.resize(n);
+  for (size_t i = n0; i < n; i++) x[i] = x[i % n0];
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "parse %s", spec_text);
+  CHECK(ncclzQuantResolve(&spec, x.data(), n, dims, 3, 0, &qp) == NCCLZ_OK, "resolve %s: %s", spec_text,
+        ncclzLastError());
+  std::vector<int32_t> codes(n), ref(n), c2(n);
+  std::vector<float> xr(n), xg(n);
+  CHECK(ncclzQuantizeEB(&qp, x.data(), n, codes.data()) == NCCLZ_OK, "cpu eb");
+  ncclzLorenzoForward(&qp, codes.data(), n, ref.data());
+  ncclzLorenzoInverse(&qp, ref.data(), n, c2.data());
+  ncclzDequantizeEB(&qp, c2.data(), n, xr.data());
+  Dev<float> dxr(n);
+  Dev<int32_t> dsym(n);
+  const size_t wsq = ncclzCudaQuantWorkspaceSize(n);
+  Dev<uint8_t> dws(wsq);
+  CU(cudaMemcpy(dsym.p, ref.data(), 4 * n, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dws.p, 0xA5, wsq)); /* nothing may be read before it is written */
+  ncclzStatus st = ncclzCudaDequantizeEB(&qp, NULL, dsym.p, n, dxr.p, dws.p, wsq, 0);
+  CHECK(st == NCCLZ_OK, "gpu dequant %s %ux%ux%u: %s", spec_text, dims[0], dims[1], dims[2], ncclzLastError());
+  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s %s %ux%ux%u: gpu reconstruction identical", file, spec_text,
+        dims[0], dims[1], dims[2]);
+}
+
 /* EB with Lorenzo on a field with a NaN, an Inf and a value past the code limit planted: each
  * failure counted once (no kernel counts a neighbour it codes again: the plane before a chunk, the
  * row above a band), the first index the smallest, every other element's code the CPU's. */
@@ -990,8 +1025,8 @@ int main(int argc, char **argv) {
    * warp's 128 columns (16 x 37 x 108), planes of 100 x 128 (past 12,288 elements: a CTA of 1,024
    * threads takes four groups each), many small planes (64 x 32 x 32), tall planes (2 x 256 x 128),
    * planes of 512-thread CTAs whose rows (8 x 32 x 192) or bands (16 x 80 x 48) are too wide or too
-   * many for a warp a band; planes past the shared-memory kernels (the codes staged in the
-   * workspace, the inverse a pass an axis): 4 x 128 x 128, 2 x 128 x 256, 3 x 100 x 200, one plane
+   * many for a warp a band; planes past the shared-memory kernels (the forward a band a thread, the
+   * inverse a band a CTA after a pass of sums): 4 x 128 x 128, 2 x 128 x 256, 3 x 100 x 200, one plane
    * of 256 x 256, and one row of 65,536 (the device-wide scan); planes of at most 32 rows (the
    * forward of a warp a band without barriers): 64 x 32 x 32 and 20 x 27 x 116 (bands of uneven
    * rows, a warp with none) */
@@ -1005,6 +1040,18 @@ int main(int argc, char **argv) {
   }
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,fill=9.97e36", d2, 2);
   eb_case("pop_ocean_t_384x320.f32", "eb:rel=1e-4,lorenzo=2d,fill=9.97e36", d2, 2);
+  /* the inverse of planes past shared memory, the field tiled: bands of 8 rows in CTAs of 64 threads
+   * with idle lanes and a last band of one row, chunks of 2 and of 4 planes with their carries (130
+   * x 97 x 132, 300 x 104 x 128), CTAs of 128, 256 and 512 threads (rows of 500, 1,000 and 2,000),
+   * of 1,024 with bands of 4 rows (rows of 2,052 and 4,096), and the passes an axis that take rows
+   * of 8,192 or of a count that is not a multiple of 4 */
+  const uint32_t inv_shapes[][3] = {{130, 97, 132}, {300, 104, 128}, {6, 40, 500}, {4, 16, 1000}, {3, 9, 2000},
+                                    {2, 5, 2052},   {3, 7, 4096},    {2, 3, 8192}, {3, 111, 150}};
+  for (const uint32_t *sh : inv_shapes)
+    for (const char *spec_text : {"eb:rel=1e-4,lorenzo=3d", "eb:rel=1e-4,lorenzo=2d"}) {
+      if (quick && (size_t)sh[0] * sh[1] * sh[2] > (1u << 20)) continue;
+      lz_inverse_case("trefht_member57_8x64x128.f32", spec_text, sh);
+    }
   const uint32_t fail_shapes[][3] = {{8, 64, 128}, {16, 32, 128}, {20, 27, 116}, {16, 80, 48}, {4, 128, 128}};
   for (const uint32_t *sh : fail_shapes)
     for (const char *spec_text : {"eb:abs=0.01,lorenzo=3d", "eb:abs=0.01,lorenzo=2d", "eb:abs=0.01,lorenzo=1d"})

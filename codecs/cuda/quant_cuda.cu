@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "decode_out.cuh"
+#include "lorenzo.cuh"
 #include "../eb_code.h"
 
 /* ------------------------------------------------------------ EB */
@@ -321,19 +322,6 @@ static void (*lz_fwd_kernel(uint32_t P))(EbParams, int, const float *, int32_t *
 #define LZP_SMEM (200 * 1024) /* the slots' budget: 1 CTA an SM */
 #define LZP_MAXP (LZP_SMEM / 16) /* 4 slots */
 
-static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
-}
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-/* Wrapping sums of groups of 4 codes. */
-static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
-  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-}
 
 /* D of a group of 4 codes c: q - left - up + upleft per element, from the row above u, the code l
  * left of the group and ul left of u (zeros where there is none). */
@@ -824,8 +812,9 @@ __global__ void k_scan_axis(int32_t *a, size_t outer, uint32_t len, size_t inner
   }
 }
 
-/* Inverse Lorenzo without fills for planes too large for the shared-memory kernels, a pass an
- * axis (the prefix sums commute, wrapping uint32): along z and y (k_lz_walk) a thread a group of 4
+/* Inverse Lorenzo without fills for planes too large for the shared-memory kernels whose rows
+ * lz_inverse_cuda.cu's bands do not take (1D, rows past 4,096 elements or of a count that is not a
+ * multiple of 4), a pass an axis (the prefix sums commute, wrapping uint32): along z and y (k_lz_walk) a thread a group of 4
  * columns walks its axis with LZ_WALK loads in flight, in place where in == out (each thread reads
  * only what it writes); along x (k_lz_rows_dequant) a warp a row scans it in segments of 128
  * elements and writes the dequantized floats. */
@@ -985,6 +974,17 @@ __global__ void __launch_bounds__(1024) k_lz_chunk_carry(uint32_t *agg, uint32_t
       agg[(size_t)c * P + e] = run;
       run += v;
     }
+}
+
+ncclzStatus nz_lz_chunk_carry(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc, uint32_t nc, uint32_t *agg,
+                              cudaStream_t s) {
+  if (d) {
+    nz_launch(k_lz_chunk_sum, dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s, d, P, d0, ppc, agg);
+    NZ_LAUNCHED();
+  }
+  nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, agg, P, nc);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
 }
 
 __global__ void __launch_bounds__(LZ_THREADS) k_lz_inverse(const int32_t *d, const uint32_t *carry, int L, uint32_t d0,
@@ -1327,10 +1327,8 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       uint32_t *carry = NULL;
       if (L == 3 && nc > 1) {
         carry = (uint32_t *)d_ws; /* nc * P <= n words */
-        nz_launch(k_lz_chunk_sum, dim3((unsigned)ncclz_ceil_div(P, 256), nc), 256, 0, s, d_sym, P, (uint32_t)d0, ppc, carry);
-        NZ_LAUNCHED();
-        nz_launch(k_lz_chunk_carry, (unsigned)ncclz_ceil_div(P, 32), dim3(32, 32), 0, s, carry, P, nc);
-        NZ_LAUNCHED();
+        const ncclzStatus st = nz_lz_chunk_carry(d_sym, P, (uint32_t)d0, ppc, nc, carry, s);
+        if (st != NCCLZ_OK) return st;
       }
       if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS) { /* a warp a band of rows */
         const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
@@ -1357,6 +1355,9 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       return NCCLZ_OK;
     }
     if (d0 * d1 == 1) return lz_inverse_row(p, d_abs_eb, d_sym, n, d_x, d_ws, ws_bytes, s);
+    if (nz_lz_bands_fit(L, (uint32_t)d2, d_sym, d_x, d_ws))
+      return nz_lz_inverse_bands(L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, d_sym, p->abs_eb, d_abs_eb, d_x, d_ws,
+                                 ws_bytes, s);
     if (d2 % 4 == 0 && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0) {
       const uint4 *src = (const uint4 *)d_sym;
       uint4 *w = (uint4 *)d_ws;

@@ -1,0 +1,41 @@
+/* Pieces shared by the Lorenzo kernels of quant_cuda.cu (forward, and the inverse of planes that fit
+ * in shared memory) and lz_inverse_cuda.cu (the inverse of larger planes): cp.async staging, wrapping
+ * sums of groups of 4 codes, and the carry into chunks of planes. */
+#ifndef NCCLZ_CUDA_LORENZO_CUH
+#define NCCLZ_CUDA_LORENZO_CUH
+
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "ncclz/codecs.h"
+
+static __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/* Wrapping sums of groups of 4 codes. */
+static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
+  return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+/* The carry into each of nc chunks of ppc planes of P words (chunk c's words at agg + c * P): the
+ * sum of the planes of d before the chunk, wrapping. d NULL: agg already holds each chunk's own sum. */
+ncclzStatus nz_lz_chunk_carry(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc, uint32_t nc, uint32_t *agg,
+                              cudaStream_t s);
+
+/* Whether nz_lz_inverse_bands takes planes of d1 x d2 with L predicted axes (L >= 2, rows of whole
+ * groups of 4, at most 1,024 groups, 16-byte aligned codes, floats and workspace). */
+bool nz_lz_bands_fit(int L, uint32_t d2, const void *d_sym, const void *d_x, const void *d_ws);
+
+/* Inverse Lorenzo (L = 2 or 3 axes) and dequantization of d0 planes of d1 x d2 codes into x, in one
+ * pass over the codes after a pass of sums (lz_inverse_cuda.cu); ws holds at least 4 n bytes. */
+ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, const int32_t *d_sym, double abs_eb,
+                                const double *d_abs_eb, float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t s);
+
+#endif
