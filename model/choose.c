@@ -671,7 +671,8 @@ static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput
     last = fmax(e + nic.alpha_us + share_us(nic, rail_gpus * (n - g) * c, w),
                 encoded + nic.alpha_us + share_us(nic, rail_gpus, w));
   if (g > 1)
-    last = fmax(last, fmax(e + nv.alpha_us + share_us(nv, (g - 1.0) * c, w), encoded + nv.alpha_us + share_us(nv, 1, w)));
+    last = fmax(last, fmax(e + nv.alpha_us + share_us(nv, (g - 1.0) * c, w),
+                           encoded + nv.alpha_us + share_us(nv, 1, w)));
   /* A link shares its frames as they come (max-min: processor sharing), so where it is the
    * bottleneck they all end near its last one: once the encodes are done every frame in flight
    * has the same share, an earlier one only a head start of a few arrivals. A share p of a rank's

@@ -107,7 +107,8 @@ static void test_refusals(void) {
   ncclzStatus st = ncclzChoose(&prof, &in, &ch);
   int others = 0;
   for (int a = 0; a < NCCLZ_ALGO_COUNT; a++)
-    for (int c = 0; a != NCCLZ_ALGO_RING && c < NCCLZ_CHOICE_CODERS; c++) others += ch.pair_us[a][c] < NCCLZ_CHOICE_NO_TIME;
+    for (int c = 0; a != NCCLZ_ALGO_RING && c < NCCLZ_CHOICE_CODERS; c++)
+      others += ch.pair_us[a][c] < NCCLZ_CHOICE_NO_TIME;
   CHECK(st == NCCLZ_OK && ch.algorithm == NCCLZ_ALGO_RING && others == 0,
         "alltoall: %s/%s, %d pairs priced off the ring", ncclzAlgorithmName(ch.algorithm),
         ncclzChoiceCoderName(ch.coder), others);
@@ -376,8 +377,8 @@ static void check_coder_choice(const ncclzSimScenario *sc, const choice_point *c
          coll, (unsigned long long)(cp->bytes >> 20), cp->nodes, cp->nic_gbps,
          ncclzChoiceCoderName((ncclzChoiceCoder)r.choice), r.time_us, r.predicted_us, best_name, best, r.time_us / best,
          base.time_us / r.time_us);
-  CHECK(r.choice >= 0 && r.time_us <= 1.05 * best, "%s %d nodes: auto %.0f us against the best forced pair's %.0f", coll,
-        cp->nodes, r.time_us, best);
+  CHECK(r.choice >= 0 && r.time_us <= 1.05 * best, "%s %d nodes: auto %.0f us against the best forced pair's %.0f",
+        coll, cp->nodes, r.time_us, best);
   CHECK(r.time_us <= base.time_us / 0.99, "%s %d nodes: auto %.0f us, plain NCCL %.0f", coll, cp->nodes, r.time_us,
         base.time_us);
   CHECK(rel(r.predicted_us, r.time_us) < 0.05, "%s %d nodes: the model %.0f us, the replay %.0f", coll, cp->nodes,
