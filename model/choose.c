@@ -438,7 +438,8 @@ static int ring_call_coder(const ncclzProfile *prof, const ncclzChoiceInput *in,
 static uint32_t channels_of(const ncclzChoiceInput *in) { return in->channels ? in->channels : (uint32_t)in->rails; }
 
 int ncclzChoiceServes(ncclzCollective c) {
-  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER || c == NCCLZ_BROADCAST;
+  return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER || c == NCCLZ_BROADCAST ||
+         c == NCCLZ_ALLTOALL;
 }
 
 static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
@@ -457,6 +458,7 @@ static int runs(const ncclzChoiceInput *in, ncclzAlgorithm a) {
 }
 
 static double broadcast_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol);
+static double alltoall_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol);
 
 double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
                          ncclzChoiceCoder pol) {
@@ -465,8 +467,10 @@ double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, n
   double S = (double)in->bytes, ch = channels_of(in), t;
   int net = in->nodes > 1;
   if (in->nodes * in->gpus_per_node == 1) return 0.0;
-  if (in->coll == NCCLZ_BROADCAST) {
-    if ((t = broadcast_us(prof, in, pol)) < 0) return broadcast_us(prof, in, NCCLZ_CHOICE_PLAIN);
+  if (in->coll == NCCLZ_BROADCAST || in->coll == NCCLZ_ALLTOALL) { /* one schedule: the coder's price */
+    double (*one)(const ncclzProfile *, const ncclzChoiceInput *, ncclzChoiceCoder) =
+        in->coll == NCCLZ_BROADCAST ? broadcast_us : alltoall_us;
+    if ((t = one(prof, in, pol)) < 0) return one(prof, in, NCCLZ_CHOICE_PLAIN);
   } else if (algo == NCCLZ_ALGO_TREE) {
     t = tree_us(prof, in, ch, pol);
   } else {
@@ -620,4 +624,72 @@ static double broadcast_us(const ncclzProfile *prof, const ncclzChoiceInput *in,
               : pol == NCCLZ_CHOICE_HUFFMAN ? NCCLZ_CODER_HUFFMAN
                                             : rea_call_coder(prof, in, range / C, C, C * ch);
   return coder < 0 ? -1.0 : chain_us(prof, in, range, C, coder, cr_of(in, coder, 1));
+}
+
+/* ------------------------------------------------------------------ alltoall */
+
+#define ALLTOALL_BANKS 2 /* staging banks a peer (the replay's default) */
+
+/* Alltoall's pairwise exchange: rank r sends its block b = S/N to r + s and receives from r - s at
+ * steps s = 1..N-1, G - 1 of them over its NVLink and N - G through its rail's NIC, which ceil(G/R)
+ * GPUs share. Plain NCCL posts every transfer at once and the flows of a link share it to the end:
+ * max(alpha_nv + (G-1) b/B_nv, alpha_nic + ceil(G/R)(N-G) b/B_nic), a flow at most its cap
+ * (docs/simulator.md, "Algorithms"; test_sim holds the replay to this form). */
+static double alltoall_plain_us(const ncclzChoiceInput *in) {
+  int g = in->gpus_per_node, n = in->nodes * g;
+  double b = (double)in->bytes / n;
+  link_t nv = link_of(in, 0), nic = link_of(in, 1);
+  double t_nv = g > 1 ? nv.alpha_us + share_us(nv, g - 1.0, b) : 0.0;
+  double t_nic = in->nodes > 1 ? nic.alpha_us + share_us(nic, ceil((double)g / in->rails) * (n - g), b) : 0.0;
+  return fmax(t_nv, t_nic);
+}
+
+/* Every frame of the call in coder cd: a block in c chunks (a channel's share of it over chunk_bytes,
+ * as the replay cuts it), F = (N-1) c frames a rank, each encoded on the rank's encode stream before
+ * it is posted. Within the staging banks (c <= 2 chunks a peer) a rank never waits on a transfer: it
+ * encodes its F frames back to back and completes its receives, which queues their decodes, only
+ * past the end of its list, so the call is its encodes and then its decodes, or the last frame's
+ * arrival and decode; the links take the frames as they come, the NIC its backlog from the first
+ * encode on. More chunks a peer wait for the banks: the steps run one after another, each a
+ * pipeline of its chunks (plan_us's gather steps). */
+static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int cd) {
+  int g = in->gpus_per_node, n = in->nodes * g;
+  double b = (double)in->bytes / n, rail_gpus = ceil((double)g / in->rails);
+  double range = b / channels_of(in), c = chunks_of(prof, in, range, 0), raw = b / c, frames = (n - 1.0) * c;
+  if (c > ALLTOALL_BANKS) {
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.chunk_range = range;
+    if (g > 1) add_stage(&p, g - 1.0, b, 1, 0, 1);
+    if (in->nodes > 1) add_stage(&p, (double)(n - g), b, 1, 1, rail_gpus);
+    return plan_us(prof, in, &p, pol, cd);
+  }
+  double e = codec_us(prof, in, cd, 0, raw), d = codec_us(prof, in, cd, 1, raw), w = frame_wire(in, cd, 1, raw);
+  link_t nv = link_of(in, 0), nic = link_of(in, 1);
+  double encoded = frames * e, decoded = frames * d, last = 0.0; /* the links' last frame */
+  if (in->nodes > 1)
+    last = fmax(e + nic.alpha_us + share_us(nic, rail_gpus * (n - g) * c, w),
+                encoded + nic.alpha_us + share_us(nic, rail_gpus, w));
+  if (g > 1)
+    last = fmax(last, fmax(e + nv.alpha_us + share_us(nv, (g - 1.0) * c, w),
+                           encoded + nv.alpha_us + share_us(nv, 1, w)));
+  /* A link shares its frames as they come (max-min: processor sharing), so where it is the
+   * bottleneck they all end near its last one: once the encodes are done every frame in flight
+   * has the same share, an earlier one only a head start of a few arrivals. A share p of a rank's
+   * frames is still in flight E (-ln(1 - p) - p) before the link's end (E its encodes), so its
+   * decodes (D) end D - E ln(1 + D/E) after it (the worst p, D/(D + E)). */
+  double burst = encoded > 0 ? decoded - encoded * log1p(decoded / encoded) : decoded;
+  return fmax(encoded + decoded, last + fmax(d, burst));
+}
+
+/* Alltoall: plain NCCL's closed form, a forced coder's frames, REA with the coder of its call-level
+ * decision on a frame of the first chunk (-1: REA runs the call as plain NCCL). */
+static double alltoall_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol) {
+  if (pol == NCCLZ_CHOICE_PLAIN) return alltoall_plain_us(in);
+  int n = in->nodes * in->gpus_per_node;
+  double b = (double)in->bytes / n, c = chunks_of(prof, in, b / channels_of(in), 0);
+  int cd = pol == NCCLZ_CHOICE_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN
+           : pol == NCCLZ_CHOICE_HUFFMAN ? NCCLZ_CODER_HUFFMAN
+                                         : rea_call_coder(prof, in, b / c, c, (n - 1.0) * c);
+  return cd < 0 ? -1.0 : alltoall_coded_us(prof, in, pol, cd);
 }

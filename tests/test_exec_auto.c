@@ -66,6 +66,9 @@ static const tcase cases[] = {
     {"gradients qsgd 8 broadcast -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_BROADCAST,
      NCCLZ_DTYPE_F32, 0},
     {"block-sparse lossless broadcast", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, -1},
+    {"noise alltoall -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_ALLTOALL, NCCLZ_DTYPE_F32, 1},
+    {"gradients qsgd 8 alltoall -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_ALLTOALL,
+     NCCLZ_DTYPE_F32, 0},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -97,6 +100,7 @@ static double expected(const tcase *c, float *const *all, int me, size_t i) {
   case NCCLZ_REDUCESCATTER:
     for (int q = 0; q < NR; q++) sum += all[q][(size_t)me * count + i];
     return sum;
+  case NCCLZ_ALLTOALL: return all[i / count][(size_t)me * count + i % count];
   default: return all[i / count][i % count];
   }
 }
@@ -199,7 +203,7 @@ static void check_pair(int *bad, ncclzTransport *t, const tcase *c, const ncclzC
 /* Checks this rank's output: lossless bit-exact (sums of these inputs are exact in float), else
  * within the bound the call reports. */
 static void check_output(int *bad, const tcase *c, const void *out, float *const *all, int me, double bound) {
-  size_t no = c->coll == NCCLZ_ALLGATHER ? count_of(c) * NR : count_of(c), wrong = 0;
+  size_t no = ncclzCollOutCount(c->coll, count_of(c), NR), wrong = 0;
   int lossless = !strcmp(c->quant, "none");
   float *y = malloc(no * sizeof *y);
   ncclzToFloat(out, c->dt, no, y);
@@ -222,8 +226,8 @@ static int rank_body(ncclzTransport *t, const ncclzProfile *prof) {
     const tcase *c = &cases[k];
     ncclzConfig cfg;
     config_of(c, prof, &cfg);
-    size_t count = count_of(c), n_in = c->coll == NCCLZ_REDUCESCATTER ? count * NR : count;
-    size_t no = c->coll == NCCLZ_ALLGATHER ? count * NR : count, ds = ncclzDtypeSize(c->dt);
+    size_t count = count_of(c), n_in = ncclzCollInCount(c->coll, count, NR);
+    size_t no = ncclzCollOutCount(c->coll, count, NR), ds = ncclzDtypeSize(c->dt);
     float *all[NR];
     for (int q = 0; q < NR; q++) all[q] = inputs_of(c, q, n_in);
     void *in = malloc(n_in * ds), *out = calloc(no, ds);

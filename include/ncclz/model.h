@@ -521,8 +521,9 @@ typedef struct {
 double ncclzChoicePairUs(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzAlgorithm algo,
                          ncclzChoiceCoder policy);
 /* Whether the model weighs collective c: AllReduce, ReduceScatter, AllGather (a choice of schedule
- * and coder) and Broadcast (its ring's chains: a choice of coder, each frame's codec time on the
- * chain's period); AlltoAll has only its ring and REA's coders. */
+ * and coder), Broadcast (its ring's chains: a choice of coder, each frame's codec time on the
+ * chain's period) and AlltoAll (its pairwise exchange: a choice of coder, every frame's codec time
+ * on the rank's streams). */
 int ncclzChoiceServes(ncclzCollective c);
 /* Every allowed pair's prediction and the least. NCCLZ_ERR_ARG (one line) when the input is out of
  * range or no allowed pair runs the call. */
