@@ -633,7 +633,7 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_BASE_RANKS 32
 #define SIM_TREE_STEP_CHUNKS 2
 /* Where NVLink sets the tree's pace and hops have latency, full trees hide more of the chains'
- * latencies the deeper they are, up to 32-64 nodes (docs/simulator.md, "Large trees"): the base is
+ * latencies the deeper they are, up to 32-64 nodes (docs/simulator.md, "Algorithms"): the base is
  * then the deepest full tree of at most this many ranks (64 x 4, 32 x 8). */
 #define SIM_TREE_DEEP_RANKS 256
 /* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
@@ -703,7 +703,8 @@ static int tree_hides_latency(const ncclzSimPlatform *p) {
  * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
  * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
- * the NIC, and a full 16 x 8 tree is slow to replay). Where tree_shape_base finds a base of M's
+ * the NIC, and a full 16 x 8 tree is slow to replay), SIM_TREE_DEEP_RANKS where the chains hide
+ * latencies (tree_hides_latency). Where tree_shape_base finds a base of M's
  * shape, the base is that tree and the level the difference between it and its deeper one with
  * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks do
  * not show: G = 2, 2^k + 1 nodes). A compressed tree's frames grow with the ranks they sum (the CR

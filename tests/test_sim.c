@@ -522,10 +522,12 @@ static double tree_full_us(const ncclzSimPlatform *p, ncclzSimResult *r) {
  * of the deepest branch below the first level, up and down, less h_G that the two kinds of trees
  * hide at their turn (measured: 0 at G = 3, 1/2 at G = 4, 0.6487 at G = 8); each level below the
  * third adds its two NIC steps less one chunk, 3 tau, which hides behind the chains' latencies.
- * Exact (to 1e-6) where every latency on that path is paid: 8 nodes from alpha/tau = 0.012 (G = 3
- * and 4; G = 8 from 0.06), 16 and 32 nodes from 0.06 and 0.09 (K = 16 to 64 chunks a tree). A
- * lower bound elsewhere: shallower alphas or deeper trees hide more latencies, and levels from 32 to
- * 256 nodes settle to two NIC steps, 4 tau + 2 alpha. NAN for other G and below 8 nodes. */
+ * Exact (to 1e-6) where every latency on that path is paid, which takes a latency large enough
+ * against a chunk, the more so the deeper the tree and the fewer its chunks (measured: K alpha /
+ * tau from 0.4 at 8 nodes, 1.5 to 2.6 at 16 and 2.9 to 3.9 at 32 for G = 4 and 3; G = 8, K = 16:
+ * alpha / tau from 0.06, 0.12 and 0.24 at 8, 16 and 32 nodes); under that, and past 32 nodes, a
+ * lower bound: those trees hide more latencies, and their levels settle to two NIC steps,
+ * 4 tau + 2 alpha. NAN for other G and below 8 nodes. */
 static double tree_latency_form(int m, int g, double k, double tau, double a) {
   double d = ceil(log2(m)), h = g == 3 ? 0.0 : g == 4 ? 0.5 : g == 8 ? 0.6487 : NAN;
   if (m < 8) return NAN;
@@ -666,7 +668,8 @@ static void test_tree_model_few_chunks(void) {
          sizeof few / sizeof few[0]);
 }
 
-/* Why G >= 3 with latency has no closed form on the uniform platform: NVLink sets the pace there
+/* Why G >= 3 with latency has no one closed form on the uniform platform (test_tree_latency_form
+ * has the one where every latency on the path is paid): NVLink sets the pace there
  * (2G - 2 chains an edge), and a transfer's latency takes no bandwidth (SimGrid's CM02), so a
  * chain's latency hides behind the other channels' chunks on its edge whenever they are out of
  * phase, which the NIC levels make them. Latency on the NIC alone is paid at most 2d times (none
