@@ -632,6 +632,10 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_BASE 8
 #define SIM_TREE_BASE_RANKS 32
 #define SIM_TREE_STEP_CHUNKS 2
+/* Where NVLink sets the tree's pace and hops have latency, full trees hide more of the chains'
+ * latencies the deeper they are, up to 32-64 nodes (docs/simulator.md, "Algorithms"): the base is
+ * then the deepest full tree of at most this many ranks (64 x 4, 32 x 8). */
+#define SIM_TREE_DEEP_RANKS 256
 /* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
  * to SIM_TREE_SHAPE_RANKS / G nodes (G <= SIM_TREE_SHAPE_GPUS: past it a base that deep takes
  * seconds to replay), its level measured with SIM_TREE_SHAPE_CHUNKS chunks. 130 ranks: 65 x 2, the
@@ -683,13 +687,24 @@ static int tree_shape_base(int m, int g, int *deeper) {
   return base;
 }
 
+/* NVLink sets a plain tree's pace where an edge's 2G - 2 chains (each GPU heads two of the 2G
+ * trees) take longer than the NIC's two chunks a step, its G / rails GPUs' trees sharing it; with
+ * latency on a hop, the chains' latencies then hide behind each other's chunks. */
+static int tree_hides_latency(const ncclzSimPlatform *p) {
+  int g = p->gpus_per_node, rails = p->rails > 0 ? p->rails : 1;
+  double per_nic = (double)g / (rails < g ? rails : g);
+  return g >= 3 && (p->nic_latency_us > 0 || p->nvlink_latency_us > 0) &&
+         (2.0 * g - 2) / p->nvlink_gbps > 2.0 * per_nic / p->nic_gbps;
+}
+
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
  * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full tree of 2^b nodes plus d - b
  * levels. A plain tree's level adds the same chunk steps whatever the chunk count, so its time
  * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
  * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
- * the NIC, and a full 16 x 8 tree is slow to replay). Where tree_shape_base finds a base of M's
+ * the NIC, and a full 16 x 8 tree is slow to replay), SIM_TREE_DEEP_RANKS where the chains hide
+ * latencies (tree_hides_latency). Where tree_shape_base finds a base of M's
  * shape, the base is that tree and the level the difference between it and its deeper one with
  * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks do
  * not show: G = 2, 2^k + 1 nodes). A compressed tree's frames grow with the ranks they sum (the CR
@@ -702,7 +717,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   ncclzSimResult a, s, l;
   int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper;
   int shaped = coded ? 0 : tree_shape_base(p->nodes, p->gpus_per_node, &deeper);
-  while (!coded && 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS) base *= 2;
+  int ranks = !coded && tree_hides_latency(p) ? SIM_TREE_DEEP_RANKS : SIM_TREE_BASE_RANKS;
+  while (!coded && 2 * base * p->gpus_per_node <= ranks) base *= 2;
   int small = base / 2, large = base, depth = (int)lround(log2(base));
   uint32_t step = SIM_TREE_STEP_CHUNKS;
   if (shaped) {
