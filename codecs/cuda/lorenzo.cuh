@@ -29,6 +29,12 @@ static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
 ncclzStatus nz_lz_chunk_carry(const int32_t *d, uint32_t P, uint32_t d0, uint32_t ppc, uint32_t nc, uint32_t *agg,
                               cudaStream_t s);
 
+/* The inclusive sum along an axis of len steps (stride inner4 groups of 4 words, outer times), from
+ * in to out (in place where in == out), in segments with carries where the columns alone would leave
+ * the chip short of threads; scratch holds a group a thread (at most outer * len * inner4). */
+ncclzStatus nz_lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
+                       cudaStream_t s);
+
 /* Whether nz_lz_inverse_bands takes planes of d1 x d2 with L predicted axes (L >= 2, rows of whole
  * groups of 4, at most 1,024 groups, 16-byte aligned codes, floats and workspace). */
 bool nz_lz_bands_fit(int L, uint32_t d2, const void *d_sym, const void *d_x, const void *d_ws);

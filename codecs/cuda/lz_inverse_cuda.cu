@@ -4,15 +4,16 @@
  * The inverse of L-axis Lorenzo is an inclusive prefix sum along each predicted axis (wrapping
  * uint32), and the sums commute. A CTA takes a tile: a band of R rows (all of their columns) in a
  * chunk of planes, a thread a group of 4 columns. It walks its chunk's planes keeping each row's
- * running sum over planes in registers (z), sums down its band (y) from the sum of the rows above
+ * running sum over planes (z), sums down its band (y) from the sum of the rows above
  * the band, and scans its rows across the CTA (x, one block scan of R words a plane), then writes
  * the floats. What a tile cannot see is read from the pass of sums before it (k_lzi_sums):
- *   - the rows above its band: T[pl][b] = the sum of band b's rows in plane pl, turned into the
- *     sum of the bands above b by k_lzi_bands_excl; summed over planes as the tile walks (3D);
+ *   - the rows above its band: T[pl][b] = the sum of band b's rows in plane pl, summed over the
+ *     bands into W[pl][b] = the sum of bands 0..b (nz_lz_walk, in segments where the planes' groups
+ *     are few); the tile reads W[pl][b - 1] and sums it over planes as it walks (3D);
  *   - the planes before its chunk (3D, more than one chunk): each row's sum over the chunk's planes
- *     and T's sum over them, turned into carries into each chunk (nz_lz_chunk_carry).
- * So the codes are read twice and the floats written once (the former pass an axis read and wrote
- * both three times). */
+ *     and W's sum over them, turned into carries into each chunk (nz_lz_chunk_carry).
+ * So the codes are read twice and the floats written once, where a pass an axis reads and writes
+ * both three times. */
 #include "decode_out.cuh"
 #include "lorenzo.cuh"
 
@@ -83,32 +84,13 @@ __global__ void __launch_bounds__(256) k_lzi_sums(const uint4 *__restrict__ d, u
       if ((uint32_t)r < ny) agg[((size_t)c * d1 + y0 + r) * G + j] = zs[r];
 }
 
-/* T[pl][b] becomes the sum of the bands above b in plane pl (exclusive), a thread a (plane, group),
- * its loads a batch at a time ahead of the sums. */
-#define LZI_WALK 8
-__global__ void __launch_bounds__(256) k_lzi_bands_excl(uint4 *T, uint32_t d0, uint32_t nb, uint32_t G) {
-  nz_pdl_enter();
-  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (t >= (size_t)d0 * G) return;
-  uint4 *p = T + t / G * nb * G + t % G, run = make_uint4(0, 0, 0, 0);
-  for (uint32_t b0 = 0; b0 < nb; b0 += LZI_WALK) {
-    uint4 v[LZI_WALK];
-#pragma unroll
-    for (int k = 0; k < LZI_WALK; k++)
-      if (b0 + k < nb) v[k] = p[(size_t)(b0 + k) * G];
-#pragma unroll
-    for (int k = 0; k < LZI_WALK; k++)
-      if (b0 + k < nb) p[(size_t)(b0 + k) * G] = run, run = add4(run, v[k]);
-  }
-}
-
 /* Tile (c, b) = blockIdx.x (b fastest): band b's rows through chunk c's planes, streamed with the
- * bands-above sums of each plane through a ring of D planes by cp.async (each thread its own
- * groups, so the ring needs no barrier). cz, ct: the carries into chunk c (rows, bands above), or
- * NULL for none. */
+ * sum of the bands above (W[pl][b - 1]) of each plane through a ring of D planes by cp.async (each
+ * thread its own groups, so the ring needs no barrier). cz, cw: the carries into chunk c (of its
+ * rows, of W), or NULL for none. */
 template <int NT, int R, int D>
-__global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, const uint32_t *__restrict__ tex,
-                                                 const uint4 *cz, const uint4 *ct, int L, uint32_t d0, uint32_t d1,
+__global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, const uint32_t *__restrict__ W,
+                                                 const uint4 *cz, const uint4 *cw, int L, uint32_t d0, uint32_t d1,
                                                  uint32_t d2, uint32_t nb, uint32_t ppc, double abs_eb,
                                                  const double *d_abs_eb, float *x) {
   __shared__ uint32_t wsum[2][NT / 32][R]; /* the warps' totals, alternate planes: one barrier a plane */
@@ -118,7 +100,7 @@ __global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, 
   const double step = 2.0 * abs_eb;
   const uint32_t G = d2 / 4, tid = threadIdx.x, c = blockIdx.x / nb, b = blockIdx.x % nb;
   const uint32_t y0 = b * R, ny = min((uint32_t)R, d1 - y0), p0 = c * ppc, p1 = min(p0 + ppc, d0);
-  const bool on = tid < G;
+  const bool on = tid < G, above_on = on && b > 0;
   const size_t P = (size_t)d1 * d2;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   auto issue = [&](uint32_t pl) {
@@ -128,12 +110,12 @@ __global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, 
 #pragma unroll
       for (int r = 0; r < R; r++)
         if ((uint32_t)r < ny) cp_async16(dst + r * NT, g + (size_t)r * d2);
-      cp_async16(dst + R * NT, tex + ((size_t)pl * nb + b) * d2 + 4 * tid);
+      if (b > 0) cp_async16(dst + R * NT, W + ((size_t)pl * nb + b - 1) * d2 + 4 * tid);
     }
     cp_async_commit();
   };
   /* each row's sum over planes, in shared memory (registers would spill at 512 and 1,024 threads) */
-  uint4 *zacc = s_lzi + (size_t)D * (R + 1) * NT + tid, yacc = ct && on ? ct[((size_t)c * nb + b) * G + tid] : zero;
+  uint4 *zacc = s_lzi + (size_t)D * (R + 1) * NT + tid, yacc = cw && above_on ? cw[((size_t)c * nb + b - 1) * G + tid] : zero;
 #pragma unroll
   for (int r = 0; r < R; r++) zacc[r * NT] = cz && on && (uint32_t)r < ny ? cz[((size_t)c * d1 + y0 + r) * G + tid] : zero;
   for (int k = 0; k < D - 1; k++) issue(p0 + k);
@@ -141,7 +123,7 @@ __global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, 
     issue(pl + D - 1); /* into the slot of plane pl - 1, which this thread has read */
     cp_async_wait<D - 1>();
     uint4 *cur = s_lzi + (size_t)(pl % D) * (R + 1) * NT + tid;
-    const uint4 above = on ? cur[R * NT] : zero;
+    const uint4 above = above_on ? cur[R * NT] : zero;
     yacc = L == 3 ? add4(yacc, above) : above;
     uint4 run = yacc; /* z, then y down the band from the rows above it */
     uint32_t tot[R], ex[R];
@@ -194,12 +176,12 @@ bool nz_lz_bands_fit(int L, uint32_t d2, const void *d_sym, const void *d_x, con
 }
 
 /* Chunks of planes: enough tiles for one wave of the chip, where the workspace holds the chunks'
- * carries (3D: a plane's rows and its bands' sums a chunk, after T's words). */
+ * carries (3D: a plane's rows and its bands' sums a chunk, after T's and W's words). */
 static uint32_t lzi_chunks(int L, uint32_t d0, uint32_t d1, uint32_t d2, uint32_t nb, uint64_t wave, size_t words) {
   uint64_t nc = ncclz_ceil_div(wave, nb);
   if (nc > d0) nc = d0;
   if (L == 3 && nc > 1) {
-    const size_t tw = (size_t)d0 * nb * d2, per = (size_t)d1 * d2 + (size_t)nb * d2;
+    const size_t tw = 2ull * d0 * nb * d2, per = (size_t)d1 * d2 + (size_t)nb * d2;
     const uint64_t cap = words > tw ? (words - tw) / per : 0;
     if (nc > cap) nc = cap;
   }
@@ -217,11 +199,13 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
   NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
   NZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, nt, smem));
   const uint32_t nb = (d1 + R - 1) / R;
+  if (2ull * d0 * nb * d2 > ws_bytes / 4) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small for the bands");
   uint32_t nc = lzi_chunks(L, d0, d1, d2, nb, (uint64_t)(per_sm > 0 ? per_sm : 1) * nsm, ws_bytes / 4);
   const uint32_t ppc = (uint32_t)ncclz_ceil_div(d0, nc);
   nc = (uint32_t)ncclz_ceil_div(d0, ppc);
   const bool carries = L == 3 && nc > 1;
-  uint32_t *T = (uint32_t *)d_ws, *cz = T + (size_t)d0 * nb * d2, *ct = cz + (size_t)nc * d1 * d2;
+  uint32_t *T = (uint32_t *)d_ws, *W = T + (size_t)d0 * nb * d2, *cz = W + (size_t)d0 * nb * d2,
+           *cw = cz + (size_t)nc * d1 * d2;
   const uint64_t sum_threads = (uint64_t)nc * nb * G;
   if (R == 8)
     nz_launch(k_lzi_sums<8>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)T,
@@ -230,15 +214,13 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
     nz_launch(k_lzi_sums<4>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)T,
               carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
   NZ_LAUNCHED();
-  nz_launch(k_lzi_bands_excl, (unsigned)ncclz_ceil_div((uint64_t)d0 * G, 256), 256, 0, s, (uint4 *)T, d0, nb, G);
-  NZ_LAUNCHED();
-  if (carries) {
-    ncclzStatus st = nz_lz_chunk_carry(NULL, d1 * d2, d0, ppc, nc, cz, s);
-    if (st == NCCLZ_OK) st = nz_lz_chunk_carry((const int32_t *)T, nb * d2, d0, ppc, nc, ct, s);
-    if (st != NCCLZ_OK) return st;
-  }
-  nz_launch(k, nc * nb, nt, smem, s, (const int32_t *)d_sym, (const uint32_t *)T, carries ? (const uint4 *)cz : NULL,
-            carries ? (const uint4 *)ct : NULL, L, d0, d1, d2, nb, ppc, abs_eb, d_abs_eb, d_x);
+  /* the floats are written last: their room holds the walk's segment sums */
+  ncclzStatus st = nz_lz_walk((const uint4 *)T, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s);
+  if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry(NULL, d1 * d2, d0, ppc, nc, cz, s);
+  if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry((const int32_t *)W, nb * d2, d0, ppc, nc, cw, s);
+  if (st != NCCLZ_OK) return st;
+  nz_launch(k, nc * nb, nt, smem, s, (const int32_t *)d_sym, (const uint32_t *)W, carries ? (const uint4 *)cz : NULL,
+            carries ? (const uint4 *)cw : NULL, L, d0, d1, d2, nb, ppc, abs_eb, d_abs_eb, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

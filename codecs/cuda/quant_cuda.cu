@@ -879,8 +879,8 @@ __global__ void __launch_bounds__(256) k_lz_walk(const uint4 *in, uint4 *out, co
  * in scratch: one uint4 a thread, at most n / 4 of them since S <= len, so n floats' room holds it). */
 #define LZ_WALK_FEW (12u << 10)     /* columns below this many split (their pass of sums costs less) */
 #define LZ_WALK_THREADS (128u << 10) /* and into this many threads */
-static ncclzStatus lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
-                           cudaStream_t s) {
+ncclzStatus nz_lz_walk(const uint4 *in, uint4 *out, size_t outer, uint32_t len, size_t inner4, uint4 *scratch,
+                       cudaStream_t s) {
   uint32_t S = 1;
   while (outer * inner4 < LZ_WALK_FEW && outer * inner4 * S < LZ_WALK_THREADS && len / (2 * S) >= 4 * LZ_WALK) S *= 2;
   const uint32_t seg = (uint32_t)ncclz_ceil_div(len, S);
@@ -1364,12 +1364,12 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       const size_t w4 = d2 / 4, rows = d0 * d1;
       uint4 *scratch = (uint4 *)d_x; /* the floats are written last */
       if (L == 3) { /* along z: a thread a group of the plane */
-        const ncclzStatus st = lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, s);
+        const ncclzStatus st = nz_lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, s);
         if (st != NCCLZ_OK) return st;
         src = w;
       }
       if (L >= 2) { /* along y: a thread a group of a plane's row */
-        const ncclzStatus st = lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, s);
+        const ncclzStatus st = nz_lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, s);
         if (st != NCCLZ_OK) return st;
         src = w;
       }
