@@ -8,8 +8,8 @@
  * the band, and scans its rows across the CTA (x, one block scan of R words a plane), then writes
  * the floats. What a tile cannot see is read from the pass of sums before it (k_lzi_sums):
  *   - the rows above its band: T[pl][b] = the sum of band b's rows in plane pl, summed over the
- *     bands into W[pl][b] = the sum of bands 0..b (nz_lz_walk, in segments where the planes' groups
- *     are few); the tile reads W[pl][b - 1] and sums it over planes as it walks (3D);
+ *     bands in place into W[pl][b] = the sum of bands 0..b (nz_lz_walk, in segments where the
+ *     planes' groups are few); the tile reads W[pl][b - 1] and sums it over planes as it walks (3D);
  *   - the planes before its chunk (3D, more than one chunk): each row's sum over the chunk's planes
  *     and W's sum over them, turned into carries into each chunk (nz_lz_chunk_carry).
  * So the codes are read twice and the floats written once, where a pass an axis reads and writes
@@ -176,12 +176,12 @@ bool nz_lz_bands_fit(int L, uint32_t d2, const void *d_sym, const void *d_x, con
 }
 
 /* Chunks of planes: enough tiles for one wave of the chip, where the workspace holds the chunks'
- * carries (3D: a plane's rows and its bands' sums a chunk, after T's and W's words). */
+ * carries (3D: a plane's rows and its bands' sums a chunk, after W's words). */
 static uint32_t lzi_chunks(int L, uint32_t d0, uint32_t d1, uint32_t d2, uint32_t nb, uint64_t wave, size_t words) {
   uint64_t nc = ncclz_ceil_div(wave, nb);
   if (nc > d0) nc = d0;
   if (L == 3 && nc > 1) {
-    const size_t tw = 2ull * d0 * nb * d2, per = (size_t)d1 * d2 + (size_t)nb * d2;
+    const size_t tw = (size_t)d0 * nb * d2, per = (size_t)d1 * d2 + (size_t)nb * d2;
     const uint64_t cap = words > tw ? (words - tw) / per : 0;
     if (nc > cap) nc = cap;
   }
@@ -199,23 +199,22 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
   NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
   NZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, nt, smem));
   const uint32_t nb = (d1 + R - 1) / R;
-  if (2ull * d0 * nb * d2 > ws_bytes / 4) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small for the bands");
+  if ((uint64_t)d0 * nb * d2 > ws_bytes / 4) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small for the bands");
   uint32_t nc = lzi_chunks(L, d0, d1, d2, nb, (uint64_t)(per_sm > 0 ? per_sm : 1) * nsm, ws_bytes / 4);
   const uint32_t ppc = (uint32_t)ncclz_ceil_div(d0, nc);
   nc = (uint32_t)ncclz_ceil_div(d0, ppc);
   const bool carries = L == 3 && nc > 1;
-  uint32_t *T = (uint32_t *)d_ws, *W = T + (size_t)d0 * nb * d2, *cz = W + (size_t)d0 * nb * d2,
-           *cw = cz + (size_t)nc * d1 * d2;
+  uint32_t *W = (uint32_t *)d_ws, *cz = W + (size_t)d0 * nb * d2, *cw = cz + (size_t)nc * d1 * d2;
   const uint64_t sum_threads = (uint64_t)nc * nb * G;
   if (R == 8)
-    nz_launch(k_lzi_sums<8>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)T,
+    nz_launch(k_lzi_sums<8>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)W,
               carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
   else
-    nz_launch(k_lzi_sums<4>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)T,
+    nz_launch(k_lzi_sums<4>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)W,
               carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
   NZ_LAUNCHED();
   /* the floats are written last: their room holds the walk's segment sums */
-  ncclzStatus st = nz_lz_walk((const uint4 *)T, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s);
+  ncclzStatus st = nz_lz_walk((const uint4 *)W, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s); /* in place: W's room in L2 */
   if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry(NULL, d1 * d2, d0, ppc, nc, cz, s);
   if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry((const int32_t *)W, nb * d2, d0, ppc, nc, cw, s);
   if (st != NCCLZ_OK) return st;
