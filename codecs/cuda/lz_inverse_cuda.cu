@@ -157,7 +157,8 @@ typedef void (*LziKernel)(const int32_t *, const uint32_t *, const uint4 *, cons
 #define LZI_MAXG 1024u
 
 /* The instance for rows of G groups: the fewest threads a CTA that cover a row, bands of 8 rows
- * (4 at 1,024 threads, where 8 rows' registers would not fit), a ring of two planes. */
+ * (4 at 1,024 threads, where 8 rows' ring and z sums would need 416 KiB of shared memory), a ring
+ * of two planes. */
 static LziKernel lzi_kernel(uint32_t G, int *nt, int *rows) {
   *rows = G > 512 ? 4 : 8;
   *nt = G <= 64 ? 64 : G <= 128 ? 128 : G <= 256 ? 256 : G <= 512 ? 512 : 1024;
