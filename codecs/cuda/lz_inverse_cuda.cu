@@ -207,12 +207,9 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
   const bool carries = L == 3 && nc > 1;
   uint32_t *W = (uint32_t *)d_ws, *cz = W + (size_t)d0 * nb * d2, *cw = cz + (size_t)nc * d1 * d2;
   const uint64_t sum_threads = (uint64_t)nc * nb * G;
-  if (R == 8)
-    nz_launch(k_lzi_sums<8>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)W,
-              carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
-  else
-    nz_launch(k_lzi_sums<4>, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)W,
-              carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
+  const auto sums = R == 8 ? k_lzi_sums<8> : k_lzi_sums<4>;
+  nz_launch(sums, (unsigned)ncclz_ceil_div(sum_threads, 256), 256, 0, s, (const uint4 *)d_sym, (uint4 *)W,
+            carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
   NZ_LAUNCHED();
   /* the floats are written last: their room holds the walk's segment sums */
   ncclzStatus st = nz_lz_walk((const uint4 *)W, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s); /* in place: W's room in L2 */
