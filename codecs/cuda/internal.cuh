@@ -71,6 +71,14 @@ static inline void nz_launch(void (*kernel)(K...), dim3 grid, dim3 block, size_t
   } while (0)
 #define NZ_LAUNCHED() NZ_CUDA(cudaGetLastError())
 
+/* The current device's SM count (host side), what the kernels size one wave of CTAs by. */
+static inline ncclzStatus nz_sm_count(int *nsm) {
+  int dev = 0;
+  NZ_CUDA(cudaGetDevice(&dev));
+  NZ_CUDA(cudaDeviceGetAttribute(nsm, cudaDevAttrMultiProcessorCount, dev));
+  return NCCLZ_OK;
+}
+
 /* Reasons stored in bits 8.. of a decode status word. */
 enum {
   NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,

@@ -155,6 +155,7 @@ __global__ void __launch_bounds__(NT) k_lzi_band(const int32_t *__restrict__ d, 
 typedef void (*LziKernel)(const int32_t *, const uint32_t *, const uint4 *, const uint4 *, int, uint32_t, uint32_t,
                           uint32_t, uint32_t, uint32_t, double, const double *, float *);
 #define LZI_MAXG 1024u
+#define LZI_DEPTH 2 /* planes in a tile's ring */
 
 /* The instance for rows of G groups: the fewest threads a CTA that cover a row, bands of 8 rows
  * (4 at 1,024 threads, where 8 rows' ring and z sums would need 416 KiB of shared memory), a ring
@@ -163,11 +164,11 @@ static LziKernel lzi_kernel(uint32_t G, int *nt, int *rows) {
   *rows = G > 512 ? 4 : 8;
   *nt = G <= 64 ? 64 : G <= 128 ? 128 : G <= 256 ? 256 : G <= 512 ? 512 : 1024;
   switch (*nt) {
-  case 64: return k_lzi_band<64, 8, 2>;
-  case 128: return k_lzi_band<128, 8, 2>;
-  case 256: return k_lzi_band<256, 8, 2>;
-  case 512: return k_lzi_band<512, 8, 2>;
-  default: return k_lzi_band<1024, 4, 2>;
+  case 64: return k_lzi_band<64, 8, LZI_DEPTH>;
+  case 128: return k_lzi_band<128, 8, LZI_DEPTH>;
+  case 256: return k_lzi_band<256, 8, LZI_DEPTH>;
+  case 512: return k_lzi_band<512, 8, LZI_DEPTH>;
+  default: return k_lzi_band<1024, 4, LZI_DEPTH>;
   }
 }
 
@@ -192,12 +193,12 @@ static uint32_t lzi_chunks(int L, uint32_t d0, uint32_t d1, uint32_t d2, uint32_
 ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, const int32_t *d_sym, double abs_eb,
                                 const double *d_abs_eb, float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   const uint32_t G = d2 / 4;
-  int nt, R, dev = 0, nsm = 0, per_sm = 0;
+  int nt, R, nsm = 0, per_sm = 0;
   const LziKernel k = lzi_kernel(G, &nt, &R);
-  const size_t smem = (2ull * (R + 1) + R) * nt * sizeof(uint4);
+  const size_t smem = ((LZI_DEPTH * (R + 1) + R) * (size_t)nt) * sizeof(uint4);
   NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  NZ_CUDA(cudaGetDevice(&dev));
-  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  ncclzStatus st = nz_sm_count(&nsm);
+  if (st != NCCLZ_OK) return st;
   NZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, nt, smem));
   const uint32_t nb = (d1 + R - 1) / R;
   if ((uint64_t)d0 * nb * d2 > ws_bytes / 4) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: workspace too small for the bands");
@@ -212,7 +213,7 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
             carries ? (uint4 *)cz : (uint4 *)NULL, d0, d1, G, nb, ppc, nc);
   NZ_LAUNCHED();
   /* the floats are written last: their room holds the walk's segment sums */
-  ncclzStatus st = nz_lz_walk((const uint4 *)W, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s); /* in place: W's room in L2 */
+  st = nz_lz_walk((const uint4 *)W, (uint4 *)W, d0, nb, G, (uint4 *)d_x, s); /* in place: W's room in L2 */
   if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry(NULL, d1 * d2, d0, ppc, nc, cz, s);
   if (st == NCCLZ_OK && carries) st = nz_lz_chunk_carry((const int32_t *)W, nb * d2, d0, ppc, nc, cw, s);
   if (st != NCCLZ_OK) return st;

@@ -322,7 +322,6 @@ static void (*lz_fwd_kernel(uint32_t P))(EbParams, int, const float *, int32_t *
 #define LZP_SMEM (200 * 1024) /* the slots' budget: 1 CTA an SM */
 #define LZP_MAXP (LZP_SMEM / 16) /* 4 slots */
 
-
 /* D of a group of 4 codes c: q - left - up + upleft per element, from the row above u, the code l
  * left of the group and ul left of u (zeros where there is none). */
 static __device__ __forceinline__ uint4 lz_d4(uint4 c, uint4 u, uint32_t l, uint32_t ul) {
@@ -566,9 +565,9 @@ static size_t lz_band_smem() { return (size_t)LZB_DEPTH * (LZB_ROWS + 1) * (16ul
 /* Launches k_eb_lz_band: chunks of planes enough for two CTAs an SM over the bands. */
 static ncclzStatus lz_band_launch(const EbParams &e, int resolved, const float *d_x, int32_t *d_sym,
                                   ncclzCudaQuantStats *d_stats, cudaStream_t s) {
-  int dev = 0, nsm = 0;
-  NZ_CUDA(cudaGetDevice(&dev));
-  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  int nsm = 0;
+  const ncclzStatus st = nz_sm_count(&nsm);
+  if (st != NCCLZ_OK) return st;
   const uint64_t items = ncclz_ceil_div(e.d1, LZB_ROWS) * (uint64_t)(e.d2 / 4);
   /* as many chunks as one wave of CTAs holds (a second, partial wave would double the time) */
   uint64_t nchunks = (uint64_t)LZB_MINB * nsm * LZB_NT / items;
@@ -607,9 +606,9 @@ static LzPipeKernel lz_pipe_kernel(uint32_t P, int nt, size_t *smem) {
 
 /* CTAs an SM for nt threads a CTA, and the chunk of planes each takes so that they fill the chip. */
 static ncclzStatus lzp_grid(uint32_t d0, int nt, uint32_t *ppc) {
-  int dev = 0, nsm = 0;
-  NZ_CUDA(cudaGetDevice(&dev));
-  NZ_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  int nsm = 0;
+  const ncclzStatus st = nz_sm_count(&nsm);
+  if (st != NCCLZ_OK) return st;
   *ppc = (uint32_t)ncclz_ceil_div(d0, (uint64_t)nsm * (LZP_THREADS / nt));
   return NCCLZ_OK;
 }
