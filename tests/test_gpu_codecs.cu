@@ -427,6 +427,20 @@ static std::vector<float> load_f32(const char *name, size_t *n) {
   return v;
 }
 
+/* The GPU's inverse Lorenzo and dequantization of the codes ref (on the device at d_sym) into
+ * d_xr, byte for byte the CPU's floats. */
+static void dequant_matches_cpu(const char *what, const ncclzQuantParams &qp, const int32_t *ref, const int32_t *d_sym,
+                                size_t n, float *d_xr, uint8_t *d_ws, size_t wsq) {
+  std::vector<float> xr(n), xg(n);
+  std::vector<int32_t> c2(n);
+  ncclzLorenzoInverse(&qp, ref, n, c2.data());
+  ncclzDequantizeEB(&qp, c2.data(), n, xr.data());
+  ncclzStatus st = ncclzCudaDequantizeEB(&qp, NULL, d_sym, n, d_xr, d_ws, wsq, 0);
+  CHECK(st == NCCLZ_OK, "%s: gpu dequant: %s", what, ncclzLastError());
+  CU(cudaMemcpy(xg.data(), d_xr, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s: gpu reconstruction identical", what);
+}
+
 /* EB quantization (+ Lorenzo) and dequantization against the CPU. */
 static void eb_case(const char *file, const char *spec_text, const uint32_t *dims, int ndims) {
   size_t n;
@@ -472,18 +486,9 @@ static void eb_case(const char *file, const char *spec_text, const uint32_t *dim
           file, spec_text, hs.abs_eb);
     CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s: no workspace, gpu codes identical", file, spec_text);
   }
-  if (!(qp.lorenzo && qp.has_fill)) {
-    std::vector<float> xr(n), xg(n);
-    std::vector<int32_t> c2(n);
-    ncclzLorenzoInverse(&qp, ref.data(), n, c2.data());
-    ncclzDequantizeEB(&qp, c2.data(), n, xr.data());
-    st = ncclzCudaDequantizeEB(&qp, NULL, dsym.p, n, dxr.p, dws.p, wsq, 0);
-    CHECK(st == NCCLZ_OK, "gpu dequant: %s", ncclzLastError());
-    CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
-    CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s %s: gpu reconstruction identical", file, spec_text);
-  }
   char what[128];
   snprintf(what, sizeof what, "%s %s", file, spec_text);
+  if (!(qp.lorenzo && qp.has_fill)) dequant_matches_cpu(what, qp, ref.data(), dsym.p, n, dxr.p, dws.p, wsq);
   all_coders(what, ref.data(), n, 65536, &qp, NULL);
 }
 
@@ -503,23 +508,18 @@ static void lz_inverse_case(const char *file, const char *spec_text, const uint3
   CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "parse %s", spec_text);
   CHECK(ncclzQuantResolve(&spec, x.data(), n, dims, 3, 0, &qp) == NCCLZ_OK, "resolve %s: %s", spec_text,
         ncclzLastError());
-  std::vector<int32_t> codes(n), ref(n), c2(n);
-  std::vector<float> xr(n), xg(n);
+  std::vector<int32_t> codes(n), ref(n);
   CHECK(ncclzQuantizeEB(&qp, x.data(), n, codes.data()) == NCCLZ_OK, "cpu eb");
   ncclzLorenzoForward(&qp, codes.data(), n, ref.data());
-  ncclzLorenzoInverse(&qp, ref.data(), n, c2.data());
-  ncclzDequantizeEB(&qp, c2.data(), n, xr.data());
   Dev<float> dxr(n);
   Dev<int32_t> dsym(n);
   const size_t wsq = ncclzCudaQuantWorkspaceSize(n);
   Dev<uint8_t> dws(wsq);
   CU(cudaMemcpy(dsym.p, ref.data(), 4 * n, cudaMemcpyHostToDevice));
   CU(cudaMemset(dws.p, 0xA5, wsq)); /* nothing may be read before it is written */
-  ncclzStatus st = ncclzCudaDequantizeEB(&qp, NULL, dsym.p, n, dxr.p, dws.p, wsq, 0);
-  CHECK(st == NCCLZ_OK, "gpu dequant %s %ux%ux%u: %s", spec_text, dims[0], dims[1], dims[2], ncclzLastError());
-  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
-  CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s %s %ux%ux%u: gpu reconstruction identical", file, spec_text,
-        dims[0], dims[1], dims[2]);
+  char what[160];
+  snprintf(what, sizeof what, "%s %s %ux%ux%u", file, spec_text, dims[0], dims[1], dims[2]);
+  dequant_matches_cpu(what, qp, ref.data(), dsym.p, n, dxr.p, dws.p, wsq);
 }
 
 /* EB with Lorenzo on a field with a NaN, an Inf and a value past the code limit planted: each
