@@ -652,10 +652,11 @@ static double alltoall_plain_us(const ncclzChoiceInput *in) {
  * arrival and decode; the links take the frames as they come, the NIC its backlog from the first
  * encode on. More chunks a peer wait for the banks: the steps run one after another, each a
  * pipeline of its chunks (plan_us's gather steps). */
-static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int cd) {
+static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int cd,
+                                double c) {
   int g = in->gpus_per_node, n = in->nodes * g;
   double b = (double)in->bytes / n, rail_gpus = ceil((double)g / in->rails);
-  double range = b / channels_of(in), c = chunks_of(prof, in, range, 0), raw = b / c, frames = (n - 1.0) * c;
+  double range = b / channels_of(in), raw = b / c, frames = (n - 1.0) * c;
   if (c > ALLTOALL_BANKS) {
     plan p;
     memset(&p, 0, sizeof p);
@@ -691,5 +692,5 @@ static double alltoall_us(const ncclzProfile *prof, const ncclzChoiceInput *in, 
   int cd = pol == NCCLZ_CHOICE_FIXEDLEN ? NCCLZ_CODER_FIXEDLEN
            : pol == NCCLZ_CHOICE_HUFFMAN ? NCCLZ_CODER_HUFFMAN
                                          : rea_call_coder(prof, in, b / c, c, (n - 1.0) * c);
-  return cd < 0 ? -1.0 : alltoall_coded_us(prof, in, pol, cd);
+  return cd < 0 ? -1.0 : alltoall_coded_us(prof, in, pol, cd, c);
 }
