@@ -22,6 +22,10 @@ static char *fresh_points(const char *base) {
   cJSON *b = cJSON_Parse(base), *f = cJSON_CreateObject();
   cJSON_AddNumberToObject(f, "version", 1);
   cJSON *m = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(b, "metadata"), 1); /* driver, CUDA, NCCL: the base's */
+  /* a fresh run's metadata is flat: the parts a merged base names (its own codec run's date among
+   * them) would otherwise stand in for this run's */
+  cJSON_DeleteItemFromObjectCaseSensitive(m, "codecs");
+  cJSON_DeleteItemFromObjectCaseSensitive(m, "transports");
   cJSON_ReplaceItemInObjectCaseSensitive(m, "device", cJSON_CreateString("NVIDIA H200 (1x used of 1)"));
   cJSON_ReplaceItemInObjectCaseSensitive(m, "date", cJSON_CreateString("2026-12-02"));
   cJSON_ReplaceItemInObjectCaseSensitive(
