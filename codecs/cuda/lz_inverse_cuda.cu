@@ -174,7 +174,7 @@ static LziKernel lzi_kernel(uint32_t G, int *nt, int *rows) {
 
 bool nz_lz_bands_fit(int L, uint32_t d2, const void *d_sym, const void *d_x, const void *d_ws) {
   return L >= 2 && d2 % 4 == 0 && d2 / 4 <= LZI_MAXG &&
-         (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0;
+         nz_aligned16(d_sym, d_x, d_ws);
 }
 
 /* Chunks of planes: enough tiles for one wave of the chip, where the workspace holds the chunks'

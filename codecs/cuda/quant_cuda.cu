@@ -739,7 +739,7 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   const unsigned range_grid = grid_for(n);
   const uint64_t plane = (uint64_t)e.d1 * e.d2; /* in 64 bits: a 32-bit product could wrap under LZP_MAXP */
   const uint32_t P = (uint32_t)plane;              /* used only where plane <= LZP_MAXP */
-  const bool aligned = (((uintptr_t)d_x | (uintptr_t)d_sym) & 15) == 0;
+  const bool aligned = nz_aligned16(d_x, d_sym);
   const bool pipe = e.lorenzo && plane <= LZP_MAXP && e.d0 > 0 && e.d2 % 4 == 0 && aligned;
   /* one pass without barriers (k_eb_lz_band) */
   const bool band = e.lorenzo && e.d0 > 0 && e.d2 % 4 == 0 && aligned && plane <= UINT32_MAX &&
@@ -1301,6 +1301,66 @@ static ncclzStatus lz_inverse_row(const ncclzQuantParams *p, const double *d_abs
   return NCCLZ_OK;
 }
 
+/* The inverse Lorenzo and dequantization of planes of d1 x d2 <= LZ_MAXP codes, a chunk of planes a
+ * CTA in shared memory (after the carries into each chunk, in 3D): a warp a band of rows for narrow
+ * planes, the plane pipe for rows of whole groups of 4, else a plane at a time (k_lz_inverse). */
+static ncclzStatus lz_inverse_small(const ncclzQuantParams *p, int L, uint32_t d0, uint32_t d1, uint32_t d2,
+                                    const double *d_abs_eb, const int32_t *d_sym, float *d_x, void *d_ws, cudaStream_t s) {
+  const uint32_t P = d1 * d2;
+  const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && nz_aligned16(d_sym, d_x, d_ws);
+  const int nt = lzp_threads(P, d2);
+  uint32_t ppc = lz_planes_per_cta(d0, 512);
+  if (pipe && lzp_grid(d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* the pipe's chunks fill the chip */
+  const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
+  uint32_t *carry = NULL;
+  if (L == 3 && nc > 1) {
+    carry = (uint32_t *)d_ws; /* nc * P <= n words */
+    const ncclzStatus st = nz_lz_chunk_carry(d_sym, P, d0, ppc, nc, carry, s);
+    if (st != NCCLZ_OK) return st;
+  }
+  if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS) { /* a warp a band of rows */
+    const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
+    NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb,
+              d_x);
+  } else if (pipe) {
+    size_t smem;
+    const LzInvKernel k = lz_inv_kernel(P, d1, nt, &smem);
+    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nz_launch(k, nc, nt, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb, d_x);
+  } else {
+    const size_t smem = 4ull * (P + LZ_THREADS);
+    NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
+    nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb, d_x);
+  }
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+/* The inverse of larger planes with rows of whole groups of 4 (aligned) that the band inverse does
+ * not take: a pass an axis (z, then y, through the workspace), then the rows with the floats. */
+static ncclzStatus lz_inverse_axes(const ncclzQuantParams *p, int L, uint64_t d0, uint64_t d1, uint64_t d2,
+                                   const double *d_abs_eb, const int32_t *d_sym, float *d_x, void *d_ws, cudaStream_t s) {
+  const uint4 *src = (const uint4 *)d_sym;
+  uint4 *w = (uint4 *)d_ws;
+  const size_t w4 = d2 / 4, rows = d0 * d1;
+  uint4 *scratch = (uint4 *)d_x; /* the floats are written last */
+  if (L == 3) { /* along z: a thread a group of the plane */
+    const ncclzStatus st = nz_lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, s);
+    if (st != NCCLZ_OK) return st;
+    src = w;
+  }
+  if (L >= 2) { /* along y: a thread a group of a plane's row */
+    const ncclzStatus st = nz_lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, s);
+    if (st != NCCLZ_OK) return st;
+    src = w;
+  }
+  nz_launch(k_lz_rows_dequant, grid_for(32 * rows), 256, 0, s, src, rows, (uint32_t)w4, p->abs_eb, d_abs_eb,
+            (float4 *)d_x);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
 ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
                                   float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t s) {
   if (!p || p->kind != NCCLZ_QUANT_EB) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
@@ -1316,67 +1376,13 @@ ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs
       d2 = n;
       L = 1;
     }
-    if (d1 * d2 <= LZ_MAXP && d0 > 0) {
-      const uint32_t P = (uint32_t)(d1 * d2);
-      const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0;
-      uint32_t ppc = lz_planes_per_cta((uint32_t)d0, 512);
-      const int nt = lzp_threads(P, (uint32_t)d2);
-      if (pipe && lzp_grid((uint32_t)d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* a chunk of planes a CTA */
-      const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
-      uint32_t *carry = NULL;
-      if (L == 3 && nc > 1) {
-        carry = (uint32_t *)d_ws; /* nc * P <= n words */
-        const ncclzStatus st = nz_lz_chunk_carry(d_sym, P, (uint32_t)d0, ppc, nc, carry, s);
-        if (st != NCCLZ_OK) return st;
-      }
-      if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS) { /* a warp a band of rows */
-        const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
-        NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1,
-                  (uint32_t)d2, ppc, p->abs_eb, d_abs_eb, d_x);
-        NZ_LAUNCHED();
-        return NCCLZ_OK;
-      }
-      if (pipe) {
-        size_t smem;
-        const LzInvKernel k = lz_inv_kernel(P, (uint32_t)d1, nt, &smem);
-        NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        nz_launch(k, nc, nt, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc, p->abs_eb,
-                  d_abs_eb, d_x);
-        NZ_LAUNCHED();
-        return NCCLZ_OK;
-      }
-      const size_t smem = 4ull * (P + LZ_THREADS);
-      NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
-      nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, ppc,
-                                                p->abs_eb, d_abs_eb, d_x);
-      NZ_LAUNCHED();
-      return NCCLZ_OK;
-    }
+    if (d1 * d2 <= LZ_MAXP && d0 > 0)
+      return lz_inverse_small(p, L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, d_abs_eb, d_sym, d_x, d_ws, s);
     if (d0 * d1 == 1) return lz_inverse_row(p, d_abs_eb, d_sym, n, d_x, d_ws, ws_bytes, s);
     if (nz_lz_bands_fit(L, (uint32_t)d2, d_sym, d_x, d_ws))
       return nz_lz_inverse_bands(L, (uint32_t)d0, (uint32_t)d1, (uint32_t)d2, d_sym, p->abs_eb, d_abs_eb, d_x, d_ws,
                                  ws_bytes, s);
-    if (d2 % 4 == 0 && (((uintptr_t)d_sym | (uintptr_t)d_x | (uintptr_t)d_ws) & 15) == 0) {
-      const uint4 *src = (const uint4 *)d_sym;
-      uint4 *w = (uint4 *)d_ws;
-      const size_t w4 = d2 / 4, rows = d0 * d1;
-      uint4 *scratch = (uint4 *)d_x; /* the floats are written last */
-      if (L == 3) { /* along z: a thread a group of the plane */
-        const ncclzStatus st = nz_lz_walk(src, w, 1, (uint32_t)d0, d1 * w4, scratch, s);
-        if (st != NCCLZ_OK) return st;
-        src = w;
-      }
-      if (L >= 2) { /* along y: a thread a group of a plane's row */
-        const ncclzStatus st = nz_lz_walk(src, w, d0, (uint32_t)d1, w4, scratch, s);
-        if (st != NCCLZ_OK) return st;
-        src = w;
-      }
-      nz_launch(k_lz_rows_dequant, grid_for(32 * rows), 256, 0, s, src, rows, (uint32_t)w4, p->abs_eb, d_abs_eb,
-                (float4 *)d_x);
-      NZ_LAUNCHED();
-      return NCCLZ_OK;
-    }
+    if (d2 % 4 == 0 && nz_aligned16(d_sym, d_x, d_ws)) return lz_inverse_axes(p, L, d0, d1, d2, d_abs_eb, d_sym, d_x, d_ws, s);
     int32_t *w = (int32_t *)d_ws;
     /* Without fill codes the inverse is a prefix sum along each predicted axis (wrapping). */
     size_t rows = n / d2;
