@@ -1168,6 +1168,10 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_pipe(const int32_t *d,
 }
 
 #define LZR_ROWS 4 /* k_lz_inv_rows<512, ...>: rows a band at most, a band a warp */
+/* Up to this many planes, k_lz_inv_rows's CTAs sum the planes before their chunk themselves: on a
+ * small frame the two kernels of carries cost more (one call at a time, a launch each) than the
+ * reads of at most seven planes. */
+#define LZR_SELF_CARRY_PLANES 8
 
 /* Inverse Lorenzo and dequantization, a warp a band of rows (rows of up to 128 elements, d2 % 4 ==
  * 0): lane l owns the group of 4 columns 4l..4l+3 of each of its warp's rows in every plane of the
@@ -1207,6 +1211,12 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_lz_inv_rows(const int32_t *d,
   for (int r = 0; r < R; r++)
     acc[r] = carry && on && (uint32_t)r < ny ? *(const uint4 *)(carry + (size_t)blockIdx.x * P + (size_t)(y0 + r) * d2 + 4 * lane)
                                               : zero;
+  if (!carry && L == 3 && on) /* no carries given (a few planes): the sum of the planes before the chunk */
+#pragma unroll 8
+    for (uint32_t pl = 0; pl < p0; pl++)
+#pragma unroll
+      for (int r = 0; r < R; r++)
+        if ((uint32_t)r < ny) acc[r] = add4(acc[r], __ldg((const uint4 *)(d + (size_t)pl * P + (size_t)(y0 + r) * d2) + lane));
   for (int k = 0; k < D - 1; k++) issue(p0 + k);
   for (uint32_t pl = p0; pl < p1; pl++) {
     issue(pl + D - 1); /* into the slot of plane pl - 1, which this thread has read */
@@ -1312,13 +1322,14 @@ static ncclzStatus lz_inverse_small(const ncclzQuantParams *p, int L, uint32_t d
   uint32_t ppc = lz_planes_per_cta(d0, 512);
   if (pipe && lzp_grid(d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* the pipe's chunks fill the chip */
   const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
+  const bool rows = pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS; /* a warp a band of rows */
   uint32_t *carry = NULL;
-  if (L == 3 && nc > 1) {
+  if (L == 3 && nc > 1 && !(rows && d0 <= LZR_SELF_CARRY_PLANES)) {
     carry = (uint32_t *)d_ws; /* nc * P <= n words */
     const ncclzStatus st = nz_lz_chunk_carry(d_sym, P, d0, ppc, nc, carry, s);
     if (st != NCCLZ_OK) return st;
   }
-  if (pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS) { /* a warp a band of rows */
+  if (rows) {
     const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
     NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb,
