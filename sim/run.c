@@ -687,6 +687,50 @@ static int tree_shape_base(int m, int g, int *deeper) {
   return base;
 }
 
+/* m's binary digits as runs from the top, ones and zeros in turn (len[0] the leading ones). */
+static int digit_runs(int m, int *len) {
+  int n = 0, top = 0;
+  while ((m >> top) > 1) top++;
+  for (int i = top; i >= 0; i--) {
+    if (i == top || ((m >> i) & 1) != ((m >> (i + 1)) & 1)) len[n++] = 0;
+    len[n - 1]++;
+  }
+  return n;
+}
+/* The count whose digits are those runs. */
+static int runs_value(const int *len, int n) {
+  int v = 0;
+  for (int r = 0; r < n; r++) v = (v << len[r]) | (r % 2 ? 0 : (1 << len[r]) - 1);
+  return v;
+}
+
+/* Where tree_shape_base finds no base (no zero to take after the leading ones, as 1000, or a base
+ * over the ranks, as 200 x 2): a shorter zero run anywhere keeps the fill (a trailing run of two or
+ * more keeps two), every even count other than 2^k, 2^k + 2 and 1^a 0^z fills alike, and these
+ * trees' levels are a power of two's (measured, docs/simulator.md "Algorithms"). The base: an odd
+ * count with every zero run cut to one, the first then grown; an even one as two or more leading
+ * ones (grown), a zero, a one and its trailing zeros up to two, or 1^a 0^z as 1^a' and its zeros
+ * up to two; the deepest within the shape's nodes and ranks, below M; 0 where none fits. */
+static int tree_runs_base(int m, int g) {
+  int len[32], n = digit_runs(m, len), grow = m % 2 ? 1 : 0, base = 0;
+  if (g > SIM_TREE_SHAPE_GPUS || n < 2) return 0;
+  if (m % 2 == 0) {
+    int trail = len[n - 1] < 2 ? len[n - 1] : 2;
+    n = n == 2 ? 2 : 4;
+    len[0] = 2;
+    len[1] = n == 2 ? trail : 1;
+    len[2] = 1;
+    len[n - 1] = trail;
+  } else {
+    for (int r = 1; r < n; r += 2) len[r] = 1;
+  }
+  for (int v = runs_value(len, n); v * g <= SIM_TREE_SHAPE_RANKS; v = runs_value(len, n)) {
+    base = v;
+    len[grow]++;
+  }
+  return base >= SIM_TREE_SHAPE_NODES && base < m ? base : 0;
+}
+
 /* NVLink sets a plain tree's pace where an edge's 2G - 2 chains (each GPU heads two of the 2G
  * trees) take longer than the NIC's two chunks a step, its G / rails GPUs' trees sharing it; with
  * latency on a hop, the chains' latencies then hide behind each other's chunks. */
@@ -707,7 +751,8 @@ static int tree_hides_latency(const ncclzSimPlatform *p) {
  * latencies (tree_hides_latency). Where tree_shape_base finds a base of M's
  * shape, the base is that tree and the level the difference between it and its deeper one with
  * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks do
- * not show: G = 2, 2^k + 1 nodes). A compressed tree's frames grow with the ranks they sum (the CR
+ * not show: G = 2, 2^k + 1 nodes); where tree_runs_base finds one, the base is that tree and the
+ * level the power of two's. A compressed tree's frames grow with the ranks they sum (the CR
  * rows), so its steady state changes with the depth too: its level is the full trees of 4 and 8
  * nodes'. The smaller trees replay in children beside the base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -717,6 +762,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   ncclzSimResult a, s, l;
   int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper;
   int shaped = coded ? 0 : tree_shape_base(p->nodes, p->gpus_per_node, &deeper);
+  int runs = coded || shaped || !(p->nodes & (p->nodes - 1)) ? 0 : tree_runs_base(p->nodes, p->gpus_per_node);
   int ranks = !coded && tree_hides_latency(p) ? SIM_TREE_DEEP_RANKS : SIM_TREE_BASE_RANKS;
   while (!coded && 2 * base * p->gpus_per_node <= ranks) base *= 2;
   int small = base / 2, large = base, depth = (int)lround(log2(base));
@@ -726,6 +772,9 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
     large = deeper;
     depth = (int)ceil(log2(shaped));
     step = SIM_TREE_SHAPE_CHUNKS;
+  } else if (runs) {
+    base = runs;
+    depth = (int)ceil(log2(runs));
   }
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;

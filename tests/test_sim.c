@@ -422,6 +422,13 @@ static double tree_g2_form(int m, double k, double tau, double a) {
   return (2 * k + 2 * d - 1.5) * step + 1.5 * tau;
 }
 
+/* G = 2 at an even count other than 2^k and 1^a 0^z on the uniform platform: a step less than a
+ * power of two's plus one latency, without its 1.5 tau (measured on 18 to 140 nodes and in full at
+ * 200 and 1000 nodes, 0 and 5 us: 2.5 tau under tree_g2_form and 0.5 alpha over it). */
+static double tree_g2_even_form(int m, double k, double tau, double a) {
+  return (2 * k + 2 * ceil(log2(m)) - 2) * (2 * tau + a) + a;
+}
+
 /* NCCL's tree where the NIC is the bottleneck (NVLink faster, as on every real node): the
  * one-GPU tree's NIC pipeline, K chunks of tau a tree in steps of 2 tau + a_nic (M >= 4; M = 2:
  * one tau a step, each tree's root having one child), plus the chain's fill through the node up
@@ -789,18 +796,22 @@ static void test_tree_three_nodes(void) {
 }
 
 /* The tree over more than 64 nodes that are not a power of two, extrapolated from a base of the
- * same shape (run.c tree_shape_base), against its full replay on the uniform platform (alpha 0 and
- * 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth alone put 0.32-0.53%
- * under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.5-0.9% off), and 65 x 2 on the targets'
- * platform (NVLink 450 GB/s 1 us, a 50 GB/s 5 us NIC a GPU: 0.34% under); and against the closed
- * form where the full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), and 4097
- * nodes, whose base (129 nodes) is the largest at G = 1, within a second. Points: nodes, GPUs,
- * latency (us), the targets' platform. */
+ * same shape (run.c tree_shape_base, tree_runs_base), against its full replay on the uniform
+ * platform (alpha 0 and 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth
+ * alone put 0.32-0.53% under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.5-0.9% off), and 65 x 2
+ * on the targets' platform (NVLink 450 GB/s 1 us, a 50 GB/s 5 us NIC a GPU: 0.34% under); G = 2
+ * where no zero can be taken after the leading ones or that base is over the ranks, 1^a 0^z (124,
+ * 126), 200 and 161 nodes (the power of two's base 0.26-0.88% off); and against a form where the
+ * full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), 4097 nodes, whose base
+ * (129 nodes) is the largest at G = 1, within a second, and 1000 x 2 (tree_g2_even_form; 93-101 s
+ * in full). Points: nodes, GPUs, latency (us), the targets' platform. */
 static void test_tree_shape(void) {
   const int full[][4] = {{65, 1, 0, 0},  {66, 1, 0, 0},  {129, 1, 0, 0}, {130, 1, 0, 0}, {65, 1, 5, 0},
                          {66, 1, 5, 0},  {129, 1, 5, 0}, {130, 1, 5, 0}, {65, 2, 0, 0},  {66, 2, 0, 0},
-                         {100, 2, 0, 0}, {129, 2, 0, 0}, {65, 2, 5, 0},  {66, 2, 5, 0},  {65, 2, 5, 1}};
+                         {100, 2, 0, 0}, {129, 2, 0, 0}, {65, 2, 5, 0},  {66, 2, 5, 0},  {65, 2, 5, 1},
+                         {124, 2, 5, 0}, {126, 2, 0, 0}, {200, 2, 0, 0}, {200, 2, 5, 0}, {161, 2, 0, 0}};
   const int form[][2] = {{1025, 0}, {1026, 0}, {1026, 5}, {4097, 0}};
+  const int even[] = {0, 5}; /* 1000 x 2's latency (us) against tree_g2_even_form */
   double worst = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
   int points = 0;
   ncclzSimResult r, f;
@@ -823,6 +834,12 @@ static void test_tree_shape(void) {
     worst = fmax(worst, tree_g1_form_diff(form[i][0], form[i][1], &r));
     slowest = fmax(slowest, r.wall_s);
     CHECK(r.wall_s < 20.0, "tree %d x 1: wall %.2f s (%s)", form[i][0], r.wall_s, r.why);
+  }
+  for (size_t i = 0; i < sizeof even / sizeof even[0]; i++, points++) {
+    double t = tree_uniform_us(1000, 2, even[i], &r, &k, &tau), cf = tree_g2_even_form(1000, k, tau, even[i]);
+    worst = fmax(worst, rel(t, cf));
+    slowest = fmax(slowest, r.wall_s);
+    CHECK(rel(t, cf) < 1e-3, "tree 1000 x 2, alpha %d us: sim %.3f us, form %.3f us (%s)", even[i], t, cf, r.why);
   }
   printf("tree on 65 to 4097 nodes not a power of two, extrapolated from a base of their shape, against the full "
          "replay or the closed form: largest difference %.2e (%d points, %.1f s, the slowest extrapolation %.2f s, "
