@@ -41,7 +41,55 @@ static inline unsigned long bench_parse_uint(const char *prog, const char *opt, 
 #endif
 
 #ifdef __cplusplus
+#include <time.h>
+
+#include <algorithm>
+#include <functional>
 #include <vector>
+
+/* The monotonic clock in microseconds. */
+static inline double bench_host_us() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+/* The median of v (its upper middle for an even count), 0 for none. */
+static inline double bench_median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+#if defined(__CUDACC__) && defined(BENCH_PROG) /* CK names the program */
+/* The median over `runs` of the time between CUDA events recorded on s around launch() (`per`
+ * launches each: the time is divided by it), after `warm` untimed launches, in microseconds.
+ * issue: when non-NULL, also the median host time launch() takes. */
+static inline double bench_events_median_us(cudaStream_t s, int warm, int runs, int per,
+                                            const std::function<void()> &launch, double *issue = nullptr) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < warm; i++) launch();
+  CK(cudaStreamSynchronize(s));
+  std::vector<double> ev, host;
+  for (int r = 0; r < runs; r++) {
+    CK(cudaEventRecord(a, s));
+    const double h0 = bench_host_us();
+    for (int i = 0; i < per; i++) launch();
+    host.push_back((bench_host_us() - h0) / per);
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    ev.push_back(ms * 1e3 / per);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  if (issue) *issue = bench_median(host);
+  return bench_median(ev);
+}
+#endif
+
 /* n floats: the float32 file at path repeated (tiled) to length n, or exit 2 with one line when
  * it cannot be read or holds no value. */
 static inline std::vector<float> bench_load_tiled(const char *prog, const char *path, size_t n) {

@@ -26,66 +26,27 @@
 #include "bench_args.h"
 
 
-static double host_us() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 /* The timings of one kind of call (microseconds, medians). */
 struct Timing {
   double stream_us, graph_us, batch_us, issue_us;
 };
-
-/* The median over `runs` of the time between CUDA events recorded around launch() (`per`
- * launches each: the time is divided by it), after `warm` untimed launches. issue: when non-NULL,
- * also the median host time launch() takes. */
-static double events_median_us(cudaStream_t s, int warm, int runs, int per, const std::function<void()> &launch,
-                               double *issue = nullptr) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < warm; i++) launch();
-  CK(cudaStreamSynchronize(s));
-  std::vector<double> ev, host;
-  for (int r = 0; r < runs; r++) {
-    CK(cudaEventRecord(a, s));
-    const double h0 = host_us();
-    for (int i = 0; i < per; i++) launch();
-    host.push_back((host_us() - h0) / per);
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ev.push_back(ms * 1e3 / per);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  if (issue) *issue = median(host);
-  return median(ev);
-}
 
 /* Times call() on stream s: one call at a time between events (and its host issue time), the
  * call captured once into a graph and replayed one at a time, and `batch` calls back to back. */
 static Timing time_call(cudaStream_t s, int runs, int batch, const std::function<void()> &call) {
   Timing t;
   /* warm-up: module loads, the planner's upload */
-  t.stream_us = events_median_us(s, 10, runs, 1, call, &t.issue_us);
+  t.stream_us = bench_events_median_us(s, 10, runs, 1, call, &t.issue_us);
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   call();
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
-  t.graph_us = events_median_us(s, 10, runs, 1, [&]() { CK(cudaGraphLaunch(ge, s)); });
+  t.graph_us = bench_events_median_us(s, 10, runs, 1, [&]() { CK(cudaGraphLaunch(ge, s)); });
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
-  t.batch_us = events_median_us(s, 0, 5, batch, call);
+  t.batch_us = bench_events_median_us(s, 0, 5, batch, call);
   return t;
 }
 
@@ -373,17 +334,17 @@ int main(int argc, char **argv) {
         CK(cudaMemcpyAsync(c.scales2, c.scales, 4 * ((n + 511) / 512), cudaMemcpyDeviceToDevice, s));
       QRow q;
       q.quant = qc.name;
-      const double tq = 1e-6 * events_median_us(s, 3, 20, 1, [&]() { c.quantize(); });
-      const double tdq = 1e-6 * events_median_us(s, 3, 20, 1, [&]() { c.dequantize(); });
+      const double tq = 1e-6 * bench_events_median_us(s, 3, 20, 1, [&]() { c.quantize(); });
+      const double tdq = 1e-6 * bench_events_median_us(s, 3, 20, 1, [&]() { c.dequantize(); });
       const double tc =
-          1e-6 * events_median_us(s, 3, 20, 1, [&]() { CK(cudaMemcpyAsync(c.xr, c.x, 4 * n, cudaMemcpyDeviceToDevice, s)); });
+          1e-6 * bench_events_median_us(s, 3, 20, 1, [&]() { CK(cudaMemcpyAsync(c.xr, c.x, 4 * n, cudaMemcpyDeviceToDevice, s)); });
       q.q_gbps = 4.0 * n / tq * 1e-9, q.dq_gbps = 4.0 * n / tdq * 1e-9, q.copy_gbps = 8.0 * n / tc * 1e-9;
       qrows.push_back(q);
       printf("%-24s %12.1f %12.1f %12.1f\n", qc.name, q.q_gbps, q.dq_gbps, q.copy_gbps);
       if (c.spec.eb_is_rel) { /* the same pass with the bound given, as cuSZp's tool times its REL mode */
         c.range_on_host = true;
         q.quant = std::string(qc.name) + " (range on host)";
-        q.q_gbps = 4.0 * n / (1e-6 * events_median_us(s, 3, 20, 1, [&]() { c.quantize(); })) * 1e-9;
+        q.q_gbps = 4.0 * n / (1e-6 * bench_events_median_us(s, 3, 20, 1, [&]() { c.quantize(); })) * 1e-9;
         c.range_on_host = false;
         qrows.push_back(q);
         printf("%-24s %12.1f %12.1f %12.1f\n", q.quant.c_str(), q.q_gbps, q.dq_gbps, q.copy_gbps);

@@ -24,26 +24,8 @@ static const char *USAGE =
     "  Times the quantize and dequantize passes of SPEC (default eb:rel=1e-4,lorenzo=3d) on one GPU\n"
     "  and checks every code and float against the CPU reference.\n";
 
-template <class F> static float median_ms(F fn) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; i++) fn();
-  std::vector<float> t;
-  for (int i = 0; i < 50; i++) {
-    CK(cudaEventRecord(a));
-    fn();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+/* The median of 50 calls of fn on the default stream after 5 warm-ups, in milliseconds. */
+static float median_ms(const std::function<void()> &fn) { return (float)(bench_events_median_us(0, 5, 50, 1, fn) * 1e-3); }
 
 static void run_shape(const std::vector<float> &field, size_t mib, const char *spec_text, uint32_t d1, uint32_t d2) {
   const size_t P = (size_t)d1 * d2, n = (mib << 20) / 4 / P * P;
