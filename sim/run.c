@@ -481,6 +481,16 @@ static void job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *d
   set_hint(j, p, o);
 }
 
+/* Auto's call decision as REA makes it for the whole call: 1 where it runs plain NCCL. *j: the
+ * planned job (its coder and chunks); *plain: opt with compression off, the replay it then runs. */
+static int auto_call_plain(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *opt, sim_job *j, ncclzSimOptions *plain) {
+  job_init(j, prof, data, p, opt, 0, 0);
+  *plain = *opt;
+  plain->compress = NCCLZ_SIM_OFF;
+  return plan_call(j);
+}
+
 /* Frames and bytes of a replay that stands for f times as many transfers. */
 static void scale_totals(ncclzSimResult *r, double f) {
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) r->frames[k] = (uint64_t)llround((double)r->frames[k] * f);
@@ -1203,10 +1213,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
-    ncclzSimOptions plain = *opt, coded = *opt;
-    job_init(&j, prof, data, p, opt, 0, 0);
-    plain.compress = NCCLZ_SIM_OFF;
-    int as_plain = plan_call(&j);
+    ncclzSimOptions plain, coded = *opt;
+    const int as_plain = auto_call_plain(prof, data, p, opt, &j, &plain);
     if (as_plain && broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
     /* else every frame takes the call's coder, planned here with all its frames: that coder's
      * replay, in auto's chunks */
@@ -1217,10 +1225,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   }
   if (opt->coll == NCCLZ_ALLTOALL && opt->compress == NCCLZ_SIM_AUTO && check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Alltoall's replay */
-    ncclzSimOptions plain = *opt;
-    job_init(&j, prof, data, p, opt, 0, 0);
-    plain.compress = NCCLZ_SIM_OFF;
-    if (plan_call(&j) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
+    ncclzSimOptions plain;
+    if (auto_call_plain(prof, data, p, opt, &j, &plain) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
   }
   if (alltoall_scales(prof, data, p, opt)) return run_alltoall_scaled(prof, data, p, opt, res);
   if (alltoall_extrapolates(prof, data, p, opt)) return run_alltoall_extrapolated(prof, data, p, opt, res);
