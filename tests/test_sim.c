@@ -1131,7 +1131,8 @@ static void test_alltoall_broadcast(void) {
  * ceil(G/R) GPUs (GPU q on rail q mod R), which share it equally and end together:
  * max(alpha_nv + (G-1) b/B_nv, alpha_nic + ceil(G/R)(N-G) b/B_nic), the NIC term alone at G = 1, a
  * flow at most its cap. The cost model's price of plain Alltoall is this form (model/choose.c): the
- * replay is held to the model's function, one form in one place. */
+ * replay is held to the model's function, and alltoall_hand_form states the form again, so that the
+ * model's function is held to it too. */
 static double alltoall_form(const ncclzSimPlatform *p, double b) {
   ncclzChoiceInput in;
   memset(&in, 0, sizeof in);
@@ -1146,6 +1147,20 @@ static double alltoall_form(const ncclzSimPlatform *p, double b) {
   in.nic_alpha_us = p->nic_latency_us;
   in.nic_flow_gbps = p->nic_flow_gbps;
   return ncclzChoicePairUs(NULL, &in, NCCLZ_ALGO_RING, NCCLZ_CHOICE_PLAIN);
+}
+
+/* The same form written out here: k flows of b bytes sharing a link of B GB/s, each at most cap. */
+static double shared_flows_us(double alpha_us, double k, double b, double gbps, double cap_gbps) {
+  double rate = gbps / k;
+  if (cap_gbps > 0 && cap_gbps < rate) rate = cap_gbps;
+  return alpha_us + b / (rate * 1e3);
+}
+static double alltoall_hand_form(const ncclzSimPlatform *p, double b) {
+  const int g = p->gpus_per_node, n = p->nodes * g;
+  const double t_nv = g > 1 ? shared_flows_us(p->nvlink_latency_us, g - 1, b, p->nvlink_gbps, 0) : 0;
+  const double per_rail = ceil((double)g / p->rails);
+  const double t_nic = p->nodes > 1 ? shared_flows_us(p->nic_latency_us, per_rail * (n - g), b, p->nic_gbps, p->nic_flow_gbps) : 0;
+  return fmax(t_nv, t_nic);
 }
 
 /* Alltoall's reduced replay (the two-node mirror; plain, every transfer at once, as two nodes with
@@ -1236,6 +1251,8 @@ static void test_alltoall_form(void) {
       double t = run_us(&p, &o, &r), b = (double)(o.bytes / 4 / (uint64_t)(shapes[i][0] * g) * 4);
       double cf = alltoall_form(&p, b), d = rel(t, cf);
       worst = fmax(worst, d);
+      CHECK(rel(cf, alltoall_hand_form(&p, b)) < 1e-12, "alltoall %dx%d rails %d: the model %.4f, the form by hand %.4f us",
+            shapes[i][0], g, p.rails, cf, alltoall_hand_form(&p, b));
       CHECK(d < 1e-3, "alltoall %dx%d rails %d, NVLink %.0f GB/s: sim %.4f, closed form %.4f us (%s)", shapes[i][0], g,
             p.rails, p.nvlink_gbps, t, cf, r.why);
     }
