@@ -1226,7 +1226,8 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   if (opt->coll == NCCLZ_ALLTOALL && opt->compress == NCCLZ_SIM_AUTO && check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Alltoall's replay */
     ncclzSimOptions plain;
-    if (auto_call_plain(prof, data, p, opt, &j, &plain) && alltoall_scales(prof, data, p, &plain)) return run_alltoall_scaled(prof, data, p, &plain, res);
+    if (auto_call_plain(prof, data, p, opt, &j, &plain) && alltoall_scales(prof, data, p, &plain))
+      return run_alltoall_scaled(prof, data, p, &plain, res);
   }
   if (alltoall_scales(prof, data, p, opt)) return run_alltoall_scaled(prof, data, p, opt, res);
   if (alltoall_extrapolates(prof, data, p, opt)) return run_alltoall_extrapolated(prof, data, p, opt, res);

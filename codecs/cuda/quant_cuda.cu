@@ -1319,8 +1319,9 @@ static ncclzStatus lz_inverse_small(const ncclzQuantParams *p, int L, uint32_t d
   const uint32_t P = d1 * d2;
   const bool pipe = d2 % 4 == 0 && d2 / 4 <= LZP_THREADS && nz_aligned16(d_sym, d_x, d_ws);
   const int nt = lzp_threads(P, d2);
-  uint32_t ppc = lz_planes_per_cta(d0, 512);
-  if (pipe && lzp_grid(d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA; /* the pipe's chunks fill the chip */
+  uint32_t ppc; /* planes a CTA: the pipe's chunks fill the chip */
+  if (!pipe) ppc = lz_planes_per_cta(d0, 512);
+  else if (lzp_grid(d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
   const uint32_t nc = (uint32_t)ncclz_ceil_div(d0, ppc);
   const bool rows = pipe && nt == 512 && d2 <= 4 * 32 && d1 <= 512 / 32 * LZR_ROWS; /* a warp a band of rows */
   uint32_t *carry = NULL;
