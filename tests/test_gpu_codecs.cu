@@ -715,8 +715,8 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: one-call reconstruction identical", name);
 }
 
-/* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: one
- * quantize + code kernel for buckets of 512 and 128, the quantizer then the coder for 96): every frame
+/* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
+ * quantizer, then the chain of coder kernels): every frame
  * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
  * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
  * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */

@@ -29,11 +29,6 @@
 #define FLE_WARPS 8
 #endif
 #define FLE_THREADS (32 * FLE_WARPS)
-/* CTAs an SM of the fused QSGD batch encoder (k_fl_qsgd_encode): its eight float4 a thread live
- * across a barrier */
-#ifndef NZ_QSGD_BATCH_CTAS
-#define NZ_QSGD_BATCH_CTAS 4
-#endif
 #define FLE_BLOCKS (32 * FLE_WARPS)
 
 /* Lane l holds row l; afterwards lane j holds column j (bit l of lane j = old bit j of lane l).
@@ -625,68 +620,53 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
 }
 
-/* QSGD quantize + FIXEDLEN encode in one kernel: the quantizer's pass, its launch and the coder's
- * reads of the codes from global memory go. Each CTA quantizes its SYMS symbols with all its 256
- * threads (SYMS / 1024 float4 a thread), the buckets' max |x| by warp reductions of 128-element
- * slots, the codes' zigzag kept in shared memory; then its eight warps code them from there. Lane
- * 0 of a bucket's first slot writes its scale (side data and d_scales). */
+/* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
+ * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
+ * with all its 256 threads (two float4 a thread), the buckets' max |x| by warp reductions of
+ * 128-element slots, the codes' zigzag kept in shared memory; then its eight warps code the 64
+ * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * scale (side data and d_scales). */
 #define FQ_THREADS 256
 #define FQ_WARPS (FQ_THREADS / 32)
-
-/* The quantizer's part of a CTA: elements frame0 + at .. of the frame's n (0 past them, which no
- * |x| is below: FIXEDLEN's zero padding), the zigzags to s_z. Returns this thread's part of the
- * side data's check. */
-template <int SYMS>
-static __device__ __forceinline__ uint32_t fq_quantize(const NzQsgd &q, size_t frame0, uint32_t at, uint32_t n,
-                                                       uint32_t *P, uint32_t *s_z, float *s_slot) {
-  constexpr int R = SYMS / 4 / FQ_THREADS; /* float4 a thread */
-  const uint32_t tid = threadIdx.x, lane = tid & 31;
-  const size_t end = frame0 + n;
-  /* the floats wait in s_z, where each thread's codes replace its own: R float4 held across the
-   * barrier (with the rule's doubles after it) spilled at 64 registers */
+#define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
+#define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
+__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
+  nz_pdl_enter();
+  constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
+  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
+  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
+  __shared__ float s_slot[FQ_SLOTS];
+  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
+  uint32_t *P = (uint32_t *)(out + 64);
+  float4 v[R];
 #pragma unroll
   for (int r = 0; r < R; r++) {
-    const float4 v = nz_load4(q.x, frame0 + at + 4 * (tid + r * FQ_THREADS), end, 0.0f);
-    *(float4 *)(s_z + 4 * (tid + r * FQ_THREADS)) = v;
-    const float m = nz_warp_max(nz_max_abs4(v, 0.0f)); /* 0 to start: the reference's bucket_max_abs */
-    if (lane == 0) s_slot[r * FQ_WARPS + tid / 32] = m;
+    const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
+    v[r] = nz_load4(q.x, e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
+    const float m = nz_warp_max(nz_max_abs4(v[r], 0.0f)); /* 0 to start: the reference's bucket_max_abs */
+    if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
   }
   __syncthreads();
   const uint32_t spb = q.bucket / 128; /* slots a bucket */
   uint32_t chk = 0;
-#pragma unroll 2 /* fully unrolled, the batch encoder spilled */
+#pragma unroll
   for (int r = 0; r < R; r++) {
-    const uint32_t slot = r * FQ_WARPS + tid / 32, first = slot / spb * spb, i = 4 * (tid + r * FQ_THREADS);
-    const size_t e = frame0 + at + i;
+    const uint32_t slot = r * (FQ_THREADS / 32) + tid / 32, first = slot / spb * spb, e = base + 4 * (tid + r * FQ_THREADS);
     float m = 0.0f;
     for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     const double sd = q.levels;
-    const int4 c = nz_qsgd_four(*(const float4 *)(s_z + i), m, bk, sd, q.levels, q.seed, q.rank, e, end);
-    nz_store4(q.sym, e, end, c);
-    *(uint4 *)(s_z + i) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
-    const uint32_t e0 = at + slot * 128; /* the slot's first element in the frame */
+    const int4 c = nz_qsgd_four(v[r], m, bk, sd, q.levels, q.seed, q.rank, e, n);
+    nz_store4(q.sym, e, n, c);
+    *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
+    const uint32_t e0 = base + slot * 128; /* the slot's first element */
     if (lane == 0 && slot == first && e0 < n) {
       const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
-      q.scales[frame0 / q.bucket + b] = m; /* frames start on bucket boundaries */
+      q.scales[b] = m;
       P[b] = w;
       chk += nz_chk(w, b);
     }
   }
-  return chk;
-}
-
-/* One frame on a zeroed workspace: CTAs of NZ_ONE_QSGD_SYMS, eight blocks a warp, as
- * k_fl_encode_one codes them. */
-#define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
-__global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
-  nz_pdl_enter();
-  __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
-  __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
-  __shared__ float s_slot[NZ_ONE_QSGD_SYMS / 128];
-  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS;
-  uint32_t *P = (uint32_t *)(out + 64);
-  const uint32_t chk = fq_quantize<NZ_ONE_QSGD_SYMS>(q, 0, base, n, P, s_z, s_slot);
   if (chk) atomicAdd(&a.st->check, chk);
   __syncthreads();
   fl_encode_unit<FQ_WARPS, true, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,
@@ -697,38 +677,6 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s) {
   const uint32_t n = sh.frame_n(0), grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_ONE_QSGD_SYMS) : 1u;
   nz_launch(k_fl_qsgd_encode_one, grid, FQ_THREADS, 0, s, sh, q, d_out, a);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
-}
-
-/* A batch of frames, between k_init (without scales) and k_finalize_encode: CTAs of k_fl_encode's
- * units, a warp to 32 blocks. The warp's zigzags and its packed planes share its 1,024 words of
- * s_z: encode_half takes its 16 blocks into registers before it writes their planes, which never
- * reach past them. So the CTA keeps k_fl_encode's 32 KiB and occupancy. */
-static_assert(FQ_THREADS == FLE_THREADS && FLE_BLOCKS * 32 == 8192, "the fused batch encoder codes k_fl_encode's units (nz_qsgd_batch_fits)");
-__global__ void __launch_bounds__(FQ_THREADS, NZ_QSGD_BATCH_CTAS) k_fl_qsgd_encode(NzShape sh, NzQsgd q, uint8_t *out, size_t stride,
-                                                                         NzFrame *fr, unsigned long long *lb) {
-  nz_pdl_enter();
-  __shared__ __align__(16) uint32_t s_z[FLE_BLOCKS * 32];
-  __shared__ float s_slot[FLE_BLOCKS * 32 / 128];
-  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t n = sh.frame_n(f), at = lc * FLE_BLOCKS * 32;
-  uint32_t *P = (uint32_t *)(out + f * stride + 64);
-  const uint32_t chk = fq_quantize<FLE_BLOCKS * 32>(q, (size_t)f * sh.frame_symbols, at, n, P, s_z, s_slot);
-  if (chk) atomicAdd(&fr[f].check, chk);
-  __syncthreads();
-  fl_encode_unit<FLE_WARPS, false>([&](uint32_t i) { return s_z[i - at]; }, n, sh.p0, sh.side_words(f), P, unit, f * upf, lc,
-                                   lb, s_z, &fr[f].check, &fr[f].coded_bytes);
-}
-
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh0, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lb, cudaStream_t s) {
-  NzShape sh = sh0;
-  sh.units_per_frame = nz_fixedlen_units(sh);
-  const uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
-  const uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
-  /* as k_fl_encode: no PDL, the carveout as a launch attribute */
-  if (grid) nz_launch_opt(false, cudaSharedmemCarveoutMaxShared, k_fl_qsgd_encode, grid, FQ_THREADS, 0, s, sh, q, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

@@ -361,17 +361,6 @@ static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scale
   return a;
 }
 
-/* The headers of an encode's frames (k_finalize_encode), each from its coder's template. */
-static ncclzStatus launch_finalize(const ncclzCudaBatch *b, const NzShape &sh, uint8_t *d_out, size_t out_stride,
-                                   NzFrame *fr, uint32_t *d_frame_bytes, cudaStream_t s) {
-  NzHeaderTemplates t;
-  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
-  nz_launch(k_finalize_encode, (sh.n_frames + 127) / 128, 128, 0, s, sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype),
-            d_out, out_stride, fr, d_frame_bytes);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
-}
-
 ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
                                  uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                  size_t ws_bytes, cudaStream_t s) {
@@ -414,7 +403,12 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
     nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
-  return launch_finalize(b, sh, d_out, out_stride, fr, d_frame_bytes, s);
+  NzHeaderTemplates t;
+  for (int c = 0; c < NCCLZ_CODER_COUNT; c++) t.coder[c] = nz_header_template(b, (ncclzCoder)c);
+  nz_launch(k_finalize_encode, (nf + 127) / 128, 128, 0, s, sh, t, b->d_abs_eb, (uint32_t)ncclzDtypeSize(b->dtype), d_out,
+                                                    out_stride, fr, d_frame_bytes);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
 }
 
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
@@ -430,15 +424,6 @@ static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d
          qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
 }
 
-/* Whether a QSGD quantize + encode of frames of any size runs in one coder kernel
- * (nz_fixedlen_qsgd_encode): FIXEDLEN alone without a post-check, buckets that tile its units,
- * 16-byte aligned x and codes. On 256 MiB of gradients it saves the coder's read of the codes. */
-static bool fused_batch_qsgd(const ncclzCudaBatch *b, const float *d_x, const int32_t *d_sym) {
-  const ncclzQuantParams *q = b->quant;
-  return fuse_on() && !b->d_coders && !falls_back(b) && b->coder == NCCLZ_CODER_FIXEDLEN &&
-         nz_qsgd_batch_fits(q->qsgd_bucket) && qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
-}
-
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t s) {
@@ -448,21 +433,12 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   NzLayout L;
   ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  const ncclzQuantParams *p = b->quant;
-  const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
   if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
+    const ncclzQuantParams *p = b->quant;
+    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
     NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
     a.scales = nullptr; /* the kernel writes the side data itself */
     return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
-  }
-  if (fused_batch_qsgd(b, d_x, d_sym)) { /* the kernel writes each frame's side data itself */
-    const NzShape sh = nz_shape(b, 0);
-    NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
-    unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
-    launch_init(sh, nullptr, d_out, out_stride, fr, nf, lb, lookback_units(b), nullptr, (uint32_t)b->coder, s);
-    NZ_LAUNCHED();
-    if ((st = nz_fixedlen_qsgd_encode(sh, q, d_out, out_stride, fr, lb, s)) != NCCLZ_OK) return st;
-    return launch_finalize(b, sh, d_out, out_stride, fr, d_frame_bytes, s);
   }
   if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);

@@ -490,11 +490,6 @@ struct NzQsgd {
 #define NZ_ONE_QSGD_SYMS 2048u
 static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
-/* A batch's QSGD quantize + FIXEDLEN encode in one kernel, between k_init (no scales) and
- * k_finalize_encode; buckets must tile the coder's 8,192-symbol units (nz_qsgd_batch_fits). */
-static inline bool nz_qsgd_batch_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && 8192u % bucket == 0; }
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lb, cudaStream_t s);
 
 /* nz_lookback_wait over windows of 32 J units: each lane loads its J words of the window at once
  * (one round trip for 32 J predecessors, where the 32-unit window takes one per 32), then sums
