@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
-
 #include <cub/block/block_scan.cuh>
 
 #include "decode_out.cuh"
@@ -276,21 +274,9 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
   uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
   /* Over 48 KiB of dynamic shared memory (FLE_WARPS > 11) needs the opt-in, and the largest
    * carveout fits 6 CTAs of 8 warps on an SM (left alone, the driver gave them 168 KiB: room for
-   * 4). Attributes are per device (the executor drives several from one process): set once per
-   * device, since each call is a host round trip into the driver. Idempotent, so two threads
-   * racing to set them is harmless. */
+   * 4). */
   const int smem = FLE_BLOCKS * 32 * 4;
-  static std::atomic<uint64_t> attributes_set{0};
-  int dev = 0;
-  cudaGetDevice(&dev);
-  const uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
-  if (!bit || !(attributes_set.load(std::memory_order_relaxed) & bit)) {
-    for (auto k : {k_fl_encode<false>, k_fl_encode<true>}) {
-      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-    }
-    attributes_set.fetch_or(bit, std::memory_order_relaxed);
-  }
+  for (auto k : {k_fl_encode<false>, k_fl_encode<true>}) NZ_CUDA(nz_smem_optin(k, smem, cudaSharedmemCarveoutMaxShared));
   /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
    * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
    * instead of 1,198-1,756 on the H200, as if with 4 CTAs an SM instead of 6; which of the two

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mutex>
+#include <vector>
+
 #include "decode_out.cuh"
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
@@ -14,6 +17,30 @@ bool nz_pdl_on() {
     return !(v && !strcmp(v, "0"));
   }();
   return on;
+}
+
+cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout) {
+  struct Set {
+    const void *kernel;
+    int dev;
+    size_t bytes;
+  };
+  static std::mutex mu;
+  static std::vector<Set> done; /* a few dozen kernels and devices: a linear search */
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(mu);
+  Set *seen = nullptr;
+  for (Set &d : done)
+    if (d.kernel == kernel && d.dev == dev) seen = &d;
+  if (seen && seen->bytes >= bytes) return cudaSuccess;
+  if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)) != cudaSuccess) return e;
+  if (carveout >= 0 && (e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout)) != cudaSuccess)
+    return e;
+  if (seen) seen->bytes = bytes;
+  else done.push_back({kernel, dev, bytes});
+  return cudaSuccess;
 }
 
 /* Whether the environment variable is unset or not "0". */

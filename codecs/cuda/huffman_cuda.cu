@@ -450,11 +450,11 @@ ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t 
   nz_launch(k_hf_hist, g, HIST_THREADS, 0, s, sh, d_sym, fr, hist, chunk);
   NZ_LAUNCHED();
   size_t book_smem = sizeof(BookShared);
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_book, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)book_smem));
+  NZ_CUDA(nz_smem_optin(k_hf_book, book_smem));
   nz_launch(k_hf_book, nf, BOOK_THREADS, book_smem, s, sh, fr, hist, table, d_out, stride);
   NZ_LAUNCHED();
   size_t enc_smem = sizeof(uint32_t) * ENC_WARPS * seg_stage_words(sh.p0);
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_encode, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)enc_smem));
+  NZ_CUDA(nz_smem_optin(k_hf_encode, enc_smem));
   uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(nf - 1), sh.p0), ENC_WARPS);
   nz_launch(k_hf_encode, (nf - 1) * sh.units_per_frame + last, ENC_WARPS * 32, enc_smem, s, sh, d_sym, table, d_out, stride,
                                                                                      fr, lb);
@@ -1143,14 +1143,14 @@ template <typename Out>
 ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, const Out &out, NzFrame *fr, uint32_t *lut,
                               uint32_t *tables, cudaStream_t s) {
   size_t smem = sizeof(TableShared);
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_table, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  NZ_CUDA(nz_smem_optin(k_hf_table, smem));
   nz_launch(k_hf_table, sh.n_frames, BOOK_THREADS, smem, s, sh, d_in, fr, lut, tables);
   NZ_LAUNCHED();
   const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
   if ((uint64_t)nseg * sh.n_frames >= NZ_HF_THREAD_SEGMENTS) {
     const uint32_t seg_words = dec_seg_words(sh.p0);
     const size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
-    NZ_CUDA(cudaFuncSetAttribute(k_hf_decode_thread<Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)seg_smem));
+    NZ_CUDA(nz_smem_optin(k_hf_decode_thread<Out>, seg_smem));
     nz_launch(k_hf_decode_thread<Out>, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
               sh, d_in, out, fr, lut, tables, seg_words);
     NZ_LAUNCHED();
@@ -1160,7 +1160,7 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, const Out 
   /* every segment its own warp up to about 2,048 CTAs over the batch; beyond, warps take several */
   const uint32_t ctas = (nseg + DEC_WARPS - 1) / DEC_WARPS, cap = (2048 + sh.n_frames - 1) / sh.n_frames;
   const size_t room = sizeof(uint32_t) * 3 * stage_words * DEC_WARPS;
-  NZ_CUDA(cudaFuncSetAttribute(k_hf_decode<Out>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)room));
+  NZ_CUDA(nz_smem_optin(k_hf_decode<Out>, room));
   nz_launch(k_hf_decode<Out>, dim3(ctas < cap ? ctas : cap, sh.n_frames), DEC_WARPS * 32, room, s, sh, d_in, out, fr,
             lut, tables, stage_words);
   NZ_LAUNCHED();

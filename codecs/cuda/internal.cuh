@@ -71,6 +71,17 @@ static inline void nz_launch(void (*kernel)(K...), dim3 grid, dim3 block, size_t
   } while (0)
 #define NZ_LAUNCHED() NZ_CUDA(cudaGetLastError())
 
+/* A kernel's dynamic shared memory opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize), and its
+ * carveout when carveout >= 0, set on the current device only the first time and when a call
+ * needs more: each cudaFuncSetAttribute is a host round trip into the driver (0.28 us on the H200
+ * host), which a small frame's call paid for every kernel that takes over 48 KiB. Attributes are
+ * per device (the executor drives several from one process). Host side; thread-safe. */
+cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout);
+template <typename... K>
+static inline cudaError_t nz_smem_optin(void (*kernel)(K...), size_t bytes, int carveout = -1) {
+  return nz_smem_optin_ptr((const void *)kernel, bytes, carveout);
+}
+
 /* The current device's SM count (host side), what the kernels size one wave of CTAs by. */
 static inline ncclzStatus nz_sm_count(int *nsm) {
   int dev = 0;

@@ -196,7 +196,7 @@ ncclzStatus nz_lz_inverse_bands(int L, uint32_t d0, uint32_t d1, uint32_t d2, co
   int nt, R, nsm = 0, per_sm = 0;
   const LziKernel k = lzi_kernel(G, &nt, &R);
   const size_t smem = ((LZI_DEPTH * (R + 1) + R) * (size_t)nt) * sizeof(uint4);
-  NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  NZ_CUDA(nz_smem_optin(k, smem));
   ncclzStatus st = nz_sm_count(&nsm);
   if (st != NCCLZ_OK) return st;
   NZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, nt, smem));

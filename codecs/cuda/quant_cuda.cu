@@ -577,7 +577,7 @@ static ncclzStatus lz_band_launch(const EbParams &e, int resolved, const float *
   nchunks = ncclz_ceil_div(e.d0, ppc);
   const size_t smem = lz_band_smem();
   const auto k = k_eb_lz_band<LZB_NT, LZB_ROWS, LZB_DEPTH>;
-  NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  NZ_CUDA(nz_smem_optin(k, smem));
   nz_launch(k, (unsigned)ncclz_ceil_div(nchunks * items, LZB_NT), LZB_NT, smem, s, e, resolved, d_x, d_sym, ppc,
             (uint32_t)nchunks, d_stats);
   NZ_LAUNCHED();
@@ -770,13 +770,13 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
     const LzPipeKernel k = lz_pipe_kernel(P, nt, &smem);
     uint32_t ppc;
     if (lzp_grid(e.d0, nt, &ppc) != NCCLZ_OK) return NCCLZ_ERR_CUDA;
-    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    NZ_CUDA(nz_smem_optin(k, smem));
     nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), nt, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else if (e.lorenzo && plane <= LZ_MAXP && e.d0 > 0) {
     const uint32_t ppc = lz_planes_per_cta(e.d0, 1024);
     const size_t smem = 2ull * P * 4;
     auto k = lz_fwd_kernel(P);
-    if (smem > 48 * 1024) NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(2 * LZ_MAXP * 4)));
+    if (smem > 48 * 1024) NZ_CUDA(nz_smem_optin(k, 2 * LZ_MAXP * 4));
     nz_launch(k, (unsigned)ncclz_ceil_div(e.d0, ppc), LZ_THREADS, smem, s, e, eb_is_rel, d_x, d_sym, ppc, d_stats);
   } else {
     nz_launch(k_eb_quant, grid_for(n), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats);
@@ -1332,17 +1332,17 @@ static ncclzStatus lz_inverse_small(const ncclzQuantParams *p, int L, uint32_t d
   }
   if (rows) {
     const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
-    NZ_CUDA(cudaFuncSetAttribute(k_lz_inv_rows<512, LZR_ROWS, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    NZ_CUDA(nz_smem_optin(k_lz_inv_rows<512, LZR_ROWS, 2>, smem));
     nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb,
               d_x);
   } else if (pipe) {
     size_t smem;
     const LzInvKernel k = lz_inv_kernel(P, d1, nt, &smem);
-    NZ_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    NZ_CUDA(nz_smem_optin(k, smem));
     nz_launch(k, nc, nt, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb, d_x);
   } else {
     const size_t smem = 4ull * (P + LZ_THREADS);
-    NZ_CUDA(cudaFuncSetAttribute(k_lz_inverse, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(4 * (LZ_MAXP + LZ_THREADS))));
+    NZ_CUDA(nz_smem_optin(k_lz_inverse, 4 * (LZ_MAXP + LZ_THREADS)));
     nz_launch(k_lz_inverse, nc, LZ_THREADS, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb, d_x);
   }
   NZ_LAUNCHED();
