@@ -371,20 +371,25 @@ static void test_tree_matches_plain_merge(void) {
 }
 
 /* The fixed point as a block of `threads` runs it (each thread its part of every round,
- * ncclz_huff_fp_part; rounds until none changes): the two-queue merge's parents. Returns the
- * rounds, 0 if they did not stop. */
+ * ncclz_huff_fp_part, from the first pair sum the last round changed; rounds until none
+ * changes): the two-queue merge's parents. Returns the rounds, 0 if they did not stop. */
 static int fixpoint_parents(const uint64_t *key, uint32_t m, uint32_t threads, uint32_t *icur, uint32_t *inext,
                             uint32_t *node) {
   for (uint32_t t = 0; t + 1 < m; t++) icur[t] = NCCLZ_HUFF_FP_INF;
+  uint32_t settled = 0;
   for (int round = 1; round <= (int)m; round++) { /* each round settles at least one more pair sum */
-    int changed = 0;
-    for (uint32_t part = 0; part < threads; part++) changed |= ncclz_huff_fp_part(key, m, icur, inext, node, part, threads);
+    uint32_t first = NCCLZ_HUFF_FP_INF;
+    for (uint32_t part = 0; part < threads; part++) {
+      const uint32_t f = ncclz_huff_fp_part(key, m, settled, icur, inext, node, part, threads);
+      first = f < first ? f : first;
+    }
     uint32_t *t = icur;
     icur = inext, inext = t;
-    if (!changed) {
+    if (first == NCCLZ_HUFF_FP_INF) {
       node[2 * m - 2] = 2 * m - 2;
       return round;
     }
+    settled = first;
   }
   return 0;
 }

@@ -41,23 +41,32 @@ __device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t
 }
 
 /* The two-queue tree's parent links (those of ncclz_huff_tree_parents) by the whole block: the
- * fixed point of huff_codebook.h, each thread taking its part of every round's merge, rounds
- * until none changes (at most m - 1; 10-37 on test_huffman_format's trees). Replaces one thread's
- * 2m - 2 dependent picks: on the H200, 61-150 us in 15-31 rounds for m = 8,194 at 1,024 threads
- * against 643 us for the one thread, 9-23 us for m = 259 (test_gpu_huffbook). icur and inext:
- * m - 1 words each; node: 2m - 1. Every thread of the block calls it; returns the rounds. */
+ * fixed point of huff_codebook.h, each thread taking its part of every round's merge from the
+ * first pair sum the last round changed, rounds until none changes (at most m - 1; 10-37 on
+ * test_huffman_format's trees). Replaces one thread's 2m - 2 dependent picks: on the H200, 61-150
+ * us in 15-31 rounds for m = 8,194 at 1,024 threads (every round merged in full) against 643 us
+ * for the one thread, 9-23 us for m = 259 (test_gpu_huffbook). icur and inext: m - 1 words each;
+ * node: 2m - 1. Every thread of the block calls it; returns the rounds. */
 template <int THREADS>
 __device__ uint32_t ncclz_huff_block_parents(const uint64_t *key, uint32_t m, uint32_t *icur, uint32_t *inext,
                                              uint32_t *node) {
+  /* a round's first changed pair, a slot a round in turn: a round clears the next round's slot,
+   * which the block last read two barriers before */
+  __shared__ uint32_t s_first[3];
   for (uint32_t t = threadIdx.x; t + 1 < m; t += THREADS) icur[t] = NCCLZ_HUFF_FP_INF;
+  if (threadIdx.x < 3) s_first[threadIdx.x] = NCCLZ_HUFF_FP_INF;
   __syncthreads();
-  uint32_t rounds = 0;
+  uint32_t rounds = 0, settled = 0;
   for (;;) {
-    rounds++;
-    const int changed = ncclz_huff_fp_part(key, m, icur, inext, node, threadIdx.x, THREADS);
+    const uint32_t slot = rounds++ % 3;
+    if (threadIdx.x == 0) s_first[(slot + 1) % 3] = NCCLZ_HUFF_FP_INF;
+    const uint32_t f = ncclz_huff_fp_part(key, m, settled, icur, inext, node, threadIdx.x, THREADS);
+    if (f != NCCLZ_HUFF_FP_INF) atomicMin(&s_first[slot], f);
     uint32_t *t = icur;
     icur = inext, inext = t;
-    if (!__syncthreads_or(changed)) break; /* also: this round's reads are done before the next writes */
+    __syncthreads(); /* also: this round's reads are done before the next writes */
+    settled = s_first[slot];
+    if (settled == NCCLZ_HUFF_FP_INF) break;
   }
   if (threadIdx.x == 0) node[2 * m - 2] = 2 * m - 2;
   __syncthreads();
