@@ -286,13 +286,18 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   if (t <= NCCLZ_HUFF_LEN_LIMIT) s.count[t] = 0;
   for (uint32_t i = t; i < K; i += BOOK_THREADS) s.lens[i] = 0;
   __syncthreads();
-  /* step 1: used indices (order does not matter: the sort makes it unique, keys are distinct) */
-  for (uint32_t i = t; i < K; i += BOOK_THREADS) {
-    uint32_t q = freq[i];
-    if (q) {
-      s.key[atomicAdd(&s.m, 1u)] = (uint64_t)q << 14 | i;
-      atomicMax(&s.maxf, q);
-    }
+  /* step 1: used indices (order does not matter: the sort makes it unique, keys are distinct).
+   * Shared atomics a warp, not a thread: thousands of them on one word serialize. */
+  const uint32_t lane = t & 31;
+  for (uint32_t i0 = 0; i0 < K; i0 += BOOK_THREADS) { /* the same trips for every thread */
+    const uint32_t i = i0 + t, q = i < K ? freq[i] : 0u;
+    const unsigned used = __ballot_sync(NZ_FULL, q != 0);
+    uint32_t at = 0;
+    if (lane == 0 && used) at = atomicAdd(&s.m, (uint32_t)__popc(used));
+    at = __shfl_sync(NZ_FULL, at, 0);
+    if (q) s.key[at + __popc(used & ((1u << lane) - 1u))] = (uint64_t)q << 14 | i;
+    const uint32_t qmax = __reduce_max_sync(NZ_FULL, q);
+    if (lane == 0 && qmax) atomicMax(&s.maxf, qmax);
   }
   __syncthreads();
   const uint32_t m = s.m, vbits = 32 - __clz(s.maxf);
@@ -309,13 +314,11 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     ncclz_huff_block_parents<BOOK_THREADS>(s.key, m, sums, sums + HF_K, s.u.tree.node);
     uint32_t *depth = reinterpret_cast<uint32_t *>(s.u.tree.weight);
     ncclz_huff_block_depths<BOOK_THREADS, BOOK_NODE_ITEMS>(s.u.tree.node, depth, m);
-    for (uint32_t i = t; i < m; i += BOOK_THREADS) {
-      uint32_t d = depth[i];
-      if (d > NCCLZ_HUFF_MAX_LEN) {
-        d = NCCLZ_HUFF_MAX_LEN;
-        s.overflowed = 1;
-      }
-      atomicAdd(&s.count[d], 1u);
+    for (uint32_t i0 = 0; i0 < m; i0 += BOOK_THREADS) { /* a warp's lanes of one length add once */
+      const uint32_t i = i0 + t, d = i < m ? min(depth[i], NCCLZ_HUFF_MAX_LEN) : ~0u;
+      const unsigned same = __match_any_sync(NZ_FULL, d);
+      if (d != ~0u && lane == (uint32_t)__ffs(same) - 1) atomicAdd(&s.count[d], (uint32_t)__popc(same));
+      if (__any_sync(NZ_FULL, i < m && depth[i] > NCCLZ_HUFF_MAX_LEN) && lane == 0) s.overflowed = 1;
     }
     __syncthreads();
     if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
@@ -327,13 +330,14 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   __syncthreads();
   canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);
   uint32_t *enc = table + (size_t)f * HF_K;
-  for (uint32_t i = t; i < K; i += BOOK_THREADS) {
-    uint32_t len = s.lens[i];
-    enc[i] = ncclz_huff_reverse(s.u.c.codes[i], len) | len << 16;
-    if (len) {
-      atomicMin(&s.lo, i);
-      atomicMax(&s.hi, i);
-      atomicAdd(&s.used, 1u);
+  for (uint32_t i0 = 0; i0 < K; i0 += BOOK_THREADS) { /* lo, hi and used a warp at a time */
+    const uint32_t i = i0 + t, len = i < K ? s.lens[i] : 0u;
+    if (i < K) enc[i] = ncclz_huff_reverse(s.u.c.codes[i], len) | len << 16;
+    const unsigned has = __ballot_sync(NZ_FULL, len != 0);
+    if (lane == 0 && has) {
+      atomicMin(&s.lo, i + __ffs(has) - 1);
+      atomicMax(&s.hi, i + 31 - __clz(has));
+      atomicAdd(&s.used, (uint32_t)__popc(has));
     }
   }
   __syncthreads();
