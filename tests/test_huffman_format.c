@@ -431,7 +431,55 @@ static void test_fixpoint_matches_merge(void) {
   free(key), free(tmp), free(w), free(n0), free(n1), free(i0), free(i1);
 }
 
+/* The length limiter's rule one step at a time, as FORMAT.md states it (step 3). */
+static void limit_by_steps(uint32_t *count, uint32_t max_len) {
+  uint64_t kraft = 0;
+  for (uint32_t len = 1; len <= max_len; len++) kraft += (uint64_t)count[len] << (max_len - len);
+  while (kraft > (1ull << max_len)) {
+    count[max_len]--;
+    for (uint32_t i = max_len - 1; i > 0; i--) {
+      if (count[i]) {
+        count[i]--;
+        count[i + 1] += 2;
+        break;
+      }
+    }
+    kraft--;
+  }
+}
+
+/* ncclz_huff_limit, which takes runs of steps at once, against the rule step by step: count
+ * tables of clamped depths, as a tree deeper than the limit leaves them: codes at random lengths
+ * that fit, then up to 3,000 more at the limit (an excess of up to 3,000 steps), limits 1 to 31. */
+static void test_limit_matches_steps(void) {
+  uint64_t rng = 0x11717;
+  int differ = 0, cases = 0;
+  for (int it = 0; it < 20000; it++) {
+    const uint32_t max_len = it < 31 ? 1 + (uint32_t)it : 1 + (uint32_t)(tu_rand(&rng) % 31);
+    const uint64_t cap = 1ull << max_len;
+    uint32_t a[NCCLZ_HUFF_LEN_LIMIT + 2] = {0}, b[NCCLZ_HUFF_LEN_LIMIT + 2] = {0};
+    uint64_t kraft = 0;
+    for (int k = 0; k < 400; k++) {
+      const uint32_t len = 1 + (uint32_t)(tu_rand(&rng) % max_len);
+      if (kraft + (cap >> len) <= cap) a[len]++, kraft += cap >> len;
+    }
+    const uint32_t extra = 1 + (uint32_t)(tu_rand(&rng) % 3000);
+    a[max_len] += extra;
+    kraft += extra;
+    if (kraft <= cap) continue;
+    memcpy(b, a, sizeof a);
+    ncclz_huff_limit(a, max_len, 1);
+    limit_by_steps(b, max_len);
+    differ += memcmp(a, b, sizeof a) != 0;
+    cases++;
+  }
+  printf("length limiter: %d over-full count tables, %d differ from the rule step by step\n", cases, differ);
+  CHECK(cases > 10000, "length limiter: too few over-full tables (%d)", cases);
+  CHECK(differ == 0, "length limiter: %d of %d count tables differ from the rule step by step", differ, cases);
+}
+
 int main(void) {
+  test_limit_matches_steps();
   test_fixpoint_matches_merge();
   test_field_placement();
   test_sparse_golden();
