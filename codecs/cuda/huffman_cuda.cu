@@ -201,7 +201,10 @@ struct BookShared {
   uint32_t count[NCCLZ_HUFF_LEN_LIMIT + 1];
 };
 
-/* Sorts the m keys of s.key (sort keys: value << 14 | index, value < 2^32) ascending. */
+/* Sorts the m keys of s.key (sort keys: value << 14 | index, value < 2^32) ascending. Above
+ * BOOK_THREADS keys, by CUB's radix sort of the value bits alone: it is stable and the keys come
+ * in index order, which leaves the index bits' passes out (17 us of a REL frame's book had sorted
+ * all the bits). */
 static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits) {
   const int end_bit = 14 + value_bits < 64 ? 14 + value_bits + 1 : 64;
   if (m <= BOOK_THREADS) {
@@ -220,7 +223,7 @@ static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits)
     items[j] = i < m ? s.key[i] : ~(uint64_t)0;
   }
   __syncthreads();
-  BookSort(s.u.sort).Sort(items, 0, end_bit);
+  BookSort(s.u.sort).Sort(items, 14, end_bit);
   __syncthreads();
   for (int j = 0; j < BOOK_ITEMS; j++) {
     uint32_t i = threadIdx.x * BOOK_ITEMS + j;
@@ -276,7 +279,6 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   const uint32_t K = ncclz_huff_alphabet_size(fr[f].radius);
   const uint32_t *freq = hist + (size_t)f * HF_K;
   if (t == 0) {
-    s.m = 0;
     s.maxf = 0;
     s.lo = K;
     s.hi = 0;
@@ -286,19 +288,24 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
   if (t <= NCCLZ_HUFF_LEN_LIMIT) s.count[t] = 0;
   for (uint32_t i = t; i < K; i += BOOK_THREADS) s.lens[i] = 0;
   __syncthreads();
-  /* step 1: used indices (order does not matter: the sort makes it unique, keys are distinct).
-   * Shared atomics a warp, not a thread: thousands of them on one word serialize. */
+  /* step 1: the used indices in index order (book_sort's radix sort relies on it), a thread's
+   * BOOK_ITEMS consecutive ones placed by a block scan of their counts; the largest frequency
+   * with one shared atomic a warp (thousands on one word, a thread each, serialize) */
   const uint32_t lane = t & 31;
-  for (uint32_t i0 = 0; i0 < K; i0 += BOOK_THREADS) { /* the same trips for every thread */
-    const uint32_t i = i0 + t, q = i < K ? freq[i] : 0u;
-    const unsigned used = __ballot_sync(NZ_FULL, q != 0);
-    uint32_t at = 0;
-    if (lane == 0 && used) at = atomicAdd(&s.m, (uint32_t)__popc(used));
-    at = __shfl_sync(NZ_FULL, at, 0);
-    if (q) s.key[at + __popc(used & ((1u << lane) - 1u))] = (uint64_t)q << 14 | i;
-    const uint32_t qmax = __reduce_max_sync(NZ_FULL, q);
-    if (lane == 0 && qmax) atomicMax(&s.maxf, qmax);
+  uint32_t q[BOOK_ITEMS], used = 0, qmax = 0;
+  for (int j = 0; j < BOOK_ITEMS; j++) {
+    const uint32_t i = t * BOOK_ITEMS + j;
+    q[j] = i < K ? freq[i] : 0u;
+    used += q[j] != 0;
+    qmax = q[j] > qmax ? q[j] : qmax;
   }
+  uint32_t at, total;
+  RankScan(s.u.rank).ExclusiveSum(used, at, total);
+  for (int j = 0; j < BOOK_ITEMS; j++)
+    if (q[j]) s.key[at++] = (uint64_t)q[j] << 14 | (t * BOOK_ITEMS + j);
+  qmax = __reduce_max_sync(NZ_FULL, qmax);
+  if (lane == 0 && qmax) atomicMax(&s.maxf, qmax);
+  if (t == 0) s.m = total;
   __syncthreads();
   const uint32_t m = s.m, vbits = 32 - __clz(s.maxf);
   if (m == 1) {
