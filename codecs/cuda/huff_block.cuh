@@ -44,8 +44,9 @@ __device__ void ncclz_huff_block_depths(uint32_t *par, uint32_t *depth, uint32_t
  * fixed point of huff_codebook.h, each thread taking its part of every round's merge from the
  * first pair sum the last round changed, rounds until none changes (at most m - 1; 10-37 on
  * test_huffman_format's trees). Replaces one thread's 2m - 2 dependent picks: on the H200, 61-150
- * us in 15-31 rounds for m = 8,194 at 1,024 threads (every round merged in full) against 643 us
- * for the one thread, 9-23 us for m = 259 (test_gpu_huffbook). icur and inext: m - 1 words each;
+ * us in 15-31 rounds for m = 8,194 at 1,024 threads with every round merged in full, against 643
+ * us for the one thread; merged from the first change, REL frames' trees (m = 3,903-4,958) take
+ * 23-33 us instead of 49-66, and 128-512 threads were slower. icur and inext: m - 1 words each;
  * node: 2m - 1. Every thread of the block calls it; returns the rounds. */
 template <int THREADS>
 __device__ uint32_t ncclz_huff_block_parents(const uint64_t *key, uint32_t m, uint32_t *icur, uint32_t *inext,
