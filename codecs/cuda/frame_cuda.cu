@@ -24,6 +24,7 @@ cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout) {
     const void *kernel;
     int dev;
     size_t bytes;
+    int carveout; /* -1: not set */
   };
   static std::mutex mu;
   static std::vector<Set> done; /* a few dozen kernels and devices: a linear search */
@@ -34,12 +35,18 @@ cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout) {
   Set *seen = nullptr;
   for (Set &d : done)
     if (d.kernel == kernel && d.dev == dev) seen = &d;
-  if (seen && seen->bytes >= bytes) return cudaSuccess;
-  if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)) != cudaSuccess) return e;
-  if (carveout >= 0 && (e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout)) != cudaSuccess)
-    return e;
-  if (seen) seen->bytes = bytes;
-  else done.push_back({kernel, dev, bytes});
+  if (!seen) {
+    done.push_back({kernel, dev, 0, -1});
+    seen = &done.back();
+  }
+  if (seen->bytes < bytes) { /* never lowered: an earlier call's kernel may need more */
+    if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes)) != cudaSuccess) return e;
+    seen->bytes = bytes;
+  }
+  if (carveout >= 0 && seen->carveout != carveout) {
+    if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout)) != cudaSuccess) return e;
+    seen->carveout = carveout;
+  }
   return cudaSuccess;
 }
 
