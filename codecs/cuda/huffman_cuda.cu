@@ -697,17 +697,20 @@ static __device__ __forceinline__ uint32_t hf_symbol(const HfBook &b, Reader &r,
   r.refill();
   uint32_t e = b.lut[r.buf & b.fmask];
   if (!(e & 15u)) {
+    /* A code longer than the table: fb is FAST_BITS here (fb < FAST_BITS only when no code is
+     * longer), so its length is one of the three above it. The shortest that matches, as the
+     * reference's loop finds it, without a branch: the three lengths' loads go out together, where
+     * the loop waited on each in turn and most warps had a lane taking it every symbol. */
+    static_assert(NCCLZ_HUFF_MAX_LEN - FAST_BITS == 3, "the long codes' lengths are unrolled");
     const uint32_t msb = __brev((uint32_t)r.buf & 0x7FFFu) >> 17;
-    e = 0;
-    for (uint32_t l = b.fb + 1; l <= b.max_len; l++) {
-      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l);
-      if (code - b.tab[16 + l] < b.tab[l]) {
-        const uint32_t at = b.tab[32 + l] + code - b.tab[16 + l];
-        e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l;
-        break;
-      }
+    uint32_t at = 0, l_hit = 0;
+#pragma unroll
+    for (uint32_t l = NCCLZ_HUFF_MAX_LEN; l > FAST_BITS; l--) {
+      const uint32_t code = msb >> (NCCLZ_HUFF_MAX_LEN - l), k = code - b.tab[16 + l];
+      if (l <= b.max_len && k < b.tab[l]) at = b.tab[32 + l] + k, l_hit = l;
     }
-    if (!e) return NZ_R_HF_CODE;
+    if (!l_hit) return NZ_R_HF_CODE;
+    e = (b.slong ? (uint32_t)b.slong[at - b.long0] : __ldg(b.sorted + at)) << 4 | l_hit;
   }
   r.skip(e & 15u);
   const uint32_t idx = e >> 4;
@@ -831,6 +834,12 @@ static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t
  * 256-symbol segments; 64 KiB for 1,024-symbol ones halved the batched decode's blocks per SM). */
 static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 
+/* Symbols a lane decodes before the warp stores them (a row of the stage per lane): 16 rather
+ * than 32 halves the stage, so that shared memory holds five CTAs an SM instead of four. */
+#ifndef DEC_ROUND
+#define DEC_ROUND 16
+#endif
+static_assert(DEC_ROUND == 16 || DEC_ROUND == 32, "a round is half a warp's rows or one");
 /* Six CTAs an SM (80 registers a thread at most): the occupancy the decoder is bound by. */
 #define DEC_MIN_CTAS 6
 template <typename Out>
@@ -840,7 +849,7 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   nz_pdl_enter();
   __shared__ uint32_t s_lut[1u << FAST_BITS];
   __shared__ uint32_t s_tab[64];
-  __shared__ int32_t stage[DEC_THREADS / 32][32][33];
+  __shared__ int32_t stage[DEC_THREADS / 32][32][DEC_ROUND + 1];
   extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
@@ -882,9 +891,9 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   const typename Out::Frame dst = out.frame(sh, f, in, *F);
-  for (uint32_t c0 = 0; c0 < rounds; c0 += 32) {
-    if (ring) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
-    for (uint32_t j = 0; j < 32 && c0 + j < count && !bad; j++) {
+  for (uint32_t c0 = 0; c0 < rounds; c0 += DEC_ROUND) {
+    if (ring && c0 % 32 == 0) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
+    for (uint32_t j = 0; j < DEC_ROUND && c0 + j < count && !bad; j++) {
       int32_t v;
       const uint32_t why = hf_symbol(bk, br, v);
       if (why) {
@@ -894,9 +903,10 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
       stage[warp][lane][j] = v;
     }
     __syncwarp();
-    for (uint32_t r = 0; r < 32; r++) { /* row r = lane r's segment: coalesced stores */
+    for (uint32_t r0 = 0; r0 < 32; r0 += 32 / DEC_ROUND) { /* row r = lane r's segment: coalesced stores */
+      const uint32_t r = r0 + lane / DEC_ROUND, c = c0 + lane % DEC_ROUND;
       uint32_t kr = blockIdx.x * DEC_THREADS + warp * 32 + r, cr = __shfl_sync(NZ_FULL, count, r);
-      if (c0 + lane < cr) dst.put((size_t)kr * S + c0 + lane, stage[warp][r][lane]);
+      if (c < cr) dst.put((size_t)kr * S + c, stage[warp][r][lane % DEC_ROUND]);
     }
     __syncwarp();
   }
