@@ -18,7 +18,9 @@
 #define BOOK_ITEMS 9               /* 1024 * 9 >= 8194 */
 #define BOOK_NODE_ITEMS 17         /* 1024 * 17 >= 2 * 8194 - 1 tree nodes */
 #define ENC_WARPS 8
-#define ENC_ILP 4 /* rounds of 32 symbols whose loads a warp issues together */
+#ifndef ENC_ILP
+#define ENC_ILP 2 /* rounds of 32 symbols whose loads a warp issues together */
+#endif
 #define DEC_THREADS 128
 #define FAST_BITS NZ_HF_FAST_BITS
 
@@ -401,7 +403,8 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   for (uint32_t i0 = 0; i0 < count; i0 += 32 * ENC_ILP) {
     /* ENC_ILP rounds' symbol loads, then their table loads, in flight together: one round at a
      * time left each warp waiting on two dependent loads a round (ncu: long scoreboard 12.3 of
-     * 27.6 cycles between a warp's instructions). */
+     * 27.6 cycles between a warp's instructions). Two keep 32 registers and eight CTAs an SM;
+     * four (40 registers) and eight (64) were as fast or slower. */
     int32_t v[ENC_ILP];
     uint32_t idx[ENC_ILP], e[ENC_ILP];
 #pragma unroll
