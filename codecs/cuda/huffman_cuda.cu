@@ -843,7 +843,8 @@ static uint32_t dec_seg_words(uint32_t S) { return S < 256u ? 4u * S : 1024u; }
 #define DEC_ROUND 16
 #endif
 static_assert(DEC_ROUND == 16 || DEC_ROUND == 32, "a round is half a warp's rows or one");
-/* Six CTAs an SM (80 registers a thread at most): the occupancy the decoder is bound by. */
+/* At most 80 registers a thread, room for six CTAs an SM; shared memory (the tables, the stage and
+ * the segment room) holds five at segments of 256 symbols or more. */
 #define DEC_MIN_CTAS 6
 template <typename Out>
 __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
