@@ -177,8 +177,9 @@ if want kernels-sci && [ "$(left)" -gt 60 ]; then
   mean_times 44 <"$OUTDIR/kernels-sci.txt"
 fi
 
-# ncu's detail (speed of light, occupancy, stall reasons, hot spots) of one launch of the kernels
-# matching NCU_KERNEL (a regex, default k_fl_encode|k_fl_decode) over a 256 MiB batch coded with
+# ncu's detail (speed of light, occupancy, stall reasons, hot spots) of the first launch of each
+# kernel NCU_KERNEL names (regexes joined by |, default k_fl_encode|k_fl_decode; one ncu run each,
+# since the codec verb encodes more than once before it decodes) over a 256 MiB batch coded with
 # NCU_CODER (default fixedlen): the gradients with QSGD 8-bit (NCU_DATA=grad, the default) or the
 # TREFHT field with NCU_QUANT (NCU_DATA=sci; default eb:rel=1e-4; NCU_DIMS=8192x64x128 for a
 # Lorenzo spec, the shape bench_codecs gives it): where a kernel's time goes.
@@ -187,12 +188,17 @@ if want ncu && [ "$(left)" -gt 60 ]; then
   echo "== ncu detail: ${NCU_KERNEL:=k_fl_encode|k_fl_decode} (${NCU_CODER:=fixedlen}, ${NCU_DATA:=grad}; $(left) s left)"
   if [ "$NCU_DATA" = sci ]; then sci256m; NCU_IN=/tmp/sci256m.f32 NCU_Q=${NCU_QUANT:-eb:rel=1e-4}
   else batch256m; NCU_IN=/tmp/batch256m.f32 NCU_Q=qsgd:bits=8,bucket=512; fi
-  timeout 150 ncu --clock-control none -k "regex:$NCU_KERNEL" -c 2 --section SpeedOfLight --section Occupancy \
-    --section LaunchStats --section WarpStateStats --section SourceCounters \
-    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-    "$B/ncclz" codec --device gpu --input $NCU_IN --quant $NCU_Q ${NCU_DIMS:+--dims $NCU_DIMS} --coder "$NCU_CODER" --repeat 1 \
-    >"$OUTDIR/kernels-detail.txt" 2>&1
-  NCU_RC=$?
+  : >"$OUTDIR/kernels-detail.txt"
+  IFS='|' read -ra NCU_KERNELS <<<"$NCU_KERNEL"
+  for k in "${NCU_KERNELS[@]}"; do
+    timeout 150 ncu --clock-control none -k "regex:$k" -c 1 --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SourceCounters \
+      --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+      "$B/ncclz" codec --device gpu --input $NCU_IN --quant $NCU_Q ${NCU_DIMS:+--dims $NCU_DIMS} --coder "$NCU_CODER" --repeat 1 \
+      >>"$OUTDIR/kernels-detail.txt" 2>&1
+    NCU_RC=$?
+    [ "$NCU_RC" = 0 ] && [ "$(left)" -gt 60 ] || break
+  done
   grep -E "^  [a-z_]+.*\(|Duration|Throughput|Achieved Occupancy|Registers Per|Theoretical Occ|stalled_[a-z_]*_per_issue_active.ratio +[0-9]" \
     "$OUTDIR/kernels-detail.txt" | awk '!/stalled/ || $NF > 0.3' | head -60
 fi
