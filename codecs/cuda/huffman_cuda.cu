@@ -131,8 +131,18 @@ struct Cnt16Add {
     return r;
   }
 };
+/* The counter of one length, and one more of it: the word chosen by selects, not by an index,
+ * so that the counters stay in registers (an indexed word put them on the stack). */
 static __device__ __forceinline__ uint32_t cnt_get(const Cnt16 &c, uint32_t len) {
-  return (uint32_t)(c.q[len >> 2] >> (16 * (len & 3))) & 0xFFFFu;
+  unsigned long long w = c.q[0];
+#pragma unroll
+  for (uint32_t k = 1; k < 4; k++) w = (len >> 2) == k ? c.q[k] : w;
+  return (uint32_t)(w >> (16 * (len & 3))) & 0xFFFFu;
+}
+static __device__ __forceinline__ void cnt_add(Cnt16 &c, uint32_t len) {
+  const unsigned long long one = 1ull << (16 * (len & 3));
+#pragma unroll
+  for (uint32_t k = 0; k < 4; k++) c.q[k] += (len >> 2) == k ? one : 0ull;
 }
 
 typedef cub::BlockScan<Cnt16, BOOK_THREADS, cub::BLOCK_SCAN_WARP_SCANS> CntScan;
@@ -149,10 +159,7 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
   if (t < 16) sh.count[t] = 0;
   __syncthreads();
   Cnt16 mine = {{0, 0, 0, 0}};
-  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) {
-    uint32_t l = lens[i];
-    mine.q[l >> 2] += 1ull << (16 * (l & 3));
-  }
+  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) cnt_add(mine, lens[i]);
   Cnt16 excl, total;
   Cnt16 zero = {{0, 0, 0, 0}};
   CntScan(sh.scan).ExclusiveScan(mine, excl, zero, Cnt16Add(), total);
@@ -171,12 +178,10 @@ static __device__ void canonical_codes(const uint8_t *lens, uint32_t K, uint32_t
     }
   }
   __syncthreads();
-  uint32_t local[16];
-  for (int l = 0; l < 16; l++) local[l] = 0;
-  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) {
-    uint32_t l = lens[i];
-    codes[i] = l ? sh.first[l] + cnt_get(excl, l) + local[l] : 0u;
-    local[l]++;
+  for (uint32_t i = i0; i < i0 + BOOK_ITEMS && i < K; i++) { /* excl counts the lengths before i */
+    const uint32_t l = lens[i];
+    codes[i] = l ? sh.first[l] + cnt_get(excl, l) : 0u;
+    cnt_add(excl, l);
   }
   __syncthreads();
 }
@@ -231,6 +236,40 @@ static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits)
   for (int j = 0; j < BOOK_ITEMS; j++) {
     uint32_t i = threadIdx.x * BOOK_ITEMS + j;
     if (i < m) s.key[i] = items[j];
+  }
+  __syncthreads();
+}
+
+/* Step 4: lengths shortest first over (frequency desc, index asc), from the limited counts and the
+ * m keys (weight << 32 | index) in (weight asc, index asc) order. A key's place in the descending
+ * order is the keys of larger weight, then its place in its run of equal weights, whose index
+ * order both orders share: the runs' bounds come from one block scan of their starts (two binary
+ * searches a key took 8.6 of a REL frame's 88 us book). Ends with a barrier. */
+static __device__ void book_lengths(BookShared &s, uint32_t m) {
+  const uint32_t i0 = threadIdx.x * BOOK_ITEMS;
+  auto weight = [&](uint32_t i) { return (uint32_t)(s.key[i] >> 32); };
+  uint32_t start[BOOK_ITEMS];
+#pragma unroll
+  for (uint32_t j = 0; j < BOOK_ITEMS; j++) {
+    const uint32_t i = i0 + j;
+    start[j] = i < m && i > 0 && weight(i) != weight(i - 1) ? i : 0u;
+  }
+  RankScan(s.u.rank).InclusiveScan(start, start, cuda::maximum<uint32_t>());
+  __syncthreads(); /* the scan's room is the run ends' */
+  uint32_t *run_end = s.u.tree.node; /* at a run's start: one past its last key */
+#pragma unroll
+  for (uint32_t j = 0; j < BOOK_ITEMS; j++) {
+    const uint32_t i = i0 + j;
+    if (i < m && (i + 1 == m || weight(i + 1) != weight(i))) run_end[start[j]] = i + 1;
+  }
+  __syncthreads();
+#pragma unroll
+  for (uint32_t j = 0; j < BOOK_ITEMS; j++) {
+    const uint32_t i = i0 + j;
+    if (i < m) {
+      const uint32_t desc = m - run_end[start[j]] + (i - start[j]);
+      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, desc);
+    }
   }
   __syncthreads();
 }
@@ -333,9 +372,7 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     __syncthreads();
     if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
     __syncthreads(); /* step 4 reads the limited counts */
-    /* step 4: lengths shortest first over (frequency desc, index asc) */
-    for (uint32_t i = t; i < m; i += BOOK_THREADS)
-      s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, ncclz_huff_desc_rank(s.key, m, i));
+    book_lengths(s, m); /* step 4 */
   }
   __syncthreads();
   canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);
@@ -743,14 +780,14 @@ struct BitSource {
   uint32_t words, next, nbits, base; /* base: payload word index of src[0], for the check */
   unsigned long long buf;
   uint32_t chk;
-  const uint32_t *ring; /* ring_refill's copy of words [ring_end - NZ_HF_RING, ring_end), or NULL */
-  uint32_t ring_end;
+  const uint32_t *ring; /* ring_refill's copy of words [ring_end - ring_mask - 1, ring_end), or NULL */
+  uint32_t ring_end, ring_mask;
   __device__ void refill() {
     if (nbits <= 32) {
       uint32_t w = 0;
       if (next < words) {
         /* the ring, else shared memory (stage_segments) or global */
-        w = next < ring_end ? ring[next % NZ_HF_RING] : src[next];
+        w = next < ring_end ? ring[next & ring_mask] : src[next];
         chk += nz_chk(w, base + next);
       }
       next++;
@@ -785,34 +822,37 @@ static __device__ bool stage_segments(BitSource &br, const uint32_t *stream, boo
   return false;
 }
 
-/* Tops up every lane's ring (NZ_HF_RING words in `rings`, lane r's at r * NZ_HF_RING) to the
- * words [next, next + NZ_HF_RING) of its segment, for a round of 32 symbols. Streams of escapes
- * (raw float bits: about 25 bits a symbol) are too wide to stage whole, and a reader that loads
- * its own next word each time makes 32 lanes touch 32 segments a load: ncu showed 9.3 of 15
- * cycles between a warp's instructions waiting on L1TEX, 70% excess sectors. Here the warp loads
- * one lane's words at a time, 32 consecutive words a load, eight lanes' loads in flight. A reader
- * that outruns its ring in a round (more than NZ_HF_RING words: 32 long escapes) reads the rest
- * from global memory. */
+/* Tops up every lane's ring (R words, lane r's at r * STRIDE in `rings`) to at most CAP more of
+ * the words [next, next + R) of its segment. Streams of escapes (raw float bits: about 25 bits a
+ * symbol) are too wide to stage whole, and a reader that loads its own next word each time makes
+ * 32 lanes touch 32 segments a load: ncu showed 9.3 of 15 cycles between a warp's instructions
+ * waiting on L1TEX, 70% excess sectors. Here a load serves 32 / CAP lanes, CAP consecutive words
+ * each, eight loads in flight. A reader that outruns its ring in a round reads the rest from
+ * global memory. */
+template <uint32_t R, uint32_t CAP, uint32_t STRIDE>
 static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, const uint32_t *stream) {
-  const uint32_t lane = threadIdx.x & 31;
+  static_assert(CAP >= 8 && CAP <= 32 && 32 % CAP == 0, "eight loads serve 32 lanes or a multiple");
+  constexpr uint32_t G = 32 / CAP; /* segments a load serves */
+  const uint32_t lane = threadIdx.x & 31, sub = lane / CAP, j = lane % CAP;
   const uint32_t from = br.ring_end > br.next ? br.ring_end : br.next;
-  const uint32_t to = br.next + NZ_HF_RING < br.words ? br.next + NZ_HF_RING : br.words;
-  const uint32_t want = active && to > from ? to - from : 0;
+  const uint32_t to = br.next + R < br.words ? br.next + R : br.words;
+  const uint32_t want = active && to > from ? (to - from < CAP ? to - from : CAP) : 0;
   const uint32_t at = (uint32_t)(br.src - stream) + from; /* stream word of the first one wanted */
-  for (uint32_t r0 = 0; r0 < 32; r0 += 8) {
+  for (uint32_t r0 = 0; r0 < 32; r0 += 8 * G) {
     uint32_t w[8], n[8], first[8];
 #pragma unroll
     for (uint32_t i = 0; i < 8; i++) { /* loads first, so that eight are in flight */
-      n[i] = __shfl_sync(NZ_FULL, want, r0 + i);
-      first[i] = __shfl_sync(NZ_FULL, from, r0 + i);
-      const uint32_t a = __shfl_sync(NZ_FULL, at, r0 + i);
-      w[i] = lane < n[i] ? __ldg(stream + a + lane) : 0u;
+      const uint32_t r = r0 + i * G + sub;
+      n[i] = __shfl_sync(NZ_FULL, want, r);
+      first[i] = __shfl_sync(NZ_FULL, from, r);
+      const uint32_t a = __shfl_sync(NZ_FULL, at, r);
+      w[i] = j < n[i] ? __ldg(stream + a + j) : 0u;
     }
 #pragma unroll
     for (uint32_t i = 0; i < 8; i++)
-      if (lane < n[i]) rings[(r0 + i) * NZ_HF_RING + (first[i] + lane) % NZ_HF_RING] = w[i];
+      if (j < n[i]) rings[(r0 + i * G + sub) * STRIDE + (first[i] + j) % R] = w[i];
   }
-  if (want) br.ring_end = to;
+  if (want) br.ring_end = from + want;
   __syncwarp();
 }
 
@@ -823,9 +863,9 @@ static __device__ void ring_refill(BitSource &br, bool active, uint32_t *rings, 
  * 13-15 bits long) that global load was the decoder's main wait (ncu, 256 MiB of TREFHT REL 1e-4:
  * half of the stall cycles on L1TEX; loading the segment words ahead does not help). Block-uniform;
  * NULL when not used. */
-static __device__ const uint16_t *stage_long_symbols(bool staged, const uint32_t *sorted, uint32_t long0,
+static __device__ const uint16_t *stage_long_symbols(bool skip, const uint32_t *sorted, uint32_t long0,
                                                      uint32_t nlong, uint32_t *room, uint32_t room_words) {
-  if (__syncthreads_or(staged) || nlong == 0 || nlong > 2 * room_words) return nullptr;
+  if (skip || nlong == 0 || nlong > 2 * room_words) return nullptr;
   uint16_t *t = reinterpret_cast<uint16_t *>(room);
   for (uint32_t i = threadIdx.x; i < nlong; i += blockDim.x) t[i] = (uint16_t)__ldg(sorted + long0 + i);
   __syncthreads();
@@ -846,6 +886,22 @@ static_assert(DEC_ROUND == 16 || DEC_ROUND == 32, "a round is half a warp's rows
 /* At most 80 registers a thread, room for six CTAs an SM; shared memory (the tables, the stage and
  * the segment room) holds five at segments of 256 symbols or more. */
 #define DEC_MIN_CTAS 6
+/* Narrow streams (at most 16 bits a symbol) that no warp stages whole read their segments
+ * through rings of NZ_HF_RING_N words a lane (padded a word, against bank conflicts), topped up
+ * a round at a time; the long codes' symbols take the room behind the rings. Each reader had
+ * loaded its own next word from global memory, 32 segments a warp's load: REL 1e-4 on TREFHT
+ * decoded at 384 GB/s end to end that way, 500 through the rings. */
+#ifndef DEC_RING_NARROW
+#define DEC_RING_NARROW 1
+#endif
+#define NZ_HF_RING_N 16u
+/* Streams of at most this many bits a symbol (3D Lorenzo's codes: about 5) top their rings up
+ * every other round, a round's 8 words then being enough for 32 symbols. */
+#ifndef DEC_RING_SLOW_BITS
+#define DEC_RING_SLOW_BITS 6u
+#endif
+#define NZ_HF_RING_N_WORDS ((DEC_THREADS / 32) * 32 * (NZ_HF_RING_N + 1))
+#define DEC_ROOM_EXTRA (DEC_RING_NARROW ? 512u : 0u) /* words: five CTAs an SM still fit */
 template <typename Out>
 __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(NzShape sh, const uint8_t *in, Out out, NzFrame *fr,
                                                            const uint32_t *lut, const uint32_t *tables,
@@ -870,7 +926,7 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
-  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0};
+  BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0, 0};
   if (k < nseg) {
     uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
     chk += nz_chk(begin, sw + H - nseg + k);
@@ -889,14 +945,23 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   HfBook bk = hf_book(s_lut, s_tab, sorted, F, fb, nlong);
   /* Streams of more than 16 bits a symbol (mostly escapes, which take no long code) give the
    * segment room to the warps' rings rather than to the long codes' symbols. Frame-uniform. */
-  const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n;
-  bk.slong = stage_long_symbols(staged || wide, sorted, bk.long0, nlong, dec_seg, seg_words * (DEC_THREADS / 32));
-  const bool ring = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
-  if (ring) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING;
+  const bool wide = (uint64_t)stream_bytes * 8 > 16ull * n, any_staged = __syncthreads_or(staged);
+  const uint32_t room_words = seg_words * (DEC_THREADS / 32) + DEC_ROOM_EXTRA;
+  const bool ring_w = wide && !staged && seg_words >= 32 * NZ_HF_RING; /* warp-uniform */
+  const bool ring_n = DEC_RING_NARROW && !wide && !any_staged && room_words >= 2 * NZ_HF_RING_N_WORDS; /* block */
+  const bool ring_slow = (uint64_t)stream_bytes * 8 <= (uint64_t)DEC_RING_SLOW_BITS * n;
+  uint32_t *long_room = ring_n ? dec_seg + NZ_HF_RING_N_WORDS : dec_seg;
+  bk.slong = stage_long_symbols(any_staged || wide, sorted, bk.long0, nlong, long_room,
+                                room_words - (uint32_t)(long_room - dec_seg));
+  if (ring_w) br.ring = dec_seg + warp * seg_words + lane * NZ_HF_RING, br.ring_mask = NZ_HF_RING - 1;
+  if (ring_n) br.ring = dec_seg + (warp * 32 + lane) * (NZ_HF_RING_N + 1), br.ring_mask = NZ_HF_RING_N - 1;
   const uint32_t rounds = __reduce_max_sync(NZ_FULL, count);
   const typename Out::Frame dst = out.frame(sh, f, in, *F);
   for (uint32_t c0 = 0; c0 < rounds; c0 += DEC_ROUND) {
-    if (ring && c0 % 32 == 0) ring_refill(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
+    if (ring_w && c0 % 32 == 0)
+      ring_refill<NZ_HF_RING, 32, NZ_HF_RING>(br, k < nseg && !bad, dec_seg + warp * seg_words, P + H);
+    if (ring_n && (!ring_slow || c0 % 32 == 0)) /* DEC_ROUND (16) symbols of at most 15 bits fit in 8 words */
+      ring_refill<NZ_HF_RING_N, 8, NZ_HF_RING_N + 1>(br, k < nseg && !bad, dec_seg + warp * 32 * (NZ_HF_RING_N + 1), P + H);
     for (uint32_t j = 0; j < DEC_ROUND && c0 + j < count && !bad; j++) {
       int32_t v;
       const uint32_t why = hf_symbol(bk, br, v);
@@ -1185,7 +1250,7 @@ ncclzStatus nz_huffman_decode(const NzShape &sh, const uint8_t *d_in, const Out 
   const uint32_t nseg = (uint32_t)ncclz_ceil_div(sh.frame_symbols, sh.p0);
   if ((uint64_t)nseg * sh.n_frames >= NZ_HF_THREAD_SEGMENTS) {
     const uint32_t seg_words = dec_seg_words(sh.p0);
-    const size_t seg_smem = sizeof(uint32_t) * seg_words * (DEC_THREADS / 32);
+    const size_t seg_smem = sizeof(uint32_t) * (seg_words * (DEC_THREADS / 32) + DEC_ROOM_EXTRA);
     NZ_CUDA(nz_smem_optin(k_hf_decode_thread<Out>, seg_smem));
     nz_launch(k_hf_decode_thread<Out>, dim3((nseg + DEC_THREADS - 1) / DEC_THREADS, sh.n_frames), DEC_THREADS, seg_smem, s,
               sh, d_in, out, fr, lut, tables, seg_words);
