@@ -107,4 +107,24 @@ __device__ inline uint32_t ncclz_huff_rank_length(const uint32_t *count, uint32_
   return len;
 }
 
+/* First position of the m keys (weight << 32 | index, ascending) whose weight is >= q
+ * (above = 0) or > q (above = 1). */
+__device__ inline uint32_t ncclz_huff_weight_bound(const uint64_t *key, uint32_t m, uint32_t q, int above) {
+  uint32_t lo = 0, hi = m;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2, w = (uint32_t)(key[mid] >> 32);
+    if (above ? w <= q : w < q) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Step 4's order (frequency desc, index asc) without a second sort: for the key at position i
+ * of the m keys in (frequency asc, index asc) order, the keys of larger frequency come first,
+ * then its place among the keys of its own frequency, whose index order both orders share. */
+__device__ inline uint32_t ncclz_huff_desc_rank(const uint64_t *key, uint32_t m, uint32_t i) {
+  const uint32_t q = (uint32_t)(key[i] >> 32);
+  return m - ncclz_huff_weight_bound(key, m, q, 1) + (i - ncclz_huff_weight_bound(key, m, q, 0));
+}
+
 #endif

@@ -243,8 +243,12 @@ static __device__ void book_sort(BookShared &s, uint32_t m, uint32_t value_bits)
 /* Step 4: lengths shortest first over (frequency desc, index asc), from the limited counts and the
  * m keys (weight << 32 | index) in (weight asc, index asc) order. A key's place in the descending
  * order is the keys of larger weight, then its place in its run of equal weights, whose index
- * order both orders share: the runs' bounds come from one block scan of their starts (two binary
- * searches a key took 8.6 of a REL frame's 88 us book). Ends with a barrier. */
+ * order both orders share (ncclz_huff_desc_rank). Past BOOK_STEP4_SCAN_MIN keys the runs' bounds
+ * come from one block scan of their starts: two binary searches a key took 8.6 of a REL frame's
+ * 88 us book (m = 4,963); at a key a thread they cost less than the scan. Ends with a barrier. */
+#ifndef BOOK_STEP4_SCAN_MIN
+#define BOOK_STEP4_SCAN_MIN BOOK_THREADS
+#endif
 static __device__ void book_lengths(BookShared &s, uint32_t m) {
   const uint32_t i0 = threadIdx.x * BOOK_ITEMS;
   auto weight = [&](uint32_t i) { return (uint32_t)(s.key[i] >> 32); };
@@ -372,7 +376,10 @@ __global__ void __launch_bounds__(BOOK_THREADS, 1) k_hf_book(NzShape sh, NzFrame
     __syncthreads();
     if (t == 0) ncclz_huff_limit(s.count, NCCLZ_HUFF_MAX_LEN, (int)s.overflowed); /* step 3 */
     __syncthreads(); /* step 4 reads the limited counts */
-    book_lengths(s, m); /* step 4 */
+    if (m > BOOK_STEP4_SCAN_MIN) book_lengths(s, m); /* step 4 */
+    else
+      for (uint32_t i = t; i < m; i += BOOK_THREADS)
+        s.lens[(uint32_t)(s.key[i] & 0x3FFF)] = (uint8_t)ncclz_huff_rank_length(s.count, ncclz_huff_desc_rank(s.key, m, i));
   }
   __syncthreads();
   canonical_codes(s.lens, K, s.u.c.codes, s.u.c.canon);
