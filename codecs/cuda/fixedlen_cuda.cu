@@ -17,7 +17,6 @@
 #include <cub/block/block_scan.cuh>
 
 #include "decode_out.cuh"
-#include "eb_quant.cuh"
 
 #define FL_THREADS 256 /* decode CTA */
 #define FL_BLOCKS 256  /* 32-symbol blocks per decode round */
@@ -113,7 +112,6 @@ static __device__ __forceinline__ void encode_half(const Z &zz, uint32_t n, uint
       z[k] = i < n ? zz(i) : 0u;
     }
   }
-  __syncwarp(); /* every lane's loads done before any lane's planes: in-place callers pack over them */
   uint32_t any = 0; /* lane Gh + k: the OR of block k */
 #pragma unroll
   for (int k = 0; k < G; k++) {
@@ -248,59 +246,6 @@ static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, u
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nb, BLOCKS) - 1) *coded = 4 * (W + nt + prefix + agg);
 }
 
-/* QSGD codes of a CTA's R * 4 * THREADS symbols, [base, base + R * 4 * THREADS) of a frame of n
- * whose element 0 is element g0 of the array (g0 a multiple of the bucket; buckets of 128-element
- * slots that tile the CTA's symbols): the floats staged in s_z, each 128-element slot's max |x|
- * by a warp reduction into s_slot, then each bucket's codes to q.sym and their zigzags over the
- * floats in s_z. Lane 0 of a bucket's first slot writes its scale (q.scales and the frame's side
- * data P); returns this thread's part of the side data's check. Staged in shared memory rather
- * than held in registers: a thread's 8 float4 of a batch unit would pass k_fl_encode's 40. */
-#ifndef QSGD_UNIT_UNROLL
-#define QSGD_UNIT_UNROLL 1
-#endif
-static constexpr int kQsgdUnitUnroll = QSGD_UNIT_UNROLL;
-#ifndef EB_FUSE_UNROLL
-#define EB_FUSE_UNROLL 8
-#endif
-static constexpr int kEbFuseUnroll = EB_FUSE_UNROLL;
-template <int THREADS, int R>
-static __device__ __forceinline__ uint32_t qsgd_unit(const NzQsgd &q, size_t g0, uint32_t n, uint32_t base,
-                                                     uint32_t *s_z, float *s_slot, uint32_t *P) {
-  constexpr uint32_t WARPS = THREADS / 32;
-  const uint32_t tid = threadIdx.x, lane = tid & 31;
-  const float *x = q.x + g0;
-#pragma unroll
-  for (int r = 0; r < R; r++) {
-    const uint32_t e = 4 * (tid + r * THREADS); /* the CTA's symbol; slot r * WARPS + warp */
-    const float4 v = nz_load4(x, base + e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
-    const float m = nz_warp_max(nz_max_abs4(v, 0.0f)); /* 0 to start: the reference's bucket_max_abs */
-    if (lane == 0) s_slot[r * WARPS + tid / 32] = m;
-    *(float4 *)(s_z + e) = v;
-  }
-  __syncthreads();
-  const uint32_t spb = q.bucket / 128; /* slots a bucket */
-  const double sd = q.levels;
-  uint32_t chk = 0;
-#pragma unroll kQsgdUnitUnroll
-  for (int r = 0; r < R; r++) {
-    const uint32_t slot = r * WARPS + tid / 32, first = slot / spb * spb, e = 4 * (tid + r * THREADS);
-    float m = 0.0f;
-    for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
-    const int4 c = nz_qsgd_four(*(const float4 *)(s_z + e), m, nz_qsgd_bucket(m), sd, q.levels, q.seed, q.rank,
-                                g0 + base + e, g0 + n);
-    nz_store4(q.sym, g0 + base + e, g0 + n, c);
-    *(uint4 *)(s_z + e) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
-    const uint32_t e0 = base + slot * 128; /* the slot's first element in the frame */
-    if (lane == 0 && slot == first && e0 < n) {
-      const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
-      q.scales[g0 / q.bucket + b] = m;
-      P[b] = w;
-      chk += nz_chk(w, b);
-    }
-  }
-  return chk;
-}
-
 /* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
  * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
  * margin over its roofline target is a run's spread). */
@@ -321,105 +266,28 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
                             &fr[f].coded_bytes);
 }
 
-/* Look-back units of the batch's frames (sh->units_per_frame set), the encoders' grid. */
-static uint32_t fl_encode_grid(NzShape *sh) {
-  sh->units_per_frame = nz_fixedlen_units(*sh);
-  const uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh->frame_n(sh->n_frames - 1), 32), FLE_BLOCKS);
-  return (sh->n_frames - 1) * sh->units_per_frame + last;
-}
-
-/* An encoder of k_fl_encode's units over the batch. Over 48 KiB of dynamic shared memory
- * (FLE_WARPS > 11) needs the opt-in, and the largest carveout fits 6 CTAs of 8 warps on an SM
- * (left alone, the driver gave them 168 KiB: room for 4). Not a programmatic dependent launch,
- * and the carveout as a launch attribute too: launched so (or replayed from a CUDA graph so), the
- * encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s instead of 1,198-1,756 on the H200, as
- * if with 4 CTAs an SM instead of 6; which of the two did it was not established. */
-template <typename... KArgs, typename... Args>
-static ncclzStatus fl_launch_units(void (*k)(NzShape, KArgs...), const NzShape &sh0, cudaStream_t s, Args... args) {
+ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+                               unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
-  const uint32_t grid = fl_encode_grid(&sh);
-  const int smem = FLE_BLOCKS * 32 * 4, carve = cudaSharedmemCarveoutMaxShared;
-  NZ_CUDA(nz_smem_optin(k, smem, carve));
-  if (grid) nz_launch_opt(false, carve, k, grid, FLE_THREADS, smem, s, sh, args...);
+  sh.units_per_frame = nz_fixedlen_units(sh);
+  uint32_t last = (uint32_t)ncclz_ceil_div(ncclz_ceil_div(sh.frame_n(sh.n_frames - 1), 32), FLE_BLOCKS);
+  uint32_t grid = (sh.n_frames - 1) * sh.units_per_frame + last;
+  /* Over 48 KiB of dynamic shared memory (FLE_WARPS > 11) needs the opt-in, and the largest
+   * carveout fits 6 CTAs of 8 warps on an SM (left alone, the driver gave them 168 KiB: room for
+   * 4). */
+  const int smem = FLE_BLOCKS * 32 * 4;
+  for (auto k : {k_fl_encode<false>, k_fl_encode<true>}) NZ_CUDA(nz_smem_optin(k, smem, cudaSharedmemCarveoutMaxShared));
+  /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
+   * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
+   * instead of 1,198-1,756 on the H200, as if with 4 CTAs an SM instead of 6; which of the two
+   * did it was not established. */
+  const int carve = cudaSharedmemCarveoutMaxShared;
+  if (grid && sh.mixed)
+    nz_launch_opt(false, carve, k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
+  else if (grid)
+    nz_launch_opt(false, carve, k_fl_encode<false>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
-}
-
-ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                               unsigned long long *lb, cudaStream_t s) {
-  return sh.mixed ? fl_launch_units(k_fl_encode<true>, sh, s, d_sym, d_out, stride, fr, lb)
-                  : fl_launch_units(k_fl_encode<false>, sh, s, d_sym, d_out, stride, fr, lb);
-}
-
-
-/* QSGD quantize + FIXEDLEN encode of a batch (ncclzCudaQsgdEncodeBatch where buckets tile
- * k_fl_encode's unit): each CTA quantizes its unit's 8,192 symbols into shared memory
- * (qsgd_unit), then codes them as k_fl_encode does, each warp packing its planes over the
- * zigzags it has loaded (encode_half's __syncwarp). The codes never make the round trip through
- * global memory, which the coder's pass spent its reads on; they are still written to q.sym for
- * the caller (and a RAW fallback). The side data and its check are this kernel's: k_init got no
- * scales. */
-__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_qsgd_encode(NzShape sh, NzQsgd q, uint8_t *out,
-                                                                                  size_t stride, NzFrame *fr,
-                                                                                  unsigned long long *lb) {
-  nz_pdl_enter();
-  extern __shared__ __align__(16) uint32_t s_pack[]; /* the unit's floats, then zigzags, then each warp's planes */
-  __shared__ float s_slot[FLE_BLOCKS / 4];
-  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t n = sh.frame_n(f), base = lc * FLE_BLOCKS * 32;
-  uint32_t *P = (uint32_t *)(out + f * stride + 64);
-  const uint32_t chk = qsgd_unit<FLE_THREADS, FLE_BLOCKS * 32 / (4 * FLE_THREADS)>(q, (size_t)f * sh.frame_symbols, n, base,
-                                                                         s_pack, s_slot, P);
-  if (chk) {
-    atomicAdd(&fr[f].check, chk);
-    atomicAdd(&fr[f].side_check, chk); /* where a RAW fallback restarts */
-  }
-  __syncthreads();
-  fl_encode_unit<FLE_WARPS, false>([&](uint32_t i) { return s_pack[i - base]; }, n, sh.p0, sh.side_words(f), P, unit,
-                                   f * upf, lc, lb, s_pack, &fr[f].check, &fr[f].coded_bytes);
-}
-
-/* Buckets of whole 128-element slots that tile a unit: none straddles two CTAs. */
-bool nz_fixedlen_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && FLE_BLOCKS * 32 % bucket == 0; }
-
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lb, cudaStream_t s) {
-  return fl_launch_units(k_fl_qsgd_encode, sh, s, q, d_out, stride, fr, lb);
-}
-
-/* EB (no predictor) quantize + FIXEDLEN encode of a batch (ncclzCudaEbEncodeBatch): each CTA codes
- * its unit's 8,192 elements by the reference's rule (eb_plain, failures counted in the stats) to
- * e.sym and, as zigzags, into shared memory, then encodes them as k_fl_qsgd_encode does. */
-__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_eb_encode(NzShape sh, NzEb e, uint8_t *out,
-                                                                                size_t stride, NzFrame *fr,
-                                                                                unsigned long long *lb) {
-  nz_pdl_enter();
-  extern __shared__ __align__(16) uint32_t s_pack[]; /* the unit's zigzags, then each warp's planes */
-  eb_ready(e.p, e.resolved, e.st);
-  const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
-  const uint32_t n = sh.frame_n(f), base = lc * FLE_BLOCKS * 32, m = n - base < FLE_BLOCKS * 32 ? n - base : FLE_BLOCKS * 32;
-  const size_t g0 = (size_t)f * sh.frame_symbols + base; /* the unit's first element in the array */
-#pragma unroll kEbFuseUnroll
-  for (int r = 0; r < FLE_BLOCKS * 32 / (4 * FLE_THREADS); r++) {
-    const uint32_t i = 4 * (threadIdx.x + r * FLE_THREADS);
-    const float4 v = nz_load4(e.x + g0, i, m, 0.0f);
-    int4 c = make_int4(0, 0, 0, 0);
-    if (i < m) c.x = eb_plain(v.x, g0 + i, e.p, e.st, NCCLZ_FILL_CODE);
-    if (i + 1 < m) c.y = eb_plain(v.y, g0 + i + 1, e.p, e.st, NCCLZ_FILL_CODE);
-    if (i + 2 < m) c.z = eb_plain(v.z, g0 + i + 2, e.p, e.st, NCCLZ_FILL_CODE);
-    if (i + 3 < m) c.w = eb_plain(v.w, g0 + i + 3, e.p, e.st, NCCLZ_FILL_CODE);
-    nz_store4(e.sym + g0, i, m, c);
-    *(uint4 *)(s_pack + i) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
-  }
-  __syncthreads();
-  fl_encode_unit<FLE_WARPS, false>([&](uint32_t i) { return s_pack[i - base]; }, n, sh.p0, sh.side_words(f),
-                                   (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
-                                   &fr[f].coded_bytes);
-}
-
-ncclzStatus nz_fixedlen_eb_encode(const NzShape &sh, const NzEb &e, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                  unsigned long long *lb, cudaStream_t s) {
-  return fl_launch_units(k_fl_eb_encode, sh, s, e, d_out, stride, fr, lb);
 }
 
 /* ------------------------------------------------------------ decode */
@@ -740,19 +608,51 @@ __global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_
 
 /* QSGD quantize + FIXEDLEN encode of one frame in one kernel: the quantizer's pass, its launch
  * and the coder's reads of the codes from global memory go. Each CTA quantizes its 2,048 symbols
- * with all its 256 threads (qsgd_unit); then its eight warps code the 64 blocks from shared
- * memory, eight a warp, as k_fl_encode_one does. */
+ * with all its 256 threads (two float4 a thread), the buckets' max |x| by warp reductions of
+ * 128-element slots, the codes' zigzag kept in shared memory; then its eight warps code the 64
+ * blocks from there, eight a warp, as k_fl_encode_one does. Lane 0 of a bucket's first slot writes its
+ * scale (side data and d_scales). */
 #define FQ_THREADS 256
 #define FQ_WARPS (FQ_THREADS / 32)
 #define FQ_G (NZ_ONE_QSGD_SYMS / 32 / FQ_WARPS) /* blocks a warp codes */
+#define FQ_SLOTS (NZ_ONE_QSGD_SYMS / 128)
 __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, NzQsgd q, uint8_t *out, NzOneEncode a) {
   nz_pdl_enter();
+  constexpr int R = NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS; /* float4 a thread */
   __shared__ __align__(16) uint32_t s_z[NZ_ONE_QSGD_SYMS];
   __shared__ uint32_t s_pack[FQ_G * FQ_WARPS * 32];
-  __shared__ float s_slot[NZ_ONE_QSGD_SYMS / 128];
-  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS;
+  __shared__ float s_slot[FQ_SLOTS];
+  const uint32_t n = sh.frame_n(0), base = blockIdx.x * NZ_ONE_QSGD_SYMS, tid = threadIdx.x, lane = tid & 31;
   uint32_t *P = (uint32_t *)(out + 64);
-  const uint32_t chk = qsgd_unit<FQ_THREADS, NZ_ONE_QSGD_SYMS / 4 / FQ_THREADS>(q, 0, n, base, s_z, s_slot, P);
+  float4 v[R];
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t e = base + 4 * (tid + r * FQ_THREADS);
+    v[r] = nz_load4(q.x, e, n, 0.0f); /* past the frame: 0, which no |x| is below (FIXEDLEN's zero padding) */
+    const float m = nz_warp_max(nz_max_abs4(v[r], 0.0f)); /* 0 to start: the reference's bucket_max_abs */
+    if (lane == 0) s_slot[r * (FQ_THREADS / 32) + tid / 32] = m;
+  }
+  __syncthreads();
+  const uint32_t spb = q.bucket / 128; /* slots a bucket */
+  uint32_t chk = 0;
+#pragma unroll
+  for (int r = 0; r < R; r++) {
+    const uint32_t slot = r * (FQ_THREADS / 32) + tid / 32, first = slot / spb * spb, e = base + 4 * (tid + r * FQ_THREADS);
+    float m = 0.0f;
+    for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
+    const NzQsgdBucket bk = nz_qsgd_bucket(m);
+    const double sd = q.levels;
+    const int4 c = nz_qsgd_four(v[r], m, bk, sd, q.levels, q.seed, q.rank, e, n);
+    nz_store4(q.sym, e, n, c);
+    *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
+    const uint32_t e0 = base + slot * 128; /* the slot's first element */
+    if (lane == 0 && slot == first && e0 < n) {
+      const uint32_t b = e0 / q.bucket, w = __float_as_uint(m);
+      q.scales[b] = m;
+      P[b] = w;
+      chk += nz_chk(w, b);
+    }
+  }
   if (chk) atomicAdd(&a.st->check, chk);
   __syncthreads();
   fl_encode_unit<FQ_WARPS, true, FQ_G>([&](uint32_t i) { return s_z[i - base]; }, n, sh.p0, sh.side_words(0), P, blockIdx.x, 0,

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "decode_out.cuh"
-#include "eb_quant.cuh"
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
@@ -62,7 +61,7 @@ static bool one_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_ONE");
   return on;
 }
-/* Whether an encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch): on unless
+/* Whether a one-kernel encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch): on unless
  * NCCLZ_CUDA_FUSE=0 (read once; for measurements). */
 static bool fuse_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_FUSE");
@@ -396,20 +395,20 @@ static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scale
   return a;
 }
 
-/* The chain of an encode of nf frames: reset (copying d_init_scales into the side data), each
- * coder's kernels, the post-check, the headers. fl_encode(sh, fr, lb): FIXEDLEN's encoder, which
- * may quantize too (a batch of FIXEDLEN alone), writing the codes to d_sym before the post-check
- * reads them. */
-template <typename FlEncode>
-static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const int32_t *d_sym,
-                                const float *d_init_scales, FlEncode fl_encode, uint8_t *d_out, size_t out_stride,
-                                uint32_t *d_frame_bytes, void *d_ws, cudaStream_t s) {
-  ncclzStatus st;
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                 size_t ws_bytes, cudaStream_t s) {
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
   const uint32_t units = lookback_units(b);
   NzShape sh = nz_shape(b, 0);
+  if (one_kernel_encode(b, nf))
+    return nz_one_encode(sh, b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L), s);
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
-  launch_init(sh, d_init_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
+  launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
   NZ_LAUNCHED();
   /* each coder's kernels on its frames: every frame (one coder), or those NzFrame.coder names (a
    * mixed batch: the kernels skip the others' frames; the shape carries each coder's parameter) */
@@ -421,7 +420,7 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
   ncclzCudaBatch cb = *b;
   if (mixed || b->coder == NCCLZ_CODER_FIXEDLEN) {
     cb.coder = NCCLZ_CODER_FIXEDLEN;
-    if ((st = fl_encode(nz_shape(&cb, 0), fr, lb)) != NCCLZ_OK) return st;
+    if ((st = nz_fixedlen_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, s)) != NCCLZ_OK) return st;
   }
   if (mixed || b->coder == NCCLZ_CODER_HUFFMAN) {
     /* the two coders number their look-back units alike: FIXEDLEN's published words would read
@@ -446,22 +445,6 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
   return NCCLZ_OK;
 }
 
-ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
-                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                 size_t ws_bytes, cudaStream_t s) {
-  uint32_t nf = 0;
-  NzLayout L;
-  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
-  if (st != NCCLZ_OK || nf == 0) return st;
-  if (one_kernel_encode(b, nf))
-    return nz_one_encode(nz_shape(b, 0), b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L),
-                         s);
-  auto fl = [&](const NzShape &sh, NzFrame *fr, unsigned long long *lb) {
-    return nz_fixedlen_encode(sh, d_sym, d_out, out_stride, fr, lb, s);
-  };
-  return encode_chain(b, nf, L, d_sym, d_scales, fl, d_out, out_stride, d_frame_bytes, d_ws, s);
-}
-
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
 
 /* Whether a QSGD quantize + encode runs as one kernel: one FIXEDLEN frame on a zeroed workspace
@@ -475,16 +458,6 @@ static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d
          qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
 }
 
-/* Whether a batch's QSGD quantize + FIXEDLEN encode runs as one pass over the frames
- * (nz_fixedlen_qsgd_encode): FIXEDLEN alone, frames of whole buckets that tile the coder's units,
- * 16-byte aligned x and codes. */
-static bool fused_qsgd(const ncclzCudaBatch *b, const float *d_x, const int32_t *d_sym) {
-  const ncclzQuantParams *q = b->quant;
-  return fuse_on() && !b->d_coders && b->coder == NCCLZ_CODER_FIXEDLEN && nz_fixedlen_qsgd_fits(q->qsgd_bucket) &&
-         b->frame_symbols % q->qsgd_bucket == 0 && qsgd_bits_ok(q->qsgd_bits) &&
-         !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
-}
-
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t s) {
@@ -494,51 +467,15 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   NzLayout L;
   ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  const ncclzQuantParams *p = b->quant;
-  const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
   if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
+    const ncclzQuantParams *p = b->quant;
+    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
     NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
     a.scales = nullptr; /* the kernel writes the side data itself */
     return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
   }
-  if (fused_qsgd(b, d_x, d_sym)) { /* no scales to copy at the reset: the encoder writes them */
-    auto fl = [&](const NzShape &sh, NzFrame *fr, unsigned long long *lb) {
-      return nz_fixedlen_qsgd_encode(sh, q, d_out, out_stride, fr, lb, s);
-    };
-    return encode_chain(b, nf, L, d_sym, nullptr, fl, d_out, out_stride, d_frame_bytes, d_ws, s);
-  }
   if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
-}
-
-/* Whether a batch's EB quantize + FIXEDLEN encode runs as one pass over the frames
- * (nz_fixedlen_eb_encode, after eb:rel's range pass): FIXEDLEN alone, no predictor, frames of
- * whole groups of 4, 16-byte aligned x and codes. */
-static bool fused_eb(const ncclzCudaBatch *b, const float *d_x, const int32_t *d_sym) {
-  return fuse_on() && !b->d_coders && b->coder == NCCLZ_CODER_FIXEDLEN && !b->quant->lorenzo &&
-         b->frame_symbols % 4 == 0 && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
-}
-
-ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, double rel_eb, const float *d_x,
-                                   int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_qws, size_t qws_bytes,
-                                   uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                   size_t ws_bytes, cudaStream_t s) {
-  if (!b || !b->quant || b->quant->kind != NCCLZ_QUANT_EB || b->side_scales)
-    return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb encode: an EB batch without side scales expected");
-  uint32_t nf = 0;
-  NzLayout L;
-  ncclzStatus st = encode_args(b, nullptr, out_stride, ws_bytes, &nf, &L);
-  if (st != NCCLZ_OK || nf == 0) return st;
-  if (!fused_eb(b, d_x, d_sym) || one_kernel_encode(b, nf)) { /* a small frame: its one-kernel encode */
-    st = ncclzCudaQuantizeEB(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s);
-    return st != NCCLZ_OK ? st : ncclzCudaEncodeBatch(b, d_sym, nullptr, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
-  }
-  NzEb e;
-  if ((st = nz_eb_prepare(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, s, &e)) != NCCLZ_OK) return st;
-  auto fl = [&](const NzShape &sh, NzFrame *fr, unsigned long long *lb) {
-    return nz_fixedlen_eb_encode(sh, e, d_out, out_stride, fr, lb, s);
-  };
-  return encode_chain(b, nf, L, d_sym, nullptr, fl, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 /* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh). */

@@ -555,17 +555,6 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lookback, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
-/* QSGD quantize + FIXEDLEN encode of a batch in one pass (the frames reset with no scales: the
- * kernel writes the side data and its checks), for buckets nz_fixedlen_qsgd_fits takes and
- * 16-byte aligned x and codes. */
-bool nz_fixedlen_qsgd_fits(uint32_t bucket);
-ncclzStatus nz_fixedlen_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                    unsigned long long *lookback, cudaStream_t s);
-/* EB without a predictor quantized inside FIXEDLEN's encode of a batch (frames of whole groups of
- * 4, 16-byte aligned x and codes); e from nz_eb_prepare (eb_quant.cuh). */
-struct NzEb;
-ncclzStatus nz_fixedlen_eb_encode(const NzShape &sh, const NzEb &e, uint8_t *d_out, size_t stride, NzFrame *fr,
-                                  unsigned long long *lookback, cudaStream_t s);
 uint32_t nz_huffman_units(const NzShape &sh);
 ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                               unsigned long long *lookback, uint32_t *hist, uint32_t *table,

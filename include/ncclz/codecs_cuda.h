@@ -94,9 +94,7 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
 /* Quantize and encode in one call: what ncclzCudaQsgdQuantize (b->quant, QSGD; d_scales and d_sym
  * written) then ncclzCudaEncodeBatch (b->side_scales set) do. One FIXEDLEN frame on a zeroed
  * workspace (ws_zeroed, up to 256 Ki symbols, buckets of 128 to 2,048 dividing 2,048, 16-byte
- * aligned d_x and d_sym, no post-check) runs as one kernel; a batch of FIXEDLEN alone with buckets
- * of 128 to 8,192 dividing 8,192 and the frames, the same alignment, quantizes inside the coder's
- * pass; anything else runs as the two calls. */
+ * aligned d_x and d_sym, no post-check) runs as one kernel; anything else as the two calls. */
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t stream);
@@ -122,15 +120,6 @@ size_t ncclzCudaQuantWorkspaceSize(size_t n);
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t stream);
-/* Quantize and encode in one call: what ncclzCudaQuantizeEB (b->quant, EB; d_sym and d_stats
- * written, d_qws as its workspace) then ncclzCudaEncodeBatch do. FIXEDLEN alone without a
- * predictor, frames of whole groups of 4 and 16-byte aligned d_x and d_sym (and not a one-kernel
- * frame) quantizes inside the coder's pass, after eb:rel's range pass; anything else runs as the
- * two calls. */
-ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, double rel_eb, const float *d_x,
-                                   int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_qws, size_t qws_bytes,
-                                   uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                   size_t ws_bytes, cudaStream_t stream);
 /* Inverse Lorenzo (in d_ws) and dequantization; abs_eb from d_abs_eb when non-NULL. */
 ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
                                   float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t stream);
