@@ -793,6 +793,110 @@ static void qsgd_batch_cases(const char *grad) {
       }
 }
 
+/* EB's quantizer inside the encode call over a batch (ncclzCudaEbEncodeBatch; HUFFMAN: inside its
+ * histogram pass, the alphabet from a sample of the floats): the codes and the resolved bound
+ * against the CPU's quantizer, every frame byte for byte against the CPU's frame of those codes,
+ * then decoded back on the GPU. A climate field tiled to 4 n + 1 elements; REL (the bound resolved
+ * on the device), ABS with a NaN, an Inf and a value past the code limit planted (each failure
+ * counted once, the first index the smallest), fill values; frames of 64 Ki symbols, of 6,656, and
+ * of 6,658 (not whole groups of 4: the two calls); FIXEDLEN (the two calls). */
+static void eb_batch_case(ncclzCoder coder, const std::vector<float> &x, size_t n, const char *spec_text,
+                          uint32_t frame, const size_t *bad = NULL, int nbad = 0, const float *resolve_on = NULL) {
+  ncclzQuantSpec spec;
+  ncclzQuantParams qp;
+  CHECK(ncclzQuantSpecParse(spec_text, &spec) == NCCLZ_OK, "parse %s", spec_text);
+  CHECK(ncclzQuantResolve(&spec, resolve_on ? resolve_on : x.data(), n, NULL, 0, 0, &qp) == NCCLZ_OK, "resolve %s",
+        spec_text);
+  std::vector<int32_t> ref(n), got(n);
+  ncclzQuantizeEB(&qp, x.data(), n, ref.data()); /* fails on the planted values, coding them 0 as the GPU does */
+  ncclzCoderParams cp;
+  ncclzCoderParamsDefault(&cp);
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  b.coder = coder, b.params = cp, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = n;
+  b.frame_symbols = frame;
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+               wsd = ncclzCudaDecodeWorkspaceSize(&b), wsq = ncclzCudaQuantWorkspaceSize(n);
+  Dev<float> dx(n);
+  Dev<int32_t> dsym(n), dsym2(n);
+  Dev<ncclzCudaQuantStats> dstats(1);
+  Dev<uint8_t> dout(slot * nf), dwse(wse), dwsd(wsd), dwsq(wsq);
+  Dev<uint32_t> dfb(nf), dst(nf);
+  if (spec.eb_is_rel) b.d_abs_eb = &dstats.p->abs_eb;
+  CU(cudaMemcpy(dx.p, x.data(), 4 * n, cudaMemcpyHostToDevice));
+  CU(cudaMemset(dout.p, 0x5A, slot * nf));
+  CU(cudaMemset(dsym.p, 0xA5, 4 * n));
+  CU(cudaMemset(dstats.p, 0xA5, sizeof(ncclzCudaQuantStats))); /* every field must be written */
+  char name[160];
+  snprintf(name, sizeof name, "batch eb quantize + encode %s %s n=%zu frames of %u", ncclzCoderName(coder), spec_text, n,
+           frame);
+  ncclzStatus st = ncclzCudaEbEncodeBatch(&b, spec.eb_is_rel, spec.eb, dx.p, dsym.p, dstats.p, dwsq.p, wsq, dout.p,
+                                          slot, dfb.p, dwse.p, wse, 0);
+  CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
+  if (st != NCCLZ_OK) return;
+  ncclzCudaQuantStats hs;
+  CU(cudaMemcpy(&hs, dstats.p, sizeof hs, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
+  size_t first = ~(size_t)0;
+  for (int k = 0; k < nbad; k++) first = bad[k] < first ? bad[k] : first;
+  CHECK(hs.abs_eb == qp.abs_eb && hs.unbounded == 0 && hs.nonfinite + hs.out_of_range == (unsigned long long)nbad &&
+            hs.first_bad == (nbad ? first : ~0ull),
+        "%s: bound %.17g (cpu %.17g), %llu failures, first %llu", name, hs.abs_eb, qp.abs_eb,
+        (unsigned long long)(hs.nonfinite + hs.out_of_range), (unsigned long long)hs.first_bad);
+  CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: codes identical", name);
+  std::vector<uint32_t> fb(nf);
+  std::vector<uint8_t> gpu(slot * nf), cpu(slot);
+  CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(gpu.data(), dout.p, slot * nf, cudaMemcpyDeviceToHost));
+  uint32_t same = 0;
+  for (uint32_t f = 0; f < nf; f++) {
+    const size_t e0 = (size_t)f * frame, m = n - e0 < frame ? n - e0 : frame;
+    ncclzFrameDesc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = NCCLZ_DTYPE_F32, d.quant = &qp, d.coder_params = cp;
+    size_t len = 0;
+    same += ncclzFrameEncode(coder, ref.data() + e0, m, &d, cpu.data(), slot, &len) == NCCLZ_OK &&
+            len == fb[f] && memcmp(cpu.data(), gpu.data() + f * slot, len) == 0;
+  }
+  CHECK(same == nf, "%s: %u of %u frames identical to the CPU's", name, same, nf);
+  CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
+  st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, NULL, dst.p, dwsd.p, wsd, 0);
+  std::vector<uint32_t> status(nf, 1);
+  CU(cudaMemcpy(status.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
+  uint32_t nbad_frames = 0;
+  for (uint32_t v : status) nbad_frames += v != 0;
+  CHECK(st == NCCLZ_OK && nbad_frames == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: decoded codes identical",
+        name);
+}
+
+/* race: one fused batch of each kind, small, for racecheck */
+static void eb_batch_cases(const char *sci, const char *filled, bool race) {
+  size_t n0, nf0;
+  std::vector<float> x0 = load_f32(sci, &n0), f0 = load_f32(filled, &nf0);
+  CHECK(n0 > 4096 && nf0 > 4096, "load %s, %s", sci, filled);
+  if (n0 <= 4096 || nf0 <= 4096) return;
+  std::vector<float> x(4 * n0 + 1), xf(2 * nf0 + 3);
+  for (size_t i = 0; i < x.size(); i++) x[i] = x0[(i * 7) % n0];
+  for (size_t i = 0; i < xf.size(); i++) xf[i] = f0[i % nf0];
+  std::vector<float> xb = x; /* the bound resolved on the clean field, which the planted values would fail */
+  const size_t bad[3] = {x.size() - 2, 70001, 140000}; /* too large, NaN, Inf */
+  xb[bad[0]] = 3e38f, xb[bad[1]] = NAN, xb[bad[2]] = INFINITY;
+  if (race) {
+    eb_batch_case(NCCLZ_CODER_HUFFMAN, x, 3 * 6656, "eb:rel=1e-4", 6656);
+    eb_batch_case(NCCLZ_CODER_HUFFMAN, xf, 3 * 6656, "eb:rel=1e-4,fill=9.97e36", 6656);
+    return;
+  }
+  for (ncclzCoder coder : {NCCLZ_CODER_HUFFMAN, NCCLZ_CODER_FIXEDLEN})
+    for (uint32_t frame : {65536u, 6656u, 6658u}) {
+      eb_batch_case(coder, x, x.size(), "eb:rel=1e-4", frame);
+      eb_batch_case(coder, x, 3 * (size_t)frame, "eb:rel=1e-4", frame);
+      eb_batch_case(coder, xf, xf.size(), "eb:rel=1e-4,fill=9.97e36", frame);
+      eb_batch_case(coder, xb, xb.size(), "eb:abs=0.01", frame, bad, 3, x.data());
+    }
+}
+
 /* The quantizer inside the coder's call (ncclzCudaQsgdEncodeBatch: one kernel for one frame on a
  * zeroed workspace) against the CPU, on zeroed workspaces and not, and the one-kernel decode of
  * its frames: QSGD buckets of 512, 128 and 256 (fused) and 96 (the two calls), frames of 256 Ki symbols
@@ -994,6 +1098,7 @@ int main(int argc, char **argv) {
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", d3, 3);
     qsgd_fused_cases("resnet18_rank0_64k.f32");
     qsgd_batch_cases("resnet18_rank0_64k.f32");
+    eb_batch_cases("trefht_member57_8x64x128.f32", "pop_ocean_t_384x320.f32", true);
     return tu_finish("test_gpu_codecs --race");
   }
   hostile_escape_counts();
@@ -1066,6 +1171,7 @@ int main(int argc, char **argv) {
   qsgd_fused_cases("resnet18_rank0_64k.f32");
   quant_call_cases("resnet18_rank0_64k.f32", "trefht_member57_8x64x128.f32");
   qsgd_batch_cases("resnet18_rank0_64k.f32");
+  eb_batch_cases("trefht_member57_8x64x128.f32", "pop_ocean_t_384x320.f32", false);
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {
     fallback_cases(grad);

@@ -155,10 +155,14 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
     return NCCLZ_OK;
   };
   if ((st = time_median(s, runs, copy, &t_copy)) != NCCLZ_OK) return st;
-  /* QSGD without a chooser: the quantizer inside the encode call (one kernel for a small frame) */
-  const bool qsgd_call = kind == NCCLZ_QUANT_QSGD && !chooser;
+  /* without a chooser, the quantizer inside the encode call: one kernel for a small QSGD frame,
+   * EB inside HUFFMAN's histogram pass over a batch */
   auto quantize_encode = [&]() {
-    if (qsgd_call) return ncclzCudaQsgdEncodeBatch(&b, B.x, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
+    if (kind == NCCLZ_QUANT_QSGD && !chooser)
+      return ncclzCudaQsgdEncodeBatch(&b, B.x, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
+    if (kind == NCCLZ_QUANT_EB && !chooser)
+      return ncclzCudaEbEncodeBatch(&b, eb_is_rel, rel_eb, B.x, B.sym, B.stats, B.wsq, wsq, B.out, slot, B.fbytes, B.wse,
+                                    wse, s);
     ncclzStatus r = quantize();
     return r != NCCLZ_OK ? r : encode();
   };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decode_out.cuh"
+#include "eb_quant.cuh"
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
@@ -61,8 +62,9 @@ static bool one_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_ONE");
   return on;
 }
-/* Whether a one-kernel encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch): on unless
- * NCCLZ_CUDA_FUSE=0 (read once; for measurements). */
+/* Whether an encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch's one kernel,
+ * ncclzCudaEbEncodeBatch's histogram pass): on unless NCCLZ_CUDA_FUSE=0 (read once; for
+ * measurements). */
 static bool fuse_on() {
   static const bool on = env_not_zero("NCCLZ_CUDA_FUSE");
   return on;
@@ -395,17 +397,15 @@ static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scale
   return a;
 }
 
-ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
-                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                 size_t ws_bytes, cudaStream_t s) {
-  uint32_t nf = 0;
-  NzLayout L;
-  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
-  if (st != NCCLZ_OK || nf == 0) return st;
+/* The chain of an encode of nf frames: reset, each coder's kernels, the post-check, the headers.
+ * eb: EB's quantizer inside HUFFMAN's histogram pass (a batch of HUFFMAN alone), which writes the
+ * codes to d_sym before the coder reads them. */
+static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const int32_t *d_sym,
+                                const float *d_scales, const NzEb *eb, uint8_t *d_out, size_t out_stride,
+                                uint32_t *d_frame_bytes, void *d_ws, cudaStream_t s) {
+  ncclzStatus st;
   const uint32_t units = lookback_units(b);
   NzShape sh = nz_shape(b, 0);
-  if (one_kernel_encode(b, nf))
-    return nz_one_encode(sh, b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L), s);
   NzFrame *fr = ws_at<NzFrame>(d_ws, L.frames);
   unsigned long long *lb = ws_at<unsigned long long>(d_ws, L.lookback);
   launch_init(sh, d_scales, d_out, out_stride, fr, nf, lb, units, b->d_coders, (uint32_t)b->coder, s);
@@ -427,7 +427,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
      * as HUFFMAN predecessors' */
     if (mixed) NZ_CUDA(cudaMemsetAsync(lb, 0, 8 * (size_t)units, s));
     cb.coder = NCCLZ_CODER_HUFFMAN;
-    if ((st = nz_huffman_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
+    if ((st = nz_huffman_encode(nz_shape(&cb, 0), d_sym, eb, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
                                 ws_at<uint32_t>(d_ws, L.table), s)) != NCCLZ_OK)
       return st;
   }
@@ -443,6 +443,19 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
                                                     out_stride, fr, d_frame_bytes);
   NZ_LAUNCHED();
   return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
+                                 uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                 size_t ws_bytes, cudaStream_t s) {
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
+  if (one_kernel_encode(b, nf))
+    return nz_one_encode(nz_shape(b, 0), b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L),
+                         s);
+  return encode_chain(b, nf, L, d_sym, d_scales, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
@@ -476,6 +489,34 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
   }
   if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
   return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
+}
+
+/* Whether a batch's EB quantize + HUFFMAN encode quantizes inside the histogram pass
+ * (nz_huffman_encode with an NzEb): HUFFMAN alone, no predictor, frames of whole groups of 4,
+ * 16-byte aligned x and codes, not a one-kernel frame. */
+static bool fused_eb(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const int32_t *d_sym) {
+  return fuse_on() && !b->d_coders && b->coder == NCCLZ_CODER_HUFFMAN && !b->quant->lorenzo &&
+         b->frame_symbols % 4 == 0 && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15) && !one_kernel_encode(b, nf);
+}
+
+ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, double rel_eb, const float *d_x,
+                                   int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_qws, size_t qws_bytes,
+                                   uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                   size_t ws_bytes, cudaStream_t s) {
+  if (!b || !b->quant || b->quant->kind != NCCLZ_QUANT_EB || b->side_scales)
+    return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb encode: an EB batch without side scales expected");
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode_args(b, nullptr, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
+  if (!fused_eb(b, nf, d_x, d_sym)) {
+    st = ncclzCudaQuantizeEB(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s);
+    return st != NCCLZ_OK ? st : ncclzCudaEncodeBatch(b, d_sym, nullptr, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
+  }
+  NzEb e;
+  st = nz_eb_prepare(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s, &e);
+  if (st != NCCLZ_OK) return st;
+  return encode_chain(b, nf, L, d_sym, nullptr, &e, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 /* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh). */

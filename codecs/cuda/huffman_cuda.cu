@@ -11,6 +11,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "decode_out.cuh"
+#include "eb_quant.cuh"
 #include "huff_block.cuh"
 
 #define HF_K NCCLZ_HUFF_MAX_SYMS  /* largest alphabet, 8194 */
@@ -33,9 +34,10 @@ static __device__ __forceinline__ ncclzHuffAlphabet frame_alphabet(const NzFrame
 
 /* The alphabet's sample (as sample_alphabet in coder_huffman.c): median and extremes of up to
  * 1024 sampled non-fill symbols, one CTA per frame, sorted by a block bitonic sort of
- * order-preserving keys (absent and fill samples sort last: only the first k are read). */
-__global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
-  nz_pdl_enter();
+ * order-preserving keys (absent and fill samples sort last: only the first k are read).
+ * code(f, i): symbol i of frame f. */
+template <typename Code>
+static __device__ __forceinline__ void hf_median(const NzShape &sh, NzFrame *fr, const Code &code) {
   __shared__ uint32_t s[1024];
   const uint32_t f = blockIdx.x, n = sh.frame_n(f), t = threadIdx.x;
   if (!sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return; /* a mixed batch's frame of another coder */
@@ -43,7 +45,7 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
   uint32_t key = 0xFFFFFFFFu;
   bool valid = false;
   if (t < m) {
-    int32_t v = __ldg(sym + (size_t)f * sh.frame_symbols + ncclz_huff_sample_pos(t, n, m));
+    int32_t v = code(f, ncclz_huff_sample_pos(t, n, m));
     valid = v != NCCLZ_FILL_CODE;
     if (valid) key = (uint32_t)v ^ 0x80000000u; /* order-preserving */
   }
@@ -59,6 +61,22 @@ __global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *s
   if (k && t == k - 1 - trim) fr[f].vmax = v;
 }
 
+__global__ void __launch_bounds__(1024) k_hf_median(NzShape sh, const int32_t *sym, NzFrame *fr) {
+  nz_pdl_enter();
+  hf_median(sh, fr, [&](uint32_t f, uint32_t i) { return __ldg(sym + (size_t)f * sh.frame_symbols + i); });
+}
+
+/* The same sample from the floats, each coded as the quantizer will code it (eb_plain; its
+ * failures are counted by the quantizer, not here): the alphabet before the codes exist, so that
+ * k_hf_eb_hist can count them as it writes them. */
+__global__ void __launch_bounds__(1024) k_hf_median_eb(NzShape sh, NzEb e, NzFrame *fr) {
+  nz_pdl_enter();
+  eb_ready(e.p, e.resolved, e.st);
+  hf_median(sh, fr, [&](uint32_t f, uint32_t i) {
+    return eb_plain(__ldg(e.x + (size_t)f * sh.frame_symbols + i), 0, e.p, nullptr, NCCLZ_FILL_CODE);
+  });
+}
+
 /* Symbols per CTA of the histogram pass: enough CTAs for the whole GPU (about 1,024), but no more
  * than that. Each CTA clears and flushes up to HF_K bins, so on wide alphabets (REL without
  * prediction, raw floats: thousands of bins used) the flushes' global atomics cost more than the
@@ -72,17 +90,18 @@ static uint32_t hist_chunk(const NzShape &sh) {
   return c < HIST_CHUNK_MIN ? HIST_CHUNK_MIN : c > HIST_CHUNK_MAX ? HIST_CHUNK_MAX : (uint32_t)c;
 }
 
-__global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist,
-                                                          uint32_t chunk) {
-  nz_pdl_enter();
-  __shared__ uint32_t h[HF_K];
+/* Chunk i0.. of frame f counted into the frame's histogram: h (HF_K words of shared memory) cleared,
+ * each CTA's counts added to the global bins once. quad(q): the four symbols of the chunk's q-th
+ * group of 4 (int4, 16-byte aligned: aligned tells whether it may be used), one(i): symbol i of
+ * the frame. */
+template <typename Quad, typename One>
+static __device__ __forceinline__ void hf_hist_chunk(const NzShape &sh, NzFrame *fr, uint32_t *hist, uint32_t chunk,
+                                                     uint32_t *h, bool aligned, const Quad &quad, const One &one) {
   uint32_t f = blockIdx.y, n = sh.frame_n(f), i0 = blockIdx.x * chunk;
-  if (i0 >= n || !sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
   ncclzHuffAlphabet a = frame_alphabet(&fr[f]);
   uint32_t K = ncclz_huff_alphabet_size(a.radius);
   for (uint32_t i = threadIdx.x; i < K; i += HIST_THREADS) h[i] = 0;
   __syncthreads();
-  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
   const uint32_t end = n - i0 < chunk ? n : i0 + chunk;
   /* (Warp-aggregated adds through __match_any_sync did not make this faster on 4 MiB of QSGD
    * codes, 16 us either way, and doubled the REA planner's histogram: plain adds.) Whole int4
@@ -94,26 +113,71 @@ __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int3
     atomicAdd(&h[ncclz_huff_index(x.w, a)], 1u);
   };
   uint32_t i = i0;
-  if (((uintptr_t)(src + i0) & 15u) == 0) {
-    const int4 *v = reinterpret_cast<const int4 *>(src + i0);
+  if (aligned) {
     const uint32_t quads = (end - i0) / 4;
     uint32_t q = threadIdx.x;
     for (; q + 3 * HIST_THREADS < quads; q += 4 * HIST_THREADS) {
       int4 x[4];
 #pragma unroll
-      for (int u = 0; u < 4; u++) x[u] = __ldg(v + q + u * HIST_THREADS);
+      for (int u = 0; u < 4; u++) x[u] = quad(q + u * HIST_THREADS);
 #pragma unroll
       for (int u = 0; u < 4; u++) add4(x[u]);
     }
-    for (; q < quads; q += HIST_THREADS) add4(__ldg(v + q));
+    for (; q < quads; q += HIST_THREADS) add4(quad(q));
     i = i0 + 4 * quads;
   }
-  for (i += threadIdx.x; i < end; i += HIST_THREADS) atomicAdd(&h[ncclz_huff_index(__ldg(src + i), a)], 1u);
+  for (i += threadIdx.x; i < end; i += HIST_THREADS) atomicAdd(&h[ncclz_huff_index(one(i), a)], 1u);
   __syncthreads();
   uint32_t *g = hist + (size_t)f * HF_K;
   for (uint32_t j = threadIdx.x; j < K; j += HIST_THREADS)
     if (h[j]) atomicAdd(&g[j], h[j]);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].radius = a.radius;
+}
+
+__global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int32_t *sym, NzFrame *fr, uint32_t *hist,
+                                                          uint32_t chunk) {
+  nz_pdl_enter();
+  __shared__ uint32_t h[HF_K];
+  const uint32_t f = blockIdx.y, i0 = blockIdx.x * chunk;
+  if (i0 >= sh.frame_n(f) || !sh.takes(fr, f, NCCLZ_CODER_HUFFMAN)) return;
+  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
+  const int4 *v = reinterpret_cast<const int4 *>(src + i0);
+  hf_hist_chunk(sh, fr, hist, chunk, h, ((uintptr_t)v & 15u) == 0, [&](uint32_t q) { return __ldg(v + q); },
+                [&](uint32_t i) { return __ldg(src + i); });
+}
+
+/* EB without a predictor quantized inside the histogram pass (nz_huffman_encode with eb; HUFFMAN
+ * alone, frames of whole groups of 4, x and the codes 16-byte aligned): each CTA codes its chunk
+ * by the reference's rule (eb_plain, failures counted in the stats), stores the codes and counts
+ * them, so that the codes are read back once, by the coder, instead of twice. The alphabet is
+ * k_hf_median_eb's. */
+/* Four CTAs an SM (32 registers, 16 bytes spilled), as the histogram pass alone: on 256 MiB of
+ * TREFHT at REL 1e-4 on the H200 the encode ran at 404-405 GB/s end to end, at 398-400 with three
+ * (40 registers), 385 with two and 335 with one. */
+__global__ void __launch_bounds__(HIST_THREADS, 4) k_hf_eb_hist(NzShape sh, NzEb e, NzFrame *fr, uint32_t *hist,
+                                                             uint32_t chunk) {
+  nz_pdl_enter();
+  __shared__ uint32_t h[HF_K];
+  eb_ready(e.p, e.resolved, e.st);
+  const uint32_t f = blockIdx.y, i0 = blockIdx.x * chunk;
+  if (i0 >= sh.frame_n(f)) return;
+  const size_t g0 = (size_t)f * sh.frame_symbols; /* the frame's first element */
+  const float4 *x4 = reinterpret_cast<const float4 *>(e.x + g0 + i0);
+  int4 *s4 = reinterpret_cast<int4 *>(e.sym + g0 + i0);
+  auto code = [&](float v, uint32_t i) { return eb_plain(v, g0 + i, e.p, e.st, NCCLZ_FILL_CODE); };
+  hf_hist_chunk(sh, fr, hist, chunk, h, true,
+                [&](uint32_t q) {
+                  const float4 v = __ldg(x4 + q);
+                  const uint32_t i = i0 + 4 * q;
+                  const int4 c = make_int4(code(v.x, i), code(v.y, i + 1), code(v.z, i + 2), code(v.w, i + 3));
+                  s4[q] = c;
+                  return c;
+                },
+                [&](uint32_t i) {
+                  const int32_t c = code(__ldg(e.x + g0 + i), i);
+                  e.sym[g0 + i] = c;
+                  return c;
+                });
 }
 
 /* ------------------------------------------------------------ canonical codes, in parallel */
@@ -505,18 +569,25 @@ __global__ void __launch_bounds__(ENC_WARPS * 32) k_hf_encode(NzShape sh, const 
   if (tid == 0 && lc == (uint32_t)ncclz_ceil_div(nseg, ENC_WARPS) - 1) fr[f].coded_bytes = 4 * (H + s_prefix + s_agg);
 }
 
-ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                              unsigned long long *lb, uint32_t *hist, uint32_t *table,
-                              cudaStream_t s) {
+ncclzStatus nz_huffman_encode(const NzShape &sh0, const int32_t *d_sym, const NzEb *eb, uint8_t *d_out, size_t stride,
+                              NzFrame *fr, unsigned long long *lb, uint32_t *hist, uint32_t *table, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_huffman_units(sh);
   const uint32_t nf = sh.n_frames;
   NZ_CUDA(cudaMemsetAsync(hist, 0, sizeof(uint32_t) * HF_K * (size_t)nf, s));
   const uint32_t chunk = hist_chunk(sh);
   dim3 g((unsigned)ncclz_ceil_div(sh.frame_symbols, chunk), nf);
-  nz_launch(k_hf_median, nf, 1024, 0, s, sh, d_sym, fr);
-  NZ_LAUNCHED();
-  nz_launch(k_hf_hist, g, HIST_THREADS, 0, s, sh, d_sym, fr, hist, chunk);
+  if (eb) { /* the sample's kernel resolves eb:rel from the range pass's pairs, the quantizer reads the stats */
+    nz_launch(k_hf_median_eb, nf, 1024, 0, s, sh, *eb, fr);
+    NZ_LAUNCHED();
+    NzEb q = *eb;
+    q.p.part = nullptr;
+    nz_launch(k_hf_eb_hist, g, HIST_THREADS, 0, s, sh, q, fr, hist, chunk);
+  } else {
+    nz_launch(k_hf_median, nf, 1024, 0, s, sh, d_sym, fr);
+    NZ_LAUNCHED();
+    nz_launch(k_hf_hist, g, HIST_THREADS, 0, s, sh, d_sym, fr, hist, chunk);
+  }
   NZ_LAUNCHED();
   size_t book_smem = sizeof(BookShared);
   NZ_CUDA(nz_smem_optin(k_hf_book, book_smem));

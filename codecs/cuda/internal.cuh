@@ -556,7 +556,11 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t 
                                unsigned long long *lookback, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);
-ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
-                              unsigned long long *lookback, uint32_t *hist, uint32_t *table,
+/* eb: EB without a predictor quantized inside the histogram pass, the codes written to d_sym
+ * there (from nz_eb_prepare, eb_quant.cuh; frames of whole groups of 4, 16-byte aligned x and
+ * codes, HUFFMAN alone), else NULL. */
+struct NzEb;
+ncclzStatus nz_huffman_encode(const NzShape &sh, const int32_t *d_sym, const NzEb *eb, uint8_t *d_out, size_t stride,
+                              NzFrame *fr, unsigned long long *lookback, uint32_t *hist, uint32_t *table,
                               cudaStream_t s);
 #endif

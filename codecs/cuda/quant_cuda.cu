@@ -8,115 +8,10 @@
 #include <math.h>
 
 #include "decode_out.cuh"
+#include "eb_quant.cuh"
 #include "lorenzo.cuh"
-#include "../eb_code.h"
 
 /* ------------------------------------------------------------ EB */
-
-struct EbParams {
-  double abs_eb, bound; /* half-step, and the bound every element meets (as quant_eb.c) */
-  int lorenzo, has_fill;
-  float fill;
-  uint32_t d0, d1, d2;
-  double step, inv_step; /* 2 abs_eb and its reciprocal: set by eb_ready in each kernel */
-  /* eb:rel resolved from the range pass's per-block (min, max) pairs (k_eb_range_part) by each
-   * block of the quantizer; NULL: from the stats (k_eb_resolve) */
-  const float2 *part;
-  uint32_t nparts;
-  double rel;
-};
-
-/* Half the float32 spacing in the binade of m >= 0 (as half_float_ulp in quant_eb.c). */
-static __device__ double half_float_ulp(double m) {
-  if (!(m >= 0x1p-126)) return 0x1p-150;
-  int e;
-  frexp(m, &e);
-  return ldexp(1.0, e - 25);
-}
-
-/* bound = X * (max - min) (X * max(|min|, 1) when max == min), abs_eb = bound - ulp(2 max|x|)/2,
- * as eb_bounds in quant_eb.c; flo > fhi: no values. */
-static __device__ void eb_bound_of(double rel, float flo, float fhi, double *bound, double *abs_eb) {
-  if (!(flo <= fhi)) flo = fhi = 0.0f; /* no values */
-  const double lo = flo, hi = fhi;
-  *bound = fhi == flo ? rel * fmax(fabs(lo), 1.0) : rel * (hi - lo);
-  *abs_eb = *bound - half_float_ulp(2.0 * fmax(fabs(lo), fabs(hi)));
-}
-
-/* The whole array's (min, max) from the range pass's per-block pairs, reduced by every block of
- * the quantizer (min and max of finite values: the same in any order), and the bound from it;
- * block 0 records both in the stats as k_eb_resolve does. One launch instead of two small ones
- * (the stats' reset and the resolve) in a call that is mostly launches on small frames. */
-static __device__ void eb_resolve_block(EbParams &p, ncclzCudaQuantStats *st) {
-  __shared__ float s_lo[32], s_hi[32];
-  float lo = INFINITY, hi = -INFINITY;
-  for (uint32_t i = threadIdx.x; i < p.nparts; i += blockDim.x) {
-    const float2 v = p.part[i];
-    lo = fminf(lo, v.x);
-    hi = fmaxf(hi, v.y);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    lo = fminf(lo, __shfl_xor_sync(NZ_FULL, lo, o));
-    hi = fmaxf(hi, __shfl_xor_sync(NZ_FULL, hi, o));
-  }
-  const uint32_t warp = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
-  if ((threadIdx.x & 31) == 0) s_lo[warp] = lo, s_hi[warp] = hi;
-  __syncthreads();
-  lo = s_lo[0], hi = s_hi[0];
-  for (uint32_t w = 1; w < nw; w++) lo = fminf(lo, s_lo[w]), hi = fmaxf(hi, s_hi[w]);
-  eb_bound_of(p.rel, lo, hi, &p.bound, &p.abs_eb);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    st->vmin = lo, st->vmax = hi, st->bound = p.bound, st->abs_eb = p.abs_eb;
-    if (!(p.abs_eb > 0)) atomicAdd(&st->unbounded, ~0ull >> 1); /* below float resolution: NCCLZ_ERR_RANGE */
-  }
-}
-
-/* A kernel's parameters ready for eb_code: the bound resolved on the device for eb:rel, the
- * step and its reciprocal once per thread (not a division per element). */
-static __device__ __forceinline__ void eb_ready(EbParams &p, int resolved, ncclzCudaQuantStats *st) {
-  if (resolved && p.part) {
-    eb_resolve_block(p, st);
-  } else if (resolved) {
-    p.abs_eb = st->abs_eb;
-    p.bound = st->bound;
-  }
-  p.step = 2.0 * p.abs_eb;
-  p.inv_step = 1.0 / p.step;
-}
-
-/* The exact rule for what the fast certificate leaves (non-finite x too), out of line: inlined
- * at every element of the unrolled kernels, its binary64 division and branches multiplied the
- * code and crowded the instruction cache for a path almost no element takes (quantize + FIXEDLEN
- * on TREFHT REL 1e-4, H200: 630 GB/s inlined, 656 out of line). Returns the code, or 0 with .bad
- * set (1 not finite, 2 beyond the code limit, 3 unreachable). */
-struct EbSlow {
-  int32_t code;
-  int bad;
-};
-static __device__ __noinline__ EbSlow eb_code_exact(float xf, double bound, double step) {
-  if (!isfinite(xf)) return {0, 1};
-  int32_t c = 0;
-  const ncclzEbOutcome o = ncclz_eb_code_exact(xf, bound, step, &c);
-  if (o != NCCLZ_EB_OK) return {0, o == NCCLZ_EB_BEYOND_LIMIT ? 2 : 3};
-  return {c, 0};
-}
-
-/* The code of one element: the C reference's rule (codecs/eb_code.h: the fast certificate here,
- * the exact rule out of line); 0 with *bad set for a failure (as eb_code_exact). */
-static __device__ __forceinline__ int32_t eb_code(float xf, const EbParams &p, int *bad) {
-  int32_t c;
-  if (ncclz_eb_code_fast(xf, p.bound, p.step, p.inv_step, &c)) return c;
-  const EbSlow r = eb_code_exact(xf, p.bound, p.step);
-  *bad = r.bad;
-  return r.code;
-}
-
-/* Counts element i's failure (bad from eb_code) in st: its kind, and the first index. */
-static __device__ __forceinline__ void eb_count_failure(ncclzCudaQuantStats *st, int bad, size_t i) {
-  atomicAdd(bad == 1 ? &st->nonfinite : bad == 2 ? &st->out_of_range : &st->unbounded, 1ull);
-  atomicMin(&st->first_bad, (unsigned long long)i);
-}
 
 /* A neighbour's term in the predictor: fill counts as 0, as do failures (reported at their own
  * index). */
@@ -158,17 +53,6 @@ __global__ void k_eb_quant(EbParams p, int resolved, const float *x, size_t n, i
     sym[i] = out;
     if (bad) eb_count_failure(st, bad, i);
   }
-}
-
-/* One element without Lorenzo (as k_eb_quant with p.lorenzo == 0); a fill value becomes fill_code
- * (NCCLZ_FILL_CODE, or 0 for the codes a Lorenzo predictor reads, as eb_term). */
-static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbParams &p, ncclzCudaQuantStats *st,
-                                                   int32_t fill_code) {
-  if (p.has_fill && v == p.fill) return fill_code;
-  int bad = 0;
-  int32_t c = eb_code(v, p, &bad);
-  if (bad) eb_count_failure(st, bad, i);
-  return c;
 }
 
 /* The streaming kernels' loads in flight: each thread issues EB_UNROLL float4 loads before it
@@ -724,19 +608,54 @@ static unsigned grid_for(size_t n) {
   return (unsigned)(b < 132 * 16 ? b : 132 * 16);
 }
 
+/* The launches before an EB quantizer: the stats reset and, for eb:rel, the range pass (with a
+ * workspace, its per-block pairs, which the quantizer's blocks resolve: e->part, two launches;
+ * without, the stats carry the range and the bound, four launches). */
+static ncclzStatus eb_launch_range(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
+                                   ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes, cudaStream_t s,
+                                   EbParams *e) {
+  const unsigned range_grid = grid_for(n);
+  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
+    e->part = (const float2 *)d_ws, e->nparts = range_grid;
+    nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
+    NZ_LAUNCHED();
+    return NCCLZ_OK;
+  }
+  nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e->abs_eb, e->bound);
+  NZ_LAUNCHED();
+  if (eb_is_rel) {
+    nz_launch(k_eb_range2, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
+    NZ_LAUNCHED();
+    nz_launch(k_eb_resolve, 1, 1, 0, s, rel_eb, d_stats);
+    NZ_LAUNCHED();
+  }
+  return NCCLZ_OK;
+}
+
+static EbParams eb_params(const ncclzQuantParams *p, double rel_eb) {
+  return {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0],
+          p->dims[1], p->dims[2], 0.0, 0.0, nullptr, 0, rel_eb};
+}
+
+ncclzStatus nz_eb_prepare(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
+                          int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes, cudaStream_t s,
+                          NzEb *e) {
+  if (!p || p->kind != NCCLZ_QUANT_EB || p->lorenzo || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
+  *e = {eb_params(p, rel_eb), eb_is_rel, d_x, d_sym, d_stats};
+  return eb_launch_range(p, eb_is_rel, rel_eb, d_x, n, d_stats, d_ws, ws_bytes, s, &e->p);
+}
+
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t s) {
   if (!p || p->kind != NCCLZ_QUANT_EB || !d_stats) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: bad params");
-  EbParams e = {p->abs_eb, p->bound > 0 ? p->bound : p->abs_eb, p->lorenzo, p->has_fill, p->fill_value, p->dims[0],
-                p->dims[1], p->dims[2], 0.0, 0.0, nullptr, 0, rel_eb};
+  EbParams e = eb_params(p, rel_eb);
   if (e.lorenzo && !ncclz_dims_describe(e.d0, e.d1, e.d2, n)) { /* as lz_shape: the whole array is one row */
     e.d0 = e.d1 = 1;
     e.d2 = (uint32_t)n;
     e.lorenzo = 1;
     if (n > UINT32_MAX) return ncclzSetError(NCCLZ_ERR_ARG, "cuda eb: 1D Lorenzo over > 4G elements");
   }
-  const unsigned range_grid = grid_for(n);
   const uint64_t plane = (uint64_t)e.d1 * e.d2; /* in 64 bits: a 32-bit product could wrap under LZP_MAXP */
   const uint32_t P = (uint32_t)plane;              /* used only where plane <= LZP_MAXP */
   const bool aligned = nz_aligned16(d_x, d_sym);
@@ -744,22 +663,8 @@ ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double
   /* one pass without barriers (k_eb_lz_band) */
   const bool band = e.lorenzo && e.d0 > 0 && e.d2 % 4 == 0 && aligned && plane <= UINT32_MAX &&
                     (plane > LZP_MAXP || e.d1 <= 32);
-  if (eb_is_rel && d_ws && ws_bytes >= sizeof(float2) * range_grid && ((uintptr_t)d_ws & 7) == 0) {
-    /* the range pass's pairs in the workspace, resolved by the quantizer's blocks: two launches */
-    e.part = (const float2 *)d_ws, e.nparts = range_grid;
-    nz_launch(k_eb_range_part, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, (float2 *)d_ws, d_stats);
-    NZ_LAUNCHED();
-  } else if (eb_is_rel) { /* no workspace: the stats carry the range (four launches) */
-    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
-    NZ_LAUNCHED();
-    nz_launch(k_eb_range2, range_grid, 256, 0, s, d_x, n, p->has_fill, p->fill_value, d_stats);
-    NZ_LAUNCHED();
-    nz_launch(k_eb_resolve, 1, 1, 0, s, rel_eb, d_stats);
-    NZ_LAUNCHED();
-  } else {
-    nz_launch(k_stats_init, 1, 1, 0, s, d_stats, e.abs_eb, e.bound);
-    NZ_LAUNCHED();
-  }
+  ncclzStatus st = eb_launch_range(p, eb_is_rel, rel_eb, d_x, n, d_stats, d_ws, ws_bytes, s, &e);
+  if (st != NCCLZ_OK) return st;
   if (!e.lorenzo && aligned) {
     nz_launch(k_eb_quant_vec, grid_for(n / 4), 256, 0, s, e, eb_is_rel, d_x, n, d_sym, d_stats, NCCLZ_FILL_CODE);
   } else if (band) {

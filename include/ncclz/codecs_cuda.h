@@ -120,6 +120,15 @@ size_t ncclzCudaQuantWorkspaceSize(size_t n);
 ncclzStatus ncclzCudaQuantizeEB(const ncclzQuantParams *p, int eb_is_rel, double rel_eb, const float *d_x, size_t n,
                                 int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_ws, size_t ws_bytes,
                                 cudaStream_t stream);
+/* Quantize and encode in one call: what ncclzCudaQuantizeEB (b->quant, EB; d_sym and d_stats
+ * written, d_qws as its workspace) then ncclzCudaEncodeBatch do. HUFFMAN alone without a
+ * predictor, frames of whole groups of 4 and 16-byte aligned d_x and d_sym (and not a one-kernel
+ * frame) quantizes inside the histogram pass, after eb:rel's range pass; anything else runs as
+ * the two calls. */
+ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, double rel_eb, const float *d_x,
+                                   int32_t *d_sym, ncclzCudaQuantStats *d_stats, void *d_qws, size_t qws_bytes,
+                                   uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                   size_t ws_bytes, cudaStream_t stream);
 /* Inverse Lorenzo (in d_ws) and dequantization; abs_eb from d_abs_eb when non-NULL. */
 ncclzStatus ncclzCudaDequantizeEB(const ncclzQuantParams *p, const double *d_abs_eb, const int32_t *d_sym, size_t n,
                                   float *d_x, void *d_ws, size_t ws_bytes, cudaStream_t stream);
