@@ -715,6 +715,41 @@ static void quant_call_case(const char *name, ncclzCudaBatch b, const int32_t *s
   if (xr) CHECK(memcmp(xg.data(), xr, 4 * n) == 0, "%s: one-call reconstruction identical", name);
 }
 
+/* A batch's encoded frames (d_out, sizes in d_fb) against the CPU's frames of the codes ref (sc:
+ * QSGD's scales, each frame's side data, or NULL), byte for byte; then decoded back on the GPU to
+ * the same codes. */
+static void batch_matches_cpu(const char *name, const ncclzCudaBatch &b, const int32_t *ref, const float *sc,
+                              const uint8_t *d_out, const uint32_t *d_fb, size_t slot, int32_t *d_sym2, float *d_sc,
+                              uint32_t *d_st, void *d_wsd, size_t wsd) {
+  const size_t n = b.n_symbols, frame = b.frame_symbols;
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  std::vector<uint32_t> fb(nf);
+  std::vector<uint8_t> gpu(slot * nf), cpu(slot);
+  CU(cudaMemcpy(fb.data(), d_fb, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(gpu.data(), d_out, slot * nf, cudaMemcpyDeviceToHost));
+  uint32_t same = 0;
+  for (uint32_t f = 0; f < nf; f++) {
+    const size_t e0 = (size_t)f * frame, m = n - e0 < frame ? n - e0 : frame;
+    ncclzFrameDesc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = NCCLZ_DTYPE_F32, d.quant = b.quant, d.coder_params = b.params;
+    if (sc) d.side = sc + e0 / b.quant->qsgd_bucket, d.side_bytes = (uint32_t)(4 * ncclzQsgdNumBuckets(b.quant, m));
+    size_t len = 0;
+    same += ncclzFrameEncode(b.coder, ref + e0, m, &d, cpu.data(), slot, &len) == NCCLZ_OK && len == fb[f] &&
+            memcmp(cpu.data(), gpu.data() + f * slot, len) == 0;
+  }
+  CHECK(same == nf, "%s: %u of %u frames identical to the CPU's", name, same, nf);
+  CU(cudaMemset(d_sym2, 0xA5, 4 * n));
+  const ncclzStatus st = ncclzCudaDecodeBatch(&b, 0, d_out, NULL, slot, slot * nf, d_sym2, d_sc, d_st, d_wsd, wsd, 0);
+  std::vector<uint32_t> status(nf, 1);
+  std::vector<int32_t> got(n);
+  CU(cudaMemcpy(status.data(), d_st, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), d_sym2, 4 * n, cudaMemcpyDeviceToHost));
+  uint32_t bad = 0;
+  for (uint32_t v : status) bad += v != 0;
+  CHECK(st == NCCLZ_OK && bad == 0 && memcmp(got.data(), ref, 4 * n) == 0, "%s: decoded codes identical", name);
+}
+
 /* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
  * quantizer, then the chain of coder kernels): every frame
  * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
@@ -765,31 +800,7 @@ static void qsgd_batch_cases(const char *grad) {
         CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
         CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
               "%s: scales and codes identical", name);
-        std::vector<uint32_t> fb(nf);
-        std::vector<uint8_t> gpu(slot * nf), cpu(slot);
-        CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
-        CU(cudaMemcpy(gpu.data(), dout.p, slot * nf, cudaMemcpyDeviceToHost));
-        uint32_t same = 0;
-        for (uint32_t f = 0; f < nf; f++) {
-          const size_t e0 = (size_t)f * frame, m = n - e0 < frame ? n - e0 : frame;
-          ncclzFrameDesc d;
-          memset(&d, 0, sizeof d);
-          d.dtype = NCCLZ_DTYPE_F32, d.quant = &qp, d.coder_params = cp;
-          d.side = sc.data() + e0 / qp.qsgd_bucket, d.side_bytes = (uint32_t)(4 * ncclzQsgdNumBuckets(&qp, m));
-          size_t len = 0;
-          same += ncclzFrameEncode(NCCLZ_CODER_FIXEDLEN, ref.data() + e0, m, &d, cpu.data(), slot, &len) == NCCLZ_OK &&
-                  len == fb[f] && memcmp(cpu.data(), gpu.data() + f * slot, len) == 0;
-        }
-        CHECK(same == nf, "%s: %u of %u frames identical to the CPU's", name, same, nf);
-        CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
-        st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, dsc.p, dst.p, dwsd.p, wsd, 0);
-        std::vector<uint32_t> status(nf, 1);
-        CU(cudaMemcpy(status.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
-        CU(cudaMemcpy(got.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
-        uint32_t bad = 0;
-        for (uint32_t v : status) bad += v != 0;
-        CHECK(st == NCCLZ_OK && bad == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: decoded codes identical",
-              name);
+        batch_matches_cpu(name, b, ref.data(), sc.data(), dout.p, dfb.p, slot, dsym2.p, dsc.p, dst.p, dwsd.p, wsd);
       }
 }
 
@@ -845,30 +856,7 @@ static void eb_batch_case(ncclzCoder coder, const std::vector<float> &x, size_t 
         "%s: bound %.17g (cpu %.17g), %llu failures, first %llu", name, hs.abs_eb, qp.abs_eb,
         (unsigned long long)(hs.nonfinite + hs.out_of_range), (unsigned long long)hs.first_bad);
   CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: codes identical", name);
-  std::vector<uint32_t> fb(nf);
-  std::vector<uint8_t> gpu(slot * nf), cpu(slot);
-  CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
-  CU(cudaMemcpy(gpu.data(), dout.p, slot * nf, cudaMemcpyDeviceToHost));
-  uint32_t same = 0;
-  for (uint32_t f = 0; f < nf; f++) {
-    const size_t e0 = (size_t)f * frame, m = n - e0 < frame ? n - e0 : frame;
-    ncclzFrameDesc d;
-    memset(&d, 0, sizeof d);
-    d.dtype = NCCLZ_DTYPE_F32, d.quant = &qp, d.coder_params = cp;
-    size_t len = 0;
-    same += ncclzFrameEncode(coder, ref.data() + e0, m, &d, cpu.data(), slot, &len) == NCCLZ_OK &&
-            len == fb[f] && memcmp(cpu.data(), gpu.data() + f * slot, len) == 0;
-  }
-  CHECK(same == nf, "%s: %u of %u frames identical to the CPU's", name, same, nf);
-  CU(cudaMemset(dsym2.p, 0xA5, 4 * n));
-  st = ncclzCudaDecodeBatch(&b, 0, dout.p, NULL, slot, slot * nf, dsym2.p, NULL, dst.p, dwsd.p, wsd, 0);
-  std::vector<uint32_t> status(nf, 1);
-  CU(cudaMemcpy(status.data(), dst.p, 4 * nf, cudaMemcpyDeviceToHost));
-  CU(cudaMemcpy(got.data(), dsym2.p, 4 * n, cudaMemcpyDeviceToHost));
-  uint32_t nbad_frames = 0;
-  for (uint32_t v : status) nbad_frames += v != 0;
-  CHECK(st == NCCLZ_OK && nbad_frames == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0, "%s: decoded codes identical",
-        name);
+  batch_matches_cpu(name, b, ref.data(), NULL, dout.p, dfb.p, slot, dsym2.p, NULL, dst.p, dwsd.p, wsd);
 }
 
 /* race: one fused batch of each kind, small, for racecheck */
