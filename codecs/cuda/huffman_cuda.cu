@@ -150,10 +150,9 @@ __global__ void __launch_bounds__(HIST_THREADS) k_hf_hist(NzShape sh, const int3
  * alone, frames of whole groups of 4, x and the codes 16-byte aligned): each CTA codes its chunk
  * by the reference's rule (eb_plain, failures counted in the stats), stores the codes and counts
  * them, so that the codes are read back once, by the coder, instead of twice. The alphabet is
- * k_hf_median_eb's. */
-/* Four CTAs an SM (32 registers, 16 bytes spilled), as the histogram pass alone: on 256 MiB of
- * TREFHT at REL 1e-4 on the H200 the encode ran at 404-405 GB/s end to end, at 398-400 with three
- * (40 registers), 385 with two and 335 with one. */
+ * k_hf_median_eb's. Four CTAs an SM (32 registers, 16 bytes spilled), as the histogram pass
+ * alone: on 256 MiB of TREFHT at REL 1e-4 on the H200 the encode ran at 404-405 GB/s end to end,
+ * at 398-400 with three (40 registers), 385 with two and 335 with one. */
 __global__ void __launch_bounds__(HIST_THREADS, 4) k_hf_eb_hist(NzShape sh, NzEb e, NzFrame *fr, uint32_t *hist,
                                                              uint32_t chunk) {
   nz_pdl_enter();
