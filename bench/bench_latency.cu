@@ -165,10 +165,14 @@ struct Codec {
     else
       NZ(ncclzCudaDequantizeQsgd(&qp, sym2, n, scales2, xr, s));
   }
-  /* as `ncclz codec --device gpu`: QSGD quantizes inside the encode call */
+  /* as `ncclz codec --device gpu`: the quantizer inside the encode call */
   void encode() {
     if (qp.kind == NCCLZ_QUANT_QSGD && !b.d_coders) {
       NZ(ncclzCudaQsgdEncodeBatch(&b, x, sym, scales, out, slot, fbytes, wse, n_wse, s));
+      return;
+    }
+    if (qp.kind == NCCLZ_QUANT_EB && !b.d_coders) {
+      NZ(ncclzCudaEbEncodeBatch(&b, spec.eb_is_rel, spec.eb, x, sym, stats, wsq, n_wsq, out, slot, fbytes, wse, n_wse, s));
       return;
     }
     quantize();
