@@ -1,6 +1,7 @@
 /* EB quantization's per-element rule on the GPU, shared by the quantizer's kernels (quant_cuda.cu)
- * and the quantizer fused into FIXEDLEN's encode (fixedlen_cuda.cu): the parameters, the bound
- * resolved on the device for eb:rel, one element's code by the reference's rule. */
+ * and the quantizer fused into HUFFMAN's sample and histogram passes (huffman_cuda.cu): the
+ * parameters, the bound resolved on the device for eb:rel, one element's code by the reference's
+ * rule. */
 #ifndef NCCLZ_CUDA_EB_QUANT_CUH
 #define NCCLZ_CUDA_EB_QUANT_CUH
 
@@ -124,9 +125,9 @@ static __device__ __forceinline__ int32_t eb_plain(float v, size_t i, const EbPa
   return c;
 }
 
-/* EB's pass fused into a coder's (HUFFMAN's histogram): the parameters, whether eb:rel is resolved on the device (from
- * the stats, where nz_eb_prepare's launches leave it), the floats, and where the codes and the
- * errors go (as ncclzCudaQuantizeEB). */
+/* EB's pass fused into a coder's (HUFFMAN's histogram): the parameters, whether eb:rel is resolved
+ * on the device (see nz_eb_prepare), the floats, and where the codes and the errors go (as
+ * ncclzCudaQuantizeEB). */
 struct NzEb {
   EbParams p;
   int resolved;
