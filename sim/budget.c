@@ -31,6 +31,10 @@ static int actor_ops(const sim_job *j, double *ops, double *sends) {
   *sends = 0;
   for (size_t i = 0; i < s.nops; i++) *sends += s.ops[i].kind == NCCLZ_OP_SEND;
   *ops = (double)s.nops;
+  if (j->fold) { /* channel 0's share */
+    *sends /= j->fold;
+    *ops /= j->fold;
+  }
   ncclzScheduleFree(&s);
   return 0;
 }

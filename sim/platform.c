@@ -156,10 +156,34 @@ static void write_route(FILE *f, const char *src, const char *dst, const link_us
   fprintf(f, "</route>\n");
 }
 
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* A node's NVLink links and NIC rails as a replay sees them: one each a GPU and a rail, or with
+ * fold = C (sim_layout.fold) one a link's orbit under the rotation by s = G/C local GPUs: s NVLink
+ * links (GPU i's is i mod s), each of a link's bandwidth, and gcd(rails, s) NICs (i mod that), each
+ * of its orbit's rails / gcd NICs' share of the C channels (a link that C / o channels' rotations
+ * share carries C / o of channel 0's flows). */
+typedef struct {
+  int nvlinks, nics;
+  double nic_bps;
+} node_links;
+
+static node_links links_of(const ncclzSimPlatform *p, int fold) {
+  int s = fold ? p->gpus_per_node / fold : 0;
+  node_links l = {p->gpus_per_node, p->rails, bps(p, p->nic_gbps)};
+  if (fold) {
+    l.nvlinks = s;
+    l.nics = gcd(p->rails, s);
+    l.nic_bps *= (double)(p->rails / l.nics) / fold;
+  }
+  return l;
+}
+
 /* One node: GPUs, their NVLink links, the NIC rails (and their per-transfer caps), the gateway
  * and the routes among them. */
-static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
+static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop, int fold) {
   int g = p->gpus_per_node, capped = p->nic_flow_gbps > 0.0;
+  node_links nl = links_of(p, fold);
   char a[48], b[48], la[48], lb[48], gw[48], fl[48], na[48], nb[48];
   snprintf(gw, sizeof gw, "n%dgw", node);
   fprintf(f, " <zone id=\"n%d\" routing=\"Full\">\n", node);
@@ -168,27 +192,27 @@ static void write_node(FILE *f, const ncclzSimPlatform *p, int node, int loop) {
     fprintf(f, "  <host id=\"%s\" speed=\"1Gf\"/>\n", a);
   }
   fprintf(f, "  <router id=\"%s\"/>\n", gw);
-  for (int i = 0; i < g; i++) {
+  for (int i = 0; i < nl.nvlinks; i++) {
     snprintf(la, sizeof la, "n%dnv%d", node, i);
     write_link(f, la, bps(p, p->nvlink_gbps), p->nvlink_latency_us * 0.5e-6);
   }
-  for (int r = 0; r < p->rails; r++) {
+  for (int r = 0; r < nl.nics; r++) {
     snprintf(la, sizeof la, "n%dnic%d", node, r);
-    write_link(f, la, bps(p, p->nic_gbps), p->nic_latency_us * 0.5e-6);
+    write_link(f, la, nl.nic_bps, p->nic_latency_us * 0.5e-6);
     if (capped)
       fprintf(f, "  <link id=\"n%dflow%d\" bandwidth=\"%.17gBps\" latency=\"0s\" sharing_policy=\"FATPIPE\"/>\n",
               node, r, bps(p, p->nic_flow_gbps));
   }
   for (int i = 0; i < g; i++) {
     sim_host_name(a, sizeof a, node, i);
-    snprintf(la, sizeof la, "n%dnv%d", node, i);
-    snprintf(na, sizeof na, "n%dnic%d", node, i % p->rails);
-    snprintf(fl, sizeof fl, "n%dflow%d", node, i % p->rails);
+    snprintf(la, sizeof la, "n%dnv%d", node, i % nl.nvlinks);
+    snprintf(na, sizeof na, "n%dnic%d", node, i % nl.nics);
+    snprintf(fl, sizeof fl, "n%dflow%d", node, i % nl.nics);
     snprintf(nb, sizeof nb, "n%dnic%d", node, 0);
     for (int j = 0; j < g; j++) {
       if (i == j) continue;
       sim_host_name(b, sizeof b, node, j);
-      snprintf(lb, sizeof lb, "n%dnv%d", node, j);
+      snprintf(lb, sizeof lb, "n%dnv%d", node, j % nl.nvlinks);
       if (loop && i == g - 1 && j == 0) { /* out through the NICs and back in */
         const link_use out[] = {{na, "UP"}, {nb, "DOWN"}, {fl, NULL}};
         write_route(f, a, b, out, capped ? 3 : 2);
@@ -228,21 +252,24 @@ static void write_collapsed_node(FILE *f, const ncclzSimPlatform *p, int node, i
   fprintf(f, " </zone>\n");
 }
 
-/* Node-to-node routes: direct (non-blocking) or through the leaf uplinks (fat-tree). */
-static void write_fabric(FILE *f, const ncclzSimPlatform *p) {
+/* Node-to-node routes: direct (non-blocking) or through the leaf uplinks (fat-tree). A fold's
+ * channel carries 1/fold of what every channel's flows put on these links, which the rotation
+ * leaves in place. */
+static void write_fabric(FILE *f, const ncclzSimPlatform *p, int fold) {
+  double share = fold ? 1.0 / fold : 1.0;
   int leaves = (p->nodes + (p->topology == NCCLZ_TOPO_FATTREE ? p->nodes_per_leaf : p->nodes) - 1) /
                (p->topology == NCCLZ_TOPO_FATTREE ? p->nodes_per_leaf : p->nodes);
   if (p->topology == NCCLZ_TOPO_FATTREE)
     for (int l = 0; l < leaves; l++) {
       char id[32];
       snprintf(id, sizeof id, "leaf%d", l);
-      double cap = (double)p->nodes_per_leaf * p->rails * bps(p, p->nic_gbps) / p->oversubscription;
+      double cap = (double)p->nodes_per_leaf * p->rails * bps(p, p->nic_gbps) / p->oversubscription * share;
       write_link(f, id, cap, p->uplink_latency_us * 0.5e-6);
     }
   for (int a = 0; a < p->nodes; a++) {
     char id[32];
     snprintf(id, sizeof id, "n%dsw", a);
-    write_link(f, id, SWITCH_PORT_FACTOR * bps(p, p->nic_gbps) * p->rails, 0.0);
+    write_link(f, id, SWITCH_PORT_FACTOR * bps(p, p->nic_gbps) * p->rails * share, 0.0);
   }
   for (int a = 0; a < p->nodes; a++)
     for (int b = 0; b < p->nodes; b++) {
@@ -264,8 +291,8 @@ int sim_platform_write(FILE *f, const sim_layout *lay) {
   fprintf(f, "<platform version=\"4.1\">\n<zone id=\"world\" routing=\"Full\">\n");
   for (int n = 0; n < p->nodes; n++)
     if (lay->collapse) write_collapsed_node(f, p, n, lay->collapse);
-    else write_node(f, p, n, lay->loop);
-  write_fabric(f, p);
+    else write_node(f, p, n, lay->loop, lay->fold);
+  write_fabric(f, p, lay->fold);
   fprintf(f, "</zone>\n</platform>\n");
   return ferror(f) ? -1 : 0;
 }

@@ -393,6 +393,7 @@ static int bcast_channels(const sim_job *j) {
   return j->spec.coll == NCCLZ_BROADCAST && j->spec.algo == NCCLZ_ALGO_RING && j->nranks > 1 && j->spec.nchannels > 1;
 }
 int sim_channels(const sim_job *j) {
+  if (j->fold) return 2;
   if (bcast_channels(j)) return (int)j->spec.nchannels;
   return j->spec.algo == NCCLZ_ALGO_TREE && j->nranks > 1 ? 2 * (int)(j->spec.nchannels ? j->spec.nchannels : 1) : 1;
 }

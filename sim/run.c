@@ -327,6 +327,7 @@ static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
     j->lay.p.topology = NCCLZ_TOPO_NONBLOCKING;
   }
   j->lay.collapse = j->collapse;
+  j->lay.fold = j->fold;
   j->lay.nactors = j->lay.p.nodes * (j->collapse ? 1 : j->lay.p.gpus_per_node);
   j->lay.node_of = malloc((size_t)j->lay.nactors * sizeof(int));
   j->lay.gpu_of = malloc((size_t)j->lay.nactors * sizeof(int));
@@ -498,6 +499,39 @@ static void scale_totals(ncclzSimResult *r, double f) {
   r->raw_bytes *= f;
 }
 
+/* The plain tree's channels: channel q is channel 0 with every local GPU turned by q s, s = G/C
+ * (schedule.c tree_place_of: its trees' heads at q s and q s + G/2, chains in the GPUs' order), on
+ * chunks of channel 0's sizes. On a contiguous placement (a rank's local index is its GPU) whose
+ * GPUs share the rails alike (G a multiple of the rails) the platform turns with them: NVLink
+ * link i to i + s, NIC rail r to r + s. The full replay's channels then run alike, each one's
+ * flows the turn of channel 0's, and max-min sharing gives each the same rate (without a codec
+ * there is no FIFO stream whose order could tell them apart). So channel 0 alone, on a platform
+ * whose links merge by orbit (sim_layout.fold), makes the same times with 1/C of the transfers:
+ * each merged link carries channel 0's flows over its orbit, which are all channels' flows over
+ * one link of it. Where a block does not split evenly, the first chunks take one element more
+ * (channel 0's): the fold gives every channel those, so it is held to the full replay within this
+ * share of a chunk's bytes. Returns C, or 0 where the channels differ. */
+#define SIM_FOLD_CHUNK_SLACK 1e-4
+static int channel_fold(const sim_job *j, const ncclzSimPlatform *p) {
+  int g = p->gpus_per_node, c = (int)j->spec.nchannels;
+  if (j->spec.algo != NCCLZ_ALGO_TREE || j->opt->compress != NCCLZ_SIM_OFF || j->reduced || j->collapse || c < 2 ||
+      j->nranks < 2 || p->placement != NCCLZ_PLACE_CONTIGUOUS || g % c || g % p->rails || (2 * c <= g && g % (2 * c)))
+    return 0;
+  ncclzSchedule s;
+  if (ncclzScheduleBuildSpec(&j->spec, 0, &s) != 0) return 0;
+  int alike = 1;
+  for (uint32_t b = 0; b < 2; b++)
+    for (uint32_t k = 0; k < j->spec.nchunks; k++)
+      for (uint32_t q = 1; q < (uint32_t)c; q++) {
+        size_t off, len, off0, len0;
+        ncclzScheduleRange(&s, j->count, b, k, &off0, &len0);
+        ncclzScheduleRange(&s, j->count, b, q * j->spec.nchunks + k, &off, &len);
+        alike &= len <= len0 && (double)(len0 - len) <= SIM_FOLD_CHUNK_SLACK * (double)len0;
+      }
+  ncclzScheduleFree(&s);
+  return alike ? c : 0;
+}
+
 /* One replay in a forked child; rail_head as job_init's; fold_core: the full replay of a fold's core
  * (run_folded), hier's with one actor a node where its GPUs run alike (sim_collapses). */
 static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -533,6 +567,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   }
   if (prof && o.size_protocol == NCCLZ_SIZE_HEADER && o.compress != NCCLZ_SIM_OFF)
     j.unit_us = ncclzProfileUnitUs(prof, j.hop.hint);
+  j.fold = o.every_channel ? 0 : channel_fold(&j, p);
   double t0 = ncclzNowSeconds();
   child_report r;
   memset(&r, 0, sizeof r);
@@ -553,8 +588,11 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   res->wire_bytes = r.wire_bytes;
   res->raw_bytes = r.raw_bytes;
   if (j.mirror && o.coll == NCCLZ_ALLTOALL) scale_totals(res, (double)n / j.lay.nactors); /* each actor is a rank */
+  if (j.fold) scale_totals(res, j.fold); /* channel 0 of fold alike */
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
+  size_t w = strlen(res->why);
+  if (j.fold) snprintf(res->why + w, sizeof res->why - w, "; channels folded (one of %d)", j.fold);
   return NCCLZ_OK;
 }
 

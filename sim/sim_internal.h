@@ -15,6 +15,8 @@ typedef struct {
   int loop;
   int collapse; /* 0, or the GPUs of a node one actor plays (sim_job.collapse): one host a node, whose
                    NICs carry that many GPUs' flows as one (bandwidth x rails / collapse) */
+  int fold;     /* 0, or C: only channel 0 of C rotated channels runs (sim_job.fold), so a node's links
+                   merge into one per orbit of the rotation, each with its orbit's share of C */
   int nactors;
   int *node_of, *gpu_of;
 } sim_layout;
@@ -59,6 +61,9 @@ typedef struct {
   int collapse;         /* 0, or G: actor v plays all G GPUs of node v, which run alike (hier's folds: each
                            local index's stages mirror the others'), as GPU 0; hier's block permutation,
                            where they differ, is every GPU's own transfer at 1/G of its bytes (sim_collapse_*) */
+  int fold;             /* 0, or C: the plain tree's C channels are channel 0 rotated by G/C local GPUs,
+                           and the platform turns with them, so channel 0 alone on the quotient platform
+                           (sim_layout.fold) runs as each channel of the full replay (run.c channel_fold) */
   int rail_head, rail_tail; /* hier's ring between nodes: each rail ring stage keeps its first rail_head
                                and last rail_tail steps (0: every step; sim_drop_rail_steps) */
 } sim_job;
@@ -71,7 +76,8 @@ typedef struct {
   double wire_bytes, raw_bytes;
 } sim_actor_stats;
 
-/* Actors per rank: the channels that progress on their own (2 for the tree, else 1). */
+/* Actors per rank: the channels that progress on their own (the tree's two a channel, Broadcast's
+ * chains, else 1; channel 0's two trees where the job folds its channels). */
 int sim_channels(const sim_job *j);
 
 /* The logical rank actor a plays (the mirror: rank (rep_node[side], local index)). */

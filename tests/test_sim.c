@@ -846,6 +846,55 @@ static void test_tree_shape(void) {
          "4097 x 1 %.2f s)\n", worst, points, ncclzNowSeconds() - t0, slowest, r.wall_s);
 }
 
+/* The plain tree's channels folded into channel 0 on the platform's links merged by the turn of
+ * the node's GPUs (run.c channel_fold) against every channel replayed (every_channel): times,
+ * bytes and the end equal within 1e-4 (a chunk's one element where blocks do not split evenly).
+ * Points: rails G, fewer rails (NICs shared by the turn), channels set below the rails, a
+ * fat-tree whose leaf uplinks bind, a cap per transfer, one node, G = 2 and 3, odd node counts,
+ * latencies 0 to 20 us, sizes that split evenly and not. Also where it must not fold: a strided
+ * placement and rails that do not divide G. */
+static void test_tree_channel_fold(void) {
+  struct { int m, g, rails, channels, fat; double alpha, cap; uint64_t bytes; int folds; } pts[] = {
+      {2, 8, 8, 0, 0, 5, 0, 1u << 30, 1},          {13, 8, 8, 0, 0, 20, 0, 1u << 30, 1},
+      {9, 4, 2, 0, 0, 20, 0, (1u << 28) + 12, 1},  {6, 8, 1, 4, 0, 5, 0, 1u << 28, 1},
+      {40, 4, 4, 0, 16, 5, 0, 1u << 28, 1},        {5, 3, 3, 0, 0, 1, 10, (1u << 30) + 4, 1},
+      {1, 8, 8, 0, 0, 1, 0, 1u << 26, 1},          {17, 2, 2, 0, 0, 0, 0, 1u << 30, 1},
+      {11, 3, 3, 0, 0, 5, 0, 1u << 20, 1},         {8, 6, 3, 0, 0, 5, 0, 1u << 28, 0},
+      {8, 6, 4, 0, 0, 5, 0, 1u << 28, 0}};
+  double worst = 0.0, t_fold = 0.0, t_all = 0.0;
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    ncclzSimPlatform p;
+    uniform(&p, pts[i].m, pts[i].g);
+    p.rails = pts[i].rails;
+    p.nic_latency_us = p.nvlink_latency_us = pts[i].alpha;
+    p.nic_flow_gbps = pts[i].cap;
+    if (pts[i].fat) {
+      p.topology = NCCLZ_TOPO_FATTREE;
+      p.nodes_per_leaf = pts[i].fat;
+      p.oversubscription = 4.0;
+    }
+    if (i == sizeof pts / sizeof pts[0] - 2) p.placement = NCCLZ_PLACE_STRIDED;
+    ncclzSimOptions o;
+    allreduce_opts(&o, pts[i].bytes, NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    o.channels = (uint32_t)pts[i].channels;
+    ncclzSimResult f, a;
+    double tf = run_us(&p, &o, &f);
+    o.every_channel = 1;
+    double ta = run_us(&p, &o, &a);
+    int folded = strstr(f.why, "channels folded") != NULL;
+    double d = fmax(rel(tf, ta), fmax(rel(f.wire_bytes, a.wire_bytes), rel(f.raw_bytes, a.raw_bytes)));
+    worst = fmax(worst, d);
+    t_fold += f.wall_s;
+    t_all += a.wall_s;
+    CHECK(d <= 1e-4 && folded == pts[i].folds && !strstr(a.why, "channels folded"),
+          "tree %d x %d, %d rails, %u channels: folded %.3f us (%s), every channel %.3f us, bytes %.6g / %.6g",
+          pts[i].m, pts[i].g, pts[i].rails, o.channels, tf, f.why, ta, f.wire_bytes, a.wire_bytes);
+  }
+  printf("tree channels folded against every channel: largest difference %.2e (%.2f s against %.2f s)\n", worst,
+         t_fold, t_all);
+}
+
 /* The double binary tree over more than 64 nodes, extrapolated in depth (run.c): equal to the
  * full replay at 128 x 2, plain and compressed, where the NIC is the bottleneck: NVLink 400 GB/s
  * and one 50 GB/s NIC a node, and the issue's targets' NVLink 450 GB/s and a 50 GB/s NIC a GPU. */
@@ -2058,6 +2107,7 @@ int main(void) {
   test_hier_ring_extrapolated();
   test_rails_busbw();
   test_tree();
+  test_tree_channel_fold();
   test_tree_closed_form();
   test_tree_latency_form();
   test_tree_shape();

@@ -163,6 +163,10 @@ typedef struct {
                                  ring above 512 ranks replays rings of 128 and 256 ranks with the
                                  same chunks and extrapolates their steady state (exact: the time is
                                  affine in the step count there; a test holds them together) */
+  int every_channel;          /* 1: replay every channel of a plain tree; 0: where its channels are
+                                 one channel turned over the node's GPUs and the platform turns with
+                                 them, channel 0 alone on the platform's links merged by the turn
+                                 (the same times: docs/simulator.md, "Channels folded") */
   double max_replay_s;        /* a replay estimated to run longer is refused (0: 120 s) */
   double max_replay_mib;      /* or to take more memory (0: 2048 MiB); docs/simulator.md, Budget */
   ncclzAlgorithm hier_inter;  /* HIER's inter-node stage: RHD (0: AUTO, RHD) or RING */
