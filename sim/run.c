@@ -685,13 +685,19 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
  * then the deepest full tree of at most this many ranks (64 x 4, 32 x 8). */
 #define SIM_TREE_DEEP_RANKS 256
 /* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
- * to SIM_TREE_SHAPE_RANKS / G nodes (G <= SIM_TREE_SHAPE_GPUS: past it a base that deep takes
- * seconds to replay), its level measured with SIM_TREE_SHAPE_CHUNKS chunks. 130 ranks: 65 x 2, the
- * base a 2^k + 1 tree needs at G = 2 (the level from 33 nodes is 0.14 tau off the deeper ones'). */
+ * to SIM_TREE_SHAPE_RANKS / min(G, 2) nodes, its level measured with SIM_TREE_SHAPE_CHUNKS chunks.
+ * 130 ranks: 65 x 2, the base a 2^k + 1 tree needs at G = 2 (the level from 33 nodes is 0.14 tau
+ * off the deeper ones'). At G >= 3 the base and the deeper tree also keep to
+ * SIM_TREE_SHAPE_MAX_RANKS (65 x 8), which the folded channels replay in about half a second. */
 #define SIM_TREE_SHAPE_NODES 32
 #define SIM_TREE_SHAPE_RANKS 130
-#define SIM_TREE_SHAPE_GPUS 2
+#define SIM_TREE_SHAPE_MAX_RANKS 520
 #define SIM_TREE_SHAPE_CHUNKS 16
+
+/* 1 where a tree of m nodes of g GPUs may serve as a shape's base (or its deeper tree). */
+static int shape_fits(int m, int g) {
+  return m * (g < 2 ? g : 2) <= SIM_TREE_SHAPE_RANKS && m * g <= SIM_TREE_SHAPE_MAX_RANKS;
+}
 
 /* The same tree job on m nodes in a forked child; a plain one with only k chunks a tree (where it
  * has more) of the job's chunk size. */
@@ -725,10 +731,10 @@ static int tree_shape_base(int m, int g, int *deeper) {
   while (a <= len && (m >> (len - a)) & 1) a++;
   while (a + z <= len && !((m >> (len - a - z)) & 1)) z++;
   int q = len + 1 - a - z, rest = m & ((1 << q) - 1), head = (1 << a) - 1, zmin = q ? 1 : 2, base = 0, zb = 0;
-  if (g > SIM_TREE_SHAPE_GPUS || (a == 1 && !q)) return 0;
+  if ((a == 1 && !q) || (g >= 3 && m % 2 && !(a == 1 && q == 1))) return 0; /* G >= 3: odd counts but 2^k + 1 */
   for (int zz = zmin; zz < z; zz++) {
     int t = (head << (zz + q)) | rest;
-    if (t * g <= SIM_TREE_SHAPE_RANKS) base = t, zb = zz;
+    if (shape_fits(t, g) && (((head << (zz + 1 + q)) | rest) * g <= SIM_TREE_SHAPE_MAX_RANKS)) base = t, zb = zz;
   }
   if (base < SIM_TREE_SHAPE_NODES) return 0;
   *deeper = (head << (zb + 1 + q)) | rest;
@@ -761,7 +767,7 @@ static int runs_value(const int *len, int n) {
  * up to two; the deepest within the shape's nodes and ranks, below M; 0 where none fits. */
 static int tree_runs_base(int m, int g) {
   int len[32], n = digit_runs(m, len), grow = m % 2 ? 1 : 0, base = 0;
-  if (g > SIM_TREE_SHAPE_GPUS || n < 2) return 0;
+  if (n < 2 || (g >= 3 && m % 2)) return 0; /* G >= 3: even counts only */
   if (m % 2 == 0) {
     int trail = len[n - 1] < 2 ? len[n - 1] : 2;
     n = n == 2 ? 2 : 4;
@@ -772,7 +778,7 @@ static int tree_runs_base(int m, int g) {
   } else {
     for (int r = 1; r < n; r += 2) len[r] = 1;
   }
-  for (int v = runs_value(len, n); v * g <= SIM_TREE_SHAPE_RANKS; v = runs_value(len, n)) {
+  for (int v = runs_value(len, n); shape_fits(v, g); v = runs_value(len, n)) {
     base = v;
     len[grow]++;
   }
@@ -808,7 +814,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, s, l;
-  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper;
+  int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper = 0;
   int shaped = coded ? 0 : tree_shape_base(p->nodes, p->gpus_per_node, &deeper);
   int runs = coded || shaped || !(p->nodes & (p->nodes - 1)) ? 0 : tree_runs_base(p->nodes, p->gpus_per_node);
   int ranks = !coded && tree_hides_latency(p) ? SIM_TREE_DEEP_RANKS : SIM_TREE_BASE_RANKS;

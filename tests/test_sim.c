@@ -801,7 +801,9 @@ static void test_tree_three_nodes(void) {
  * alone put 0.32-0.53% under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.5-0.9% off), and 65 x 2
  * on the targets' platform (NVLink 450 GB/s 1 us, a 50 GB/s 5 us NIC a GPU: 0.34% under); G = 2
  * where no zero can be taken after the leading ones or that base is over the ranks, 1^a 0^z (124,
- * 126), 200 and 161 nodes (the power of two's base 0.26-0.88% off); and against a form where the
+ * 126), 200 and 161 nodes (the power of two's base 0.26-0.88% off); G >= 3 at even counts and
+ * 2^k + 1 (100 x 3 without latency, 129 x 4, 100 x 8 and 150 x 6 at 5 us: the power of two's base
+ * 0.19-0.45% over); and against a form where the
  * full replay is slow: G = 1 at 1025 and 1026 nodes (8-9 s in full here), 4097 nodes, whose base
  * (129 nodes) is the largest at G = 1, within a second, and 1000 x 2 (tree_g2_even_form; 93-101 s
  * in full). Points: nodes, GPUs, latency (us), the targets' platform. */
@@ -809,7 +811,8 @@ static void test_tree_shape(void) {
   const int full[][4] = {{65, 1, 0, 0},  {66, 1, 0, 0},  {129, 1, 0, 0}, {130, 1, 0, 0}, {65, 1, 5, 0},
                          {66, 1, 5, 0},  {129, 1, 5, 0}, {130, 1, 5, 0}, {65, 2, 0, 0},  {66, 2, 0, 0},
                          {100, 2, 0, 0}, {129, 2, 0, 0}, {65, 2, 5, 0},  {66, 2, 5, 0},  {65, 2, 5, 1},
-                         {124, 2, 5, 0}, {126, 2, 0, 0}, {200, 2, 0, 0}, {200, 2, 5, 0}, {161, 2, 0, 0}};
+                         {124, 2, 5, 0}, {126, 2, 0, 0}, {200, 2, 0, 0}, {200, 2, 5, 0}, {161, 2, 0, 0},
+                         {100, 3, 0, 0}, {129, 4, 5, 0}, {100, 8, 5, 0}, {150, 6, 5, 0}};
   const int form[][2] = {{1025, 0}, {1026, 0}, {1026, 5}, {4097, 0}};
   const int even[] = {0, 5}; /* 1000 x 2's latency (us) against tree_g2_even_form */
   double worst = 0.0, slowest = 0.0, k, tau, t0 = ncclzNowSeconds();
