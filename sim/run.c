@@ -1145,14 +1145,27 @@ static int takes_reduced(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
          (o->fidelity == NCCLZ_FID_REDUCED || (o->fidelity == NCCLZ_FID_AUTO && c.fidelity == NCCLZ_FID_REDUCED));
 }
 
-/* Plain Alltoall on a symmetric platform whose every transfer is posted at once (its chunks within the
- * staging banks, no comm lanes), on three nodes or more, replayed reduced: 1, else 0. */
+/* Plain Alltoall with every transfer posted at once loads each link with the same flows whatever the
+ * placement: every node holds G ranks, each GPU sends a block to the N - G ranks of other nodes and to
+ * the G - 1 of its own, and the NIC a GPU uses is its local index's. So a strided or random placement
+ * replays as the contiguous one (on a non-blocking fabric or one fat-tree leaf, where no hop crosses
+ * leaves). Its contiguous twin. */
+static ncclzSimPlatform alltoall_contiguous(const ncclzSimPlatform *p) {
+  ncclzSimPlatform q = *p;
+  q.placement = NCCLZ_PLACE_CONTIGUOUS;
+  return q;
+}
+
+/* Plain Alltoall on a symmetric platform (any placement: alltoall_contiguous) whose every transfer is
+ * posted at once (its chunks within the staging banks, no comm lanes), on three nodes or more, replayed
+ * reduced: 1, else 0. */
 static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                            const ncclzSimOptions *o) {
   if (o->coll != NCCLZ_ALLTOALL || o->compress != NCCLZ_SIM_OFF || o->comm_lanes || p->nodes < 3 ||
       check_inputs(prof, data, p, o) != NCCLZ_OK)
     return 0;
-  if (!takes_reduced(p, o)) return 0;
+  ncclzSimPlatform q = alltoall_contiguous(p);
+  if (!takes_reduced(&q, o) || (p->placement != NCCLZ_PLACE_CONTIGUOUS && o->fidelity != NCCLZ_FID_AUTO)) return 0;
   sim_job j;
   job_init(&j, prof, data, p, o, 1, 0);
   return j.nchunks <= (o->banks ? o->banks : 2); /* a peer's nchunks x channels chunks within its banks x channels */
@@ -1166,7 +1179,7 @@ static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, c
  * the bandwidth: exact, and 2G actors with 2G-1 transfers each at any size. */
 static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                        const ncclzSimOptions *o, ncclzSimResult *res) {
-  ncclzSimPlatform q = *p;
+  ncclzSimPlatform q = alltoall_contiguous(p);
   ncclzSimOptions u = *o;
   int g = p->gpus_per_node, n = p->nodes * g;
   size_t eb = data ? data->dtype_bytes : 4;
@@ -1181,8 +1194,9 @@ static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimD
   res->nranks = n;
   res->fidelity = NCCLZ_FID_REDUCED;
   snprintf(res->why, sizeof res->why,
-           "reduced: symmetric alltoall, every transfer at once: %d actors on two nodes whose NICs have 1/%d of the "
-           "bandwidth stand for %d ranks", res->actors, p->nodes - 1, n);
+           "reduced: %salltoall, every transfer at once: %d actors on two nodes whose NICs have 1/%d of the "
+           "bandwidth stand for %d ranks", p->placement != NCCLZ_PLACE_CONTIGUOUS ? "any placement's " : "symmetric ",
+           res->actors, p->nodes - 1, n);
   return NCCLZ_OK;
 }
 

@@ -1281,6 +1281,53 @@ static void test_alltoall_reduced_full(void) {
   printf("alltoall reduced vs full, with chunks, header and lanes, per hop, a cap, a fat-tree leaf: largest %.2g\n", worst);
 }
 
+/* Plain Alltoall on strided and random placements (run.c alltoall_contiguous): every link carries the
+ * same flows as on the contiguous placement, so the reduced replay (auto's fidelity) equals each
+ * placement's full replay, 3 x 2 to 16 x 8, 1 to 3 rails, with and without latency and a cap per
+ * transfer; 1024 x 8 on a random placement (beyond the full replay) takes it too. */
+static void test_alltoall_placements(void) {
+  const int shapes[][3] = {{3, 2, 1}, {13, 4, 2}, {16, 8, 1}, {6, 6, 3}};
+  double worst = 0.0;
+  int k = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int pl = NCCLZ_PLACE_STRIDED; pl <= NCCLZ_PLACE_RANDOM; pl++, k++) {
+      ncclzSimPlatform p;
+      ncclzSimOptions o;
+      ncclzSimResult r, f;
+      platform(&p, shapes[i][0], shapes[i][1]);
+      p.rails = shapes[i][2];
+      p.placement = (ncclzSimPlacement)pl;
+      p.seed = 7 + k;
+      p.nic_latency_us = k % 2 ? 5.0 : 0.0;
+      p.nic_flow_gbps = k % 3 == 2 ? 20.0 : 0.0;
+      ncclzSimOptionsDefault(&o);
+      o.coll = NCCLZ_ALLTOALL;
+      o.bytes = 64u << 20;
+      double t = run_us(&p, &o, &r);
+      o.fidelity = NCCLZ_FID_FULL;
+      double tf = run_us(&p, &o, &f), d = rel(t, tf);
+      worst = fmax(worst, d);
+      CHECK(d < 1e-9 && r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "any placement") &&
+                rel(r.wire_bytes, f.wire_bytes) < 1e-9,
+            "alltoall %dx%d placement %d: reduced %.4f us (%s), full %.4f us", shapes[i][0], shapes[i][1], pl, t, r.why,
+            tf);
+    }
+  ncclzSimPlatform p;
+  ncclzSimOptions o;
+  ncclzSimResult r, c;
+  platform(&p, 1024, 8);
+  ncclzSimOptionsDefault(&o);
+  o.coll = NCCLZ_ALLTOALL;
+  o.bytes = 1u << 30;
+  double tc = run_us(&p, &o, &c);
+  p.placement = NCCLZ_PLACE_RANDOM;
+  double t = run_us(&p, &o, &r);
+  CHECK(t == tc && r.fidelity == NCCLZ_FID_REDUCED, "alltoall 1024x8 random: %.4f us (%s), contiguous %.4f us", t, r.why,
+        tc);
+  printf("alltoall on strided and random placements, reduced vs full: %d points, largest difference %.2g; 1024 x 8 "
+         "random %.3f us (%.2f s)\n", k, worst, t, r.wall_s);
+}
+
 /* Plain Alltoall against alltoall_form, 3 to 8192 ranks (the reduced replay), NIC- and NVLink-bound,
  * 1, 3 and 8 rails, with and without latency; and a 1024 x 8 point, plain, FIXEDLEN and auto, in at
  * most 1 s each. */
@@ -2127,6 +2174,7 @@ int main(void) {
   test_fattree_contention();
   test_alltoall_broadcast();
   test_alltoall_reduced_full();
+  test_alltoall_placements();
   test_alltoall_form();
   test_alltoall_extrapolated();
   test_flow_cap();
