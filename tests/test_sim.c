@@ -747,8 +747,10 @@ static void test_tree_nic_bound_form(void) {
       CHECK(rel(t, cf) < 1e-3, "tree %d x %d, NVLink %.0f GB/s, latency %.0f/%.0f us: sim %.3f us, closed form %.3f "
             "us (%s)", m, g, p.nvlink_gbps, p.nic_latency_us, p.nvlink_latency_us, t, cf, r.why);
     }
-  /* fewer chunks than the chain has hops (K < G - 1): 450 GB/s, 5/1 us, 8 G K MiB */
-  const int few[][3] = {{8, 4, 2}, {100, 4, 3}, {7, 8, 2}, {8, 8, 4}, {1000, 8, 5}, {12, 6, 3}};
+  /* fewer chunks than the chain has hops (K < G - 1): 450 GB/s, 5/1 us, 8 G K MiB; 100 x 4 (extrapolated
+   * from a base of its shape) against its full replay, a chunk (tau) under the form, whose few-chunk
+   * value is a power of two's (docs/simulator.md, "One chunk a tree") */
+  const int few[][4] = {{8, 4, 2, 0}, {100, 4, 3, 1}, {7, 8, 2, 0}, {8, 8, 4, 0}, {1000, 8, 5, 0}, {12, 6, 3, 0}};
   for (size_t i = 0; i < sizeof few / sizeof few[0]; i++, points++) {
     int m = few[i][0], g = few[i][1];
     ncclzSimPlatform p;
@@ -757,8 +759,19 @@ static void test_tree_nic_bound_form(void) {
     p.nvlink_gbps = 450.0;
     p.nvlink_latency_us = 1.0;
     ncclzSimResult r;
-    double k, tau, t = tree_bytes_us(&p, (uint64_t)(8 * g * few[i][2]) << 20, &r, &k, &tau);
+    uint64_t bytes = (uint64_t)(8 * g * few[i][2]) << 20;
+    double k, tau, t = tree_bytes_us(&p, bytes, &r, &k, &tau);
     double cf = tree_nic_bound_form(m, g, k, tau, tau * p.nic_gbps / p.nvlink_gbps, p.nic_latency_us, 1.0);
+    if (few[i][3]) {
+      ncclzSimOptions o;
+      ncclzSimResult f;
+      allreduce_opts(&o, bytes, NCCLZ_SIM_OFF);
+      o.algorithm = NCCLZ_ALGO_TREE;
+      o.every_step = 1;
+      cf = run_us(&p, &o, &f);
+      CHECK(fabs(cf - (tree_nic_bound_form(m, g, k, tau, tau * p.nic_gbps / p.nvlink_gbps, p.nic_latency_us, 1.0) - tau))
+                < 1e-3 * cf, "tree %d x %d, %.0f chunks: full %.3f us, not a chunk under the form", m, g, k, cf);
+    }
     worst = fmax(worst, rel(t, cf));
     CHECK(rel(t, cf) < 1e-3, "tree %d x %d, %.0f chunks: sim %.3f us, closed form %.3f us (%s)", m, g, k, t, cf, r.why);
   }
