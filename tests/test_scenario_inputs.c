@@ -159,11 +159,15 @@ static void replay_budget(void) {
   o.fidelity = NCCLZ_FID_AUTO; /* the reduced replay, far inside the budget */
   st = ncclzSimRun(NULL, NULL, &p, &o, &r);
   CHECK(st == NCCLZ_OK && r.fidelity == NCCLZ_FID_REDUCED, "4096-rank alltoall, fidelity auto: %s", ncclzLastError());
-  p.placement = NCCLZ_PLACE_STRIDED; /* no reduced replay: the full one, refused */
+  p.placement = NCCLZ_PLACE_STRIDED; /* plain: every link carries the contiguous placement's flows */
   st = ncclzSimRun(NULL, NULL, &p, &o, &r);
-  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of alltoall on 4096 ranks"), "4096-rank strided alltoall: '%s'",
-        ncclzLastError());
+  CHECK(st == NCCLZ_OK && r.fidelity == NCCLZ_FID_REDUCED, "4096-rank strided alltoall: %s", ncclzLastError());
   p.placement = NCCLZ_PLACE_CONTIGUOUS;
+  p.topology = NCCLZ_TOPO_FATTREE; /* hops that cross leaves: no reduced replay, the full one, refused */
+  st = ncclzSimRun(NULL, NULL, &p, &o, &r);
+  CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of alltoall on 4096 ranks"),
+        "4096-rank alltoall across fat-tree leaves: '%s'", ncclzLastError());
+  p.topology = NCCLZ_TOPO_NONBLOCKING;
   o.coll = NCCLZ_ALLREDUCE, o.fidelity = NCCLZ_FID_FULL, o.every_step = 1;
   st = ncclzSimRun(NULL, NULL, &p, &o, &r);
   CHECK(st == NCCLZ_ERR_ARG && one_clean_line("the full replay of allreduce on 4096 ranks"), "4096 full allreduce: '%s'",
