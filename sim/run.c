@@ -1165,7 +1165,7 @@ static int alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, c
       check_inputs(prof, data, p, o) != NCCLZ_OK)
     return 0;
   ncclzSimPlatform q = alltoall_contiguous(p);
-  if (!takes_reduced(&q, o) || (p->placement != NCCLZ_PLACE_CONTIGUOUS && o->fidelity != NCCLZ_FID_AUTO)) return 0;
+  if (!takes_reduced(&q, o)) return 0;
   sim_job j;
   job_init(&j, prof, data, p, o, 1, 0);
   return j.nchunks <= (o->banks ? o->banks : 2); /* a peer's nchunks x channels chunks within its banks x channels */
