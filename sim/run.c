@@ -682,8 +682,9 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
 #define SIM_TREE_STEP_CHUNKS 2
 /* Where NVLink sets the tree's pace and hops have latency, full trees hide more of the chains'
  * latencies the deeper they are, up to 32-64 nodes (docs/simulator.md, "Algorithms"): the base is
- * then the deepest full tree of at most this many ranks (64 x 4, 32 x 8). */
-#define SIM_TREE_DEEP_RANKS 256
+ * then the full tree of this many nodes (64 x 8 replays in about half a second, its channels
+ * folded; 32 nodes left G = 5 to 8 0.05-0.34% over the full replay at 10 and 20 us). */
+#define SIM_TREE_DEEP_NODES 64
 /* A tree whose node count is not a power of two keeps its shape in a base of SIM_TREE_SHAPE_NODES
  * to SIM_TREE_SHAPE_RANKS / min(G, 2) nodes, its level measured with SIM_TREE_SHAPE_CHUNKS chunks.
  * 130 ranks: 65 x 2, the base a 2^k + 1 tree needs at G = 2 (the level from 33 nodes is 0.14 tau
@@ -801,7 +802,7 @@ static int tree_hides_latency(const ncclzSimPlatform *p) {
  * is measured on trees of 2^(b-1) and 2^b nodes carrying SIM_TREE_STEP_CHUNKS chunks of the job's
  * size; the base is the deepest of 8 nodes or SIM_TREE_BASE_RANKS ranks (with all their chunks,
  * shallower trees fill apart from the deep ones' line where NVLink is the bottleneck or ties with
- * the NIC, and a full 16 x 8 tree is slow to replay), SIM_TREE_DEEP_RANKS where the chains hide
+ * the NIC, and a full 16 x 8 tree is slow to replay), SIM_TREE_DEEP_NODES where the chains hide
  * latencies (tree_hides_latency). Where tree_shape_base finds a base of M's
  * shape, the base is that tree and the level the difference between it and its deeper one with
  * SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of a chunk a level that two chunks do
@@ -817,8 +818,9 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   int coded = o->compress != NCCLZ_SIM_OFF, base = SIM_TREE_BASE, deeper = 0;
   int shaped = coded ? 0 : tree_shape_base(p->nodes, p->gpus_per_node, &deeper);
   int runs = coded || shaped || !(p->nodes & (p->nodes - 1)) ? 0 : tree_runs_base(p->nodes, p->gpus_per_node);
-  int ranks = !coded && tree_hides_latency(p) ? SIM_TREE_DEEP_RANKS : SIM_TREE_BASE_RANKS;
-  while (!coded && 2 * base * p->gpus_per_node <= ranks) base *= 2;
+  int deep = !coded && tree_hides_latency(p);
+  while (!coded && (deep ? 2 * base <= SIM_TREE_DEEP_NODES : 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS))
+    base *= 2;
   int small = base / 2, large = base, depth = (int)lround(log2(base));
   uint32_t step = SIM_TREE_STEP_CHUNKS;
   if (shaped) {
