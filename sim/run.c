@@ -125,7 +125,8 @@ static sim_symmetry symmetry(const ncclzSimPlatform *p, const ncclzSimOptions *o
   int units = a == NCCLZ_ALGO_HIER ? p->nodes : n; /* folds need cores of 2 and 4 at least */
   *reason = NULL;
   if (o->coll == NCCLZ_BROADCAST) *reason = "the broadcast ring has a root";
-  else if (p->placement != NCCLZ_PLACE_CONTIGUOUS) *reason = "a non-contiguous placement makes ring hops differ";
+  else if (p->placement != NCCLZ_PLACE_CONTIGUOUS && o->coll != NCCLZ_ALLTOALL) /* Alltoall: approximate() */
+    *reason = "a non-contiguous placement makes ring hops differ";
   else if (p->topology == NCCLZ_TOPO_FATTREE && p->nodes > p->nodes_per_leaf)
     *reason = "hops that cross fat-tree leaves differ from the others";
   else if (p->nodes <= 2 || n < 3) {
@@ -146,11 +147,16 @@ static sim_symmetry symmetry(const ncclzSimPlatform *p, const ncclzSimOptions *o
 /* Where the reduced replay is symmetric but not held to the full replay: hier's compressed
  * ReduceScatter/AllGather with the ring between nodes. The full replay's ring there can settle into
  * a slower period after its atypical ranks (sim_hier_typical_nodes) start early, which the two
- * typical nodes never do (docs/simulator.md). Taken only where the full replay is refused. */
-static const char *approximate(const ncclzSimOptions *o, ncclzAlgorithm a) {
+ * typical nodes never do (docs/simulator.md). And Alltoall on a strided or random placement, as the
+ * contiguous placement's (every link carries the same load; the staging order, which peers a step
+ * reaches over NVLink, moves the time: plain with every transfer at once is exact, run_alltoall_scaled).
+ * Taken only where the full replay is refused. */
+static const char *approximate(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a) {
   if (a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING && o->coll != NCCLZ_ALLREDUCE &&
       o->compress != NCCLZ_SIM_OFF)
     return "hier RS/AG, compressed ring between nodes";
+  if (o->coll == NCCLZ_ALLTOALL && p->placement != NCCLZ_PLACE_CONTIGUOUS)
+    return "alltoall on a non-contiguous placement, as the contiguous one";
   return NULL;
 }
 
@@ -172,7 +178,7 @@ static sim_class classify(const ncclzSimPlatform *p, const ncclzSimOptions *o, i
   sim_class c = {NCCLZ_FID_FULL, SIM_SYMMETRIC, 0, NULL};
   c.sym = symmetry(p, o, a, &c.reason);
   int big = p->nodes * p->gpus_per_node > full_cap(o);
-  if (c.sym == SIM_SYMMETRIC && (c.reason = approximate(o, a)) != NULL) c.approximate = 1;
+  if (c.sym == SIM_SYMMETRIC && (c.reason = approximate(p, o, a)) != NULL) c.approximate = 1;
   if (c.sym == SIM_FOLDS) c.approximate = 1; /* within SIM_FOLD_ACCURACY */
   if ((c.sym == SIM_SYMMETRIC && (!c.approximate || big)) || (c.sym == SIM_FOLDS && big && !single))
     c.fidelity = NCCLZ_FID_REDUCED;
@@ -316,6 +322,7 @@ static double iface_us(const ncclzProfile *prof, const ncclzSimPlatform *p, cons
 
 static int make_layout(sim_job *j, const ncclzSimPlatform *p, int reduced) {
   j->lay.p = *p;
+  if (reduced) j->lay.p.placement = NCCLZ_PLACE_CONTIGUOUS; /* Alltoall's other placements: approximate() */
   if (reduced && j->mirror) { /* two nodes: every inter-node partner is played by the other one */
     j->lay.p.nodes = 2;
     j->lay.p.topology = NCCLZ_TOPO_NONBLOCKING;
@@ -1238,13 +1245,13 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   }
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
-  ncclzSimPlatform qa;
+  ncclzSimPlatform qa, pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */
   ncclzSimOptions ua;
-  ring_of(data, p, &u, n, m1 * g, &qa, &ua);
+  ring_of(data, &pc, &u, n, m1 * g, &qa, &ua);
   int fd = -1;
   pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd); /* the shorter mirror beside the longer one */
   if (pid < 0) return NCCLZ_ERR_IO;
-  ncclzStatus st = run_ring_of(prof, data, p, &u, n, 2 * m1 * g, &b), sa = side_finish(pid, fd, &a);
+  ncclzStatus st = run_ring_of(prof, data, &pc, &u, n, 2 * m1 * g, &b), sa = side_finish(pid, fd, &a);
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   int na = m1 * g, nb = 2 * m1 * g;
@@ -1255,8 +1262,9 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   res->approximate = 1; /* held to the mirror of every node within 0.1% (docs/simulator.md) */
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why,
-           "reduced, approximate: symmetric alltoall, mirrors of %d and %d nodes (%d actors) replayed and "
-           "extrapolated to %d ranks", m1, 2 * m1, b.actors, n);
+           "reduced, approximate: %s alltoall, mirrors of %d and %d nodes (%d actors) replayed and "
+           "extrapolated to %d ranks", p->placement != NCCLZ_PLACE_CONTIGUOUS ? "a contiguous placement's" : "symmetric",
+           m1, 2 * m1, b.actors, n);
   return NCCLZ_OK;
 }
 

@@ -1337,8 +1337,29 @@ static void test_alltoall_placements(void) {
   double t = run_us(&p, &o, &r);
   CHECK(t == tc && r.fidelity == NCCLZ_FID_REDUCED, "alltoall 1024x8 random: %.4f us (%s), contiguous %.4f us", t, r.why,
         tc);
+  /* compressed, past full_max_ranks (lowered here): the contiguous placement's mirror, approximate */
+  double off = 0.0, wall = r.wall_s;
+  const int coded[][4] = {{8, 8, 128, NCCLZ_PLACE_STRIDED}, {8, 8, 128, NCCLZ_PLACE_RANDOM}, {16, 8, 64, NCCLZ_PLACE_STRIDED}};
+  for (size_t i = 0; i < sizeof coded / sizeof coded[0]; i++) {
+    ncclzSimResult f;
+    platform(&p, coded[i][0], coded[i][1]);
+    p.placement = (ncclzSimPlacement)coded[i][3];
+    ncclzSimOptionsDefault(&o);
+    o.coll = NCCLZ_ALLTOALL;
+    o.compress = NCCLZ_SIM_FIXEDLEN;
+    o.bytes = (uint64_t)coded[i][2] << 20;
+    o.full_max_ranks = 32;
+    double ta = run_us(&p, &o, &r);
+    o.full_max_ranks = 0;
+    o.fidelity = NCCLZ_FID_FULL;
+    double tf = run_us(&p, &o, &f);
+    off = fmax(off, rel(ta, tf));
+    CHECK(r.approximate && r.fidelity == NCCLZ_FID_REDUCED && strstr(r.why, "non-contiguous") && rel(ta, tf) < 1e-2,
+          "alltoall %dx%d fixedlen placement %d: reduced %.4f us (%s), full %.4f us", coded[i][0], coded[i][1],
+          coded[i][3], ta, r.why, tf);
+  }
   printf("alltoall on strided and random placements, reduced vs full: %d points, largest difference %.2g; 1024 x 8 "
-         "random %.3f us (%.2f s)\n", k, worst, t, r.wall_s);
+         "random %.3f us (%.2f s); compressed, approximate: largest difference %.2g\n", k, worst, t, wall, off);
 }
 
 /* Plain Alltoall against alltoall_form, 3 to 8192 ranks (the reduced replay), NIC- and NVLink-bound,
