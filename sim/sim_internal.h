@@ -92,6 +92,16 @@ int sim_hier_typical_nodes(int m, int g, int rep[2]);
  * many on each NIC rail, and no cap per transfer (a permutation transfer moves 1/G of its bytes). */
 int sim_collapses(const ncclzSimPlatform *p);
 
+/* The plain or compressed tree over more nodes than a full replay takes, extrapolated in depth
+ * (sim/tree_plan.c): the base, a full tree replayed with all its chunks, and a level, the difference
+ * between the trees of `small` and `large` nodes replayed with `step` chunks (all where fewer). */
+typedef struct {
+  int base, depth;       /* its nodes and depth, ceil(log2 base) */
+  int small, large;      /* the level's trees */
+  uint32_t step;         /* their chunks a tree */
+} sim_tree_plan;
+void sim_tree_plan_for(const ncclzSimPlatform *p, int coded, sim_tree_plan *t);
+
 /* Runs the replay in this process (call it in a fresh child: SimGrid has one engine per
  * process). stats: one per actor and channel (lay.nactors x sim_channels). Returns 0 or -1. */
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats);

@@ -811,7 +811,7 @@ static void test_tree_three_nodes(void) {
 }
 
 /* The tree over more than 64 nodes that are not a power of two, extrapolated from a base of the
- * same shape (run.c tree_shape_base, tree_runs_base), against its full replay on the uniform
+ * same shape (tree_plan.c tree_shape_base, tree_runs_base), against its full replay on the uniform
  * platform (alpha 0 and 5 us): G = 1 at 2^k + 1 and 2^k + 2 nodes (which the form of the depth
  * alone put 0.32-0.53% under), G = 2 at 2^k + 1, 2^k + 2 and 100 nodes (0.5-0.9% off), and 65 x 2
  * on the targets' platform (NVLink 450 GB/s 1 us, a 50 GB/s 5 us NIC a GPU: 0.34% under); G = 2
