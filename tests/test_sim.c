@@ -1590,9 +1590,10 @@ static void test_rea_and_options(void) {
   /* Errors name the field. */
   o.fidelity = NCCLZ_FID_REDUCED;
   o.coll = NCCLZ_ALLTOALL;
-  p.placement = NCCLZ_PLACE_STRIDED; /* the reduced Alltoall needs every node alike */
+  p.topology = NCCLZ_TOPO_FATTREE; /* the reduced Alltoall needs every node alike: no hop across leaves */
+  p.nodes_per_leaf = 1;
   CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "fidelity"),
-        "reduced alltoall on a strided placement refused: %s", ncclzLastError());
+        "reduced alltoall across fat-tree leaves refused: %s", ncclzLastError());
   p.nic_gbps = 0;
   CHECK(ncclzSimRun(&prof, &data, &p, &o, &r) == NCCLZ_ERR_ARG && strstr(ncclzLastError(), "platform.nic_gbps"),
         "%s", ncclzLastError());
