@@ -445,6 +445,16 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
   return NCCLZ_OK;
 }
 
+/* An encode of nf frames laid out in L (encode_args): the one kernel where it serves, else the chain. */
+static ncclzStatus encode_laid_out(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const int32_t *d_sym,
+                                   const float *d_scales, uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes,
+                                   void *d_ws, cudaStream_t s) {
+  if (one_kernel_encode(b, nf))
+    return nz_one_encode(nz_shape(b, 0), b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L),
+                         s);
+  return encode_chain(b, nf, L, d_sym, d_scales, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
+}
+
 ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
                                  uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                  size_t ws_bytes, cudaStream_t s) {
@@ -452,10 +462,7 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   NzLayout L;
   ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  if (one_kernel_encode(b, nf))
-    return nz_one_encode(nz_shape(b, 0), b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L),
-                         s);
-  return encode_chain(b, nf, L, d_sym, d_scales, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
+  return encode_laid_out(b, nf, L, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
@@ -468,7 +475,7 @@ static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d
   const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols;
   return b->ws_zeroed && one_on() && fuse_on() && nf == 1 && n <= (uint64_t)NZ_ONE_MAX_UNITS * NZ_ONE_QSGD_SYMS &&
          !b->d_coders && !falls_back(b) && b->coder == NCCLZ_CODER_FIXEDLEN && nz_one_qsgd_fits(q->qsgd_bucket) &&
-         qsgd_bits_ok(q->qsgd_bits) && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15);
+         qsgd_bits_ok(q->qsgd_bits) && nz_aligned16(d_x, d_sym);
 }
 
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
@@ -488,7 +495,7 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
     return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
   }
   if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
-  return ncclzCudaEncodeBatch(b, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
+  return encode_laid_out(b, nf, L, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 /* Whether a batch's EB quantize + HUFFMAN encode quantizes inside the histogram pass
@@ -496,7 +503,7 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
  * 16-byte aligned x and codes, not a one-kernel frame. */
 static bool fused_eb(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const int32_t *d_sym) {
   return fuse_on() && !b->d_coders && b->coder == NCCLZ_CODER_HUFFMAN && !b->quant->lorenzo &&
-         b->frame_symbols % 4 == 0 && !(((uintptr_t)d_x | (uintptr_t)d_sym) & 15) && !one_kernel_encode(b, nf);
+         b->frame_symbols % 4 == 0 && nz_aligned16(d_x, d_sym) && !one_kernel_encode(b, nf);
 }
 
 ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, double rel_eb, const float *d_x,
@@ -509,9 +516,9 @@ ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, doubl
   NzLayout L;
   ncclzStatus st = encode_args(b, nullptr, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  if (!fused_eb(b, nf, d_x, d_sym)) {
+  if (!fused_eb(b, nf, d_x, d_sym)) { /* the two calls, the batch laid out once */
     st = ncclzCudaQuantizeEB(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s);
-    return st != NCCLZ_OK ? st : ncclzCudaEncodeBatch(b, d_sym, nullptr, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
+    return st != NCCLZ_OK ? st : encode_laid_out(b, nf, L, d_sym, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
   }
   NzEb e;
   st = nz_eb_prepare(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s, &e);

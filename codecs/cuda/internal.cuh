@@ -499,6 +499,11 @@ struct NzQsgd {
 /* Symbols a CTA of the fused quantize + encode takes (NZ_ONE_MAX_UNITS of them bound a frame);
  * whether q's bucket fits it. */
 #define NZ_ONE_QSGD_SYMS 2048u
+/* Whether every pointer given is 16-byte aligned (what the kernels' uint4 / float4 accesses need). */
+static inline bool nz_aligned16(const void *a, const void *b, const void *c = nullptr) {
+  return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15) == 0;
+}
+
 static inline bool nz_one_qsgd_fits(uint32_t bucket) { return bucket && bucket % 128 == 0 && NZ_ONE_QSGD_SYMS % bucket == 0; }
 ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_out, const NzOneEncode &a, cudaStream_t s);
 

@@ -19,11 +19,6 @@ template <int N> static __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-/* Whether every pointer given is 16-byte aligned (what the kernels' uint4 / float4 accesses need). */
-static inline bool nz_aligned16(const void *a, const void *b, const void *c = nullptr) {
-  return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15) == 0;
-}
-
 /* Wrapping sums of groups of 4 codes. */
 static __device__ __forceinline__ uint4 add4(uint4 a, uint4 b) {
   return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);

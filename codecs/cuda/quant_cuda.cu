@@ -1461,7 +1461,7 @@ ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, s
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK || !n) return st;
   const uint32_t b = p->qsgd_bucket, V = b / 128;
-  if (b % 128 || V > 4 || V == 3 || (((uintptr_t)d_x | (uintptr_t)d_sym) & 15)) { /* the two passes */
+  if (b % 128 || V > 4 || V == 3 || !nz_aligned16(d_x, d_sym)) { /* the two passes */
     if ((st = ncclzCudaQsgdScales(p, d_x, n, d_scales, s)) != NCCLZ_OK) return st;
     return ncclzCudaQuantizeQsgd(p, d_x, n, d_scales, d_sym, s);
   }
