@@ -872,13 +872,13 @@ static void test_tree_shape(void) {
  * latencies 0 to 20 us, sizes that split evenly and not. Also where it must not fold: a strided
  * placement and rails that do not divide G. */
 static void test_tree_channel_fold(void) {
-  struct { int m, g, rails, channels, fat; double alpha, cap; uint64_t bytes; int folds; } pts[] = {
-      {2, 8, 8, 0, 0, 5, 0, 1u << 30, 1},          {13, 8, 8, 0, 0, 20, 0, 1u << 30, 1},
-      {9, 4, 2, 0, 0, 20, 0, (1u << 28) + 12, 1},  {6, 8, 1, 4, 0, 5, 0, 1u << 28, 1},
-      {40, 4, 4, 0, 16, 5, 0, 1u << 28, 1},        {5, 3, 3, 0, 0, 1, 10, (1u << 30) + 4, 1},
-      {1, 8, 8, 0, 0, 1, 0, 1u << 26, 1},          {17, 2, 2, 0, 0, 0, 0, 1u << 30, 1},
-      {11, 3, 3, 0, 0, 5, 0, 1u << 20, 1},         {8, 6, 3, 0, 0, 5, 0, 1u << 28, 0},
-      {8, 6, 4, 0, 0, 5, 0, 1u << 28, 0}};
+  struct { int m, g, rails, channels, fat, strided; double alpha, cap; uint64_t bytes; int folds; } pts[] = {
+      {2, 8, 8, 0, 0, 0, 5, 0, 1u << 30, 1},          {13, 8, 8, 0, 0, 0, 20, 0, 1u << 30, 1},
+      {9, 4, 2, 0, 0, 0, 20, 0, (1u << 28) + 12, 1},  {6, 8, 1, 4, 0, 0, 5, 0, 1u << 28, 1},
+      {40, 4, 4, 0, 16, 0, 5, 0, 1u << 28, 1},        {5, 3, 3, 0, 0, 0, 1, 10, (1u << 30) + 4, 1},
+      {1, 8, 8, 0, 0, 0, 1, 0, 1u << 26, 1},          {17, 2, 2, 0, 0, 0, 0, 0, 1u << 30, 1},
+      {11, 3, 3, 0, 0, 0, 5, 0, 1u << 20, 1},         {8, 6, 3, 0, 0, 1, 5, 0, 1u << 28, 0},
+      {8, 6, 4, 0, 0, 0, 5, 0, 1u << 28, 0}};
   double worst = 0.0, t_fold = 0.0, t_all = 0.0;
   for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
     ncclzSimPlatform p;
@@ -891,7 +891,7 @@ static void test_tree_channel_fold(void) {
       p.nodes_per_leaf = pts[i].fat;
       p.oversubscription = 4.0;
     }
-    if (i == sizeof pts / sizeof pts[0] - 2) p.placement = NCCLZ_PLACE_STRIDED;
+    if (pts[i].strided) p.placement = NCCLZ_PLACE_STRIDED;
     ncclzSimOptions o;
     allreduce_opts(&o, pts[i].bytes, NCCLZ_SIM_OFF);
     o.algorithm = NCCLZ_ALGO_TREE;
