@@ -31,13 +31,36 @@ static int ran_plain(const ncclzSimOptions *o, const ncclzSimResult *r) {
   return o->compress != NCCLZ_SIM_OFF && ncclzSimFramesSent(r) == 0;
 }
 
-/* The fastest of the schedules that serve the options' collective, each replayed once; an entry of
- * as_plain with time_us > 0 is that algorithm's plain replay already made (*res untouched when none
- * runs; returns the first error then). as_plain_out, when not NULL, keeps the replays that ran as
- * plain NCCL. */
-static ncclzStatus run_best_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                               const ncclzSimOptions *opt, const ncclzSimResult *as_plain, ncclzSimResult *as_plain_out,
-                               double *wall, ncclzSimResult *res) {
+/* A schedule the cost model prices at this many times the fastest one's is not replayed by the
+ * oracle: the model is within 0.87-1.22 of the replay over the scale grid (docs/simulator.md), so
+ * it cannot win, and at 8192 ranks a compressed ring alone takes longer to replay than 1 s. */
+#define SIM_ORACLE_MARGIN 2.0
+
+static uint32_t replayable(const ncclzSimPlatform *p, const ncclzSimOptions *opt);
+
+/* The schedules whose replay the oracle runs: every replayable one but those priced at
+ * SIM_ORACLE_MARGIN times the fastest or more (all of them where the model lacks a time). */
+static uint32_t worth_replaying(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                const ncclzSimOptions *opt) {
+  uint32_t mask = replayable(p, opt);
+  double us[NCCLZ_ALGO_COUNT] = {0}, least = 0.0;
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
+    if (!(mask >> a & 1u)) continue;
+    if ((us[a] = sim_predicted_us(prof, data, p, opt, (ncclzAlgorithm)a)) <= 0.0) return mask;
+    if (least <= 0.0 || us[a] < least) least = us[a];
+  }
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+    if (us[a] >= SIM_ORACLE_MARGIN * least) mask &= ~(1u << a);
+  return mask;
+}
+
+/* The fastest of the schedules in mask that serve the options' collective, each replayed once; an
+ * entry of as_plain with time_us > 0 is that algorithm's plain replay already made (*res untouched
+ * when none runs; returns the first error then). as_plain_out, when not NULL, keeps the replays
+ * that ran as plain NCCL. */
+static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                               const ncclzSimOptions *opt, uint32_t mask, const ncclzSimResult *as_plain,
+                               ncclzSimResult *as_plain_out, double *wall, ncclzSimResult *res) {
   ncclzStatus first = NCCLZ_ERR_ARG;
   int found = 0;
   for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
@@ -46,7 +69,7 @@ static ncclzStatus run_best_of(const ncclzProfile *prof, const ncclzSimData *dat
     ncclzScheduleSpec sp;
     char why[200];
     sim_spec(p, &o, 1, &sp);
-    if (ncclzScheduleCheck(&sp, why, sizeof why)) continue;
+    if (!(mask >> a & 1u) || ncclzScheduleCheck(&sp, why, sizeof why)) continue;
     ncclzSimResult r;
     ncclzStatus st = NCCLZ_OK;
     if (as_plain && as_plain[a].time_us > 0) r = as_plain[a]; /* the same replay, made already */
@@ -60,6 +83,16 @@ static ncclzStatus run_best_of(const ncclzProfile *prof, const ncclzSimData *dat
     found = 1;
   }
   return found ? NCCLZ_OK : first;
+}
+
+/* The oracle: the fastest of the schedules worth replaying, else (none of them ran) of all. */
+static ncclzStatus run_best_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                               const ncclzSimOptions *opt, const ncclzSimResult *as_plain, ncclzSimResult *as_plain_out,
+                               double *wall, ncclzSimResult *res) {
+  uint32_t worth = worth_replaying(prof, data, p, opt);
+  ncclzStatus st = run_best_in(prof, data, p, opt, worth, as_plain, as_plain_out, wall, res);
+  if (st == NCCLZ_OK) return st;
+  return run_best_in(prof, data, p, opt, ~worth, as_plain, as_plain_out, wall, res);
 }
 
 ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,

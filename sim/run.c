@@ -608,8 +608,13 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
 
 /* Rings of this many ranks or more are extrapolated from two shorter rings (see every_step). */
 #define SIM_EXTRAPOLATE_FROM 512
-#define SIM_RING_SHORT 128
-#define SIM_RING_LONG 256
+/* Broadcast's chains replayed in full for the extrapolation (ranks). */
+#define SIM_CHAIN_SHORT 128
+#define SIM_CHAIN_LONG 256
+/* A ring's shorter base has at least this many ranks and 3 nodes, the longer twice its nodes: the
+ * steady state is reached well before (every ring collective, plain and coded, 1 to 16 GPUs a
+ * node, equal to every step replayed; test_sim's test_extrapolation). */
+#define SIM_RING_SHORT 32
 
 static int ring_collective(ncclzCollective c) {
   return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
@@ -626,13 +631,6 @@ static void ring_of(const ncclzSimData *data, const ncclzSimPlatform *p, const n
   q->nodes = m / p->gpus_per_node;
   u->bytes = block_elems * (uint64_t)m * eb;
   u->every_step = 1;
-}
-static ncclzStatus run_ring_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                               const ncclzSimOptions *o, int n, int m, ncclzSimResult *r) {
-  ncclzSimPlatform q;
-  ncclzSimOptions u;
-  ring_of(data, p, o, n, m, &q, &u);
-  return sim_run_once(prof, data, &q, &u, 0, 0, r);
 }
 
 /* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes: each step of a ring in
@@ -679,6 +677,22 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
   if (fr.st != NCCLZ_OK) return ncclzSetError(fr.st, "%s", fr.err);
   *r = fr.r;
   return NCCLZ_OK;
+}
+
+/* The same job on rings (or mirrors) of ma and mb ranks, the shorter in a forked child beside the
+ * longer: *a and *b. */
+static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                const ncclzSimOptions *o, int n, int ma, int mb, ncclzSimResult *a,
+                                ncclzSimResult *b) {
+  ncclzSimPlatform qa, qb;
+  ncclzSimOptions ua, ub;
+  ring_of(data, p, o, n, ma, &qa, &ua);
+  ring_of(data, p, o, n, mb, &qb, &ub);
+  int fd = -1;
+  pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd);
+  if (pid < 0) return NCCLZ_ERR_IO;
+  ncclzStatus st = sim_run_once(prof, data, &qb, &ub, 0, 0, b), sa = side_finish(pid, fd, a);
+  return st != NCCLZ_OK ? st : sa;
 }
 
 /* Trees over more nodes than this are extrapolated in depth (sim_tree_plan_for, sim/tree_plan.c). */
@@ -776,14 +790,14 @@ static uint32_t point_chunks(const ncclzProfile *prof, const ncclzSimData *data,
 
 /* Broadcast's pipelined chain from the root on a symmetric platform: chunks move hop by hop, and
  * every G-th hop crosses the NICs, so the time is the pipeline's period times the chunks plus a fill
- * affine in the ranks. Chains of SIM_RING_SHORT and SIM_RING_LONG ranks (the same buffer and chunks,
+ * affine in the ranks. Chains of SIM_CHAIN_SHORT and SIM_CHAIN_LONG ranks (the same buffer and chunks,
  * the root at the same local index) are replayed in full and extrapolated. */
 static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
   int g = p->gpus_per_node, n = p->nodes * g;
   return o->coll == NCCLZ_BROADCAST && !o->every_step && o->fidelity != NCCLZ_FID_FULL && n >= SIM_EXTRAPOLATE_FROM &&
          p->placement == NCCLZ_PLACE_CONTIGUOUS &&
-         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) && SIM_RING_SHORT % g == 0 &&
-         SIM_RING_LONG % g == 0 && SIM_RING_SHORT / g >= 3;
+         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) && SIM_CHAIN_SHORT % g == 0 &&
+         SIM_CHAIN_LONG % g == 0 && SIM_CHAIN_SHORT / g >= 3;
 }
 
 static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
@@ -798,8 +812,8 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   u.min_chunks = u.max_chunks = point_chunks(prof, data, p, o); /* the long chain's, on the short ones */
   double t0 = ncclzNowSeconds();
   ncclzSimPlatform qa = *p;
-  qa.nodes = SIM_RING_SHORT / g;
-  q.nodes = SIM_RING_LONG / g;
+  qa.nodes = SIM_CHAIN_SHORT / g;
+  q.nodes = SIM_CHAIN_LONG / g;
   int fd = -1;
   pid_t pid = side_start(prof, data, &qa, &u, 0, &fd); /* the short chain beside the long one */
   if (pid < 0) return NCCLZ_ERR_IO;
@@ -807,11 +821,11 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   *res = b;
-  extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
+  extrapolate(&a, &b, SIM_CHAIN_SHORT, SIM_CHAIN_LONG, n, res);
   res->nranks = n;
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks",
-           SIM_RING_SHORT, SIM_RING_LONG, n);
+           SIM_CHAIN_SHORT, SIM_CHAIN_LONG, n);
   return NCCLZ_OK;
 }
 
@@ -1121,15 +1135,9 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   }
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
-  ncclzSimPlatform qa, pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */
-  ncclzSimOptions ua;
-  ring_of(data, &pc, &u, n, m1 * g, &qa, &ua);
-  int fd = -1;
-  pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd); /* the shorter mirror beside the longer one */
-  if (pid < 0) return NCCLZ_ERR_IO;
-  ncclzStatus st = run_ring_of(prof, data, &pc, &u, n, 2 * m1 * g, &b), sa = side_finish(pid, fd, &a);
+  ncclzSimPlatform pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */
+  ncclzStatus st = run_rings_of(prof, data, &pc, &u, n, m1 * g, 2 * m1 * g, &a, &b);
   if (st != NCCLZ_OK) return st;
-  if (sa != NCCLZ_OK) return sa;
   int na = m1 * g, nb = 2 * m1 * g;
   *res = b;
   res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us);
@@ -1189,21 +1197,21 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       opt->hier_inter == NCCLZ_ALGO_RING &&
       p->nodes > SIM_RAIL_FROM)
     return run_rail_extrapolated(prof, data, p, opt, res);
+  int short_nodes = (SIM_RING_SHORT + g - 1) / g, na = g * (short_nodes > 3 ? short_nodes : 3), nb = 2 * na;
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
-      SIM_RING_SHORT % g || SIM_RING_LONG % g || SIM_RING_SHORT / g < 3)
+      n <= nb)
     return sim_run_once(prof, data, p, opt, 0, 0, res);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
-  ncclzStatus st = run_ring_of(prof, data, p, opt, n, SIM_RING_SHORT, &a);
-  if (st == NCCLZ_OK) st = run_ring_of(prof, data, p, opt, n, SIM_RING_LONG, &b);
+  ncclzStatus st = run_rings_of(prof, data, p, opt, n, na, nb, &a, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
-  extrapolate(&a, &b, SIM_RING_SHORT, SIM_RING_LONG, n, res);
+  extrapolate(&a, &b, na, nb, n, res);
   res->nranks = n;
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why,
            "reduced: symmetric ring, %d actors stand for %d ranks (the steady state of %d- and %d-rank rings, "
-           "extrapolated)", b.actors, n, SIM_RING_SHORT, SIM_RING_LONG);
+           "extrapolated)", b.actors, n, na, nb);
   return NCCLZ_OK;
 }
 
