@@ -195,7 +195,12 @@ static void print_screen(FILE *o, const sim_flags *f, const ncclzSimScenario *s,
   if (z->frames[NCCLZ_CODER_FIXEDLEN] + z->frames[NCCLZ_CODER_HUFFMAN] == 0)
     fprintf(o, "  why            on every schedule the cost model finds that the wire time the coders\n"
                "                 would save does not pay for their cost\n");
-  fprintf(o, "\nreplay: %s, %d actors, %.2f s\n", ncclzSimFidelityName(z->fidelity), z->actors, z->wall_s + res[0].r.wall_s);
+  double wall = res[1].best_plain.wall_s;
+  for (size_t i = 0; i < s->npoints; i++) wall += res[i].r.wall_s;
+  char actors[32] = "";
+  if (!strstr(z->why, "actors")) snprintf(actors, sizeof actors, " (%d actors)", z->actors);
+  fprintf(o, "\nreplay: %s%s\n        %.2f s for the %zu points and the best plain schedule\n", z->why, actors, wall,
+          s->npoints);
 }
 
 static cJSON *side_json(const char *compress, double time_us, double busbw, double algbw) {
