@@ -11,10 +11,11 @@
  * tree_shape_base finds a base of M's shape, the base is that tree and the level the difference
  * between it and its deeper one with SIM_TREE_SHAPE_CHUNKS chunks (their fill grows by a share of
  * a chunk a level that two chunks do not show: G = 2, 2^k + 1 nodes); where tree_runs_base finds
- * one, the base is that tree and the level the power of two's. A compressed tree's frames grow
- * with the ranks they sum (the CR rows), so its steady state changes with the depth too: its
- * level is the full trees of 4 and 8 nodes'. Measurements behind each rule: docs/simulator.md,
- * "Algorithms". */
+ * one, the base is that tree and the level the power of two's. A compressed tree's level settles
+ * deeper: its codec streams and the CR rows of the ranks its frames sum make the first levels
+ * differ, so it is measured on trees of 16 and 32 nodes with SIM_TREE_STEP_CHUNKS chunks, beside
+ * the full 8-node base (approximate: HUFFMAN's levels hide partly behind its streams). Measurements
+ * behind each rule: docs/simulator.md, "Algorithms". */
 #include "sim_internal.h"
 
 #include <math.h>
@@ -129,8 +130,8 @@ void sim_tree_plan_for(const ncclzSimPlatform *p, int coded, sim_tree_plan *t) {
   while (!coded && (deep ? 2 * base <= SIM_TREE_DEEP_NODES : 2 * base * p->gpus_per_node <= SIM_TREE_BASE_RANKS))
     base *= 2;
   t->base = base;
-  t->small = base / 2;
-  t->large = base;
+  t->small = coded ? 2 * base : base / 2; /* a coded tree's level settles deeper (see above) */
+  t->large = coded ? 4 * base : base;
   t->depth = (int)lround(log2(base));
   t->step = SIM_TREE_STEP_CHUNKS;
   if (shaped) {
