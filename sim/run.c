@@ -608,13 +608,18 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
 
 /* Rings of this many ranks or more are extrapolated from two shorter rings (see every_step). */
 #define SIM_EXTRAPOLATE_FROM 512
-/* Broadcast's chains replayed in full for the extrapolation (ranks). */
-#define SIM_CHAIN_SHORT 128
-#define SIM_CHAIN_LONG 256
-/* A ring's shorter base has at least this many ranks and 3 nodes, the longer twice its nodes: the
- * steady state is reached well before (every ring collective, plain and coded, 1 to 16 GPUs a
- * node, equal to every step replayed; test_sim's test_extrapolation). */
+/* The shorter of two extrapolation bases has at least this many ranks and 3 nodes, the longer
+ * twice its nodes (base_nodes). A ring reaches its steady state well before (every ring
+ * collective, plain and coded, 1 to 16 GPUs a node, equal to every step replayed; test_sim's
+ * test_extrapolation); Broadcast's chains keep the lengths they were measured at. */
 #define SIM_RING_SHORT 32
+#define SIM_CHAIN_SHORT 128
+
+/* Nodes of G GPUs in the shorter base of at least min_ranks ranks. */
+static int base_nodes(int g, int min_ranks) {
+  int m = (min_ranks + g - 1) / g;
+  return m > 3 ? m : 3;
+}
 
 static int ring_collective(ncclzCollective c) {
   return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
@@ -790,14 +795,14 @@ static uint32_t point_chunks(const ncclzProfile *prof, const ncclzSimData *data,
 
 /* Broadcast's pipelined chain from the root on a symmetric platform: chunks move hop by hop, and
  * every G-th hop crosses the NICs, so the time is the pipeline's period times the chunks plus a fill
- * affine in the ranks. Chains of SIM_CHAIN_SHORT and SIM_CHAIN_LONG ranks (the same buffer and chunks,
- * the root at the same local index) are replayed in full and extrapolated. */
+ * affine in the ranks. Chains of base_nodes(G, SIM_CHAIN_SHORT) nodes and twice that (the same buffer
+ * and chunks, the root at the same local index) are replayed in full and extrapolated. */
 static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
   int g = p->gpus_per_node, n = p->nodes * g;
   return o->coll == NCCLZ_BROADCAST && !o->every_step && o->fidelity != NCCLZ_FID_FULL && n >= SIM_EXTRAPOLATE_FROM &&
          p->placement == NCCLZ_PLACE_CONTIGUOUS &&
-         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) && SIM_CHAIN_SHORT % g == 0 &&
-         SIM_CHAIN_LONG % g == 0 && SIM_CHAIN_SHORT / g >= 3;
+         (p->topology == NCCLZ_TOPO_NONBLOCKING || p->nodes <= p->nodes_per_leaf) &&
+         p->nodes > 2 * base_nodes(g, SIM_CHAIN_SHORT);
 }
 
 static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
@@ -812,8 +817,8 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   u.min_chunks = u.max_chunks = point_chunks(prof, data, p, o); /* the long chain's, on the short ones */
   double t0 = ncclzNowSeconds();
   ncclzSimPlatform qa = *p;
-  qa.nodes = SIM_CHAIN_SHORT / g;
-  q.nodes = SIM_CHAIN_LONG / g;
+  qa.nodes = base_nodes(g, SIM_CHAIN_SHORT);
+  q.nodes = 2 * qa.nodes;
   int fd = -1;
   pid_t pid = side_start(prof, data, &qa, &u, 0, &fd); /* the short chain beside the long one */
   if (pid < 0) return NCCLZ_ERR_IO;
@@ -821,11 +826,15 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   *res = b;
-  extrapolate(&a, &b, SIM_CHAIN_SHORT, SIM_CHAIN_LONG, n, res);
+  extrapolate(&a, &b, qa.nodes * g, q.nodes * g, n, res);
   res->nranks = n;
   res->wall_s = ncclzNowSeconds() - t0;
-  snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks",
-           SIM_CHAIN_SHORT, SIM_CHAIN_LONG, n);
+  ncclzAlgorithm alg;
+  uint32_t ch;
+  sim_resolve(p, o, &alg, &ch);
+  res->approximate |= ch > 1; /* the chains' overlap on NVLink shifts with the ranks (docs/simulator.md) */
+  snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks%s",
+           qa.nodes * g, q.nodes * g, n, ch > 1 ? ", approximate: its chains share NVLink" : "");
   return NCCLZ_OK;
 }
 
@@ -1197,7 +1206,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       opt->hier_inter == NCCLZ_ALGO_RING &&
       p->nodes > SIM_RAIL_FROM)
     return run_rail_extrapolated(prof, data, p, opt, res);
-  int short_nodes = (SIM_RING_SHORT + g - 1) / g, na = g * (short_nodes > 3 ? short_nodes : 3), nb = 2 * na;
+  int na = g * base_nodes(g, SIM_RING_SHORT), nb = 2 * na;
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
       n <= nb)
     return sim_run_once(prof, data, p, opt, 0, 0, res);
