@@ -1113,14 +1113,11 @@ static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimD
  * backlog has built up (from 8 to 16 nodes of 8 GPUs on 12.5 GB/s, FIXEDLEN, 3% more than from 16 on). */
 #define SIM_A2A_SHORT 128
 
-/* The nodes of the shorter mirror: about SIM_A2A_SHORT ranks, at least 3 nodes. */
-static int alltoall_short_nodes(int g) { return (SIM_A2A_SHORT + g - 1) / g > 3 ? (SIM_A2A_SHORT + g - 1) / g : 3; }
-
 /* Alltoall replayed reduced on SIM_EXTRAPOLATE_FROM ranks or more, past twice the shorter mirror: 1, else 0. */
 static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                  const ncclzSimOptions *o) {
   if (o->coll != NCCLZ_ALLTOALL || o->every_step || p->nodes * p->gpus_per_node < SIM_EXTRAPOLATE_FROM ||
-      p->nodes <= 2 * alltoall_short_nodes(p->gpus_per_node) || check_inputs(prof, data, p, o) != NCCLZ_OK)
+      p->nodes <= 2 * base_nodes(p->gpus_per_node, SIM_A2A_SHORT) || check_inputs(prof, data, p, o) != NCCLZ_OK)
     return 0;
   return takes_reduced(p, o);
 }
@@ -1134,7 +1131,7 @@ static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *d
  * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
 static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                              const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
-  int g = p->gpus_per_node, n = p->nodes * g, m1 = alltoall_short_nodes(g);
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = base_nodes(g, SIM_A2A_SHORT);
   ncclzSimOptions u = *o;
   if (o->compress == NCCLZ_SIM_AUTO) {
     sim_job j;
