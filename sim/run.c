@@ -684,8 +684,18 @@ static ncclzStatus side_finish(pid_t pid, int fd, ncclzSimResult *r) {
   return NCCLZ_OK;
 }
 
-/* The same job on rings (or mirrors) of ma and mb ranks, the shorter in a forked child beside the
- * longer: *a and *b. */
+/* Two replays of every step, the shorter (qa, ua) in a forked child beside the longer: *a and *b. */
+static ncclzStatus run_side_by_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *qa,
+                                    const ncclzSimOptions *ua, const ncclzSimPlatform *qb, const ncclzSimOptions *ub,
+                                    ncclzSimResult *a, ncclzSimResult *b) {
+  int fd = -1;
+  pid_t pid = side_start(prof, data, qa, ua, 0, &fd);
+  if (pid < 0) return NCCLZ_ERR_IO;
+  ncclzStatus st = sim_run_once(prof, data, qb, ub, 0, 0, b), sa = side_finish(pid, fd, a);
+  return st != NCCLZ_OK ? st : sa;
+}
+
+/* The same job on rings (or mirrors) of ma and mb ranks, side by side: *a and *b. */
 static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                 const ncclzSimOptions *o, int n, int ma, int mb, ncclzSimResult *a,
                                 ncclzSimResult *b) {
@@ -693,11 +703,7 @@ static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *da
   ncclzSimOptions ua, ub;
   ring_of(data, p, o, n, ma, &qa, &ua);
   ring_of(data, p, o, n, mb, &qb, &ub);
-  int fd = -1;
-  pid_t pid = side_start(prof, data, &qa, &ua, 0, &fd);
-  if (pid < 0) return NCCLZ_ERR_IO;
-  ncclzStatus st = sim_run_once(prof, data, &qb, &ub, 0, 0, b), sa = side_finish(pid, fd, a);
-  return st != NCCLZ_OK ? st : sa;
+  return run_side_by_side(prof, data, &qa, &ua, &qb, &ub, a, b);
 }
 
 /* Trees over more nodes than this are extrapolated in depth (sim_tree_plan_for, sim/tree_plan.c). */
@@ -732,21 +738,20 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   int coded = o->compress != NCCLZ_SIM_OFF;
   sim_tree_plan t;
   sim_tree_plan_for(p, coded, &t);
-  int base = t.base, small = t.small, large = t.large, depth = t.depth;
-  uint32_t step = t.step;
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
-  pid_t ps = tree_side(prof, data, p, &u, small, step, &fs), pl = tree_side(prof, data, p, &u, large, step, &fl);
-  q.nodes = base;
+  pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
+  pid_t pl = tree_side(prof, data, p, &u, t.large, t.step, &fl);
+  q.nodes = t.base;
   ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = side_finish(pl, fl, &l);
   if (st != NCCLZ_OK) return st;
   if (ss != NCCLZ_OK) return ss;
   if (sl != NCCLZ_OK) return sl;
   *res = a;
-  double levels = ceil(log2((double)p->nodes)) - depth, scale = (double)p->nodes / base;
+  double levels = ceil(log2((double)p->nodes)) - t.depth, scale = (double)p->nodes / t.base;
   res->time_us = a.time_us + levels * (l.time_us - s.time_us);
   for (int c = 0; c < NCCLZ_CODER_COUNT; c++) res->frames[c] = (uint64_t)llround((double)a.frames[c] * scale);
   res->wire_bytes = a.wire_bytes * scale;
@@ -755,8 +760,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->wall_s = ncclzNowSeconds() - t0;
   res->approximate = coded; /* within 2% of the full replay measured (docs/simulator.md, "Algorithms") */
   snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", coded ? "approximate (a coded tree's levels): " : "", base, p->nodes, small,
-           large, s.nchunks / s.channels);
+           "%d and %d nodes with %u chunks", coded ? "approximate (a coded tree's levels): " : "", t.base, p->nodes,
+           t.small, t.large, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
@@ -808,7 +813,7 @@ static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptio
 static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                               const ncclzSimPlatform *p, const ncclzSimOptions *o,
                                               ncclzSimResult *res) {
-  ncclzSimPlatform q = *p;
+  ncclzSimPlatform qa = *p, q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, b;
   int g = p->gpus_per_node, n = p->nodes * g;
@@ -816,15 +821,10 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   u.root = o->root % g;
   u.min_chunks = u.max_chunks = point_chunks(prof, data, p, o); /* the long chain's, on the short ones */
   double t0 = ncclzNowSeconds();
-  ncclzSimPlatform qa = *p;
   qa.nodes = base_nodes(g, SIM_CHAIN_SHORT);
   q.nodes = 2 * qa.nodes;
-  int fd = -1;
-  pid_t pid = side_start(prof, data, &qa, &u, 0, &fd); /* the short chain beside the long one */
-  if (pid < 0) return NCCLZ_ERR_IO;
-  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &b), sa = side_finish(pid, fd, &a);
+  ncclzStatus st = run_side_by_side(prof, data, &qa, &u, &q, &u, &a, &b);
   if (st != NCCLZ_OK) return st;
-  if (sa != NCCLZ_OK) return sa;
   *res = b;
   extrapolate(&a, &b, qa.nodes * g, q.nodes * g, n, res);
   res->nranks = n;

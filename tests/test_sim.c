@@ -946,14 +946,19 @@ static void test_tree(void) {
       }
 }
 
+/* The shipped H200 profile (calibrate/profiles/h200-x2.json) into *h200. */
+static void load_shipped(ncclzProfile *h200) {
+  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", h200) == NCCLZ_OK, "%s",
+        ncclzLastError());
+}
+
 /* Issue 25's targets (scenarios/scale-target-rails{1,8}.json: 1 GiB AllReduce of ResNet-18 QSGD-8
  * on 1024 x 8 with the H200 profile): with one 12.5 GB/s NIC auto (the fastest schedule, REA's
  * coders) is at least 2x NCCL's choice, and at least half the wire CR it reaches; with 8 rails of
  * 50 GB/s never slower (>= 0.99x). */
 static void test_targets(void) {
   ncclzProfile h200;
-  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200) == NCCLZ_OK, "%s",
-        ncclzLastError());
+  load_shipped(&h200);
   for (int rails = 1; rails <= 8; rails += 7) {
     char path[512];
     snprintf(path, sizeof path, NCCLZ_TEST_DATA "/../../scenarios/scale-target-rails%d.json", rails);
@@ -988,8 +993,7 @@ static void test_targets(void) {
 static void test_oracle_pruned(void) {
   ncclzProfile h200;
   ncclzSimScenario sc;
-  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200) == NCCLZ_OK, "%s",
-        ncclzLastError());
+  load_shipped(&h200);
   if (ncclzSimScenarioLoad(NCCLZ_TEST_DATA "/../../scenarios/scale-target-rails8.json", &h200, &sc) != NCCLZ_OK) {
     CHECK(0, "scale-target-rails8.json: %s", ncclzLastError());
     return;
