@@ -2096,10 +2096,7 @@ static void rea_same_as_host(const ncclzProfile *pr, const char *file, const cha
 static void test_rea_same_as_host(void) {
   const uint32_t field[3] = {8, 64, 128}, flat[1] = {65536};
   ncclzProfile shipped;
-  size_t len;
-  char *json = tu_read_file("../../calibrate/profiles/h200-x2.json", &len);
-  CHECK(json && ncclzProfileParse(json, len, &shipped) == NCCLZ_OK, "h200-x2.json: %s", ncclzLastError());
-  free(json);
+  load_shipped(&shipped);
   for (int k = 0; k < 2; k++) {
     const ncclzProfile *pr = k ? &shipped : &prof;
     rea_same_as_host(pr, "trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", field, 3);
