@@ -698,17 +698,40 @@ static int load_platform(const sim_layout *lay) {
   return rc;
 }
 
+/* Each actor's codec streams' owner, the actor whose streams its channel actors queue on: its own,
+ * or where a coded tree's channels fold (sim_job.fold = C), the first actor of its node whose GPU is
+ * in its orbit under the turn by s = G/C GPUs (GPU i's streams carry channel q's frames, which are
+ * channel 0's of GPU i - q s: the orbit's channel-0 frames, queued at the same times). */
+static int *stream_owners(const sim_job *job) {
+  const sim_layout *l = &job->lay;
+  int g = l->p.gpus_per_node, s = job->fold && job->opt->compress != NCCLZ_SIM_OFF ? g / job->fold : g;
+  int *owner = malloc((size_t)l->nactors * sizeof *owner), *first = malloc((size_t)l->p.nodes * g * sizeof *first);
+  if (!owner || !first) {
+    free(owner);
+    free(first);
+    return NULL;
+  }
+  for (int i = 0; i < l->p.nodes * g; i++) first[i] = -1;
+  for (int a = 0; a < l->nactors; a++) {
+    int *f = &first[l->node_of[a] * g + l->gpu_of[a] % s];
+    owner[a] = *f < 0 ? (*f = a) : *f;
+  }
+  free(first);
+  return owner;
+}
+
 int sim_replay_run(const sim_job *job, sim_actor_stats *stats) {
   engine_init(job->opt->coll == NCCLZ_ALLTOALL);
   if (load_platform(&job->lay)) return -1;
   int kc = sim_channels(job), na = job->lay.nactors * kc;
   rank_ctx *ctx = calloc((size_t)na, sizeof *ctx);
   double *streams = calloc((size_t)job->lay.nactors * (1 + NCCLZ_MAX_COMM_LANES), sizeof *streams);
-  int rc = ctx && streams ? 0 : -1;
+  int *owner = stream_owners(job);
+  int rc = ctx && streams && owner ? 0 : -1;
   for (int i = 0; i < na && rc == 0; i++) {
     char host[48], name[32];
     int a = i / kc, k = i % kc;
-    if (ctx_init(&ctx[i], job, a, k, streams + (size_t)a * (1 + NCCLZ_MAX_COMM_LANES), &stats[i])) {
+    if (ctx_init(&ctx[i], job, a, k, streams + (size_t)owner[a] * (1 + NCCLZ_MAX_COMM_LANES), &stats[i])) {
       rc = -1;
       break;
     }
@@ -722,5 +745,6 @@ int sim_replay_run(const sim_job *job, sim_actor_stats *stats) {
   for (int i = 0; ctx && i < na; i++) ctx_free(&ctx[i]);
   free(ctx);
   free(streams);
+  free(owner);
   return rc;
 }

@@ -517,11 +517,15 @@ static void scale_totals(ncclzSimResult *r, double f) {
  * each merged link carries channel 0's flows over its orbit, which are all channels' flows over
  * one link of it. Where a block does not split evenly, the first chunks take one element more
  * (channel 0's): the fold gives every channel those, so it is held to the full replay within this
- * share of a chunk's bytes. Returns C, or 0 where the channels differ. */
+ * share of a chunk's bytes. A coded tree (options.fold_coded) also shares each rank's codec streams
+ * with its orbit (replay.c stream_owners): the same frames at the same times, but the streams' ties
+ * between channels fall in another order, so it is approximate. Returns C, or 0 where the channels
+ * differ. */
 #define SIM_FOLD_CHUNK_SLACK 1e-4
 static int channel_fold(const sim_job *j, const ncclzSimPlatform *p) {
   int g = p->gpus_per_node, c = (int)j->spec.nchannels;
-  if (j->spec.algo != NCCLZ_ALGO_TREE || j->opt->compress != NCCLZ_SIM_OFF || j->reduced || j->collapse || c < 2 ||
+  int coded = j->opt->compress != NCCLZ_SIM_OFF;
+  if (j->spec.algo != NCCLZ_ALGO_TREE || (coded && !j->opt->fold_coded) || j->reduced || j->collapse || c < 2 ||
       j->nranks < 2 || p->placement != NCCLZ_PLACE_CONTIGUOUS || g % c || g % p->rails || (2 * c <= g && g % (2 * c)))
     return 0;
   ncclzSchedule s;
@@ -585,7 +589,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   if (st != NCCLZ_OK) return st;
   res->time_us = r.end_s * 1e6 + iface_us(prof, p, &o, (double)o.bytes);
   res->fidelity = f;
-  res->approximate = approx;
+  res->approximate = approx || (j.fold && o.compress != NCCLZ_SIM_OFF);
   res->actors = j.lay.nactors;
   res->nranks = n;
   res->nchunks = j.nchunks * j.spec.nchannels;
@@ -599,7 +603,9 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   res->wall_s = ncclzNowSeconds() - t0;
   snprintf(res->why, sizeof res->why, "%s", why);
   size_t w = strlen(res->why);
-  if (j.fold) snprintf(res->why + w, sizeof res->why - w, "; channels folded (one of %d)", j.fold);
+  if (j.fold)
+    snprintf(res->why + w, sizeof res->why - w, "; channels folded (one of %d%s)", j.fold,
+             o.compress != NCCLZ_SIM_OFF ? ", codec streams by orbit" : "");
   return NCCLZ_OK;
 }
 
@@ -708,6 +714,11 @@ static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *da
 
 /* Trees over more nodes than this are extrapolated in depth (sim_tree_plan_for, sim/tree_plan.c). */
 #define SIM_TREE_EXTRAPOLATE_FROM 64
+/* A coded tree's extrapolation folds its trees' channels (options.fold_coded, approximate) where its
+ * deepest level tree would replay more actors (ranks x 2 trees a channel) than this: G = 8 on 8
+ * rails, 4,096, stays unfolded (0.62 s a point); G = 16 on 16 rails, 16,384, took 3 s a point
+ * (0.14-0.19 s folded, within 0.33% of the unfolded extrapolation). */
+#define SIM_TREE_CODED_FOLD_ACTORS 4096
 /* The same tree job on m nodes in a forked child, with only k chunks a tree (where it has more) of
  * the job's chunk size. */
 static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -740,6 +751,10 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   sim_tree_plan_for(p, coded, &t);
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
+  ncclzAlgorithm algo;
+  uint32_t channels;
+  sim_resolve(p, &u, &algo, &channels);
+  u.fold_coded = coded && (double)t.large * p->gpus_per_node * 2 * channels > SIM_TREE_CODED_FOLD_ACTORS;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
@@ -760,8 +775,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->wall_s = ncclzNowSeconds() - t0;
   res->approximate = coded; /* within 2% of the full replay measured (docs/simulator.md, "Algorithms") */
   snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", coded ? "approximate (a coded tree's levels): " : "", t.base, p->nodes,
-           t.small, t.large, s.nchunks / s.channels);
+           "%d and %d nodes with %u chunks", !coded ? "" : u.fold_coded ? "approximate (coded levels, channels folded): "
+           : "approximate (a coded tree's levels): ", t.base, p->nodes, t.small, t.large, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 

@@ -167,6 +167,11 @@ typedef struct {
                                  one channel turned over the node's GPUs and the platform turns with
                                  them, channel 0 alone on the platform's links merged by the turn
                                  (the same times: docs/simulator.md, "Channels folded") */
+  int fold_coded;             /* 1: a coded tree's channels fold too, each orbit's GPUs on one set of
+                                 codec streams: approximate (the streams' ties between channels fall
+                                 in another order; within 1.5% of every channel replayed where
+                                 measured); the coded tree's extrapolation sets it where its level
+                                 trees are large (docs/simulator.md, "Channels folded") */
   double max_replay_s;        /* a replay estimated to run longer is refused (0: 120 s) */
   double max_replay_mib;      /* or to take more memory (0: 2048 MiB); docs/simulator.md, Budget */
   ncclzAlgorithm hier_inter;  /* HIER's inter-node stage: RHD (0: AUTO, RHD) or RING */
