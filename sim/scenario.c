@@ -121,6 +121,7 @@ static int parse_options(const cJSON *o, ncclzSimOptions *opt) {
       int_field(o, "options", "full_max_ranks", 0, 1 << 20, &opt->full_max_ranks) ||
       int_field(o, "options", "every_step", 0, 1, &opt->every_step) ||
       int_field(o, "options", "every_channel", 0, 1, &opt->every_channel) ||
+      int_field(o, "options", "fold_coded", 0, 1, &opt->fold_coded) ||
       num_field(o, "options", "max_replay_s", 0, 1e7, &opt->max_replay_s) ||
       num_field(o, "options", "max_replay_mib", 0, 1e9, &opt->max_replay_mib) ||
       name_field(o, "options", "fidelity", ncclzSimFidelityFromName, "auto, full or reduced", &fid) ||

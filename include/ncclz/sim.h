@@ -160,16 +160,18 @@ typedef struct {
                                  (ncclzSimRunBest) */
   uint32_t channels;          /* ring channels (0: the platform's rails) */
   int every_step;             /* 1: replay every step of a large ring; 0: the reduced replay of a
-                                 ring above 512 ranks replays rings of 128 and 256 ranks with the
-                                 same chunks and extrapolates their steady state (exact: the time is
-                                 affine in the step count there; a test holds them together) */
-  int every_channel;          /* 1: replay every channel of a plain tree; 0: where its channels are
-                                 one channel turned over the node's GPUs and the platform turns with
-                                 them, channel 0 alone on the platform's links merged by the turn
-                                 (the same times: docs/simulator.md, "Channels folded") */
+                                 ring of 512 ranks or more replays two shorter rings (at least 32
+                                 ranks, and twice its nodes) with the same chunks and extrapolates
+                                 their steady state (exact: the time is affine in the step count
+                                 there; a test holds them together) */
+  int every_channel;          /* 1: replay every channel of a tree (plain or coded); 0: where its
+                                 channels are one channel turned over the node's GPUs and the
+                                 platform turns with them, channel 0 alone on the platform's links
+                                 merged by the turn (plain: the same times; docs/simulator.md,
+                                 "Channels folded") */
   int fold_coded;             /* 1: a coded tree's channels fold too, each orbit's GPUs on one set of
                                  codec streams: approximate (the streams' ties between channels fall
-                                 in another order; within 1.5% of every channel replayed where
+                                 in another order; within 1.4% of every channel replayed where
                                  measured); the coded tree's extrapolation sets it where its level
                                  trees are large (docs/simulator.md, "Channels folded") */
   double max_replay_s;        /* a replay estimated to run longer is refused (0: 120 s) */
