@@ -195,14 +195,13 @@ static void (*lz_fwd_kernel(uint32_t P))(EbParams, int, const float *, int32_t *
   return e <= 4 ? k_eb_lz_fwd<4> : e <= 8 ? k_eb_lz_fwd<8> : e <= 16 ? k_eb_lz_fwd<16> : k_eb_lz_fwd<LZ_MAXE>;
 }
 
-/* EB with Lorenzo, planes streamed through a ring of shared-memory slots by cp.async: a CTA takes
- * planes [p0, p1) (and the plane before, for 3D), keeps D planes in flight while it codes one, so
- * that the copies do not wait behind the plane's arithmetic. Each thread owns the same groups of 4
- * elements (one row, d2 % 4 == 0) in every plane: it turns its raw values into codes in place
- * (fill and failures as 0, as eb_term; its fill bits in a register), and after one barrier a plane
- * predicts them as the separable difference D(z) - D(z-1), D = q - q[x-1] - q[y-1] + q[y-1][x-1]
- * (the 3D Lorenzo predictor term for term). D(z-1) of its own groups stays in its registers, so
- * the ring holds no plane of codes for it: a slot more in flight in the same shared memory. */
+/* EB with Lorenzo, planes streamed through a ring of shared-memory slots by cp.async: a CTA (one
+ * an SM) takes planes [p0, p1) (and the plane before, for 3D), keeps LZP_DEPTH planes in flight
+ * while it codes one, so that the copies do not wait behind the plane's arithmetic. Each thread
+ * owns the same groups of 4 elements (one row, d2 % 4 == 0) in every plane: it turns its raw
+ * values into codes in place (fill and failures as 0, as eb_term; its fill bits in a register),
+ * and after one barrier a plane predicts them as the separable difference
+ * D(z) - D(z-1), D = q - q[x-1] - q[y-1] + q[y-1][x-1] (the 3D Lorenzo predictor term for term). */
 #define LZP_THREADS 1024
 #define LZP_SMEM (200 * 1024) /* the slots' budget: 1 CTA an SM */
 #define LZP_MAXP (LZP_SMEM / 16) /* 4 slots */
@@ -237,7 +236,7 @@ static __device__ __forceinline__ int4 lz_out4(uint4 d, uint32_t fill) {
 template <int NT, int KC, int D>
 __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int resolved, const float *x, int32_t *sym,
                                                                uint32_t planes_per_cta, ncclzCudaQuantStats *st) {
-  constexpr uint32_t nslots = D + 1; /* this plane, D in flight */
+  constexpr uint32_t nslots = D + 2; /* the plane before, this one, D in flight */
   nz_pdl_enter();
   extern __shared__ uint4 s_lzp[];
   uint32_t *slots = (uint32_t *)s_lzp;
@@ -258,9 +257,6 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int re
     }
     cp_async_commit(); /* one group a plane, empty past the end: wait_group counts stay uniform */
   };
-  uint4 dprev[KC]; /* D of this thread's groups in the plane before */
-#pragma unroll
-  for (int k = 0; k < KC; k++) dprev[k] = make_uint4(0, 0, 0, 0);
   for (uint32_t k = 0; k < D; k++) issue(first + k);
   for (uint32_t pl = first; pl < p1; pl++) {
     cp_async_wait<D - 1>(); /* this plane's group has landed (this thread's part of it) */
@@ -296,7 +292,9 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int re
       *(uint4 *)(cur + 4 * j) = w[k];
     }
     __syncthreads();
-    issue(pl + D); /* into the slot of plane pl - 1, which no thread reads any more */
+    issue(pl + D); /* into the slot of plane pl - 2, which no thread reads any more */
+    if (pl < p0) continue;
+    const uint32_t *prev = slots + (size_t)((pl + nslots - 1) % nslots) * P;
     const bool hi = L == 3 && pl > 0;
 #pragma unroll
     for (int k = 0; k < KC; k++) {
@@ -304,12 +302,12 @@ __global__ void __launch_bounds__(NT, 1024 / NT) k_eb_lz_pipe(EbParams p, int re
       if (j < G) {
         const uint32_t col = e % p.d2;
         const bool hk = col > 0, hj = L >= 2 && e >= p.d2;
-        const uint4 d = lz_diff2(cur, e, hk, hj, p.d2);
-        if (pl >= p0)
-          *(int4 *)(sym + base + e) =
-              lz_out4(hi ? make_uint4(d.x - dprev[k].x, d.y - dprev[k].y, d.z - dprev[k].z, d.w - dprev[k].w) : d,
-                      isfill >> (4 * k) & 15u);
-        dprev[k] = d;
+        uint4 d = lz_diff2(cur, e, hk, hj, p.d2);
+        if (hi) {
+          const uint4 b = lz_diff2(prev, e, hk, hj, p.d2);
+          d.x -= b.x, d.y -= b.y, d.z -= b.z, d.w -= b.w;
+        }
+        *(int4 *)(sym + base + e) = lz_out4(d, isfill >> (4 * k) & 15u);
       }
     }
   }
@@ -481,9 +479,9 @@ typedef void (*LzPipeKernel)(EbParams, int, const float *, int32_t *, uint32_t, 
 static LzPipeKernel lz_pipe_kernel(uint32_t P, int nt, size_t *smem) {
   const uint32_t kc = (P / 4 + nt - 1) / nt;
   const size_t budget = LZP_SMEM / (LZP_THREADS / nt), plane = 4ull * P;
-  const int D = 5 * plane <= budget ? 4 : 2; /* 3 slots of the largest plane fit */
-  *smem = (D + 1) * plane;
-  if (nt == 512) return D == 4 ? k_eb_lz_pipe<512, 4, 4> : k_eb_lz_pipe<512, 4, 2>;
+  const int D = 6 * plane <= budget ? 4 : 4 * plane <= budget ? 2 : 1;
+  *smem = (D + 2) * plane;
+  if (nt == 512) return D == 4 ? k_eb_lz_pipe<512, 4, 4> : D == 2 ? k_eb_lz_pipe<512, 4, 2> : k_eb_lz_pipe<512, 4, 1>;
   if (kc <= 1) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 1, 4> : k_eb_lz_pipe<LZP_THREADS, 1, 2>;
   if (kc <= 2) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 2, 4> : k_eb_lz_pipe<LZP_THREADS, 2, 2>;
   if (kc <= 3) return D == 4 ? k_eb_lz_pipe<LZP_THREADS, 3, 4> : k_eb_lz_pipe<LZP_THREADS, 3, 2>;
@@ -1185,22 +1183,6 @@ static LzInvKernel lz_inv_kernel(uint32_t P, uint32_t d1, int nt, size_t *smem) 
   return deep ? k_lz_inv_pipe<LZP_THREADS, 4, 4> : k_lz_inv_pipe<LZP_THREADS, 4, 2>;
 }
 
-/* k_lz_inv_rows's instance and its shared bytes: a ring of three planes where two CTAs of them fit
- * an SM (2 x 112 KiB of the H200's 228 at the largest carveout), so that two planes are in flight
- * while one is summed; else of two. NULL where the opt-in fails. */
-static LzInvKernel lz_inv_rows_kernel(size_t *smem) {
-  int dev = 0, per_sm = 0, reserved = 0;
-  const size_t deep = lz_inv_rows_smem(512, LZR_ROWS, 3);
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) != cudaSuccess)
-    return NULL;
-  const bool two = 2 * (deep + (size_t)reserved) <= (size_t)per_sm;
-  const LzInvKernel k = two ? k_lz_inv_rows<512, LZR_ROWS, 3> : k_lz_inv_rows<512, LZR_ROWS, 2>;
-  *smem = two ? deep : lz_inv_rows_smem(512, LZR_ROWS, 2);
-  return nz_smem_optin(k, *smem, two ? (int)cudaSharedmemCarveoutMaxShared : -1) == cudaSuccess ? k : NULL;
-}
-
 __global__ void __launch_bounds__(256) k_eb_dequant(double abs_eb, const double *d_abs_eb, int has_fill, float fill,
                                                      const int32_t *c, size_t n, float *x) {
   nz_pdl_enter();
@@ -1254,10 +1236,10 @@ static ncclzStatus lz_inverse_small(const ncclzQuantParams *p, int L, uint32_t d
     if (st != NCCLZ_OK) return st;
   }
   if (rows) {
-    size_t smem;
-    const LzInvKernel k = lz_inv_rows_kernel(&smem);
-    if (!k) return NCCLZ_ERR_CUDA;
-    nz_launch(k, nc, 512, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb, d_x);
+    const size_t smem = lz_inv_rows_smem(512, LZR_ROWS, 2);
+    NZ_CUDA(nz_smem_optin(k_lz_inv_rows<512, LZR_ROWS, 2>, smem));
+    nz_launch(k_lz_inv_rows<512, LZR_ROWS, 2>, nc, 512, smem, s, d_sym, carry, L, d0, d1, d2, ppc, p->abs_eb, d_abs_eb,
+              d_x);
   } else if (pipe) {
     size_t smem;
     const LzInvKernel k = lz_inv_kernel(P, d1, nt, &smem);
