@@ -522,6 +522,7 @@ static void scale_totals(ncclzSimResult *r, double f) {
  * between channels fall in another order, so it is approximate. Returns C, or 0 where the channels
  * differ. */
 #define SIM_FOLD_CHUNK_SLACK 1e-4
+#define SIM_WHY_STREAMS_BY_ORBIT "codec streams by orbit" /* in a folded coded tree's why */
 static int channel_fold(const sim_job *j, const ncclzSimPlatform *p) {
   int g = p->gpus_per_node, c = (int)j->spec.nchannels;
   int coded = j->opt->compress != NCCLZ_SIM_OFF;
@@ -605,7 +606,7 @@ static ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *da
   size_t w = strlen(res->why);
   if (j.fold)
     snprintf(res->why + w, sizeof res->why - w, "; channels folded (one of %d%s)", j.fold,
-             o.compress != NCCLZ_SIM_OFF ? ", codec streams by orbit" : "");
+             o.compress != NCCLZ_SIM_OFF ? ", " SIM_WHY_STREAMS_BY_ORBIT : "");
   return NCCLZ_OK;
 }
 
@@ -754,7 +755,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   ncclzAlgorithm algo;
   uint32_t channels;
   sim_resolve(p, &u, &algo, &channels);
-  u.fold_coded = coded && (double)t.large * p->gpus_per_node * 2 * channels > SIM_TREE_CODED_FOLD_ACTORS;
+  u.fold_coded |= coded && (double)t.large * p->gpus_per_node * 2 * channels > SIM_TREE_CODED_FOLD_ACTORS;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
@@ -774,8 +775,9 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->nranks = p->nodes * p->gpus_per_node;
   res->wall_s = ncclzNowSeconds() - t0;
   res->approximate = coded; /* within 2% of the full replay measured (docs/simulator.md, "Algorithms") */
+  int folded = strstr(l.why, SIM_WHY_STREAMS_BY_ORBIT) != NULL; /* where channel_fold took them */
   snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
-           "%d and %d nodes with %u chunks", !coded ? "" : u.fold_coded ? "approximate (coded levels, channels folded): "
+           "%d and %d nodes with %u chunks", !coded ? "" : folded ? "approximate (coded levels, channels folded): "
            : "approximate (a coded tree's levels): ", t.base, p->nodes, t.small, t.large, s.nchunks / s.channels);
   return NCCLZ_OK;
 }
