@@ -912,16 +912,17 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   }
   ncclzSimResult r1, a1, a2;
   double t0 = ncclzNowSeconds();
-  ncclzSimOptions v1 = slices_options(data, &v, ch, per, (uint32_t)c1), v2 = slices_options(data, &v, ch, per, 2 * (uint32_t)c1);
+  ncclzSimOptions v1 = slices_options(data, &v, ch, per, (uint32_t)c1);
+  ncclzSimOptions v2 = slices_options(data, &v, ch, per, 2 * (uint32_t)c1);
   int fd = -1, fd1 = -1;
   pid_t pid = side_start(prof, data, &q, &v2, 0, &fd); /* the period's replays beside the fill's */
   pid_t pid1 = short_chain ? side_start(prof, data, &q, &v1, 0, &fd1) : 0;
   ncclzStatus st = pid < 0 || pid1 < 0 ? NCCLZ_ERR_IO : run_slices(prof, data, p, o, ch, per, (uint32_t)c1, &r1);
-  a1 = r1; /* the same chain: the same replay */
   ncclzStatus sa = side_finish(pid, fd, &a2), s1 = short_chain ? side_finish(pid1, fd1, &a1) : NCCLZ_OK;
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   if (s1 != NCCLZ_OK) return s1;
+  if (!short_chain) a1 = r1; /* the same chain: the same replay */
   *res = r1;
   /* a compressed call's interface is that of its whole buffer, not the pipeline's: out, then in */
   double b1 = (double)c1 * ch * per * eb, i1 = iface_us(prof, p, o, b1), i2 = iface_us(prof, p, o, 2 * b1);
