@@ -704,17 +704,21 @@ static int load_platform(const sim_layout *lay) {
  * channel 0's of GPU i - q s: the orbit's channel-0 frames, queued at the same times). */
 static int *stream_owners(const sim_job *job) {
   const sim_layout *l = &job->lay;
-  int g = l->p.gpus_per_node, s = job->fold && job->opt->compress != NCCLZ_SIM_OFF ? g / job->fold : g;
-  int *owner = malloc((size_t)l->nactors * sizeof *owner), *first = malloc((size_t)l->p.nodes * g * sizeof *first);
-  if (!owner || !first) {
+  int *owner = malloc((size_t)l->nactors * sizeof *owner);
+  if (!owner) return NULL;
+  for (int a = 0; a < l->nactors; a++) owner[a] = a;
+  if (!job->fold || job->opt->compress == NCCLZ_SIM_OFF) return owner;
+  int g = l->p.gpus_per_node, s = g / job->fold;
+  int *first = malloc((size_t)l->p.nodes * g * sizeof *first); /* per node and orbit */
+  if (!first) {
     free(owner);
-    free(first);
     return NULL;
   }
   for (int i = 0; i < l->p.nodes * g; i++) first[i] = -1;
   for (int a = 0; a < l->nactors; a++) {
     int *f = &first[l->node_of[a] * g + l->gpu_of[a] % s];
-    owner[a] = *f < 0 ? (*f = a) : *f;
+    if (*f < 0) *f = a;
+    owner[a] = *f;
   }
   free(first);
   return owner;

@@ -84,6 +84,14 @@ void sim_resolve(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgor
   *channels = !chan ? 1 : o->channels ? o->channels : (uint32_t)p->rails;
 }
 
+/* The channels sim_resolve gives the point, where its algorithm is not needed. */
+static uint32_t resolved_channels(const ncclzSimPlatform *p, const ncclzSimOptions *o) {
+  ncclzAlgorithm a;
+  uint32_t ch;
+  sim_resolve(p, o, &a, &ch);
+  return ch;
+}
+
 void sim_spec(const ncclzSimPlatform *p, const ncclzSimOptions *o, uint32_t nchunks, ncclzScheduleSpec *sp) {
   memset(sp, 0, sizeof *sp);
   sp->coll = o->coll;
@@ -752,10 +760,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   sim_tree_plan_for(p, coded, &t);
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
-  ncclzAlgorithm algo;
-  uint32_t channels;
-  sim_resolve(p, &u, &algo, &channels);
-  u.fold_coded |= coded && (double)t.large * p->gpus_per_node * 2 * channels > SIM_TREE_CODED_FOLD_ACTORS;
+  u.fold_coded |= coded && (double)t.large * p->gpus_per_node * 2 * resolved_channels(p, &u) > SIM_TREE_CODED_FOLD_ACTORS;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
@@ -846,9 +851,7 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   extrapolate(&a, &b, qa.nodes * g, q.nodes * g, n, res);
   res->nranks = n;
   res->wall_s = ncclzNowSeconds() - t0;
-  ncclzAlgorithm alg;
-  uint32_t ch;
-  sim_resolve(p, o, &alg, &ch);
+  uint32_t ch = resolved_channels(p, o);
   res->approximate |= ch > 1; /* the chains' overlap on NVLink shifts with the ranks (docs/simulator.md) */
   snprintf(res->why, sizeof res->why, "broadcast chains of %d and %d ranks replayed in full, extrapolated to %d ranks%s",
            qa.nodes * g, q.nodes * g, n, ch > 1 ? ", approximate: its chains share NVLink" : "");
@@ -897,9 +900,7 @@ static ncclzStatus run_slices(const ncclzProfile *prof, const ncclzSimData *data
 
 static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                         const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res) {
-  ncclzAlgorithm a;
-  uint32_t ch;
-  sim_resolve(p, o, &a, &ch);
+  uint32_t ch = resolved_channels(p, o);
   size_t eb = data ? data->dtype_bytes : 4;
   uint64_t per = o->bytes / eb / ch / slices; /* elements of a slice, as ncclzScheduleRange cuts them */
   int c1 = (int)broadcast_first(o, ch);
@@ -951,9 +952,7 @@ static uint32_t broadcast_slices(const ncclzProfile *prof, const ncclzSimData *d
   if (o->coll != NCCLZ_BROADCAST || o->compress == NCCLZ_SIM_AUTO || o->every_step || o->fidelity == NCCLZ_FID_FULL ||
       p->placement != NCCLZ_PLACE_CONTIGUOUS || (p->topology != NCCLZ_TOPO_NONBLOCKING && p->nodes > p->nodes_per_leaf))
     return 0;
-  ncclzAlgorithm a;
-  uint32_t ch;
-  sim_resolve(p, o, &a, &ch);
+  uint32_t ch = resolved_channels(p, o);
   size_t eb = data ? data->dtype_bytes : 4;
   uint32_t c = point_chunks(prof, data, p, o);
   uint32_t c1 = broadcast_first(o, ch);
