@@ -834,7 +834,7 @@ static int broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptio
 
 static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                               const ncclzSimPlatform *p, const ncclzSimOptions *o,
-                                              ncclzSimResult *res) {
+                                              ncclzSimResult *res, ncclzSimResult *shorter) {
   ncclzSimPlatform qa = *p, q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, b;
@@ -847,6 +847,7 @@ static ncclzStatus run_broadcast_extrapolated(const ncclzProfile *prof, const nc
   q.nodes = 2 * qa.nodes;
   ncclzStatus st = run_side_by_side(prof, data, &qa, &u, &q, &u, &a, &b);
   if (st != NCCLZ_OK) return st;
+  if (shorter) *shorter = a;
   *res = b;
   extrapolate(&a, &b, qa.nodes * g, q.nodes * g, n, res);
   res->nranks = n;
@@ -892,11 +893,6 @@ static ncclzSimOptions slices_options(const ncclzSimData *data, const ncclzSimOp
   u.min_chunks = u.max_chunks = c;
   return u;
 }
-static ncclzStatus run_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                              const ncclzSimOptions *o, uint32_t ch, uint64_t per, uint32_t c, ncclzSimResult *r) {
-  ncclzSimOptions u = slices_options(data, o, ch, per, c);
-  return sim_run_schedule(prof, data, p, &u, r);
-}
 
 static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                         const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res) {
@@ -913,13 +909,20 @@ static ncclzStatus run_broadcast_slices(const ncclzProfile *prof, const ncclzSim
   }
   ncclzSimResult r1, a1, a2;
   double t0 = ncclzNowSeconds();
+  ncclzSimOptions o1 = slices_options(data, o, ch, per, (uint32_t)c1); /* the fill */
   ncclzSimOptions v1 = slices_options(data, &v, ch, per, (uint32_t)c1);
   ncclzSimOptions v2 = slices_options(data, &v, ch, per, 2 * (uint32_t)c1);
+  /* where the fill's rank-count extrapolation starts from a chain of the period's nodes (G = 16),
+   * its shorter chain is the period's: the same replay, made once */
+  int shared = short_chain && base_nodes(p->gpus_per_node, SIM_CHAIN_SHORT) == SIM_BCAST_PERIOD_NODES &&
+               broadcast_extrapolates(p, &o1) && check_inputs(prof, data, p, &o1) == NCCLZ_OK;
   int fd = -1, fd1 = -1;
   pid_t pid = side_start(prof, data, &q, &v2, 0, &fd); /* the period's replays beside the fill's */
-  pid_t pid1 = short_chain ? side_start(prof, data, &q, &v1, 0, &fd1) : 0;
-  ncclzStatus st = pid < 0 || pid1 < 0 ? NCCLZ_ERR_IO : run_slices(prof, data, p, o, ch, per, (uint32_t)c1, &r1);
-  ncclzStatus sa = side_finish(pid, fd, &a2), s1 = short_chain ? side_finish(pid1, fd1, &a1) : NCCLZ_OK;
+  pid_t pid1 = short_chain && !shared ? side_start(prof, data, &q, &v1, 0, &fd1) : 0;
+  ncclzStatus st = pid < 0 || pid1 < 0 ? NCCLZ_ERR_IO
+                   : shared           ? run_broadcast_extrapolated(prof, data, p, &o1, &r1, &a1)
+                                      : sim_run_schedule(prof, data, p, &o1, &r1);
+  ncclzStatus sa = side_finish(pid, fd, &a2), s1 = pid1 > 0 ? side_finish(pid1, fd1, &a1) : NCCLZ_OK;
   if (st != NCCLZ_OK) return st;
   if (sa != NCCLZ_OK) return sa;
   if (s1 != NCCLZ_OK) return s1;
@@ -1209,7 +1212,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   uint32_t slices = check_inputs(prof, data, p, opt) == NCCLZ_OK ? broadcast_slices(prof, data, p, opt) : 0;
   if (slices) return run_broadcast_slices(prof, data, p, opt, slices, res);
   if (broadcast_extrapolates(p, opt) && check_inputs(prof, data, p, opt) == NCCLZ_OK)
-    return run_broadcast_extrapolated(prof, data, p, opt, res);
+    return run_broadcast_extrapolated(prof, data, p, opt, res, NULL);
   if (replays_folded(p, opt) && !opt->every_step && check_inputs(prof, data, p, opt) == NCCLZ_OK)
     return run_folded(prof, data, p, opt, res);
   char why[160];
