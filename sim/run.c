@@ -1128,9 +1128,11 @@ static ncclzStatus run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimD
   return NCCLZ_OK;
 }
 
-/* Alltoall from SIM_EXTRAPOLATE_FROM ranks is extrapolated from mirrors of about SIM_A2A_SHORT and twice as
- * many ranks (16 and 32 nodes of 8 GPUs): past the first nodes each adds the same time, where a NIC's
- * backlog has built up (from 8 to 16 nodes of 8 GPUs on 12.5 GB/s, FIXEDLEN, 3% more than from 16 on). */
+/* Alltoall from SIM_EXTRAPOLATE_FROM ranks is extrapolated from mirrors of about SIM_A2A_SHORT and half as
+ * many again (16 and 24 nodes of 8 GPUs): past the first nodes each adds the same time, where a NIC's
+ * backlog has built up (from 8 to 16 nodes of 8 GPUs on 12.5 GB/s, FIXEDLEN, 3% more than from 16 on).
+ * The longer mirror is the slow one where the NIC is the bottleneck (its flows all in SimGrid's
+ * sharing at once); at 16 GPUs a node on one NIC, 16 nodes took 1.6-3.4 s, 12 nodes 0.8-1.4 s. */
 #define SIM_A2A_SHORT 128
 
 /* Alltoall replayed reduced on SIM_EXTRAPOLATE_FROM ranks or more, past twice the shorter mirror: 1, else 0. */
@@ -1145,13 +1147,13 @@ static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *d
 /* Alltoall's steps past the first and last G are alike: every GPU sends a block to another node and
  * receives one, the destination's local index turning with the step, so with the same block, chunks
  * and coders each node more adds G such steps and the same time (encode-, decode- or NIC-bound alike:
- * 8, 16, 24 and 32 nodes add the same time to 1e-5 in both regimes). The mirrors of m1 and 2 m1 nodes
- * (SIM_A2A_SHORT ranks) are replayed side by side and extrapolated in the ranks; frames and bytes are
+ * 8, 16, 24 and 32 nodes add the same time to 1e-5 in both regimes). The mirrors of m1 (SIM_A2A_SHORT
+ * ranks) and m1 + m1 / 2 nodes are replayed side by side and extrapolated in the ranks; frames and bytes are
  * the longer one's per transfer. Auto plans its call on the whole point (its vote weighs the call's
  * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
 static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                              const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
-  int g = p->gpus_per_node, n = p->nodes * g, m1 = base_nodes(g, SIM_A2A_SHORT);
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = base_nodes(g, SIM_A2A_SHORT), m2 = m1 + m1 / 2;
   ncclzSimOptions u = *o;
   if (o->compress == NCCLZ_SIM_AUTO) {
     sim_job j;
@@ -1162,9 +1164,9 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
   ncclzSimPlatform pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */
-  ncclzStatus st = run_rings_of(prof, data, &pc, &u, n, m1 * g, 2 * m1 * g, &a, &b);
+  ncclzStatus st = run_rings_of(prof, data, &pc, &u, n, m1 * g, m2 * g, &a, &b);
   if (st != NCCLZ_OK) return st;
-  int na = m1 * g, nb = 2 * m1 * g;
+  int na = m1 * g, nb = m2 * g;
   *res = b;
   res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us);
   scale_totals(res, (double)n * (n - 1) / ((double)nb * (nb - 1)));
@@ -1174,7 +1176,7 @@ static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncc
   snprintf(res->why, sizeof res->why,
            "reduced, approximate: %s alltoall, mirrors of %d and %d nodes (%d actors) replayed and "
            "extrapolated to %d ranks", p->placement != NCCLZ_PLACE_CONTIGUOUS ? "a contiguous placement's" : "symmetric",
-           m1, 2 * m1, b.actors, n);
+           m1, m2, b.actors, n);
   return NCCLZ_OK;
 }
 
