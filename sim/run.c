@@ -624,9 +624,10 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
 /* Rings of this many ranks or more are extrapolated from two shorter rings (see every_step). */
 #define SIM_EXTRAPOLATE_FROM 512
 /* The shorter of two extrapolation bases has at least this many ranks and 3 nodes, the longer
- * twice its nodes (base_nodes). A ring reaches its steady state well before (every ring
- * collective, plain and coded, 1 to 16 GPUs a node, equal to every step replayed; test_sim's
- * test_extrapolation); Broadcast's chains keep the lengths they were measured at. */
+ * half again its nodes (base_nodes, longer_nodes). A ring reaches its steady state well before
+ * (every ring collective, plain and coded, 1 to 16 GPUs a node, equal to every step replayed;
+ * test_sim's test_extrapolation); Broadcast's chains keep the lengths they were measured at, the
+ * longer twice the shorter. */
 #define SIM_RING_SHORT 32
 #define SIM_CHAIN_SHORT 128
 
@@ -635,6 +636,11 @@ static int base_nodes(int g, int min_ranks) {
   int m = (min_ranks + g - 1) / g;
   return m > 3 ? m : 3;
 }
+
+/* Nodes of the longer base beside a shorter one of m nodes (m >= 3): it is the slower replay, and
+ * half again m reaches as far past the first steps as twice m (a 16-channel ring of 6 nodes of 16
+ * GPUs took 1.1 s, of 4 nodes 0.75 s). */
+static int longer_nodes(int m) { return m + m / 2; }
 
 static int ring_collective(ncclzCollective c) {
   return c == NCCLZ_ALLREDUCE || c == NCCLZ_ALLGATHER || c == NCCLZ_REDUCESCATTER;
@@ -1153,7 +1159,7 @@ static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *d
  * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
 static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                              const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
-  int g = p->gpus_per_node, n = p->nodes * g, m1 = base_nodes(g, SIM_A2A_SHORT), m2 = m1 + m1 / 2;
+  int g = p->gpus_per_node, n = p->nodes * g, m1 = base_nodes(g, SIM_A2A_SHORT), m2 = longer_nodes(m1);
   ncclzSimOptions u = *o;
   if (o->compress == NCCLZ_SIM_AUTO) {
     sim_job j;
@@ -1225,7 +1231,7 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
       opt->hier_inter == NCCLZ_ALGO_RING &&
       p->nodes > SIM_RAIL_FROM)
     return run_rail_extrapolated(prof, data, p, opt, res);
-  int na = g * base_nodes(g, SIM_RING_SHORT), nb = 2 * na;
+  int ma = base_nodes(g, SIM_RING_SHORT), na = g * ma, nb = g * longer_nodes(ma);
   if (opt->every_step || !reduced || !ring_collective(opt->coll) || algo != NCCLZ_ALGO_RING || n < SIM_EXTRAPOLATE_FROM ||
       n <= nb)
     return sim_run_once(prof, data, p, opt, 0, 0, res);
