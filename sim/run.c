@@ -734,21 +734,62 @@ static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *da
  * rails, 4,096, stays unfolded (0.62 s a point); G = 16 on 16 rails, 16,384, took 3 s a point
  * (0.14-0.19 s folded, within 0.33% of the unfolded extrapolation). */
 #define SIM_TREE_CODED_FOLD_ACTORS 4096
-/* The same tree job on m nodes in a forked child, with only k chunks a tree (where it has more) of
- * the job's chunk size. */
+/* A plain base tree of more than twice this many chunks a tree is replayed with this many and twice
+ * as many, and extrapolated in the chunks: past the pipeline's fill each chunk adds the same time (a
+ * full 58 x 7 tree, 1 GiB: 2694.35, 2694.30 and 2694.31 us a chunk from 8 to 16, 16 to 32 and 32
+ * to 64), and a base of 50 to 64 nodes with all of its 64 chunks took 0.7-1.1 s. Not a coded one:
+ * the backlog of its codec streams still moves past 32 chunks (1 GiB HUFFMAN on 1170 x 7 +0.97%). */
+#define SIM_TREE_BASE_CHUNKS 16
+
+/* The same tree job on m nodes, with only k chunks a tree (where it has more) of the job's chunk
+ * size: *q and *v. Returns the job's chunks a tree on m nodes. */
+static uint32_t tree_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *o, int m, uint32_t k, ncclzSimPlatform *q, ncclzSimOptions *v) {
+  sim_job j;
+  *q = *p;
+  *v = *o;
+  q->nodes = m;
+  job_init(&j, prof, data, q, o, 0, 0);
+  if (k < j.nchunks) {
+    v->bytes = (uint64_t)llround((double)o->bytes * k / j.nchunks);
+    v->chunk_bytes = 0;
+    v->min_chunks = v->max_chunks = k;
+  }
+  return j.nchunks;
+}
+
+/* tree_of's job in a forked child. */
 static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                        const ncclzSimOptions *o, int m, uint32_t k, int *fd) {
-  ncclzSimPlatform q = *p; /* the forked child replays from this frame's copy */
-  ncclzSimOptions v = *o;
-  sim_job j;
-  q.nodes = m;
-  job_init(&j, prof, data, &q, o, 0, 0);
-  if (k < j.nchunks) {
-    v.bytes = (uint64_t)llround((double)o->bytes * k / j.nchunks);
-    v.chunk_bytes = 0;
-    v.min_chunks = v.max_chunks = k;
-  }
+  ncclzSimPlatform q; /* the forked child replays from this frame's copy */
+  ncclzSimOptions v;
+  tree_of(prof, data, p, o, m, k, &q, &v);
   return side_start(prof, data, &q, &v, 0, fd);
+}
+
+/* The full base tree of m nodes: *a, with all its chunks, or plain past 2 SIM_TREE_BASE_CHUNKS
+ * extrapolated from that many and twice as many (the shorter in a child). Returns its chunks a tree. */
+static uint32_t tree_base(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                          const ncclzSimOptions *o, int m, ncclzSimResult *a, ncclzStatus *st) {
+  const uint32_t k1 = SIM_TREE_BASE_CHUNKS;
+  ncclzSimPlatform q;
+  ncclzSimOptions v;
+  uint32_t k = tree_of(prof, data, p, o, m, 2 * k1, &q, &v);
+  if (k <= 2 * k1 || o->compress != NCCLZ_SIM_OFF) {
+    *st = sim_run_once(prof, data, &q, o, 0, 0, a);
+    return k;
+  }
+  ncclzSimResult a1;
+  int fd = -1;
+  pid_t pid = tree_side(prof, data, p, o, m, k1, &fd);
+  *st = pid < 0 ? NCCLZ_ERR_IO : sim_run_once(prof, data, &q, &v, 0, 0, a);
+  ncclzStatus s1 = side_finish(pid, fd, &a1);
+  if (*st == NCCLZ_OK && s1 != NCCLZ_OK) *st = s1;
+  if (*st == NCCLZ_OK) {
+    extrapolate(&a1, a, (int)k1, 2 * (int)k1, (int)k, a); /* *a is the longer: read before it is written */
+    a->nchunks = k * a->channels;
+  }
+  return k;
 }
 
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
@@ -758,7 +799,6 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
  * base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                          const ncclzSimOptions *o, ncclzSimResult *res) {
-  ncclzSimPlatform q = *p;
   ncclzSimOptions u = *o;
   ncclzSimResult a, s, l;
   int coded = o->compress != NCCLZ_SIM_OFF;
@@ -771,8 +811,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
   pid_t pl = tree_side(prof, data, p, &u, t.large, t.step, &fl);
-  q.nodes = t.base;
-  ncclzStatus st = sim_run_once(prof, data, &q, &u, 0, 0, &a);
+  ncclzStatus st;
+  uint32_t k = tree_base(prof, data, p, &u, t.base, &a, &st);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = side_finish(pl, fl, &l);
   if (st != NCCLZ_OK) return st;
   if (ss != NCCLZ_OK) return ss;
@@ -787,9 +827,14 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->wall_s = ncclzNowSeconds() - t0;
   res->approximate = coded; /* within 2% of the full replay measured (docs/simulator.md, "Algorithms") */
   int folded = strstr(l.why, SIM_WHY_STREAMS_BY_ORBIT) != NULL; /* where channel_fold took them */
-  snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
+  char base_chunks[64] = "";
+  if (k > 2 * SIM_TREE_BASE_CHUNKS && !coded)
+    snprintf(base_chunks, sizeof base_chunks, " (its %u chunks from %d and %d)", k, SIM_TREE_BASE_CHUNKS,
+             2 * SIM_TREE_BASE_CHUNKS);
+  snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes%s, extrapolated in depth to %d nodes by a level of trees of "
            "%d and %d nodes with %u chunks", !coded ? "" : folded ? "approximate (coded levels, channels folded): "
-           : "approximate (a coded tree's levels): ", t.base, p->nodes, t.small, t.large, s.nchunks / s.channels);
+           : "approximate (a coded tree's levels): ", t.base, base_chunks, p->nodes, t.small, t.large,
+           s.nchunks / s.channels);
   return NCCLZ_OK;
 }
 
