@@ -767,34 +767,29 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
-/* The full base tree of m nodes: *a, with all its chunks, or plain past 2 SIM_TREE_BASE_CHUNKS
- * extrapolated from that many and twice as many (the shorter in a child). Returns its chunks a tree. */
-static uint32_t tree_base(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                          const ncclzSimOptions *o, int m, ncclzSimResult *a, ncclzStatus *st) {
+/* The full base tree of m nodes: *a, with all its *chunks a tree, or plain past 2 SIM_TREE_BASE_CHUNKS
+ * extrapolated from that many and twice as many (the shorter in a child). */
+static ncclzStatus tree_base(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o, int m, ncclzSimResult *a, uint32_t *chunks) {
   const uint32_t k1 = SIM_TREE_BASE_CHUNKS;
   ncclzSimPlatform q;
   ncclzSimOptions v;
-  uint32_t k = tree_of(prof, data, p, o, m, 2 * k1, &q, &v);
-  if (k <= 2 * k1 || o->compress != NCCLZ_SIM_OFF) {
-    *st = sim_run_once(prof, data, &q, o, 0, 0, a);
-    return k;
-  }
+  uint32_t k = *chunks = tree_of(prof, data, p, o, m, 2 * k1, &q, &v);
+  if (k <= 2 * k1 || o->compress != NCCLZ_SIM_OFF) return sim_run_once(prof, data, &q, o, 0, 0, a);
   ncclzSimResult a1;
   int fd = -1;
   pid_t pid = tree_side(prof, data, p, o, m, k1, &fd);
-  *st = pid < 0 ? NCCLZ_ERR_IO : sim_run_once(prof, data, &q, &v, 0, 0, a);
-  ncclzStatus s1 = side_finish(pid, fd, &a1);
-  if (*st == NCCLZ_OK && s1 != NCCLZ_OK) *st = s1;
-  if (*st == NCCLZ_OK) {
-    extrapolate(&a1, a, (int)k1, 2 * (int)k1, (int)k, a); /* *a is the longer: read before it is written */
-    a->nchunks = k * a->channels;
-  }
-  return k;
+  ncclzStatus st = pid < 0 ? NCCLZ_ERR_IO : sim_run_once(prof, data, &q, &v, 0, 0, a), s1 = side_finish(pid, fd, &a1);
+  if (st != NCCLZ_OK) return st;
+  if (s1 != NCCLZ_OK) return s1;
+  extrapolate(&a1, a, (int)k1, 2 * (int)k1, (int)k, a); /* *a is the longer: read before it is written */
+  a->nchunks = k * a->channels;
+  return NCCLZ_OK;
 }
 
 /* A pipelined tree's time is its steady state plus a fill that grows by the same time a level of
- * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full base tree, replayed with all
- * its chunks, plus d - depth(base) levels, each the difference between the plan's two level trees
+ * depth (d = ceil(log2 M), NCCL's binary tree over M nodes): a full base tree (tree_base), plus
+ * d - depth(base) levels, each the difference between the plan's two level trees
  * (sim_tree_plan_for says which trees and why). The level trees replay in children beside the
  * base's. */
 static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -811,8 +806,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
   pid_t pl = tree_side(prof, data, p, &u, t.large, t.step, &fl);
-  ncclzStatus st;
-  uint32_t k = tree_base(prof, data, p, &u, t.base, &a, &st);
+  uint32_t k;
+  ncclzStatus st = tree_base(prof, data, p, &u, t.base, &a, &k);
   ncclzStatus ss = side_finish(ps, fs, &s), sl = side_finish(pl, fl, &l);
   if (st != NCCLZ_OK) return st;
   if (ss != NCCLZ_OK) return ss;
