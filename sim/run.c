@@ -822,14 +822,13 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   res->wall_s = ncclzNowSeconds() - t0;
   res->approximate = coded; /* within 2% of the full replay measured (docs/simulator.md, "Algorithms") */
   int folded = strstr(l.why, SIM_WHY_STREAMS_BY_ORBIT) != NULL; /* where channel_fold took them */
-  char base_chunks[64] = "";
-  if (k > 2 * SIM_TREE_BASE_CHUNKS && !coded)
-    snprintf(base_chunks, sizeof base_chunks, " (its %u chunks from %d and %d)", k, SIM_TREE_BASE_CHUNKS,
-             2 * SIM_TREE_BASE_CHUNKS);
-  snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes%s, extrapolated in depth to %d nodes by a level of trees of "
+  snprintf(res->why, sizeof res->why, "%sfull tree of %d nodes, extrapolated in depth to %d nodes by a level of trees of "
            "%d and %d nodes with %u chunks", !coded ? "" : folded ? "approximate (coded levels, channels folded): "
-           : "approximate (a coded tree's levels): ", t.base, base_chunks, p->nodes, t.small, t.large,
-           s.nchunks / s.channels);
+           : "approximate (a coded tree's levels): ", t.base, p->nodes, t.small, t.large, s.nchunks / s.channels);
+  size_t used = strlen(res->why);
+  if (k > 2 * SIM_TREE_BASE_CHUNKS && !coded)
+    snprintf(res->why + used, sizeof res->why - used, "; the base's %u from %d and %d", k, SIM_TREE_BASE_CHUNKS,
+             2 * SIM_TREE_BASE_CHUNKS);
   return NCCLZ_OK;
 }
 
