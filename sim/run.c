@@ -730,10 +730,13 @@ static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *da
 /* Trees over more nodes than this are extrapolated in depth (sim_tree_plan_for, sim/tree_plan.c). */
 #define SIM_TREE_EXTRAPOLATE_FROM 64
 /* A coded tree's extrapolation folds its trees' channels (options.fold_coded, approximate) where its
- * deepest level tree would replay more actors (ranks x 2 trees a channel) than this: G = 8 on 8
- * rails, 4,096, stays unfolded (0.62 s a point); G = 16 on 16 rails, 16,384, took 3 s a point
- * (0.14-0.19 s folded, within 0.33% of the unfolded extrapolation). */
-#define SIM_TREE_CODED_FOLD_ACTORS 4096
+ * deepest level tree would replay more than this many actors (ranks x 2 trees a channel) times GPUs
+ * a node: each NVLink edge carries 2G - 2 trees' chains, so the same actors cost more at larger G.
+ * G = 8 on 8 rails, 4,096 x 8, stays unfolded (0.62-0.84 s a point; folded, HUFFMAN moved 1.5%);
+ * G = 16 on 4 rails, 4,096 x 16, took 1.1-2.7 s a point (0.17-0.29 s folded, the same times); G =
+ * 16 on 16 rails, 16,384 x 16, 3 s (0.14-0.19 s folded, within 0.33% of the unfolded
+ * extrapolation). */
+#define SIM_TREE_CODED_FOLD_WORK 32768
 /* A plain base tree of more than twice this many chunks a tree is replayed with this many and twice
  * as many, and extrapolated in the chunks: past the pipeline's fill each chunk adds the same time (a
  * full 58 x 7 tree, 1 GiB: 2694.35, 2694.30 and 2694.31 us a chunk from 8 to 16, 16 to 32 and 32
@@ -801,7 +804,8 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   sim_tree_plan_for(p, coded, &t);
   u.algorithm = NCCLZ_ALGO_TREE;
   u.every_step = 1;
-  u.fold_coded |= coded && (double)t.large * p->gpus_per_node * 2 * resolved_channels(p, &u) > SIM_TREE_CODED_FOLD_ACTORS;
+  double g = p->gpus_per_node;
+  u.fold_coded |= coded && t.large * g * 2 * resolved_channels(p, &u) * g > SIM_TREE_CODED_FOLD_WORK;
   double t0 = ncclzNowSeconds();
   int fs, fl = -1;
   pid_t ps = tree_side(prof, data, p, &u, t.small, t.step, &fs);
