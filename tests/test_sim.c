@@ -946,18 +946,31 @@ static void test_tree_coded_fold(void) {
           "coded tree %d x %d %s: folded %.3f us (%s), every channel %.3f us (%s)", pts[i].m, pts[i].g,
           ncclzSimCompressName(o.compress), tf, f.why, ta, a.why);
   }
-  ncclzSimPlatform p;
-  platform(&p, 128, 16);
-  p.rails = 16;
-  p.nic_gbps = 12.5;
-  ncclzSimOptions o;
-  allreduce_opts(&o, 1u << 30, NCCLZ_SIM_FIXEDLEN);
-  o.algorithm = NCCLZ_ALGO_TREE;
-  ncclzSimResult r;
-  run_us(&p, &o, &r);
-  CHECK(r.approximate && strstr(r.why, "channels folded"), "coded tree 128 x 16 on 16 rails: %s", r.why);
+  /* the extrapolation folds its level trees at 16 GPUs on 16 rails and on 4 (the same actors as 8
+   * GPUs on 8 rails, which stays unfolded, but twice the chains an NVLink edge) */
+  ncclzSimResult r[2], e;
+  memset(&e, 0, sizeof e);
+  const int rails[2] = {16, 4};
+  for (int k = 0; k < 2; k++) {
+    ncclzSimPlatform p;
+    platform(&p, 128, 16);
+    p.rails = rails[k];
+    p.nic_gbps = 12.5;
+    ncclzSimOptions o;
+    allreduce_opts(&o, 1u << 30, NCCLZ_SIM_FIXEDLEN);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    double t = run_us(&p, &o, &r[k]);
+    CHECK(r[k].approximate && strstr(r[k].why, "channels folded"), "coded tree 128 x 16 on %d rails: %s", rails[k],
+          r[k].why);
+    if (rails[k] != 4) continue;
+    o.every_channel = 1;
+    double te = run_us(&p, &o, &e);
+    CHECK(rel(t, te) <= 2e-2 && !strstr(e.why, "channels folded"),
+          "coded tree 128 x 16 on 4 rails: folded %.3f us, every channel %.3f us (%s)", t, te, e.why);
+  }
   printf("coded tree channels folded against every channel: largest difference %.2e (%.2f s against %.2f s); "
-         "128 x 16 on 16 rails extrapolated in %.2f s\n", worst, t_fold, t_all, r.wall_s);
+         "128 x 16 extrapolated in %.2f s on 16 rails, %.2f s on 4 (every channel %.2f s)\n", worst, t_fold, t_all,
+         r[0].wall_s, r[1].wall_s, e.wall_s);
 }
 
 /* The double binary tree over more than 64 nodes, extrapolated in depth (run.c), against the full
