@@ -770,15 +770,21 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
-/* The full base tree of m nodes: *a, with all its *chunks a tree, or plain past 2 SIM_TREE_BASE_CHUNKS
- * extrapolated from that many and twice as many (the shorter in a child). */
+/* 1 where a base tree of k chunks a tree is extrapolated in the chunks: plain, past twice
+ * SIM_TREE_BASE_CHUNKS. */
+static int base_in_chunks(uint32_t k, const ncclzSimOptions *o) {
+  return k > 2 * SIM_TREE_BASE_CHUNKS && o->compress == NCCLZ_SIM_OFF;
+}
+
+/* The full base tree of m nodes: *a, with all its *chunks a tree, or where base_in_chunks
+ * extrapolated from SIM_TREE_BASE_CHUNKS and twice as many (the shorter in a child). */
 static ncclzStatus tree_base(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                              const ncclzSimOptions *o, int m, ncclzSimResult *a, uint32_t *chunks) {
   const uint32_t k1 = SIM_TREE_BASE_CHUNKS;
   ncclzSimPlatform q;
   ncclzSimOptions v;
   uint32_t k = *chunks = tree_of(prof, data, p, o, m, 2 * k1, &q, &v);
-  if (k <= 2 * k1 || o->compress != NCCLZ_SIM_OFF) return sim_run_once(prof, data, &q, o, 0, 0, a);
+  if (!base_in_chunks(k, o)) return sim_run_once(prof, data, &q, o, 0, 0, a);
   ncclzSimResult a1;
   int fd = -1;
   pid_t pid = tree_side(prof, data, p, o, m, k1, &fd);
@@ -830,7 +836,7 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
            "%d and %d nodes with %u chunks", !coded ? "" : folded ? "approximate (coded levels, channels folded): "
            : "approximate (a coded tree's levels): ", t.base, p->nodes, t.small, t.large, s.nchunks / s.channels);
   size_t used = strlen(res->why);
-  if (k > 2 * SIM_TREE_BASE_CHUNKS && !coded)
+  if (base_in_chunks(k, &u))
     snprintf(res->why + used, sizeof res->why - used, "; the base's %u from %d and %d", k, SIM_TREE_BASE_CHUNKS,
              2 * SIM_TREE_BASE_CHUNKS);
   return NCCLZ_OK;
@@ -1197,7 +1203,7 @@ static int alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *d
  * receives one, the destination's local index turning with the step, so with the same block, chunks
  * and coders each node more adds G such steps and the same time (encode-, decode- or NIC-bound alike:
  * 8, 16, 24 and 32 nodes add the same time to 1e-5 in both regimes). The mirrors of m1 (SIM_A2A_SHORT
- * ranks) and m1 + m1 / 2 nodes are replayed side by side and extrapolated in the ranks; frames and bytes are
+ * ranks) and longer_nodes(m1) nodes are replayed side by side and extrapolated in the ranks; frames and bytes are
  * the longer one's per transfer. Auto plans its call on the whole point (its vote weighs the call's
  * bytes and units) and the mirrors replay the coder it planned, as its frames take. */
 static ncclzStatus run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
