@@ -1047,7 +1047,7 @@ static void test_targets(void) {
   }
 }
 
-/* The oracle (ncclzSimRunBest) leaves out the schedules the cost model prices at twice the fastest
+/* The oracle (ncclzSimRunBest) leaves out the schedules the cost model prices at 1.5 times the fastest
  * or more; it still returns the fastest of every schedule replayed, for forced coders and plain, on
  * the targets' 8-rail platform (1024 x 8, where a compressed ring alone replays 16,382 steps a
  * channel, and 64 x 8) and on one NIC. */
