@@ -773,7 +773,7 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
 /* 1 where a base tree of k chunks a tree is extrapolated in the chunks: plain, past twice
  * SIM_TREE_BASE_CHUNKS. */
 static int base_in_chunks(uint32_t k, const ncclzSimOptions *o) {
-  return k > 2 * SIM_TREE_BASE_CHUNKS && o->compress == NCCLZ_SIM_OFF;
+  return k >= 4 * SIM_TREE_BASE_CHUNKS && o->compress == NCCLZ_SIM_OFF;
 }
 
 /* The full base tree of m nodes: *a, with all its *chunks a tree, or where base_in_chunks
@@ -839,6 +839,27 @@ static ncclzStatus run_tree_extrapolated(const ncclzProfile *prof, const ncclzSi
   if (base_in_chunks(k, &u))
     snprintf(res->why + used, sizeof res->why - used, "; the base's %u from %d and %d", k, SIM_TREE_BASE_CHUNKS,
              2 * SIM_TREE_BASE_CHUNKS);
+  return NCCLZ_OK;
+}
+
+/* A plain tree that keeps its depth (SIM_TREE_CHUNKS_FROM to SIM_TREE_EXTRAPOLATE_FROM nodes):
+ * whole, or where base_in_chunks its chunks extrapolated as a base's are (tree_base; a full 64 x 8
+ * tree of 64 chunks took about 1 s). Not below 8 nodes, the smallest base: 3 x 1 and 3 x 3 trees
+ * of 64 chunks move by 0.2-0.6% past their 32nd. */
+#define SIM_TREE_CHUNKS_FROM 8
+static ncclzStatus run_tree_in_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                      const ncclzSimOptions *o, ncclzSimResult *res) {
+  ncclzSimOptions u = *o;
+  u.algorithm = NCCLZ_ALGO_TREE;
+  u.every_step = 1; /* the shorter replay's child runs it whole */
+  double t0 = ncclzNowSeconds();
+  uint32_t k;
+  ncclzStatus st = tree_base(prof, data, p, &u, p->nodes, res, &k);
+  if (st != NCCLZ_OK || !base_in_chunks(k, &u)) return st;
+  res->wall_s = ncclzNowSeconds() - t0;
+  size_t used = strlen(res->why);
+  snprintf(res->why + used, sizeof res->why - used, "; its %u chunks a tree from %d and %d", k, SIM_TREE_BASE_CHUNKS,
+           2 * SIM_TREE_BASE_CHUNKS);
   return NCCLZ_OK;
 }
 
@@ -1241,10 +1262,12 @@ static ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData
   ncclzAlgorithm algo;
   uint32_t channels;
   sim_resolve(p, opt, &algo, &channels);
-  if (algo == NCCLZ_ALGO_TREE && !opt->every_step && p->nodes > SIM_TREE_EXTRAPOLATE_FROM &&
-      p->placement == NCCLZ_PLACE_CONTIGUOUS && p->topology == NCCLZ_TOPO_NONBLOCKING &&
-      check_inputs(prof, data, p, opt) == NCCLZ_OK)
-    return run_tree_extrapolated(prof, data, p, opt, res);
+  if (algo == NCCLZ_ALGO_TREE && !opt->every_step && p->placement == NCCLZ_PLACE_CONTIGUOUS &&
+      p->topology == NCCLZ_TOPO_NONBLOCKING && check_inputs(prof, data, p, opt) == NCCLZ_OK) {
+    if (p->nodes > SIM_TREE_EXTRAPOLATE_FROM) return run_tree_extrapolated(prof, data, p, opt, res);
+    if (opt->compress == NCCLZ_SIM_OFF && p->nodes >= SIM_TREE_CHUNKS_FROM)
+      return run_tree_in_chunks(prof, data, p, opt, res);
+  }
   if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
       check_inputs(prof, data, p, opt) == NCCLZ_OK) {
     sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
