@@ -737,11 +737,13 @@ static ncclzStatus run_rings_of(const ncclzProfile *prof, const ncclzSimData *da
  * 16 on 16 rails, 16,384 x 16, 3 s (0.14-0.19 s folded, within 0.33% of the unfolded
  * extrapolation). */
 #define SIM_TREE_CODED_FOLD_WORK 32768
-/* A plain base tree of more than twice this many chunks a tree is replayed with this many and twice
- * as many, and extrapolated in the chunks: past the pipeline's fill each chunk adds the same time (a
- * full 58 x 7 tree, 1 GiB: 2694.35, 2694.30 and 2694.31 us a chunk from 8 to 16, 16 to 32 and 32
- * to 64), and a base of 50 to 64 nodes with all of its 64 chunks took 0.7-1.1 s. Not a coded one:
- * the backlog of its codec streams still moves past 32 chunks (1 GiB HUFFMAN on 1170 x 7 +0.97%). */
+/* A plain base tree of four times this many chunks a tree or more is replayed with this many and
+ * twice as many, and extrapolated in the chunks: past the pipeline's fill each chunk adds the same
+ * time (a full 58 x 7 tree, 1 GiB: 2694.35, 2694.30 and 2694.31 us a chunk from 8 to 16, 16 to 32
+ * and 32 to 64), and a base of 50 to 64 nodes with all of its 64 chunks took 0.7-1.1 s. Not from 33
+ * to 63 chunks: with latency large against a chunk, 16 chunks pay fewer of it than the line through
+ * 32 and more (43 chunks at G = 3, 1-5 us: up to -9.7e-4). Not a coded one: the backlog of its
+ * codec streams still moves past 32 chunks (1 GiB HUFFMAN on 1170 x 7 +0.97%). */
 #define SIM_TREE_BASE_CHUNKS 16
 
 /* The same tree job on m nodes, with only k chunks a tree (where it has more) of the job's chunk
@@ -770,7 +772,7 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   return side_start(prof, data, &q, &v, 0, fd);
 }
 
-/* 1 where a base tree of k chunks a tree is extrapolated in the chunks: plain, past twice
+/* 1 where a base tree of k chunks a tree is extrapolated in the chunks: plain, from four times
  * SIM_TREE_BASE_CHUNKS. */
 static int base_in_chunks(uint32_t k, const ncclzSimOptions *o) {
   return k >= 4 * SIM_TREE_BASE_CHUNKS && o->compress == NCCLZ_SIM_OFF;
