@@ -548,6 +548,37 @@ static double tree_latency_bound(int m, int g, double k, double tau, double a) {
   return 2 * k * (2 * g - 2) * tau + (4 * d - 6 + 0.37) * tau + (2 * k + 2 * g + 2 * d - 5) * a;
 }
 
+/* A plain tree of 8 to 64 nodes with 64 chunks a tree or more replays 16 and 32 of them and
+ * extrapolates in the chunks (run.c run_tree_in_chunks): 64 x 8 on one NIC and 33 x 2 on the
+ * uniform platform at 20 us equal their full replays (the second within 4.2e-5 measured); 32 x 3
+ * at 5 us, 43 chunks, replays whole (16 chunks pay fewer of its latencies: -9.7e-4 from them). */
+static void test_tree_in_chunks(void) {
+  const struct {
+    int nodes, gpus, uniform;
+    double alpha_us, tol;
+    int in_chunks;
+  } pts[] = {{64, 8, 0, 5, 1e-9, 1}, {33, 2, 1, 20, 1e-4, 1}, {32, 3, 1, 5, 1e-12, 0}};
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    ncclzSimPlatform p;
+    ncclzSimOptions o;
+    ncclzSimResult x, f;
+    if (pts[i].uniform) uniform(&p, pts[i].nodes, pts[i].gpus);
+    else platform(&p, pts[i].nodes, pts[i].gpus);
+    p.nic_latency_us = pts[i].alpha_us;
+    if (pts[i].uniform) p.nvlink_latency_us = pts[i].alpha_us;
+    allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
+    o.algorithm = NCCLZ_ALGO_TREE;
+    double t = run_us(&p, &o, &x);
+    o.every_step = 1;
+    double tf = run_us(&p, &o, &f);
+    int took = strstr(x.why, "chunks a tree from") != NULL;
+    CHECK(took == pts[i].in_chunks && rel(t, tf) < pts[i].tol, "tree %d x %d, %.0f us: %.4f us against the full "
+          "replay's %.4f (%s)", pts[i].nodes, pts[i].gpus, pts[i].alpha_us, t, tf, x.why);
+    printf("tree %d x %d, %.0f us, %u chunks a tree: %+.2e of the full replay, %.2f s against %.2f s\n", pts[i].nodes,
+           pts[i].gpus, pts[i].alpha_us, x.nchunks / x.channels, t / tf - 1, x.wall_s, f.wall_s);
+  }
+}
+
 /* G = 3, 4 and 8 with latency on the uniform platform, 1 GiB (K = 43, 32 and 16 chunks a tree,
  * tau = 83 us): the form (tree_latency_form) on 8 to 32 nodes where it holds, within 1e-5 (a
  * latency less is 3e-5 to 6e-4 of these times); 1024 x 4 and 1024 x 8 at 5 us and 1024 x 3 at 20 us
@@ -2359,6 +2390,7 @@ int main(void) {
   test_tree_coded_fold();
   test_tree_closed_form();
   test_tree_latency_form();
+  test_tree_in_chunks();
   test_tree_shape();
   test_tree_three_nodes();
   test_tree_nic_bound_form();
