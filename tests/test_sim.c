@@ -562,10 +562,13 @@ static void test_tree_in_chunks(void) {
     ncclzSimPlatform p;
     ncclzSimOptions o;
     ncclzSimResult x, f;
-    if (pts[i].uniform) uniform(&p, pts[i].nodes, pts[i].gpus);
-    else platform(&p, pts[i].nodes, pts[i].gpus);
+    if (pts[i].uniform) {
+      uniform(&p, pts[i].nodes, pts[i].gpus);
+      p.nvlink_latency_us = pts[i].alpha_us;
+    } else {
+      platform(&p, pts[i].nodes, pts[i].gpus);
+    }
     p.nic_latency_us = pts[i].alpha_us;
-    if (pts[i].uniform) p.nvlink_latency_us = pts[i].alpha_us;
     allreduce_opts(&o, 1u << 30, NCCLZ_SIM_OFF);
     o.algorithm = NCCLZ_ALGO_TREE;
     double t = run_us(&p, &o, &x);
