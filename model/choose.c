@@ -205,7 +205,7 @@ static int rea_frame(const ncclzProfile *prof, const ncclzChoiceInput *in, int n
 /* A call's chunks per op: the range one op moves cut into chunks of chunk_bytes, min..max. */
 static double chunks_of(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, int plain) {
   double chunk = in->chunk_bytes ? (double)in->chunk_bytes
-                 : prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
+                 : prof && prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
   double lo = in->min_chunks ? in->min_chunks : plain ? 1 : 2;
   double hi = in->max_chunks ? in->max_chunks : NCCLZ_DEFAULT_MAX_CHUNKS;
   double c = ceil(range / chunk);

@@ -68,6 +68,23 @@ static uint64_t coded_frames(const ncclzSimResult *r) {
 
 /* ------------------------------------------------------------ closed form */
 
+/* A plain replay needs neither profile nor data (sim.h): each algorithm, in the chunks of the frame
+ * size a profile would give (4 MiB, the synthetic profile's too), takes the same time without them. */
+static void test_plain_without_profile(void) {
+  ncclzSimPlatform p;
+  platform(&p, 4, 2);
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
+    ncclzSimOptions o;
+    ncclzSimResult r, bare;
+    allreduce_opts(&o, 64u << 20, NCCLZ_SIM_OFF);
+    o.algorithm = (ncclzAlgorithm)a;
+    double t = run_us(&p, &o, &r);
+    ncclzStatus st = ncclzSimRun(NULL, NULL, &p, &o, &bare);
+    CHECK(st == NCCLZ_OK && bare.time_us == t, "%s 4 x 2 without a profile: %s, %.3f us against %.3f",
+          ncclzAlgorithmName(o.algorithm), st ? ncclzLastError() : "ok", bare.time_us, t);
+  }
+}
+
 /* Uncompressed ring, one chunk per block, non-blocking: every step takes the slowest hop's
  * alpha + block/beta, and there are 2(N-1) steps (AllReduce) or N-1. */
 static void test_closed_form(void) {
@@ -2377,6 +2394,7 @@ int main(void) {
   free(json);
   ncclzSimDataConstant(&data, 6.0, 9.0);
   test_closed_form();
+  test_plain_without_profile();
   test_closed_form_ring();
   test_closed_form_algorithms();
   test_hier_many_chunks();

@@ -224,9 +224,9 @@ double ncclzSimNcclTimeUs(const ncclzSimPlatform *plat, ncclzCollective coll, ui
 /* Replays the point with every algorithm that runs it and returns the fastest (res->algorithm
  * says which): an oracle over schedules, for a forced coder under options.algorithm auto and for
  * the best plain schedule of ours; under compress auto, the plain schedules too (auto may leave a
- * call uncompressed). A schedule the cost model prices at twice the fastest or more is not
- * replayed (it cannot win; docs/simulator.md). ncclzSimRun's auto with compression takes the cost
- * model's pair instead. */
+ * call uncompressed). A schedule the cost model prices at 1.5 times the fastest or more is not
+ * replayed (it cannot win; docs/simulator.md, "Auto with compression"). ncclzSimRun's auto with
+ * compression takes the cost model's pair instead. */
 ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *plat,
                             const ncclzSimOptions *opt, ncclzSimResult *res);
 
