@@ -204,8 +204,7 @@ static int rea_frame(const ncclzProfile *prof, const ncclzChoiceInput *in, int n
 
 /* A call's chunks per op: the range one op moves cut into chunks of chunk_bytes, min..max. */
 static double chunks_of(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, int plain) {
-  double chunk = in->chunk_bytes ? (double)in->chunk_bytes
-                 : prof && prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  double chunk = (double)(in->chunk_bytes ? in->chunk_bytes : ncclzProfileFrameBytes(prof));
   double lo = in->min_chunks ? in->min_chunks : plain ? 1 : 2;
   double hi = in->max_chunks ? in->max_chunks : NCCLZ_DEFAULT_MAX_CHUNKS;
   double c = ceil(range / chunk);
@@ -574,8 +573,7 @@ static int chain_rows(const ncclzProfile *prof, const ncclzChoiceInput *in, nccl
 
 uint32_t ncclzChainChunks(const ncclzProfile *prof, const ncclzChoiceInput *in, double range, ncclzChoiceCoder pol) {
   int plain = pol == NCCLZ_CHOICE_PLAIN;
-  double chunk = in->chunk_bytes ? (double)in->chunk_bytes
-                 : prof && prof->thresholds.frame_bytes ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  double chunk = (double)(in->chunk_bytes ? in->chunk_bytes : ncclzProfileFrameBytes(prof));
   double lo = fmax(in->min_chunks ? in->min_chunks : plain ? 1 : 2, ceil(range / chunk));
   double hi = fmin(in->max_chunks ? in->max_chunks : NCCLZ_CHAIN_MAX_CHUNKS, ceil(range / NCCLZ_FRAME_HEADER_BYTES));
   if (hi <= lo || in->nodes * in->gpus_per_node < 2) return (uint32_t)fmax(1.0, fmin(lo, fmax(hi, 1.0)));

@@ -397,6 +397,10 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out) {
 extern const unsigned char ncclz_default_profile_json[];
 extern const size_t ncclz_default_profile_len;
 
+uint64_t ncclzProfileFrameBytes(const ncclzProfile *p) {
+  return p && p->thresholds.frame_bytes ? p->thresholds.frame_bytes : (4u << 20);
+}
+
 ncclzStatus ncclzProfileDefault(ncclzProfile *out) {
   return ncclzProfileParse((const char *)ncclz_default_profile_json, ncclz_default_profile_len, out);
 }

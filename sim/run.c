@@ -274,7 +274,7 @@ static uint32_t block_chunks(const ncclzProfile *prof, const ncclzSimData *data,
   ncclzScheduleSpec sp;
   sim_spec(p, o, 1, &sp);
   if (!plain && ncclzScheduleIsChain(&sp)) return sim_chain_chunks(prof, data, p, o, block);
-  uint64_t frame = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
+  uint64_t frame = ncclzProfileFrameBytes(prof);
   uint64_t chunk = o->chunk_bytes ? o->chunk_bytes : slices ? NCCLZ_NCCL_BCAST_SLICE_BYTES : frame;
   double minc = o->min_chunks ? o->min_chunks : plain ? 1u : 2u;
   double maxc = o->max_chunks ? o->max_chunks : slices ? 1e9 : NCCLZ_DEFAULT_MAX_CHUNKS;
@@ -302,7 +302,7 @@ static void size_job(sim_job *j, const ncclzProfile *prof, const ncclzSimOptions
   else if (a == NCCLZ_ALGO_RHD) block = all / 2;
   else if (a == NCCLZ_ALGO_HIER) block = all / j->lay.p.gpus_per_node;
   j->nchunks = block_chunks(prof, j->data, &j->lay.p, o, a, block);
-  j->frame_bytes = prof && prof->thresholds.frame_bytes ? prof->thresholds.frame_bytes : (4u << 20);
+  j->frame_bytes = ncclzProfileFrameBytes(prof);
 }
 
 /* The communicator's hint and the link REA plans for: the scenario's NIC or NVLink (the

@@ -220,7 +220,7 @@ static int dp_row(const cJSON *row, int k, double frame, ncclzSimData *d) {
 
 static int parse_data_profile(const cJSON *o, const char *base_dir, const ncclzProfile *prof, ncclzSimData *d, int *cls) {
   const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "profile");
-  double frame = prof ? (double)prof->thresholds.frame_bytes : 4194304.0;
+  double frame = (double)ncclzProfileFrameBytes(prof);
   if (!cJSON_IsString(file)) return ERR("data.profile: must be the path of a data profile (ncclz profile-data)"), -1;
   if (num_field(o, "data", "frame_bytes", 1, 1e15, &frame)) return -1;
   char path[1024];

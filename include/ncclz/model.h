@@ -176,6 +176,9 @@ ncclzStatus ncclzProfileParse(const char *json, size_t len, ncclzProfile *out);
 double ncclzProfileInterfaceUs(const ncclzProfile *p, ncclzTransportHint hint, double bytes);
 /* The host's time per pipeline unit on a hint's path (ncclzInterfaceProfile.unit_us; 0 without). */
 double ncclzProfileUnitUs(const ncclzProfile *p, ncclzTransportHint hint);
+/* The frame size a call is cut into: the profile's thresholds.frame_bytes, or 4 MiB where there is
+ * no profile (a plain replay needs none) or it sets none. */
+uint64_t ncclzProfileFrameBytes(const ncclzProfile *p);
 ncclzStatus ncclzProfileLoad(const char *path, ncclzProfile *out);
 /* The profile compiled into the library: calibrate/profiles/h200-x2.json, measured on 2x H200 by
  * `ncclz calibrate` (its metadata says when and how). Every verb falls back to it, so that all
