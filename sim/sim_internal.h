@@ -5,6 +5,7 @@
 #include "ncclz/sim.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 /* The platform a replay actually runs on: the scenario's, or the one-node slice of it that the
  * reduced replay uses, where the ring's wrap-around hop (last GPU to GPU 0) is routed through
@@ -141,5 +142,131 @@ uint32_t sim_chain_chunks(const ncclzProfile *prof, const ncclzSimData *data, co
 /* The cost model's time of the pair a replay of these options on algorithm a runs (0: none). */
 double sim_predicted_us(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                         const ncclzSimOptions *o, ncclzAlgorithm a);
+
+/* How a point may be replayed (classify): whether its schedule is the same on every rank up to a
+ * relabeling, and if not, why not. */
+typedef enum {
+  SIM_SYMMETRIC, /* one node's actors (or two nodes') stand for all */
+  SIM_SMALL,     /* at most 2 nodes: the full replay is as small (a reduced replay may be asked for) */
+  SIM_FOLDS,     /* halving-doubling folds: smaller full replays of the fold, extrapolated (sim_run_folded) */
+  SIM_ASYMMETRIC /* the full replay only */
+} sim_symmetry;
+
+/* What auto takes for a point, and why (the reason is for display only). */
+typedef struct {
+  ncclzSimFidelity fidelity; /* auto's choice */
+  sim_symmetry sym;
+  int approximate;           /* the reduced replay is held to the full one within a tolerance, not 0.1% */
+  const char *reason;        /* the asymmetry, or what is approximate; NULL when symmetric and exact */
+} sim_class;
+
+/* The point's class (fidelity.c); single: one replay of a fold's core, which is a full one. */
+sim_class sim_classify(const ncclzSimPlatform *p, const ncclzSimOptions *o, int single);
+/* The sentence that says why a class takes its fidelity (display only). */
+void sim_class_why(const ncclzSimPlatform *p, const ncclzSimOptions *o, const sim_class *c, char *why, size_t cap);
+/* 1: the reduced replay is the two-node mirror (every schedule but the one-channel ring). */
+int sim_mirrored(ncclzCollective c, ncclzAlgorithm a, uint32_t channels);
+/* 1: one actor a node plays hier's GPUs (sim_job.collapse); fold_core: the replay of a fold's core. */
+int sim_collapsed(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int fold_core);
+/* 1: halving-doubling that folds, replayed reduced (sim_run_folded). */
+int sim_replays_folded(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+/* 1: a symmetric platform, replayed reduced (auto's choice or asked for). */
+int sim_takes_reduced(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+/* The reduced replay of folds against the full replay (docs/simulator.md, test_sim) */
+#define SIM_FOLD_ACCURACY "within 5% of the full replay"
+
+/* One replay and its parts (run.c). */
+ncclzStatus sim_check_inputs(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o);
+/* The channels sim_resolve gives the point, where its algorithm is not needed. */
+uint32_t sim_resolved_channels(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+/* Chunks of a block of `block` bytes as the executor cuts it. */
+uint32_t sim_block_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                          const ncclzSimOptions *o, ncclzAlgorithm a, double block);
+/* A compressed call's interface time (quantize, agree, dequantize) for `bytes`; 0 plain. */
+double sim_iface_us(const ncclzProfile *prof, const ncclzSimPlatform *p, const ncclzSimOptions *o, double bytes);
+/* A job's sizes, schedule, REA settings and hint (before sim_plan_call); o must outlive it. */
+void sim_job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                  const ncclzSimOptions *o, int reduced, int rail_head);
+/* Auto's call decision: 1 where the call runs as plain NCCL, else 0 with j->call_coder. */
+int sim_plan_call(sim_job *j);
+/* sim_plan_call on the whole call: *j the planned job, *plain the options with compression off. */
+int sim_auto_call_plain(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *opt, sim_job *j, ncclzSimOptions *plain);
+/* Frames and bytes of a replay that stands for f times as many transfers. */
+void sim_scale_totals(ncclzSimResult *r, double f);
+/* One replay in a forked child; rail_head as sim_job_init's; fold_core: the full replay of a fold's
+ * core. */
+ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                         const ncclzSimOptions *opt, int rail_head, int fold_core, ncclzSimResult *res);
+/* A point's replay, reduced where a rule below applies, else sim_run_once. */
+ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *opt, ncclzSimResult *res);
+/* A replay in a forked child while the caller runs another: sim_run_schedule of q and o, or with
+ * fold_core sim_run_once's full replay of a fold's core; its pid (-1 with the error set), *fd the
+ * pipe sim_side_finish reads. */
+pid_t sim_side_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
+                     const ncclzSimOptions *o, int fold_core, int *fd);
+ncclzStatus sim_side_finish(pid_t pid, int fd, ncclzSimResult *r);
+/* Two replays of every step, qa's in a child beside qb's: *a and *b. */
+ncclzStatus sim_run_side_by_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *qa,
+                                 const ncclzSimOptions *ua, const ncclzSimPlatform *qb, const ncclzSimOptions *ub,
+                                 ncclzSimResult *a, ncclzSimResult *b);
+/* In the why of a coded tree whose channels were folded (run.c channel_fold). */
+#define SIM_WHY_STREAMS_BY_ORBIT "codec streams by orbit"
+
+/* Rings, trees and hier's rail rings extrapolated from smaller replays (extrapolate.c). */
+/* Rings (and Broadcast's chains, Alltoall's mirrors) of this many ranks or more are extrapolated. */
+#define SIM_EXTRAPOLATE_FROM 512
+/* Hier's ring between nodes on more nodes than SIM_RAIL_FROM: the reduced replay keeps the first
+ * h and the last SIM_RAIL_TAIL steps of each rail ring stage, for two h, and extrapolates in h. */
+#define SIM_RAIL_FROM 128
+#define SIM_RAIL_HEAD 32
+#define SIM_RAIL_TAIL 8
+/* Nodes of G GPUs in the shorter base of at least min_ranks ranks (and 3 nodes); the longer's. */
+int sim_base_nodes(int g, int min_ranks);
+int sim_longer_nodes(int m);
+/* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes. */
+void sim_extrapolate(const ncclzSimResult *a, const ncclzSimResult *b, int na, int nb, int n, ncclzSimResult *res);
+/* The same job on rings (or mirrors) of ma and mb of its n ranks, side by side: *a and *b. */
+ncclzStatus sim_run_rings_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                             const ncclzSimOptions *o, int n, int ma, int mb, ncclzSimResult *a, ncclzSimResult *b);
+int sim_tree_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+ncclzStatus sim_run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                      const ncclzSimOptions *o, ncclzSimResult *res);
+int sim_tree_chunks_extrapolate(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+ncclzStatus sim_run_tree_in_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                   const ncclzSimOptions *o, ncclzSimResult *res);
+int sim_rail_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced);
+ncclzStatus sim_run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                      const ncclzSimOptions *opt, ncclzSimResult *res);
+int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced);
+ncclzStatus sim_run_ring_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                      const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* Broadcast's chain extrapolated in the ranks, and in the slices a channel (broadcast.c): 1 or the
+ * slices where it applies, else 0; *shorter (when not NULL) the shorter chain's replay. */
+int sim_broadcast_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o);
+ncclzStatus sim_run_broadcast_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                           const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res,
+                                           ncclzSimResult *shorter);
+uint32_t sim_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                              const ncclzSimOptions *o);
+ncclzStatus sim_run_broadcast_slices(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                     const ncclzSimOptions *o, uint32_t slices, ncclzSimResult *res);
+
+/* A fold's smaller full replays, extrapolated (fold.c). */
+ncclzStatus sim_run_folded(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                           const ncclzSimOptions *opt, ncclzSimResult *res);
+
+/* Alltoall on two nodes of shared NICs, or its mirrors extrapolated (alltoall.c): 1 where it applies. */
+int sim_alltoall_scales(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                        const ncclzSimOptions *o);
+ncclzStatus sim_run_alltoall_scaled(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                                    const ncclzSimOptions *o, ncclzSimResult *res);
+int sim_alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                              const ncclzSimOptions *o);
+ncclzStatus sim_run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
+                                          const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res);
 
 #endif
