@@ -1,4 +1,4 @@
-/* The plain tree's extrapolation in depth, planned (run.c run_tree_extrapolated replays the plan):
+/* The plain tree's extrapolation in depth, planned (extrapolate.c sim_run_tree_extrapolated replays the plan):
  * which full tree is the base and which two trees measure a level.
  *
  * A pipelined tree's time is its steady state plus a fill that grows by the same time a level of

@@ -495,7 +495,7 @@ static double tree_g1_form_diff(int m, double al, ncclzSimResult *r) {
  *   M >= 8: each level below the first adds a chunk step of 2 tau through the NIC up and down,
  *   2K (2G-2) tau + (4d - 6) tau without latency (a residue of at most 0.37 tau at 8 x 4); with
  *   latency test_tree_latency_form.
- * Above 64 nodes the replay is extrapolated in depth (run.c): full up to 64 nodes. */
+ * Above 64 nodes the replay is extrapolated in depth (sim/extrapolate.c): full up to 64 nodes. */
 static void test_tree_closed_form(void) {
   /* G = 1 (no NVLink: tree_nic_bound_form's): nodes and latency; 2^k + 1 nodes without it */
   const int ones[][2] = {{2, 5},  {4, 5},  {5, 0},   {6, 5},   {7, 5},    {8, 5},    {9, 0},    {10, 5},
@@ -566,7 +566,7 @@ static double tree_latency_bound(int m, int g, double k, double tau, double a) {
 }
 
 /* A plain tree of 8 to 64 nodes with 64 chunks a tree or more replays 16 and 32 of them and
- * extrapolates in the chunks (run.c run_tree_in_chunks): 64 x 8 on one NIC and 33 x 2 on the
+ * extrapolates in the chunks (extrapolate.c sim_run_tree_in_chunks): 64 x 8 on one NIC and 33 x 2 on the
  * uniform platform at 20 us equal their full replays (the second within 4.2e-5 measured); 32 x 3
  * at 5 us, 43 chunks, replays whole (16 chunks pay fewer of its latencies: -9.7e-4 from them). */
 static void test_tree_in_chunks(void) {
@@ -603,7 +603,7 @@ static void test_tree_in_chunks(void) {
  * tau = 83 us): the form (tree_latency_form) on 8 to 32 nodes where it holds, within 1e-5 (a
  * latency less is 3e-5 to 6e-4 of these times); 1024 x 4 and 1024 x 8 at 5 us and 1024 x 3 at 20 us
  * (extrapolated; their walls printed, 8192 ranks and fewer) between the form and
- * tree_latency_bound; and the extrapolation in depth against the full replay at 128 x 4 (run.c: a
+ * tree_latency_bound; and the extrapolation in depth against the full replay at 128 x 4 (extrapolate.c: a
  * base of 64 nodes). Points: nodes, GPUs, alpha (us), 1: the form, 0: between the bounds. */
 static void test_tree_latency_form(void) {
   const int pts[][4] = {{8, 3, 1, 1},   {8, 3, 5, 1},   {8, 3, 20, 1},  {8, 4, 1, 1},   {8, 4, 5, 1},  {8, 4, 20, 1},
@@ -1024,7 +1024,7 @@ static void test_tree_coded_fold(void) {
          r[0].wall_s, r[1].wall_s, e.wall_s);
 }
 
-/* The double binary tree over more than 64 nodes, extrapolated in depth (run.c), against the full
+/* The double binary tree over more than 64 nodes, extrapolated in depth (sim/extrapolate.c), against the full
  * replay at 128 x 2 and 128 x 8, where the NIC is the bottleneck: NVLink 400 GB/s and one 50 GB/s
  * NIC a node, and the issue's targets' NVLink 450 GB/s and a 50 GB/s NIC a GPU. Plain: equal.
  * Coded, labelled approximate: FIXEDLEN within 0.2%, HUFFMAN 2% (its first levels hide partly
@@ -1472,7 +1472,7 @@ static void test_alltoall_reduced_full(void) {
   printf("alltoall reduced vs full, with chunks, header and lanes, per hop, a cap, a fat-tree leaf: largest %.2g\n", worst);
 }
 
-/* Plain Alltoall on strided and random placements (run.c alltoall_contiguous): every link carries the
+/* Plain Alltoall on strided and random placements (alltoall.c alltoall_contiguous): every link carries the
  * same flows as on the contiguous placement, so the reduced replay (auto's fidelity) equals each
  * placement's full replay, 3 x 2 to 16 x 8, 1 to 3 rails, with and without latency and a cap per
  * transfer; 1024 x 8 on a random placement (beyond the full replay) takes it too. */
