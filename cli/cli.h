@@ -1,6 +1,7 @@
 /* The ncclz command line: one binary, one function per verb. */
 #ifndef NCCLZ_CLI_H
 #define NCCLZ_CLI_H
+#include <getopt.h>
 #include <stdio.h>
 
 /* Exit codes of the command-line contract. */
@@ -42,6 +43,12 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* getopt_long for every verb: one line of ours instead of getopt's own message. The option string
+ * gets a leading ':' so that a missing value is told apart from an unknown option. */
+int cli_getopt(int argc, char *const argv[], const char *shortopts, const struct option *longopts);
+/* The line for getopt's '?' or ':' (cli_getopt's c): "ncclz VERB: unknown option '--x' (ncclz VERB
+ * --help)" or "... --x needs a value ..."; returns CLI_USAGE. */
+int cli_option_error(const char *verb, int c, char *const argv[]);
 /* A whole decimal integer in [lo, hi] into *out; else "ncclz VERB: OPT VALUE: expected an integer
  * in lo..hi" and CLI_USAGE (atoi would take "4x" as 4 and "abc" as 0). */
 int cli_parse_int(const char *verb, const char *opt, const char *arg, long lo, long hi, int *out);

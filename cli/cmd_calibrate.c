@@ -350,8 +350,7 @@ int cli_calibrate(int argc, char **argv) {
   cal_opts o = {2, 0, 0, "nvlink,shm,socket", NULL, NULL, NULL, NULL, 0, NULL, 0, 0, NULL, NULL, 0};
   int c, g_given = 0, paths_given = 0;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":g:h", lo, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "g:h", lo)) != -1) {
     switch (c) {
     case 'g':
       if (cli_parse_int(VERB, "-g", optarg, 1, 64, &o.ngpus) != CLI_OK) return CLI_USAGE;
@@ -372,8 +371,7 @@ int cli_calibrate(int argc, char **argv) {
     case O_CODECS_ONLY: o.codecs_only = 1; break;
     case O_BASE: o.base = optarg; break;
     case 'h': usage(stdout); return CLI_OK;
-    case ':': return cli_usage_error(VERB, "%s needs a value (ncclz calibrate --help)", argv[optind - 1]);
-    default: return cli_usage_error(VERB, "unknown option '%s' (ncclz calibrate --help)", argv[optind - 1]);
+    default: return cli_option_error(VERB, c, argv);
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);

@@ -83,7 +83,7 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
   o->hint = "net";
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
     switch (c) {
     case 'i': o->input = optarg; break;
     case 't':
@@ -122,7 +122,7 @@ static int parse_args(int argc, char **argv, codec_opts *o) {
       break;
     }
     case 'h': print_help(); return -1;
-    default: return CLI_USAGE;
+    default: return cli_option_error(VERB, c, argv);
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);

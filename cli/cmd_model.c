@@ -57,7 +57,7 @@ static int parse_args(int argc, char **argv, model_opts *o) {
   o->hint = NCCLZ_HINT_NET;
   int c, v;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
     switch (c) {
     case 'p': o->profile = optarg; break;
     case 'i': o->data = optarg; break;
@@ -74,7 +74,7 @@ static int parse_args(int argc, char **argv, model_opts *o) {
       break;
     case 'j': o->json = 1; break;
     case 'h': print_help(); return -1;
-    default: return CLI_USAGE;
+    default: return cli_option_error(VERB, c, argv);
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);

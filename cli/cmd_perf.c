@@ -146,9 +146,11 @@ static int parse_args(int argc, char **argv, perf_opts *o) {
   o->coll = NCCLZ_ALLREDUCE;
   int c, v, rc;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "c:b:e:f:g:n:w:h", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "c:b:e:f:g:n:w:h", longopts)) != -1) {
     switch (c) {
     case 'h': print_help(); return -1;
+    case '?':
+    case ':': return cli_option_error(VERB, c, argv);
     case 'c':
       if ((v = ncclzCollectiveFromName(optarg)) < 0) return cli_usage_error(VERB, "-c %s: unknown collective", optarg);
       o->coll = (ncclzCollective)v;

@@ -55,7 +55,7 @@ static int parse_args(int argc, char **argv, pd_opts *o) {
   parse_frames("64K,256K,1M,4M,16M", o);
   int c, v;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
     switch (c) {
     case 'i':
       if (o->n_inputs == NCCLZ_DP_MAX_RANKS) return cli_usage_error(VERB, "at most %d --input files", NCCLZ_DP_MAX_RANKS);
@@ -77,7 +77,7 @@ static int parse_args(int argc, char **argv, pd_opts *o) {
       break;
     case 'o': o->out = optarg; break;
     case 'h': print_help(); return -1;
-    default: return CLI_USAGE;
+    default: return cli_option_error(VERB, c, argv);
     }
   }
   if (optind < argc) return cli_usage_error(VERB, "unexpected argument '%s'", argv[optind]);

@@ -43,13 +43,13 @@ static int parse_args(int argc, char **argv, ncclzRunOptions *o) {
   memset(o, 0, sizeof *o);
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
     switch (c) {
     case 'o': o->out_dir = optarg; break;
     case 'p': o->profile = optarg; break;
     case 'd': o->data_dir = optarg; break;
     case 'h': print_help(); return -1;
-    default: return CLI_USAGE;
+    default: return cli_option_error(VERB, c, argv);
     }
   }
   if (optind >= argc) return cli_usage_error(VERB, "SCENARIO.json is required (see --help)");

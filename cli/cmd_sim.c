@@ -115,7 +115,7 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
   f->nodes = 1, f->gpus_per_node = 8, f->rails = 1, f->coll = "allreduce", f->size = "256M", f->compress = "auto";
   int c, r;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
     switch (c) {
     case 'p': o->profile = optarg; break;
     case 's': o->scenario = optarg; break;
@@ -126,6 +126,8 @@ static int parse_args(int argc, char **argv, sim_opts *o) {
       if (o->algo < 0) return cli_usage_error(VERB, "--algo: '%s' is not one of auto, ring, tree, rhd, hier", optarg);
       break;
     case 'h': print_help(); return -1;
+    case '?':
+    case ':': return cli_option_error(VERB, c, argv);
     default:
       if ((r = flag_option(c, o)) < 0) return CLI_USAGE;
       if (r) return CLI_USAGE;

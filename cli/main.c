@@ -86,6 +86,20 @@ int cli_usage_error(const char *verb, const char *fmt, ...) {
   return CLI_USAGE;
 }
 
+int cli_getopt(int argc, char *const argv[], const char *shortopts, const struct option *longopts) {
+  char opts[64];
+  opterr = 0;
+  snprintf(opts, sizeof opts, ":%s", shortopts);
+  return getopt_long(argc, argv, opts, longopts, NULL);
+}
+
+int cli_option_error(const char *verb, int c, char *const argv[]) {
+  const char *arg = optind > 0 ? argv[optind - 1] : "?";
+  if (c == ':') return cli_usage_error(verb, "%s needs a value (ncclz %s --help)", arg, verb);
+  if (optopt && strncmp(arg, "--", 2)) return cli_usage_error(verb, "unknown option '-%c' (ncclz %s --help)", optopt, verb);
+  return cli_usage_error(verb, "unknown option '%s' (ncclz %s --help)", arg, verb);
+}
+
 int cli_runtime_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The command-line contract of `ncclz codec` and `ncclz perf`: --help exits 0, bad input exits 2 with
-# one line on stderr, --json is one JSON object on stdout, a stream decodes back bit for bit.
+# The command-line contract of `ncclz codec`, `ncclz perf` and every verb's options: --help exits 0,
+# bad input exits 2 with one line on stderr, --json is one JSON object on stdout, a stream decodes
+# back bit for bit.
 #   tests/cli_contract.sh NCCLZ_BINARY TEST_DATA_DIR
 set -u
 NCCLZ=$1 DATA=$2
@@ -26,6 +27,14 @@ F=$DATA/trefht_member57_8x64x128.f32
 expect 0 "codec --help" -- "$NCCLZ" codec --help
 expect 0 "ncclz --help" -- "$NCCLZ" --help
 expect 2 "unknown verb" -- "$NCCLZ" frobnicate
+# every verb: an unknown option or a missing value is one line of ours (not getopt's own as well)
+for verb in codec model profile-data perf sim calibrate run; do
+  expect 2 "$verb: unknown option" -- "$NCCLZ" "$verb" --bogus
+  if grep -qx "ncclz $verb: unknown option '--bogus' (ncclz $verb --help)" "$TMP/err"; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: $verb --bogus said: $(head -c 300 "$TMP/err")"; fi
+done
+expect 2 "sim: --nodes without its value" -- "$NCCLZ" sim --nodes
+expect 2 "perf: -g without its value" -- "$NCCLZ" perf -g
 expect 2 "missing --input" -- "$NCCLZ" codec --quant none --coder raw
 expect 2 "missing file" -- "$NCCLZ" codec --input "$TMP/nope.f32" --quant none --coder raw
 expect 2 "bad quant spec" -- "$NCCLZ" codec --input "$F" --quant eb:rel=abc --coder raw
