@@ -1,6 +1,7 @@
 /* Running one replay: check the inputs, choose the fidelity, lay the actors out, size the chunks,
  * then replay in a forked child (SimGrid keeps one engine per process and cannot be reset) that
- * sends its totals back through a pipe. */
+ * sends its totals back through a pipe. sim_run_schedule picks the reduced replay a point takes
+ * (extrapolate.c, broadcast.c, fold.c, alltoall.c), which run smaller replays through these. */
 #include "sim_internal.h"
 
 #include <errno.h>
