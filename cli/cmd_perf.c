@@ -359,6 +359,8 @@ static int check_launch(perf_opts *o) {
 static const perf_backend *backend_of(const perf_opts *o) {
 #ifdef NCCLZ_HAVE_NCCL
   if (!strcmp(o->backend, "nccl")) return &perf_backend_nccl;
+#else
+  (void)o; /* a build without NCCL has the CPU backend only */
 #endif
   return &perf_backend_cpu;
 }
