@@ -60,6 +60,11 @@ static int raw_data(sim_flags *f, const ncclzProfile *prof, int nranks, cJSON **
     free(raw);
     return cli_usage_error(VERB, "--data '%s': expected raw float32, a whole number of at least 1024 elements", f->data);
   }
+  ncclzQuantParams whole; /* NaN/Inf anywhere in the file, the elements the slices leave out too */
+  if (ncclzQuantResolve(&q, raw, elems, dims, ndims, 0, &whole) != NCCLZ_OK) {
+    free(raw);
+    return cli_usage_error(VERB, "--data: %s", ncclzLastError());
+  }
   size_t n = elems / ranks;
   const void *in[FLAG_DATA_RANKS];
   for (uint32_t r = 0; r < ranks; r++) in[r] = raw + r * n;

@@ -37,6 +37,8 @@ expect 2 "--compress off" -- "$NCCLZ" sim --nodes 2 --compress off
 expect 2 "raw --data without --quant" -- "$NCCLZ" sim --nodes 2 --data "$F"
 expect 2 "raw --data, --quant none" -- "$NCCLZ" sim --nodes 2 --data "$F" --quant none
 expect 2 "missing --data file" -- "$NCCLZ" sim --nodes 2 --data "$TMP/none.f32" --quant eb:rel=1e-4
+printf '\x00\x00\xc0\x7f' | cat "$DATA/resnet18_rank0_64k.f32" - >"$TMP/nan_last.f32" # a NaN past the 8 slices
+expect 2 "NaN in the element the slices leave out" -- "$NCCLZ" sim --nodes 2 --data "$TMP/nan_last.f32" --quant qsgd:bits=8,bucket=512
 expect 2 "neither --scenario nor flags" -- "$NCCLZ" sim
 
 # The question of issue 27: 128 nodes x 8 GPUs, 200 Gb/s, 256 MiB AllReduce: one JSON object on stdout.
