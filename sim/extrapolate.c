@@ -239,11 +239,9 @@ ncclzStatus sim_run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimDa
 }
 
 /* Hier with the ring between nodes on more than SIM_RAIL_FROM nodes, replayed reduced (auto's
- * choice, or asked for): its rail ring stages' steps extrapolated. */
-int sim_rail_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced) {
-  ncclzAlgorithm a;
-  uint32_t ch;
-  sim_resolve(p, o, &a, &ch);
+ * choice, or asked for): its rail ring stages' steps extrapolated. a: the point's algorithm
+ * (sim_resolve). */
+int sim_rail_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int reduced) {
   return !o->every_step && reduced && a == NCCLZ_ALGO_HIER && o->hier_inter == NCCLZ_ALGO_RING &&
          p->nodes > SIM_RAIL_FROM;
 }
@@ -256,12 +254,9 @@ static void ring_bases(int g, int *na, int *nb) {
 }
 
 /* A ring collective's ring of SIM_EXTRAPOLATE_FROM ranks or more, past its longer base, replayed
- * reduced: extrapolated from two shorter rings. */
-int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced) {
-  ncclzAlgorithm a;
-  uint32_t ch;
+ * reduced: extrapolated from two shorter rings. a: the point's algorithm (sim_resolve). */
+int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int reduced) {
   int n = p->nodes * p->gpus_per_node, na, nb;
-  sim_resolve(p, o, &a, &ch);
   ring_bases(p->gpus_per_node, &na, &nb);
   return !o->every_step && reduced && ring_collective(o->coll) && a == NCCLZ_ALGO_RING && n >= SIM_EXTRAPOLATE_FROM &&
          n > nb;

@@ -561,9 +561,9 @@ ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data,
   char why[160];
   int reduced = ncclzSimChooseFidelity(p, opt, why, sizeof why) == NCCLZ_FID_REDUCED &&
                 (opt->fidelity == NCCLZ_FID_AUTO || opt->fidelity == NCCLZ_FID_REDUCED);
-  if (sim_rail_extrapolates(p, opt, reduced || opt->fidelity == NCCLZ_FID_REDUCED))
+  if (sim_rail_extrapolates(p, opt, algo, reduced || opt->fidelity == NCCLZ_FID_REDUCED))
     return sim_run_rail_extrapolated(prof, data, p, opt, res);
-  if (sim_ring_extrapolates(p, opt, reduced)) return sim_run_ring_extrapolated(prof, data, p, opt, res);
+  if (sim_ring_extrapolates(p, opt, algo, reduced)) return sim_run_ring_extrapolated(prof, data, p, opt, res);
   return sim_run_once(prof, data, p, opt, 0, 0, res);
 }
 

@@ -237,10 +237,10 @@ ncclzStatus sim_run_tree_extrapolated(const ncclzProfile *prof, const ncclzSimDa
 int sim_tree_chunks_extrapolate(const ncclzSimPlatform *p, const ncclzSimOptions *o);
 ncclzStatus sim_run_tree_in_chunks(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                    const ncclzSimOptions *o, ncclzSimResult *res);
-int sim_rail_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced);
+int sim_rail_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int reduced);
 ncclzStatus sim_run_rail_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                       const ncclzSimOptions *opt, ncclzSimResult *res);
-int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, int reduced);
+int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int reduced);
 ncclzStatus sim_run_ring_extrapolated(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                       const ncclzSimOptions *opt, ncclzSimResult *res);
 
