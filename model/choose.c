@@ -26,6 +26,7 @@ typedef struct {
   double lanes;         /* ring: channels whose chunks one rank's codec streams take in turn (0: 1) */
   int reduce;           /* receives are added before the next step sends them: decode on the path */
   int forward;          /* after its first step the stage forwards the frames it received */
+  int regather;         /* a doubling step: the next step encodes what this one received, once decoded */
 } stage;
 
 #define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
@@ -122,8 +123,16 @@ static void plan_rhd_group(const ncclzChoiceInput *in, int n, double unit, int g
     double k = in->coll == NCCLZ_ALLREDUCE ? wk * n : wk;
     if (in->coll == NCCLZ_ALLGATHER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
     double first = S / pof2;
-    if (lg - nets) set_k(add_stage(p, lg - nets, first, 2, 0, 1), k, 1, 0);
-    if (nets) set_k(add_stage(p, nets, first * (1 << (lg - nets)), 2, 1, flows), k, 1, 0);
+    if (lg - nets) {
+      stage *d = add_stage(p, lg - nets, first, 2, 0, 1);
+      set_k(d, k, 1, 0);
+      d->regather = 1;
+    }
+    if (nets) {
+      stage *d = add_stage(p, nets, first * (1 << (lg - nets)), 2, 1, flows);
+      set_k(d, k, 1, 0);
+      d->regather = 1;
+    }
     if (rem) set_k(add_stage(p, 1, S, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
   }
 }
@@ -239,8 +248,9 @@ typedef struct {
  * a step's last two chunks, when the next step's send needs it: those two cost e + d each.
  * Frames forwarded as they came (stream) leave the banks out of phase: one frame's latency runs
  * while the other's bytes take the link, so a chunk costs t, or (t + a)/2 where the latency is
- * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
-static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream) {
+ * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). A doubling
+ * step (regather) ends once its last chunk is decoded: the next step encodes what it received. */
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather) {
   double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
   if (reduce) {
     double lazy = c < 2 ? c : 2;
@@ -252,7 +262,8 @@ static void step(clock_t_ *ck, double c, double e, double a, double t, double d,
   }
   double start = ck->sum;
   ck->sum += fmax(fill, busy);
-  ck->dec_free = reduce ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
+  if (regather) ck->sum = fmax(ck->sum + d, start + fill + c * d); /* the last chunk decoded */
+  ck->dec_free = reduce || regather ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
   ck->fill = fill;
   ck->period = period;
   ck->chunks = c;
@@ -299,7 +310,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double lanes = st->lanes > 1 ? st->lanes : 1;
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward);
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }

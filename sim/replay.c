@@ -221,8 +221,10 @@ static void wait_comm(sg_comm_t *slot) {
   *slot = NULL;
 }
 
-/* Waits for receive i's payload to arrive and queues its decode. */
-static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
+/* Waits for receive i's payload to arrive and queues its decode; need_decoded: also waits for
+ * that decode (a send that encodes the received data, summed or stored: the executor's encode
+ * stream waits for the decodes up to its dependency). */
+static void complete_recv(rank_ctx *c, size_t i, int need_decoded) {
   const ncclzOp *o = &c->s.ops[i];
   if (c->done[i]) goto decoded;
   wait_comm(&c->comm[i]);
@@ -233,15 +235,15 @@ static void complete_recv(rank_ctx *c, size_t i, int need_sum) {
     c->dec_done[i] = codec_queue(dec_stream(c, i), sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
   }
 decoded:
-  if (need_sum && (o->action & NCCLZ_ACT_REDUCE) && c->dec_done[i] > simgrid_get_clock())
+  if (need_decoded && (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) && c->dec_done[i] > simgrid_get_clock())
     sg_actor_sleep_until(c->dec_done[i]);
 }
 
 /* Completes receives in issue order up to and including op i (the executor consumes frames in
  * order). */
-static void complete_through(rank_ctx *c, size_t i, int need_sum) {
+static void complete_through(rank_ctx *c, size_t i, int need_decoded) {
   while (!c->done[i] && c->rq_head < c->rq_tail) complete_recv(c, c->recvq[c->rq_head++], 0);
-  complete_recv(c, i, need_sum);
+  complete_recv(c, i, need_decoded);
 }
 
 static void wait_oldest_send(rank_ctx *c) {
@@ -277,7 +279,7 @@ static void do_send(rank_ctx *c, size_t i) {
   const ncclzOp *o = &c->s.ops[i];
   const sim_job *j = c->job;
   int p = peer_actor(c, o), slot = peer_slot(c, o, p);
-  if (o->dep >= 0) complete_through(c, (size_t)o->dep, 1);
+  if (o->dep >= 0) complete_through(c, (size_t)o->dep, !(o->action & NCCLZ_ACT_FORWARD)); /* a forward: as it came */
   while (c->out_inflight[slot] >= banks_for(c, i)) wait_oldest_send(c);
   double raw = raw_bytes_of(c, o);
   uint32_t k = frame_k(o);

@@ -44,36 +44,40 @@ typedef struct {
   ncclzCollective coll;
   ncclzDtype dt;
   int want_plain; /* 1: the pair must be plain; 0: a compressing coder; -1: either */
+  int scale;      /* the count in multiples of the usual one (0: 1): a size where the choice is clear */
 } tcase;
 
 static const tcase cases[] = {
-    {"noise lossless -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 1},
-    {"block-sparse lossless -> compressed", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 0},
+    {"noise lossless -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 1, 0},
+    {"block-sparse lossless -> compressed", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 0,
+     0},
     {"gradients qsgd 8 -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_ALLREDUCE,
-     NCCLZ_DTYPE_F32, 0},
-    {"wide codes eb abs 1e-4 -> plain", "eb:abs=1e-4", NCCLZ_POLICY_AUTO, D_WIDE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 1},
+     NCCLZ_DTYPE_F32, 0, 2},
+    {"wide codes eb abs 1e-4 -> plain", "eb:abs=1e-4", NCCLZ_POLICY_AUTO, D_WIDE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 1,
+     0},
     {"wide codes reducescatter -> plain", "eb:abs=1e-4", NCCLZ_POLICY_AUTO, D_WIDE, NCCLZ_REDUCESCATTER,
-     NCCLZ_DTYPE_F32, 1},
+     NCCLZ_DTYPE_F32, 1, 0},
     {"wide codes allgather bf16 -> plain", "eb:abs=1e-4", NCCLZ_POLICY_AUTO, D_WIDE, NCCLZ_ALLGATHER,
-     NCCLZ_DTYPE_BF16, 1},
+     NCCLZ_DTYPE_BF16, 1, 0},
     {"gradients eb rel reducescatter", "eb:rel=1e-2", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_REDUCESCATTER,
-     NCCLZ_DTYPE_F32, -1},
-    {"block-sparse allgather bf16", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_ALLGATHER, NCCLZ_DTYPE_BF16, -1},
+     NCCLZ_DTYPE_F32, -1, 0},
+    {"block-sparse allgather bf16", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_ALLGATHER, NCCLZ_DTYPE_BF16, -1, 0},
     {"gradients qsgd, fixedlen forced", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_FIXEDLEN, D_GRAD, NCCLZ_ALLREDUCE,
-     NCCLZ_DTYPE_F32, 0},
-    {"noise, raw frames: nothing sampled", "none", NCCLZ_POLICY_RAW, D_NOISE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 0},
-    {"noise broadcast -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, 1},
+     NCCLZ_DTYPE_F32, 0, 0},
+    {"noise, raw frames: nothing sampled", "none", NCCLZ_POLICY_RAW, D_NOISE, NCCLZ_ALLREDUCE, NCCLZ_DTYPE_F32, 0, 0},
+    {"noise broadcast -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, 1, 0},
     {"gradients qsgd 8 broadcast -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_BROADCAST,
-     NCCLZ_DTYPE_F32, 0},
-    {"block-sparse lossless broadcast", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, -1},
-    {"noise alltoall -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_ALLTOALL, NCCLZ_DTYPE_F32, 1},
+     NCCLZ_DTYPE_F32, 0, 0},
+    {"block-sparse lossless broadcast", "none", NCCLZ_POLICY_AUTO, D_SPARSE, NCCLZ_BROADCAST, NCCLZ_DTYPE_F32, -1, 0},
+    {"noise alltoall -> plain", "none", NCCLZ_POLICY_AUTO, D_NOISE, NCCLZ_ALLTOALL, NCCLZ_DTYPE_F32, 1, 0},
     {"gradients qsgd 8 alltoall -> compressed", "qsgd:bits=8,bucket=512", NCCLZ_POLICY_AUTO, D_GRAD, NCCLZ_ALLTOALL,
-     NCCLZ_DTYPE_F32, 0},
+     NCCLZ_DTYPE_F32, 0, 0},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
 static size_t count_of(const tcase *c) {
-  return c->coll == NCCLZ_ALLREDUCE || c->coll == NCCLZ_BROADCAST ? COUNT : COUNT / NR;
+  size_t n = c->coll == NCCLZ_ALLREDUCE || c->coll == NCCLZ_BROADCAST ? COUNT : COUNT / NR;
+  return c->scale ? n * (size_t)c->scale : n;
 }
 
 /* Rank q's input, rounded to the dtype, as floats (n_in elements). */

@@ -2275,7 +2275,7 @@ static void test_hier_many_chunks(void) {
 /* Halving-doubling with folds (flat rhd on N ranks, hier between M nodes; N, M not powers of two):
  * the reduced replay (one full replay of the same fold on a smaller core, plus the cost model's
  * difference between the two sizes) against the full replay, plain, FIXEDLEN and REA's auto (up to
- * 200 ranks), within the 5% its reason states; and flat rhd
+ * 200 ranks), within the 6% its reason states; and flat rhd
  * AllReduce at 8000 and 8184 ranks (the full replay refused) against its closed form on the uniform
  * platform, within 0.1%. */
 static void test_folds_reduced(void) {
@@ -2300,7 +2300,7 @@ static void test_folds_reduced(void) {
         printf("  folds %s %s %dx%d %s: full %.1f us, reduced %.1f us (%+.2f%%)\n", cases[i].hier ? "hier" : "rhd",
                ncclzCollectiveName(o.coll), cases[i].m, cases[i].g, ncclzSimCompressName(o.compress), tf, tr,
                100 * (tr / tf - 1));
-        CHECK(rel(tr, tf) < 0.05 && strstr(red.why, "within 5%") && red.approximate && !full.approximate,
+        CHECK(rel(tr, tf) < 0.06 && strstr(red.why, "within 6%") && red.approximate && !full.approximate,
               "folds %dx%d: reduced %.1f us, full %.1f us (%s)",
               cases[i].m, cases[i].g, tr, tf, red.why);
       }
