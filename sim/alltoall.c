@@ -85,13 +85,8 @@ int sim_alltoall_extrapolates(const ncclzProfile *prof, const ncclzSimData *data
 ncclzStatus sim_run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzSimData *data,
                                           const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
   int g = p->gpus_per_node, n = p->nodes * g, m1 = sim_base_nodes(g, SIM_A2A_SHORT), m2 = sim_longer_nodes(m1);
-  ncclzSimOptions u = *o;
-  if (o->compress == NCCLZ_SIM_AUTO) {
-    sim_job j;
-    sim_job_init(&j, prof, data, p, o, 1, 0);
-    if (sim_plan_call(&j)) u.compress = NCCLZ_SIM_OFF;
-    else if (j.call_coder >= 0) u.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
-  }
+  ncclzSimOptions u;
+  sim_auto_as_planned(prof, data, p, o, &u);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
   ncclzSimPlatform pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */

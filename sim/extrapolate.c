@@ -254,7 +254,8 @@ static void ring_bases(int g, int *na, int *nb) {
 }
 
 /* A ring collective's ring of SIM_EXTRAPOLATE_FROM ranks or more, past its longer base, replayed
- * reduced: extrapolated from two shorter rings. a: the point's algorithm (sim_resolve). */
+ * reduced: extrapolated from two shorter rings (auto's in the coder it plans for the whole ring). a:
+ * the point's algorithm (sim_resolve). */
 int sim_ring_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzAlgorithm a, int reduced) {
   int n = p->nodes * p->gpus_per_node, na, nb;
   ring_bases(p->gpus_per_node, &na, &nb);
@@ -267,8 +268,10 @@ ncclzStatus sim_run_ring_extrapolated(const ncclzProfile *prof, const ncclzSimDa
   int n = p->nodes * p->gpus_per_node, na, nb;
   ring_bases(p->gpus_per_node, &na, &nb);
   ncclzSimResult a, b;
+  ncclzSimOptions u;
+  sim_auto_as_planned(prof, data, p, opt, &u);
   double t0 = ncclzNowSeconds();
-  ncclzStatus st = sim_run_rings_of(prof, data, p, opt, n, na, nb, &a, &b);
+  ncclzStatus st = sim_run_rings_of(prof, data, p, &u, n, na, nb, &a, &b);
   if (st != NCCLZ_OK) return st;
   *res = b;
   sim_extrapolate(&a, &b, na, nb, n, res);

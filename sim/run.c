@@ -522,6 +522,21 @@ ncclzStatus sim_run_side_by_side(const ncclzProfile *prof, const ncclzSimData *d
 /* A point's replay: the reduced one that fits its collective, schedule and platform (rings and trees
  * extrapolated, Broadcast's chains and slices, Alltoall's shared NICs and mirrors, folds), else one
  * replay of every step. */
+/* The forced mode that codes every frame as a call's planned coder (FIXEDLEN or HUFFMAN). */
+static ncclzSimCompress forced_as(int call_coder) {
+  return call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+}
+
+void sim_auto_as_planned(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                         const ncclzSimOptions *o, ncclzSimOptions *u) {
+  *u = *o;
+  if (o->compress != NCCLZ_SIM_AUTO) return;
+  sim_job j;
+  sim_job_init(&j, prof, data, p, o, 0, 0);
+  if (sim_plan_call(&j)) u->compress = NCCLZ_SIM_OFF;
+  else if (j.call_coder >= 0) u->compress = forced_as(j.call_coder);
+}
+
 ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                              const ncclzSimOptions *opt, ncclzSimResult *res) {
   ncclzAlgorithm algo;
@@ -539,7 +554,7 @@ ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data,
     if (as_plain && sim_broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
     /* else every frame takes the call's coder, planned here with all its frames: that coder's
      * replay, in auto's chunks */
-    coded.compress = j.call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
+    coded.compress = forced_as(j.call_coder);
     coded.min_chunks = coded.max_chunks = j.nchunks;
     uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? sim_broadcast_slices(prof, data, p, &coded) : 0;
     if (k) return sim_run_broadcast_slices(prof, data, p, &coded, k, res);
