@@ -519,9 +519,6 @@ ncclzStatus sim_run_side_by_side(const ncclzProfile *prof, const ncclzSimData *d
   return st != NCCLZ_OK ? st : sa;
 }
 
-/* A point's replay: the reduced one that fits its collective, schedule and platform (rings and trees
- * extrapolated, Broadcast's chains and slices, Alltoall's shared NICs and mirrors, folds), else one
- * replay of every step. */
 /* The forced mode that codes every frame as a call's planned coder (FIXEDLEN or HUFFMAN). */
 static ncclzSimCompress forced_as(int call_coder) {
   return call_coder == NCCLZ_CODER_HUFFMAN ? NCCLZ_SIM_HUFFMAN : NCCLZ_SIM_FIXEDLEN;
@@ -537,6 +534,9 @@ void sim_auto_as_planned(const ncclzProfile *prof, const ncclzSimData *data, con
   else if (j.call_coder >= 0) u->compress = forced_as(j.call_coder);
 }
 
+/* A point's replay: the reduced one that fits its collective, schedule and platform (rings and trees
+ * extrapolated, Broadcast's chains and slices, Alltoall's shared NICs and mirrors, folds), else one
+ * replay of every step. */
 ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                              const ncclzSimOptions *opt, ncclzSimResult *res) {
   ncclzAlgorithm algo;
