@@ -92,6 +92,14 @@ static void plan_ring(const ncclzChoiceInput *in, double S, uint32_t ch, plan *p
   }
 }
 
+/* `steps` doubling steps from `bytes` (each doubles), k ranks summed: each ends once its last chunk
+ * is decoded, as the next step encodes what it received (regather). */
+static void add_doubling(plan *p, double steps, double bytes, int net, double flows, double k) {
+  stage *d = add_stage(p, steps, bytes, 2, net, flows);
+  set_k(d, k, 1, 0);
+  d->regather = 1;
+}
+
 /* Halving-doubling among n members, unit = one member's block, g members a node (1: every
  * partner across nodes, as hier's rails); wk: ranks one member's data already sums. Partners at
  * distance below g are on the node. */
@@ -123,16 +131,8 @@ static void plan_rhd_group(const ncclzChoiceInput *in, int n, double unit, int g
     double k = in->coll == NCCLZ_ALLREDUCE ? wk * n : wk;
     if (in->coll == NCCLZ_ALLGATHER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
     double first = S / pof2;
-    if (lg - nets) {
-      stage *d = add_stage(p, lg - nets, first, 2, 0, 1);
-      set_k(d, k, 1, 0);
-      d->regather = 1;
-    }
-    if (nets) {
-      stage *d = add_stage(p, nets, first * (1 << (lg - nets)), 2, 1, flows);
-      set_k(d, k, 1, 0);
-      d->regather = 1;
-    }
+    if (lg - nets) add_doubling(p, lg - nets, first, 0, 1, k);
+    if (nets) add_doubling(p, nets, first * (1 << (lg - nets)), 1, flows, k);
     if (rem) set_k(add_stage(p, 1, S, 1, fold_net, fold_net ? flows : 1), k, 1, 0);
   }
 }

@@ -529,9 +529,8 @@ void sim_auto_as_planned(const ncclzProfile *prof, const ncclzSimData *data, con
   *u = *o;
   if (o->compress != NCCLZ_SIM_AUTO) return;
   sim_job j;
-  sim_job_init(&j, prof, data, p, o, 0, 0);
-  if (sim_plan_call(&j)) u->compress = NCCLZ_SIM_OFF;
-  else if (j.call_coder >= 0) u->compress = forced_as(j.call_coder);
+  if (sim_auto_call_plain(prof, data, p, o, &j, u)) return; /* *u: compression off */
+  u->compress = j.call_coder >= 0 ? forced_as(j.call_coder) : o->compress;
 }
 
 /* A point's replay: the reduced one that fits its collective, schedule and platform (rings and trees

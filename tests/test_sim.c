@@ -22,6 +22,19 @@ static ncclzSimData data;
 
 static double rel(double a, double b) { return fabs(a - b) / b; }
 
+/* A scenario's text whose files are named from the repository's root, with the repository's
+ * profile `profile` (a path from the root) in *pr: 1 when both load, else 0 with a failed check. */
+static int repo_scenario(const char *profile, const char *json, ncclzProfile *pr, ncclzSimScenario *sc) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/../../%s", NCCLZ_TEST_DATA, profile);
+  if (ncclzProfileLoad(path, pr) != NCCLZ_OK ||
+      ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", pr, sc) != NCCLZ_OK) {
+    CHECK(0, "scenario on %s: %s", profile, ncclzLastError());
+    return 0;
+  }
+  return 1;
+}
+
 static double run_us(const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *r) {
   ncclzStatus st = ncclzSimRun(&prof, &data, p, o, r);
   CHECK(st == NCCLZ_OK, "ncclzSimRun: %s", ncclzLastError());
@@ -1177,12 +1190,7 @@ static void test_validate_ring(void) {
       "\"options\": {\"size_protocol\": \"header\", \"min_chunks\": 1, \"banks\": 2, \"comm_lanes\": 2, \"rea_link\": \"profile\"}}";
   ncclzProfile h200;
   ncclzSimScenario sc;
-  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2-validate.json", &h200) == NCCLZ_OK, "%s",
-        ncclzLastError());
-  if (ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", &h200, &sc) != NCCLZ_OK) {
-    CHECK(0, "validate-like scenario: %s", ncclzLastError());
-    return;
-  }
+  if (!repo_scenario("calibrate/profiles/h200-x2-validate.json", json, &h200, &sc)) return;
   const ncclzSimPlatform *p = &sc.points[0].platform;
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
     ncclzSimOptions o = sc.points[0].options;
@@ -2134,12 +2142,7 @@ static void test_extrapolation_auto(void) {
       " \"nic_gbps\": 50, \"nic_latency_us\": 5}}";
   ncclzProfile h200;
   ncclzSimScenario sc;
-  CHECK(ncclzProfileLoad(NCCLZ_TEST_DATA "/../../calibrate/profiles/h200-x2.json", &h200) == NCCLZ_OK, "%s",
-        ncclzLastError());
-  if (ncclzSimScenarioParse(json, strlen(json), NCCLZ_TEST_DATA "/../..", &h200, &sc) != NCCLZ_OK) {
-    CHECK(0, "ring auto scenario: %s", ncclzLastError());
-    return;
-  }
+  if (!repo_scenario("calibrate/profiles/h200-x2.json", json, &h200, &sc)) return;
   ncclzSimOptions o = sc.points[0].options;
   o.bytes = 1u << 30;
   o.compress = NCCLZ_SIM_AUTO;
