@@ -27,6 +27,8 @@ typedef struct {
   int reduce;           /* receives are added before the next step sends them: decode on the path */
   int forward;          /* after its first step the stage forwards the frames it received */
   int regather;         /* a doubling step: the next step encodes what this one received, once decoded */
+  int halving;          /* a halving step: the next step sends half of what this one received, so its
+                           first chunk waits for this step's chunk C/2 (the upper half's ranks) */
 } stage;
 
 #define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
@@ -118,12 +120,12 @@ static void plan_rhd_group(const ncclzChoiceInput *in, int n, double unit, int g
     if (nets) {
       stage *h = add_stage(p, nets, S / 2, 0.5, 1, flows);
       set_k(h, wk * (rem ? 2 : 1), 2, 0);
-      h->reduce = 1;
+      h->reduce = h->halving = 1;
     }
     if (lg - nets) {
       stage *h = add_stage(p, lg - nets, S / 2 / (1 << nets), 0.5, 0, 1);
       set_k(h, wk * (rem ? 2 : 1) * (1 << nets), 2, 0);
-      h->reduce = 1;
+      h->reduce = h->halving = 1;
     }
     if (in->coll == NCCLZ_REDUCESCATTER && rem) set_k(add_stage(p, 1, unit, 1, fold_net, fold_net ? flows : 1), wk * n, 1, 0);
   }
@@ -238,31 +240,31 @@ static double share_us(link_t l, double flows, double bytes) {
  * no send waits for run there behind the transfers), and the last step's pipeline (its drain). */
 typedef struct {
   double sum, dec_free;
+  double next; /* the next step's start where it waits for more than this step's pace (halving) */
   double fill, period, chunks;
 } clock_t_;
 
 /* One step of c chunks: encode e, transfer t (+ alpha a), decode d per chunk; two staging banks
  * overlap the transfers in pairs (one latency per pair), and the encode stream and the link take
- * the chunks one after another. When the next step sends the sum (reduce), a received chunk's
- * decode starts once the rank posts the receive two chunks later (a staging bank frees), or, for
- * a step's last two chunks, when the next step's send needs it: those two cost e + d each.
+ * the chunks one after another. A received chunk decodes as it lands (the executor's decode
+ * stream waits on the receive, not on the host). When the next step sends the sum (reduce), its
+ * first chunk waits for a chunk of this one decoded: the same chunk on a ring, whose second chunk,
+ * posted one encode after the first, shares the link with it (the first lands t - e later);
+ * chunk C/2 after a halving step, whose next range is half of what it received; every chunk
+ * after a doubling step (regather), which ends once its last chunk is decoded: the next step
+ * encodes what it received.
  * Frames forwarded as they came (stream) leave the banks out of phase: one frame's latency runs
  * while the other's bytes take the link, so a chunk costs t, or (t + a)/2 where the latency is
- * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). A doubling
- * step (regather) ends once its last chunk is decoded: the next step encodes what it received. */
-static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather) {
-  double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0), busy, period;
-  if (reduce) {
-    double lazy = c < 2 ? c : 2;
-    period = fmax(fmax(e, d), wire);
-    busy = (c - lazy) * period + lazy * fmax(e + d, wire);
-  } else {
-    period = fmax(e, wire);
-    busy = c * period;
-  }
-  double start = ck->sum;
-  ck->sum += fmax(fill, busy);
+ * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather,
+                 int halving) {
+  double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0);
+  if (reduce && !halving && c >= 2) fill += fmax(0.0, t - e); /* the next chunk shares the link first */
+  double period = reduce ? fmax(fmax(e, d), wire) : fmax(e, wire), busy = c * period;
+  double start = fmax(ck->sum, ck->next);
+  ck->sum = start + fmax(fill, busy);
   if (regather) ck->sum = fmax(ck->sum + d, start + fill + c * d); /* the last chunk decoded */
+  ck->next = halving ? start + floor(c / 2) * period + fill : 0.0;
   ck->dec_free = reduce || regather ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
   ck->fill = fill;
   ck->period = period;
@@ -310,7 +312,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double lanes = st->lanes > 1 ? st->lanes : 1;
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather);
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather, st->halving);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }
@@ -656,11 +658,12 @@ static double alltoall_plain_us(const ncclzChoiceInput *in) {
 /* Every frame of the call in coder cd: a block in c chunks (a channel's share of it over chunk_bytes,
  * as the replay cuts it), F = (N-1) c frames a rank, each encoded on the rank's encode stream before
  * it is posted. Within the staging banks (c <= 2 chunks a peer) a rank never waits on a transfer: it
- * encodes its F frames back to back and completes its receives, which queues their decodes, only
- * past the end of its list, so the call is its encodes and then its decodes, or the last frame's
- * arrival and decode; the links take the frames as they come, the NIC its backlog from the first
- * encode on. More chunks a peer wait for the banks: the steps run one after another, each a
- * pipeline of its chunks (plan_us's gather steps). */
+ * encodes its F frames back to back, and each frame decodes as it lands, behind the ones before it
+ * on the decode stream: the peers' frames land one encode apart after the first, so the decodes
+ * end at e + alpha + w + max(F d, (F - 1) e + d), or after the links' last frame; the links take
+ * the frames as they come, the NIC its backlog from the first encode on. More chunks a peer wait
+ * for the banks: the steps run one after another, each a pipeline of its chunks (plan_us's gather
+ * steps). */
 static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int cd,
                                 double c) {
   int g = in->gpus_per_node, n = in->nodes * g;
@@ -676,20 +679,28 @@ static double alltoall_coded_us(const ncclzProfile *prof, const ncclzChoiceInput
   }
   double e = codec_us(prof, in, cd, 0, raw), d = codec_us(prof, in, cd, 1, raw), w = frame_wire(in, cd, 1, raw);
   link_t nv = link_of(in, 0), nic = link_of(in, 1);
-  double encoded = frames * e, decoded = frames * d, last = 0.0; /* the links' last frame */
-  if (in->nodes > 1)
-    last = fmax(e + nic.alpha_us + share_us(nic, rail_gpus * (n - g) * c, w),
-                encoded + nic.alpha_us + share_us(nic, rail_gpus, w));
-  if (g > 1)
-    last = fmax(last, fmax(e + nv.alpha_us + share_us(nv, (g - 1.0) * c, w),
-                           encoded + nv.alpha_us + share_us(nv, 1, w)));
+  double encoded = frames * e, decoded = frames * d;
+  link_t first = in->nodes > 1 ? nic : nv; /* the first frame's way (a NIC's where there is one) */
+  double landed = e + first.alpha_us + share_us(first, 1, w) + fmax(decoded, encoded - e + d);
+  /* a link's last frame: all its frames' bytes from the first encode on (bound), or the last
+   * encode and its one frame (paced) */
+  double bound = 0.0, paced = encoded;
+  if (in->nodes > 1) {
+    bound = e + nic.alpha_us + share_us(nic, rail_gpus * (n - g) * c, w);
+    paced = fmax(paced, encoded + nic.alpha_us + share_us(nic, rail_gpus, w));
+  }
+  if (g > 1) {
+    bound = fmax(bound, e + nv.alpha_us + share_us(nv, (g - 1.0) * c, w));
+    paced = fmax(paced, encoded + nv.alpha_us + share_us(nv, 1, w));
+  }
+  if (bound <= paced) return fmax(landed, paced + d); /* frames land as they are encoded */
   /* A link shares its frames as they come (max-min: processor sharing), so where it is the
    * bottleneck they all end near its last one: once the encodes are done every frame in flight
    * has the same share, an earlier one only a head start of a few arrivals. A share p of a rank's
    * frames is still in flight E (-ln(1 - p) - p) before the link's end (E its encodes), so its
    * decodes (D) end D - E ln(1 + D/E) after it (the worst p, D/(D + E)). */
   double burst = encoded > 0 ? decoded - encoded * log1p(decoded / encoded) : decoded;
-  return fmax(encoded + decoded, last + fmax(d, burst));
+  return fmax(landed, bound + fmax(d, burst));
 }
 
 /* Alltoall: plain NCCL's closed form, a forced coder's frames, REA with the coder of its call-level

@@ -7,8 +7,9 @@
  *         frame (a RAW frame made for NVLink stays RAW on the NIC hop that forwards it).
  *   RECV: wait for a free bank (completing the oldest receive), then post the receive (HEADER:
  *         take the header first, as the executor's host does, then post the payload's).
- *   completing a receive: the frame's decode goes on its lane's decode stream; the actor waits
- *         for it only when a send needs the sum (REDUCE feeding the next step).
+ *   completing a receive: the frame's decode goes on its lane's decode stream from the time the
+ *         frame landed (the executor's decode stream waits on the receive, not on its host), however
+ *         late the actor completes it; the actor waits for the decode only when a send needs it.
  * comm_lanes k (options): a unit's transfers are posted once those of the unit k units earlier
  *   are done, as the executor's NCCL groups queue on one stream per lane (lane_gate).
  * Encode and decode streams are serial resources per rank, as the executor's s_enc and s_dec[lane]
@@ -142,7 +143,6 @@ static double codec_queue_at(double *free_s, double us, double ready) {
   *free_s = start + us * 1e-6;
   return *free_s;
 }
-static double codec_queue(double *free_s, double us) { return codec_queue_at(free_s, us, simgrid_get_clock()); }
 
 /* The platform's bandwidth factor for a message of `bytes` (1 without a size_factor curve): the
  * message travels as bytes / factor, which is the same time as at factor x the bandwidth. */
@@ -227,12 +227,13 @@ static void wait_comm(sg_comm_t *slot) {
 static void complete_recv(rank_ctx *c, size_t i, int need_decoded) {
   const ncclzOp *o = &c->s.ops[i];
   if (c->done[i]) goto decoded;
-  wait_comm(&c->comm[i]);
+  double landed = sim_comm_wait_landed(c->comm[i]);
+  c->comm[i] = NULL;
   c->done[i] = 1;
   c->in_inflight[peer_slot(c, o, peer_actor(c, o))]--;
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {
     ncclzCoder cd = payload_coder(c->payload[i]);
-    c->dec_done[i] = codec_queue(dec_stream(c, i), sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)));
+    c->dec_done[i] = codec_queue_at(dec_stream(c, i), sim_codec_us(c->job, cd, 1, raw_bytes_of(c, o)), landed);
   }
 decoded:
   if (need_decoded && (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) && c->dec_done[i] > simgrid_get_clock())

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <simgrid/forward.h> /* sg_comm_t */
+
 /* The platform a replay actually runs on: the scenario's, or the one-node slice of it that the
  * reduced replay uses, where the ring's wrap-around hop (last GPU to GPU 0) is routed through
  * the NICs (loop), so that it stands for the hop to the next node. Actor a runs on node
@@ -25,6 +27,8 @@ typedef struct {
 /* Writes the SimGrid platform XML of a layout (all p.nodes x p.gpus_per_node hosts, named
  * n<node>g<gpu>). */
 int sim_platform_write(FILE *f, const sim_layout *lay);
+/* Waits for a transfer and releases it; returns the simulated time it landed (comm_landed.cpp). */
+double sim_comm_wait_landed(sg_comm_t comm);
 void sim_host_name(char *buf, size_t cap, int node, int gpu);
 
 /* Per-hop facts a sender needs: the REA transport hint and the nominal path of the hop. */
