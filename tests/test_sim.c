@@ -1172,7 +1172,7 @@ static void test_oracle_pruned(void) {
  * 3.8 GB/s shared, 2.5 GB/s a transfer, 50 us) and its profile: these are the single-ring
  * replay's times, to the last digit (a received frame decodes as it lands). Auto's fastest
  * schedule (the tree here) is faster than what the executor ran, which is why validate names
- * the ring. The cost model prices HUFFMAN's tree at 256 MiB 2.14 times the ring, whose replay it
+ * the ring. The cost model prices HUFFMAN's tree at 256 MiB 2.16 times the ring, whose replay it
  * beats: the oracle replays every schedule where a transfer has its own cap. */
 static void test_validate_ring(void) {
   static const struct {
