@@ -14,8 +14,9 @@ SECS=${FUZZ_SECONDS:-60}
 # (or a prefix of) a run made before it with the same settings. FUZZ_SEED=0 draws a new seed.
 SEED=${FUZZ_SEED:-1}
 RUNS=${FUZZ_RUNS:-500000}
-command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (apt-get install clang)" >&2; exit 2; }
-cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLZ_FUZZ=ON -DNCCLZ_CUDA=OFF \
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang and clang++ are needed (apt-get install clang)" >&2; exit 2; }
+# clang++ too: a target that links the simulator links as C++ (sim/comm_landed.cpp), with -fsanitize=fuzzer
+cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLZ_FUZZ=ON -DNCCLZ_CUDA=OFF \
   -DNCCLZ_WERROR=ON >/dev/null
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets <"$B/fuzz_targets.txt"; fi
 [ ${#targets[@]} -gt 0 ] || { echo "fuzz.sh: no fuzz targets registered" >&2; exit 1; }
