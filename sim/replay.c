@@ -215,10 +215,11 @@ static int banks_for(const rank_ctx *c, size_t i) {
   return banks_of(c) * pairs[peer_actor(c, o)];
 }
 
-/* Waits for the transfer in *slot (a send or a payload), then clears it. */
-static void wait_comm(sg_comm_t *slot) {
-  sg_comm_wait(*slot); /* SimGrid releases the comm */
+/* Waits for the transfer in *slot (a send or a payload), then clears it; returns when it landed (s). */
+static double wait_comm(sg_comm_t *slot) {
+  double landed = sim_comm_wait_landed(*slot); /* releases the comm */
   *slot = NULL;
+  return landed;
 }
 
 /* Waits for receive i's payload to arrive and queues its decode; need_decoded: also waits for
@@ -227,8 +228,7 @@ static void wait_comm(sg_comm_t *slot) {
 static void complete_recv(rank_ctx *c, size_t i, int need_decoded) {
   const ncclzOp *o = &c->s.ops[i];
   if (c->done[i]) goto decoded;
-  double landed = sim_comm_wait_landed(c->comm[i]);
-  c->comm[i] = NULL;
+  double landed = wait_comm(&c->comm[i]);
   c->done[i] = 1;
   c->in_inflight[peer_slot(c, o, peer_actor(c, o))]--;
   if (o->action & (NCCLZ_ACT_REDUCE | NCCLZ_ACT_STORE)) {

@@ -27,9 +27,9 @@ typedef struct {
 /* Writes the SimGrid platform XML of a layout (all p.nodes x p.gpus_per_node hosts, named
  * n<node>g<gpu>). */
 int sim_platform_write(FILE *f, const sim_layout *lay);
+void sim_host_name(char *buf, size_t cap, int node, int gpu);
 /* Waits for a transfer and releases it; returns the simulated time it landed (comm_landed.cpp). */
 double sim_comm_wait_landed(sg_comm_t comm);
-void sim_host_name(char *buf, size_t cap, int node, int gpu);
 
 /* Per-hop facts a sender needs: the REA transport hint and the nominal path of the hop. */
 typedef struct {
