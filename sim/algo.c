@@ -62,29 +62,50 @@ static uint32_t worth_replaying(const ncclzProfile *prof, const ncclzSimData *da
 /* The fastest of the schedules in mask that serve the options' collective, each replayed once; an
  * entry of as_plain with time_us > 0 is that algorithm's plain replay already made (*res untouched
  * when none runs; returns the first error then). as_plain_out, when not NULL, keeps the replays
- * that ran as plain NCCL. */
+ * that ran as plain NCCL. Coded replays run side by side, all but the last in forked children (a
+ * plain one stays in this process, whose memo keeps it); *wall grows by the time they took. */
 static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                const ncclzSimOptions *opt, uint32_t mask, const ncclzSimResult *as_plain,
                                ncclzSimResult *as_plain_out, double *wall, ncclzSimResult *res) {
-  ncclzStatus first = NCCLZ_ERR_ARG;
-  int found = 0;
+  ncclzSimOptions o[NCCLZ_ALGO_COUNT];
+  ncclzSimResult r[NCCLZ_ALGO_COUNT];
+  ncclzStatus st[NCCLZ_ALGO_COUNT];
+  pid_t pid[NCCLZ_ALGO_COUNT];
+  int fd[NCCLZ_ALGO_COUNT], runs[NCCLZ_ALGO_COUNT], nrun = 0, serves[NCCLZ_ALGO_COUNT] = {0};
   for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
-    ncclzSimOptions o = *opt;
-    o.algorithm = (ncclzAlgorithm)a;
     ncclzScheduleSpec sp;
     char why[200];
-    sim_spec(p, &o, 1, &sp);
+    o[a] = *opt;
+    o[a].algorithm = (ncclzAlgorithm)a;
+    st[a] = NCCLZ_ERR_ARG;
+    pid[a] = 0;
+    sim_spec(p, &o[a], 1, &sp);
     if (!(mask >> a & 1u) || ncclzScheduleCheck(&sp, why, sizeof why)) continue;
-    ncclzSimResult r;
-    ncclzStatus st = NCCLZ_OK;
-    if (as_plain && as_plain[a].time_us > 0) r = as_plain[a]; /* the same replay, made already */
-    else if ((st = ncclzSimRun(prof, data, p, &o, &r)) == NCCLZ_OK) *wall += r.wall_s;
-    if (st != NCCLZ_OK) {
-      if (!found) first = st;
+    serves[a] = 1;
+    st[a] = NCCLZ_OK;
+    if (as_plain && as_plain[a].time_us > 0) r[a] = as_plain[a]; /* the same replay, made already */
+    else runs[nrun++] = a;
+  }
+  double t0 = ncclzNowSeconds();
+  int side = opt->compress != NCCLZ_SIM_OFF;
+  for (int i = 0; i < nrun; i++) {
+    int a = runs[i];
+    if (side && i + 1 < nrun) pid[a] = sim_side_start(prof, data, p, &o[a], SIM_SIDE_POINT, &fd[a]);
+    else st[a] = ncclzSimRun(prof, data, p, &o[a], &r[a]);
+    if (!side && st[a] == NCCLZ_OK) *wall += r[a].wall_s; /* 0 where the memo had it */
+  }
+  for (int i = 0; side && i + 1 < nrun; i++) st[runs[i]] = sim_side_finish(pid[runs[i]], fd[runs[i]], &r[runs[i]]);
+  if (side) *wall += ncclzNowSeconds() - t0;
+  ncclzStatus first = NCCLZ_ERR_ARG;
+  int found = 0, failed = 0;
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
+    if (!serves[a]) continue;
+    if (st[a] != NCCLZ_OK) {
+      if (!failed++) first = st[a];
       continue;
     }
-    if (as_plain_out && ran_plain(&o, &r)) as_plain_out[a] = r;
-    if (!found || r.time_us < res->time_us) *res = r;
+    if (as_plain_out && ran_plain(&o[a], &r[a])) as_plain_out[a] = r[a];
+    if (!found || r[a].time_us < res->time_us) *res = r[a];
     found = 1;
   }
   return found ? NCCLZ_OK : first;

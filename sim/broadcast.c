@@ -113,8 +113,8 @@ ncclzStatus sim_run_broadcast_slices(const ncclzProfile *prof, const ncclzSimDat
   int shared = short_chain && sim_base_nodes(p->gpus_per_node, SIM_CHAIN_SHORT) == SIM_BCAST_PERIOD_NODES &&
                sim_broadcast_extrapolates(p, &o1) && sim_check_inputs(prof, data, p, &o1) == NCCLZ_OK;
   int fd = -1, fd1 = -1;
-  pid_t pid = sim_side_start(prof, data, &q, &v2, 0, &fd); /* the period's replays beside the fill's */
-  pid_t pid1 = short_chain && !shared ? sim_side_start(prof, data, &q, &v1, 0, &fd1) : 0;
+  pid_t pid = sim_side_start(prof, data, &q, &v2, SIM_SIDE_SCHEDULE, &fd); /* the period's replays beside the fill's */
+  pid_t pid1 = short_chain && !shared ? sim_side_start(prof, data, &q, &v1, SIM_SIDE_SCHEDULE, &fd1) : 0;
   ncclzStatus st = pid < 0 || pid1 < 0 ? NCCLZ_ERR_IO
                    : shared           ? sim_run_broadcast_extrapolated(prof, data, p, &o1, &r1, &a1)
                                       : sim_run_schedule(prof, data, p, &o1, &r1);

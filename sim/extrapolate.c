@@ -105,7 +105,7 @@ static pid_t tree_side(const ncclzProfile *prof, const ncclzSimData *data, const
   ncclzSimPlatform q; /* the forked child replays from this frame's copy */
   ncclzSimOptions v;
   tree_of(prof, data, p, o, m, k, &q, &v);
-  return sim_side_start(prof, data, &q, &v, 0, fd);
+  return sim_side_start(prof, data, &q, &v, SIM_SIDE_SCHEDULE, fd);
 }
 
 /* 1 where a base tree of k chunks a tree is extrapolated in the chunks: plain, from four times

@@ -61,7 +61,7 @@ static ncclzStatus run_folded_two(const ncclzProfile *prof, const ncclzSimData *
   ncclzSimResult ra, rb;
   memset(&ra, 0, sizeof ra);
   int fd = -1;
-  pid_t pid = sim_side_start(prof, data, &qa, full, 1, &fd);
+  pid_t pid = sim_side_start(prof, data, &qa, full, SIM_SIDE_FOLD_CORE, &fd);
   if (pid < 0) return NCCLZ_ERR_IO; /* pipe_fork set the error */
   ncclzStatus st = fold_replay(prof, data, &qb, full, &rb), sa = sim_side_finish(pid, fd, &ra);
   if (st != NCCLZ_OK) return st;

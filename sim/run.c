@@ -474,7 +474,7 @@ ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, con
 
 
 /* A replay run in a forked child while the caller runs another (each replay itself forks; the two
- * take both cores): sim_run_schedule of q and o, or with fold_core the full replay of a fold's core. */
+ * take both cores). */
 typedef struct {
   ncclzStatus st;
   ncclzSimResult r;
@@ -482,13 +482,15 @@ typedef struct {
 } side_report;
 
 pid_t sim_side_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
-                     const ncclzSimOptions *o, int fold_core, int *fd) {
+                     const ncclzSimOptions *o, sim_side_kind kind, int *fd) {
   int fds[2];
   pid_t pid = pipe_fork(fds);
   if (pid == 0) {
     side_report fr;
     memset(&fr, 0, sizeof fr);
-    fr.st = fold_core ? sim_run_once(prof, data, q, o, 0, 1, &fr.r) : sim_run_schedule(prof, data, q, o, &fr.r);
+    fr.st = kind == SIM_SIDE_FOLD_CORE ? sim_run_once(prof, data, q, o, 0, 1, &fr.r)
+            : kind == SIM_SIDE_POINT   ? ncclzSimRun(prof, data, q, o, &fr.r)
+                                       : sim_run_schedule(prof, data, q, o, &fr.r);
     if (fr.st != NCCLZ_OK) snprintf(fr.err, sizeof fr.err, "%s", ncclzLastError());
     ssize_t w = write(fds[1], &fr, sizeof fr);
     _exit(w == (ssize_t)sizeof fr ? 0 : 3);
@@ -513,7 +515,7 @@ ncclzStatus sim_run_side_by_side(const ncclzProfile *prof, const ncclzSimData *d
                                  const ncclzSimOptions *ua, const ncclzSimPlatform *qb, const ncclzSimOptions *ub,
                                  ncclzSimResult *a, ncclzSimResult *b) {
   int fd = -1;
-  pid_t pid = sim_side_start(prof, data, qa, ua, 0, &fd);
+  pid_t pid = sim_side_start(prof, data, qa, ua, SIM_SIDE_SCHEDULE, &fd);
   if (pid < 0) return NCCLZ_ERR_IO;
   ncclzStatus st = sim_run_once(prof, data, qb, ub, 0, 0, b), sa = sim_side_finish(pid, fd, a);
   return st != NCCLZ_OK ? st : sa;

@@ -211,11 +211,13 @@ ncclzStatus sim_run_once(const ncclzProfile *prof, const ncclzSimData *data, con
 /* A point's replay, reduced where a rule below applies, else sim_run_once. */
 ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                              const ncclzSimOptions *opt, ncclzSimResult *res);
-/* A replay in a forked child while the caller runs another: sim_run_schedule of q and o, or with
- * fold_core sim_run_once's full replay of a fold's core; its pid (-1 with the error set), *fd the
- * pipe sim_side_finish reads. */
+/* What a side replay runs: sim_run_schedule, sim_run_once's full replay of a fold's core, or the
+ * whole point (ncclzSimRun: the oracle's schedules side by side). */
+typedef enum { SIM_SIDE_SCHEDULE = 0, SIM_SIDE_FOLD_CORE = 1, SIM_SIDE_POINT = 2 } sim_side_kind;
+/* A replay in a forked child while the caller runs another, of q and o as `kind` says; its pid
+ * (-1 with the error set), *fd the pipe sim_side_finish reads. */
 pid_t sim_side_start(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *q,
-                     const ncclzSimOptions *o, int fold_core, int *fd);
+                     const ncclzSimOptions *o, sim_side_kind kind, int *fd);
 ncclzStatus sim_side_finish(pid_t pid, int fd, ncclzSimResult *r);
 /* Two replays of every step, qa's in a child beside qb's: *a and *b. */
 ncclzStatus sim_run_side_by_side(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *qa,
