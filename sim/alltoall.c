@@ -86,7 +86,7 @@ ncclzStatus sim_run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzS
                                           const ncclzSimPlatform *p, const ncclzSimOptions *o, ncclzSimResult *res) {
   int g = p->gpus_per_node, n = p->nodes * g, m1 = sim_base_nodes(g, SIM_A2A_SHORT), m2 = sim_longer_nodes(m1);
   ncclzSimOptions u;
-  sim_auto_as_planned(prof, data, p, o, &u);
+  sim_auto_as_planned(prof, data, p, o, &u, NULL);
   ncclzSimResult a, b;
   double t0 = ncclzNowSeconds();
   ncclzSimPlatform pc = alltoall_contiguous(p); /* the mirrors play the contiguous placement */

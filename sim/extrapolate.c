@@ -269,7 +269,7 @@ ncclzStatus sim_run_ring_extrapolated(const ncclzProfile *prof, const ncclzSimDa
   ring_bases(p->gpus_per_node, &na, &nb);
   ncclzSimResult a, b;
   ncclzSimOptions u;
-  sim_auto_as_planned(prof, data, p, opt, &u);
+  sim_auto_as_planned(prof, data, p, opt, &u, NULL);
   double t0 = ncclzNowSeconds();
   ncclzStatus st = sim_run_rings_of(prof, data, p, &u, n, na, nb, &a, &b);
   if (st != NCCLZ_OK) return st;

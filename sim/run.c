@@ -352,16 +352,6 @@ void sim_job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *data
   set_hint(j, p, o);
 }
 
-/* Auto's call decision as REA makes it for the whole call: 1 where it runs plain NCCL. *j: the
- * planned job (its coder and chunks); *plain: opt with compression off, the replay it then runs. */
-int sim_auto_call_plain(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                        const ncclzSimOptions *opt, sim_job *j, ncclzSimOptions *plain) {
-  sim_job_init(j, prof, data, p, opt, 0, 0);
-  *plain = *opt;
-  plain->compress = NCCLZ_SIM_OFF;
-  return sim_plan_call(j);
-}
-
 /* Frames and bytes of a replay that stands for f times as many transfers. */
 void sim_scale_totals(ncclzSimResult *r, double f) {
   for (int k = 0; k < NCCLZ_CODER_COUNT; k++) r->frames[k] = (uint64_t)llround((double)r->frames[k] * f);
@@ -527,12 +517,14 @@ static ncclzSimCompress forced_as(int call_coder) {
 }
 
 void sim_auto_as_planned(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                         const ncclzSimOptions *o, ncclzSimOptions *u) {
+                         const ncclzSimOptions *o, ncclzSimOptions *u, uint32_t *chunks) {
   *u = *o;
   if (o->compress != NCCLZ_SIM_AUTO) return;
   sim_job j;
-  if (sim_auto_call_plain(prof, data, p, o, &j, u)) return; /* *u: compression off */
-  u->compress = j.call_coder >= 0 ? forced_as(j.call_coder) : o->compress;
+  sim_job_init(&j, prof, data, p, o, 0, 0);
+  if (chunks) *chunks = j.nchunks;
+  if (sim_plan_call(&j)) u->compress = NCCLZ_SIM_OFF; /* the call runs as plain NCCL */
+  else if (j.call_coder >= 0) u->compress = forced_as(j.call_coder);
 }
 
 /* A point's replay: the reduced one that fits its collective, schedule and platform (rings and trees
@@ -549,22 +541,21 @@ ncclzStatus sim_run_schedule(const ncclzProfile *prof, const ncclzSimData *data,
   }
   if (opt->coll == NCCLZ_BROADCAST && opt->compress == NCCLZ_SIM_AUTO && !opt->every_step &&
       sim_check_inputs(prof, data, p, opt) == NCCLZ_OK) {
-    sim_job j; /* the call REA runs as plain NCCL: plain Broadcast's replay, with its extrapolations */
-    ncclzSimOptions plain, coded = *opt;
-    const int as_plain = sim_auto_call_plain(prof, data, p, opt, &j, &plain);
-    if (as_plain && sim_broadcast_slices(prof, data, p, &plain)) return sim_run_schedule(prof, data, p, &plain, res);
+    ncclzSimOptions u; /* the call as REA plans it */
+    uint32_t chunks = 0;
+    sim_auto_as_planned(prof, data, p, opt, &u, &chunks);
+    /* plain NCCL: plain Broadcast's replay, with its extrapolations */
+    if (u.compress == NCCLZ_SIM_OFF && sim_broadcast_slices(prof, data, p, &u)) return sim_run_schedule(prof, data, p, &u, res);
     /* else every frame takes the call's coder, planned here with all its frames: that coder's
      * replay, in auto's chunks */
-    coded.compress = forced_as(j.call_coder);
-    coded.min_chunks = coded.max_chunks = j.nchunks;
-    uint32_t k = !as_plain && j.call_coder > NCCLZ_CODER_RAW ? sim_broadcast_slices(prof, data, p, &coded) : 0;
-    if (k) return sim_run_broadcast_slices(prof, data, p, &coded, k, res);
+    u.min_chunks = u.max_chunks = chunks;
+    uint32_t k = u.compress == NCCLZ_SIM_FIXEDLEN || u.compress == NCCLZ_SIM_HUFFMAN ? sim_broadcast_slices(prof, data, p, &u) : 0;
+    if (k) return sim_run_broadcast_slices(prof, data, p, &u, k, res);
   }
   if (opt->coll == NCCLZ_ALLTOALL && opt->compress == NCCLZ_SIM_AUTO && sim_check_inputs(prof, data, p, opt) == NCCLZ_OK) {
-    sim_job j; /* the call REA runs as plain NCCL: plain Alltoall's replay */
-    ncclzSimOptions plain;
-    if (sim_auto_call_plain(prof, data, p, opt, &j, &plain) && sim_alltoall_scales(prof, data, p, &plain))
-      return sim_run_alltoall_scaled(prof, data, p, &plain, res);
+    ncclzSimOptions u; /* the call REA runs as plain NCCL: plain Alltoall's replay */
+    sim_auto_as_planned(prof, data, p, opt, &u, NULL);
+    if (u.compress == NCCLZ_SIM_OFF && sim_alltoall_scales(prof, data, p, &u)) return sim_run_alltoall_scaled(prof, data, p, &u, res);
   }
   if (sim_alltoall_scales(prof, data, p, opt)) return sim_run_alltoall_scaled(prof, data, p, opt, res);
   if (sim_alltoall_extrapolates(prof, data, p, opt)) return sim_run_alltoall_extrapolated(prof, data, p, opt, res);

@@ -194,14 +194,12 @@ void sim_job_init(sim_job *j, const ncclzProfile *prof, const ncclzSimData *data
                   const ncclzSimOptions *o, int reduced, int rail_head);
 /* Auto's call decision: 1 where the call runs as plain NCCL, else 0 with j->call_coder. */
 int sim_plan_call(sim_job *j);
-/* Auto's call planned on the whole point, for the smaller replays that stand for it (rings, mirrors),
- * which would plan with their own bytes and units: *u is o with the coder REA planned, or compression
- * off where the call runs as plain NCCL; o itself for the other modes. */
+/* Auto's call planned on the whole point, for the smaller replays that stand for it (rings, mirrors,
+ * Broadcast's slices), which would plan with their own bytes and units: *u is o with the coder REA
+ * planned, or compression off where the call runs as plain NCCL; o itself for the other modes.
+ * chunks (may be NULL): the chunks a block the call was planned with. */
 void sim_auto_as_planned(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                         const ncclzSimOptions *o, ncclzSimOptions *u);
-/* sim_plan_call on the whole call: *j the planned job, *plain the options with compression off. */
-int sim_auto_call_plain(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                        const ncclzSimOptions *opt, sim_job *j, ncclzSimOptions *plain);
+                         const ncclzSimOptions *o, ncclzSimOptions *u, uint32_t *chunks);
 /* Frames and bytes of a replay that stands for f times as many transfers. */
 void sim_scale_totals(ncclzSimResult *r, double f);
 /* One replay in a forked child; rail_head as sim_job_init's; fold_core: the full replay of a fold's
