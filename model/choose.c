@@ -253,12 +253,16 @@ typedef struct {
  * chunk C/2 after a halving step, whose next range is half of what it received; every chunk
  * after a doubling step (regather), which ends once its last chunk is decoded: the next step
  * encodes what it received.
- * Frames forwarded as they came (stream) leave the banks out of phase: one frame's latency runs
- * while the other's bytes take the link, so a chunk costs t, or (t + a)/2 where the latency is
- * the longer (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
+ * Frames forwarded as they came (stream) keep the offset their first encodes gave them (stagger:
+ * the stage's first encode, as the encode stream takes the chunks in turn). Two chunks a pair of
+ * banks then cost, each hop, the later one's landing: where the offset is at least t the second
+ * starts once the first's bytes are through, and one frame's latency runs while the other's bytes
+ * take the link, (t + a)/2 a chunk; where it is shorter the two share the link, and the pair takes
+ * 2 t + a - stagger (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
 static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather,
-                 int halving) {
-  double wire = stream ? fmax(t, (t + a) / 2) : t + a / 2, fill = e + a + t + (reduce ? d : 0.0);
+                 int halving, double stagger) {
+  double wire = stream ? fmax(t, t + (a - (c >= 2 ? fmin(stagger, t) : t)) / 2) : t + a / 2,
+         fill = e + a + t + (reduce ? d : 0.0);
   if (reduce && !halving && c >= 2) fill += fmax(0.0, t - e); /* the next chunk shares the link first */
   double period = reduce ? fmax(fmax(e, d), wire) : fmax(e, wire), busy = c * period;
   double start = fmax(ck->sum, ck->next);
@@ -301,6 +305,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
     double bytes = st->bytes, k = st->k;
     int coder = -1;
     long n = (long)st->steps;
+    double stagger = 0.0; /* the stage's first encode, the offset its chunks keep when forwarded */
     for (long i = 0; i < n; i++) {
       double raw = bytes / C;
       if (i == 0 || !st->forward)
@@ -312,7 +317,8 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double lanes = st->lanes > 1 ? st->lanes : 1;
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather, st->halving);
+      if (i == 0) stagger = e;
+      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather, st->halving, stagger);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }
