@@ -253,16 +253,17 @@ typedef struct {
  * chunk C/2 after a halving step, whose next range is half of what it received; every chunk
  * after a doubling step (regather), which ends once its last chunk is decoded: the next step
  * encodes what it received.
- * Frames forwarded as they came (stream) keep the offset their first encodes gave them (stagger:
- * the stage's first encode, as the encode stream takes the chunks in turn). Two chunks a pair of
- * banks then cost, each hop, the later one's landing: where the offset is at least t the second
- * starts once the first's bytes are through, and one frame's latency runs while the other's bytes
- * take the link, (t + a)/2 a chunk; where it is shorter the two share the link, and the pair takes
- * 2 t + a - stagger (the ring's replay, AllGather and AllReduce's second half, 0 to 48 us). */
+ * Frames forwarded as they came (stream) keep the offset s their first encodes gave them (stagger:
+ * the stage's first encode, as the encode stream takes the chunks in turn), and a pair of chunks
+ * (two banks) costs each hop until the later one lands: where s >= t the second follows the
+ * first's bytes, t + max(a, min(s, t + a)) (one frame's latency runs while the other's bytes take
+ * the link); where s < t the two share the link, 2 t + max(0, a - s). The ring's replay, AllGather
+ * and AllReduce's second half, FIXEDLEN on 64 x 8, NICs of 6.25 to 50 GB/s at 0 to 48 us: within
+ * 0.13% (docs/simulator.md). */
 static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather,
                  int halving, double stagger) {
-  double wire = stream ? fmax(t, t + (a - (c >= 2 ? fmin(stagger, t) : t)) / 2) : t + a / 2,
-         fill = e + a + t + (reduce ? d : 0.0);
+  double pair = stagger >= t ? t + fmax(a, fmin(stagger, t + a)) : 2 * t + fmax(0.0, a - stagger); /* two banks */
+  double wire = !stream ? t + a / 2 : c >= 2 ? pair / 2 : fmax(t, (t + a) / 2), fill = e + a + t + (reduce ? d : 0.0);
   if (reduce && !halving && c >= 2) fill += fmax(0.0, t - e); /* the next chunk shares the link first */
   double period = reduce ? fmax(fmax(e, d), wire) : fmax(e, wire), busy = c * period;
   double start = fmax(ck->sum, ck->next);
