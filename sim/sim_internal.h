@@ -237,7 +237,8 @@ int sim_base_nodes(int g, int min_ranks);
 int sim_longer_nodes(int m);
 /* T(n) = T(a) + (n - a) (T(b) - T(a)) / (b - a) for time, frames and bytes. */
 void sim_extrapolate(const ncclzSimResult *a, const ncclzSimResult *b, int na, int nb, int n, ncclzSimResult *res);
-/* The same job on rings (or mirrors) of ma and mb of its n ranks, side by side: *a and *b. */
+/* The same job on rings (or mirrors) of ma and mb of its n ranks, side by side: *a and *b, their
+ * times without the interface cost (the caller adds the point's own after extrapolating). */
 ncclzStatus sim_run_rings_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                              const ncclzSimOptions *o, int n, int ma, int mb, ncclzSimResult *a, ncclzSimResult *b);
 int sim_tree_extrapolates(const ncclzSimPlatform *p, const ncclzSimOptions *o);
