@@ -27,8 +27,8 @@ typedef struct {
   int reduce;           /* receives are added before the next step sends them: decode on the path */
   int forward;          /* after its first step the stage forwards the frames it received */
   int regather;         /* a doubling step: the next step encodes what this one received, once decoded */
-  int halving;          /* a halving step: the next step sends half of what this one received, so its
-                           first chunk waits for this step's chunk C/2 (the upper half's ranks) */
+  int halving;          /* a halving step: the next step sends half of what this one received, its
+                           sends waiting for this step's last chunk (schedule.c find_dep) */
 } stage;
 
 #define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
@@ -250,7 +250,8 @@ typedef struct {
  * stream waits on the receive, not on the host). When the next step sends the sum (reduce), its
  * first chunk waits for a chunk of this one decoded: the same chunk on a ring, whose second chunk,
  * posted one encode after the first, shares the link with it (the first lands t - e later);
- * chunk C/2 after a halving step, whose next range is half of what it received; every chunk
+ * the last chunk after a halving step, whose next range is half of what it received (the list's
+ * dep of a send over part of a received range is that range's last chunk); every chunk
  * after a doubling step (regather), which ends once its last chunk is decoded: the next step
  * encodes what it received.
  * Frames forwarded as they came (stream) keep the offset s their first encodes gave them (stagger:
@@ -269,7 +270,7 @@ static void step(clock_t_ *ck, double c, double e, double a, double t, double d,
   double start = fmax(ck->sum, ck->next);
   ck->sum = start + fmax(fill, busy);
   if (regather) ck->sum = fmax(ck->sum + d, start + fill + c * d); /* the last chunk decoded */
-  ck->next = halving ? start + floor(c / 2) * period + fill : 0.0;
+  ck->next = halving ? start + (c - 1) * period + fill : 0.0;
   ck->dec_free = reduce || regather ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
   ck->fill = fill;
   ck->period = period;
