@@ -94,7 +94,8 @@ ncclzStatus sim_run_alltoall_extrapolated(const ncclzProfile *prof, const ncclzS
   if (st != NCCLZ_OK) return st;
   int na = m1 * g, nb = m2 * g;
   *res = b;
-  res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us) + sim_iface_us(prof, &pc, &u, (double)u.bytes);
+  res->time_us = a.time_us + (double)(n - na) / (nb - na) * (b.time_us - a.time_us) +
+                 sim_iface_us(prof, &pc, &u, (double)u.bytes); /* the call's own (sim_run_rings_of) */
   sim_scale_totals(res, (double)n * (n - 1) / ((double)nb * (nb - 1)));
   res->nranks = n;
   res->approximate = 1; /* held to the mirror of every node within 0.1% (docs/simulator.md) */

@@ -64,9 +64,10 @@ ncclzStatus sim_run_rings_of(const ncclzProfile *prof, const ncclzSimData *data,
   ring_of(data, p, o, n, ma, &qa, &ua);
   ring_of(data, p, o, n, mb, &qb, &ub);
   ncclzStatus st = sim_run_side_by_side(prof, data, &qa, &ua, &qb, &ub, a, b);
+  if (st != NCCLZ_OK) return st;
   a->time_us -= sim_iface_us(prof, &qa, &ua, (double)ua.bytes);
   b->time_us -= sim_iface_us(prof, &qb, &ub, (double)ub.bytes);
-  return st;
+  return NCCLZ_OK;
 }
 
 /* Trees over more nodes than this are extrapolated in depth (sim_tree_plan_for, sim/tree_plan.c). */
