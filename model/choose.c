@@ -241,7 +241,7 @@ static double share_us(link_t l, double flows, double bytes) {
 typedef struct {
   double sum, dec_free;
   double next; /* the next step's start where it waits for more than this step's pace (halving) */
-  double fill, period, chunks;
+  double drain; /* the last step's chunks after its pace: fill - period, at most (c - 1) periods */
 } clock_t_;
 
 /* One step of c chunks: encode e, transfer t (+ alpha a), decode d per chunk; two staging banks
@@ -269,17 +269,22 @@ static void step(clock_t_ *ck, double c, double e, double a, double t, double d,
   double period = reduce ? fmax(fmax(e, d), wire) : fmax(e, wire), busy = c * period;
   double start = fmax(ck->sum, ck->next);
   ck->sum = start + fmax(fill, busy);
-  if (regather) ck->sum = fmax(ck->sum + d, start + fill + c * d); /* the last chunk decoded */
+  if (regather) {
+    /* A doubling step ends with its last chunk decoded. Its chunks are encoded up front: the
+     * second follows the first by an encode or a transfer; from the third on each waits for a
+     * bank, freed when the one two before it lands (two banks): a transfer and half a latency a
+     * chunk where the link is the slower, else an encode, or the bank's latency shared by the
+     * pair. Or the decodes queue behind the first one's. */
+    double later = t >= e ? t + a / 2 : fmax(e, (t + a) / 2);
+    double last = (c >= 2 ? fmax(e, t) : 0.0) + fmax(0.0, c - 2) * later;
+    ck->sum = start + fill + fmax(last + d, c * d);
+  }
   ck->next = halving ? start + (c - 1) * period + fill : 0.0;
   ck->dec_free = reduce || regather ? fmax(ck->dec_free, ck->sum) : fmax(ck->dec_free, start + e + a + t) + c * d;
-  ck->fill = fill;
-  ck->period = period;
-  ck->chunks = c;
+  ck->drain = regather ? 0.0 : fmin(fill - period, (c - 1) * period); /* a doubling step's sum holds it */
 }
 
-static double clock_end(const clock_t_ *ck) {
-  return fmax(ck->sum + fmin(ck->fill - ck->period, (ck->chunks - 1) * ck->period), ck->dec_free);
-}
+static double clock_end(const clock_t_ *ck) { return fmax(ck->sum + ck->drain, ck->dec_free); }
 
 /* The coder a policy gives a step's frames (-1: plain, no frames). */
 static int step_coder(const ncclzProfile *prof, const ncclzChoiceInput *in, ncclzChoiceCoder pol, int net, double k,
