@@ -600,20 +600,19 @@ static int peer_slots(rank_ctx *c, size_t *nslots) {
   c->slot = malloc((n ? n : 1) * sizeof *c->slot);
   c->slot_key = malloc((n ? n : 1) * sizeof *c->slot_key);
   if (!c->slot || !c->slot_key) return -1;
-  for (size_t i = 0; i < n; i++)
-    if (c->s.ops[i].kind != NCCLZ_OP_COPY) c->slot_key[k++] = peer_slot(c, &c->s.ops[i], peer_actor(c, &c->s.ops[i]));
+  for (size_t i = 0; i < n; i++) { /* each op's key first, then its number among the distinct keys */
+    const ncclzOp *o = &c->s.ops[i];
+    c->slot[i] = o->kind == NCCLZ_OP_COPY ? -1 : peer_slot(c, o, peer_actor(c, o));
+    if (c->slot[i] >= 0) c->slot_key[k++] = c->slot[i];
+  }
   qsort(c->slot_key, k, sizeof *c->slot_key, cmp_int);
   size_t u = 0;
   for (size_t i = 0; i < k; i++)
     if (!u || c->slot_key[u - 1] != c->slot_key[i]) c->slot_key[u++] = c->slot_key[i];
   for (size_t i = 0; i < n; i++) {
-    if (c->s.ops[i].kind == NCCLZ_OP_COPY) {
-      c->slot[i] = -1;
-      continue;
-    }
-    int key = peer_slot(c, &c->s.ops[i], peer_actor(c, &c->s.ops[i]));
-    const int *at = bsearch(&key, c->slot_key, u, sizeof *c->slot_key, cmp_int);
-    c->slot[i] = (int32_t)(at - c->slot_key);
+    if (c->slot[i] < 0) continue;
+    int key = c->slot[i];
+    c->slot[i] = (int32_t)((const int *)bsearch(&key, c->slot_key, u, sizeof *c->slot_key, cmp_int) - c->slot_key);
   }
   *nslots = u ? u : 1;
   return 0;
