@@ -40,38 +40,72 @@ static int ran_plain(const ncclzSimOptions *o, const ncclzSimResult *r) {
 
 static uint32_t replayable(const ncclzSimPlatform *p, const ncclzSimOptions *opt);
 
-/* The schedules whose replay the oracle runs: every replayable one but those priced at
- * SIM_ORACLE_MARGIN times the fastest or more (all of them where the model lacks a time, or where a
- * transfer's own cap, nic_flow_gbps, shares the NIC: on the 2-rank socket path's shape the model
- * prices HUFFMAN's tree at 1.93 times its replay and its ring at 0.77 times). */
-static uint32_t worth_replaying(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                                const ncclzSimOptions *opt) {
-  uint32_t mask = replayable(p, opt);
-  if (p->nic_flow_gbps > 0.0) return mask;
-  double us[NCCLZ_ALGO_COUNT] = {0}, least = 0.0;
-  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
-    if (!(mask >> a & 1u)) continue;
-    if ((us[a] = sim_predicted_us(prof, data, p, opt, (ncclzAlgorithm)a)) <= 0.0) return mask;
-    if (least <= 0.0 || us[a] < least) least = us[a];
-  }
+/* A schedule the cost model prices at this many times a time already replayed for the point is
+ * not replayed: the model prices a schedule at most 8.4% over its replay over the scale grids (the
+ * coded tree, HUFFMAN, 4 MiB, 8 rails; docs/simulator.md), so such a schedule cannot run faster
+ * (the margin keeps room above that). The oracle replays the cheapest-priced schedule first for
+ * this: at 8,184 ranks on 8 rails a coded tree rules out hier's fold core so. */
+#define SIM_MODEL_MOST_OVER 1.2
+
+/* The model's time of every schedule in mask (us[a]; 0 for the others). Returns 0 where one of them
+ * has none (the oracle then replays all: where a transfer's own cap, nic_flow_gbps, shares the NIC,
+ * as on the 2-rank socket path's shape, the model prices HUFFMAN's tree at 1.93 times its replay
+ * and its ring at 0.77 times). */
+static int priced(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                  const ncclzSimOptions *opt, uint32_t mask, double *us) {
+  for (int a = 0; a < NCCLZ_ALGO_COUNT; a++) us[a] = 0.0;
+  if (p->nic_flow_gbps > 0.0) return 0;
   for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
-    if (us[a] >= SIM_ORACLE_MARGIN * least) mask &= ~(1u << a);
+    if ((mask >> a & 1u) && (us[a] = sim_predicted_us(prof, data, p, opt, (ncclzAlgorithm)a)) <= 0.0) return 0;
+  return 1;
+}
+
+/* The schedules whose replay the oracle runs: every replayable one but those priced at
+ * SIM_ORACLE_MARGIN times the fastest or more (all of them where priced() has no prices). */
+static uint32_t worth_replaying(const double *us, uint32_t mask) {
+  double least = 0.0;
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+    if ((mask >> a & 1u) && (least <= 0.0 || us[a] < least)) least = us[a];
+  for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++)
+    if (least > 0.0 && us[a] >= SIM_ORACLE_MARGIN * least) mask &= ~(1u << a);
   return mask;
+}
+
+/* Orders runs[0 .. n) by the model's price, cheapest first (n <= NCCLZ_ALGO_COUNT). */
+static void by_price(int *runs, int n, const double *us) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && us[runs[j]] < us[runs[j - 1]]; j--) {
+      int t = runs[j];
+      runs[j] = runs[j - 1];
+      runs[j - 1] = t;
+    }
+}
+
+/* One replay in this process; a plain one's time adds to *wall (0 where the memo had it). */
+static ncclzStatus run_here(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
+                            const ncclzSimOptions *o, int side, double *wall, ncclzSimResult *r) {
+  ncclzStatus st = ncclzSimRun(prof, data, p, o, r);
+  if (!side && st == NCCLZ_OK) *wall += r->wall_s;
+  return st;
 }
 
 /* The fastest of the schedules in mask that serve the options' collective, each replayed once; an
  * entry of as_plain with time_us > 0 is that algorithm's plain replay already made (*res untouched
  * when none runs; returns the first error then). as_plain_out, when not NULL, keeps the replays
- * that ran as plain NCCL. Coded replays run side by side, all but the last in forked children (a
- * plain one stays in this process, whose memo keeps it); *wall grows by the time they took. */
+ * that ran as plain NCCL. us: the model's prices (NULL: none), by which the cheapest-priced
+ * schedule replays first and rules out those priced SIM_MODEL_MOST_OVER times its time or more.
+ * The rest of the coded replays run side by side, all but the last in forked children (a plain
+ * one stays in this process, whose memo keeps it); *wall grows by the time they took. */
 static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
-                               const ncclzSimOptions *opt, uint32_t mask, const ncclzSimResult *as_plain,
-                               ncclzSimResult *as_plain_out, double *wall, ncclzSimResult *res) {
+                               const ncclzSimOptions *opt, uint32_t mask, const double *us,
+                               const ncclzSimResult *as_plain, ncclzSimResult *as_plain_out, double *wall,
+                               ncclzSimResult *res) {
   ncclzSimOptions o[NCCLZ_ALGO_COUNT];
   ncclzSimResult r[NCCLZ_ALGO_COUNT];
   ncclzStatus st[NCCLZ_ALGO_COUNT];
   pid_t pid[NCCLZ_ALGO_COUNT];
   int fd[NCCLZ_ALGO_COUNT], runs[NCCLZ_ALGO_COUNT], nrun = 0, serves[NCCLZ_ALGO_COUNT] = {0};
+  double best = 0.0; /* the fastest time replayed so far (0: none) */
   for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
     ncclzScheduleSpec sp;
     char why[200];
@@ -83,42 +117,60 @@ static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *dat
     if (!(mask >> a & 1u) || ncclzScheduleCheck(&sp, why, sizeof why)) continue;
     serves[a] = 1;
     st[a] = NCCLZ_OK;
-    if (as_plain && as_plain[a].time_us > 0) r[a] = as_plain[a]; /* the same replay, made already */
-    else runs[nrun++] = a;
+    if (as_plain && as_plain[a].time_us > 0) { /* the same replay, made already */
+      r[a] = as_plain[a];
+      best = best > 0.0 && best < r[a].time_us ? best : r[a].time_us;
+    } else {
+      runs[nrun++] = a;
+    }
   }
   double t0 = ncclzNowSeconds();
-  int side = opt->compress != NCCLZ_SIM_OFF;
-  for (int i = 0; i < nrun; i++) {
-    int a = runs[i];
-    if (side && i + 1 < nrun) pid[a] = sim_side_start(prof, data, p, &o[a], SIM_SIDE_POINT, &fd[a]);
-    else st[a] = ncclzSimRun(prof, data, p, &o[a], &r[a]);
-    if (!side && st[a] == NCCLZ_OK) *wall += r[a].wall_s; /* 0 where the memo had it */
+  int side = opt->compress != NCCLZ_SIM_OFF, first = 0;
+  if (us && nrun > 1) {
+    by_price(runs, nrun, us);
+    if (best <= 0.0) { /* the cheapest-priced alone, to rule the others out */
+      int a = runs[first++];
+      if ((st[a] = run_here(prof, data, p, &o[a], side, wall, &r[a])) == NCCLZ_OK) best = r[a].time_us;
+    }
+    for (int i = first; i < nrun; i++)
+      if (best > 0.0 && us[runs[i]] >= SIM_MODEL_MOST_OVER * best) serves[runs[i]] = 0;
   }
-  for (int i = 0; side && i + 1 < nrun; i++) st[runs[i]] = sim_side_finish(pid[runs[i]], fd[runs[i]], &r[runs[i]]);
+  int left[NCCLZ_ALGO_COUNT], nleft = 0;
+  for (int i = first; i < nrun; i++)
+    if (serves[runs[i]]) left[nleft++] = runs[i];
+  for (int i = 0; i < nleft; i++) {
+    int a = left[i];
+    if (side && i + 1 < nleft) pid[a] = sim_side_start(prof, data, p, &o[a], SIM_SIDE_POINT, &fd[a]);
+    else st[a] = run_here(prof, data, p, &o[a], side, wall, &r[a]);
+  }
+  for (int i = 0; side && i + 1 < nleft; i++) st[left[i]] = sim_side_finish(pid[left[i]], fd[left[i]], &r[left[i]]);
   if (side) *wall += ncclzNowSeconds() - t0;
-  ncclzStatus first = NCCLZ_ERR_ARG;
+  ncclzStatus failure = NCCLZ_ERR_ARG;
   int found = 0, failed = 0;
   for (int a = NCCLZ_ALGO_RING; a < NCCLZ_ALGO_COUNT; a++) {
     if (!serves[a]) continue;
     if (st[a] != NCCLZ_OK) {
-      if (!failed++) first = st[a];
+      if (!failed++) failure = st[a];
       continue;
     }
     if (as_plain_out && ran_plain(&o[a], &r[a])) as_plain_out[a] = r[a];
     if (!found || r[a].time_us < res->time_us) *res = r[a];
     found = 1;
   }
-  return found ? NCCLZ_OK : first;
+  return found ? NCCLZ_OK : failure;
 }
 
 /* The oracle: the fastest of the schedules worth replaying, else (none of them ran) of all. */
 static ncclzStatus run_best_of(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
                                const ncclzSimOptions *opt, const ncclzSimResult *as_plain, ncclzSimResult *as_plain_out,
                                double *wall, ncclzSimResult *res) {
-  uint32_t worth = worth_replaying(prof, data, p, opt);
-  ncclzStatus st = run_best_in(prof, data, p, opt, worth, as_plain, as_plain_out, wall, res);
+  double us[NCCLZ_ALGO_COUNT];
+  uint32_t all = replayable(p, opt);
+  int have = priced(prof, data, p, opt, all, us);
+  uint32_t worth = have ? worth_replaying(us, all) : all;
+  ncclzStatus st = run_best_in(prof, data, p, opt, worth, have ? us : NULL, as_plain, as_plain_out, wall, res);
   if (st == NCCLZ_OK) return st;
-  return run_best_in(prof, data, p, opt, ~worth, as_plain, as_plain_out, wall, res);
+  return run_best_in(prof, data, p, opt, ~worth, NULL, as_plain, as_plain_out, wall, res);
 }
 
 ncclzStatus ncclzSimRunBest(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
