@@ -244,10 +244,11 @@ typedef struct {
   double drain; /* the last step's chunks after its pace: fill - period, at most (c - 1) periods */
 } clock_t_;
 
-/* One step of c chunks: encode e, transfer t (+ alpha a), decode d per chunk; two staging banks
- * overlap the transfers in pairs (one latency per pair), and the encode stream and the link take
- * the chunks one after another. A received chunk decodes as it lands (the executor's decode
- * stream waits on the receive, not on the host). When the next step sends the sum (reduce), its
+/* One step of c chunks: encode e, transfer t (+ alpha a), decode d per chunk (a ring's `lanes`
+ * channels' work, the rank's streams taking them in turn; a chunk's next step waits for its own
+ * channel's decode, d / lanes); two staging banks overlap the transfers in pairs (one latency per
+ * pair), and the encode stream and the link take the chunks one after another. A received chunk
+ * decodes as it lands (the executor's decode stream waits on the receive, not on the host). When the next step sends the sum (reduce), its
  * first chunk waits for a chunk of this one decoded: the same chunk on a ring, whose second chunk,
  * posted one encode after the first, shares the link with it (the first lands t - e later);
  * the last chunk after a halving step, whose next range is half of what it received (the list's
@@ -261,10 +262,11 @@ typedef struct {
  * the link); where s < t the two share the link, 2 t + max(0, a - s). The ring's replay, AllGather
  * and AllReduce's second half, FIXEDLEN on 64 x 8, NICs of 6.25 to 50 GB/s at 0 to 48 us: within
  * 0.13% (docs/simulator.md). */
-static void step(clock_t_ *ck, double c, double e, double a, double t, double d, int reduce, int stream, int regather,
-                 int halving, double stagger) {
+static void step(clock_t_ *ck, double c, double e, double a, double t, double d, double lanes, int reduce, int stream,
+                 int regather, int halving, double stagger) {
   double pair = stagger >= t ? t + fmax(a, fmin(stagger, t + a)) : 2 * t + fmax(0.0, a - stagger); /* two banks */
-  double wire = !stream ? t + a / 2 : c >= 2 ? pair / 2 : fmax(t, (t + a) / 2), fill = e + a + t + (reduce ? d : 0.0);
+  double wire = !stream ? t + a / 2 : c >= 2 ? pair / 2 : fmax(t, (t + a) / 2);
+  double fill = e + a + t + (reduce ? d / lanes : 0.0);
   if (reduce && !halving && c >= 2) fill += fmax(0.0, t - e); /* the next chunk shares the link first */
   double period = reduce ? fmax(fmax(e, d), wire) : fmax(e, wire), busy = c * period;
   double start = fmax(ck->sum, ck->next);
@@ -325,7 +327,7 @@ static double plan_us(const ncclzProfile *prof, const ncclzChoiceInput *in, cons
       double e = (i == 0 || !st->forward) ? lanes * codec_us(prof, in, coder, 0, raw) : 0.0;
       double d = lanes * codec_us(prof, in, coder, 1, raw);
       if (i == 0) stagger = e;
-      step(&ck, C, e, l.alpha_us, t, d, st->reduce, st->forward, st->regather, st->halving, stagger);
+      step(&ck, C, e, l.alpha_us, t, d, lanes, st->reduce, st->forward, st->regather, st->halving, stagger);
       bytes *= st->grow;
       k = k * st->kmul + st->kadd;
     }

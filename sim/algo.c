@@ -32,8 +32,8 @@ static int ran_plain(const ncclzSimOptions *o, const ncclzSimResult *r) {
 }
 
 /* A schedule the cost model prices at this many times the fastest one's is not replayed by the
- * oracle: a forced coder's model is within 0.81-1.21 of the replay over the scale grids
- * (docs/simulator.md), so one priced 1.21 / 0.81 = 1.49 times the fastest or more cannot win (the
+ * oracle: a forced coder's model is within 0.81-1.10 of the replay over the scale grids
+ * (docs/simulator.md), so one priced 1.10 / 0.81 = 1.36 times the fastest or more cannot win (the
  * margin keeps room above that), and at 8192 ranks a compressed ring, or a flat rhd's fold core,
  * alone takes longer to replay than 1 s. */
 #define SIM_ORACLE_MARGIN 1.55
@@ -42,13 +42,12 @@ static uint32_t replayable(const ncclzSimPlatform *p, const ncclzSimOptions *opt
 
 /* A schedule the cost model prices at this many times a time already replayed for the point is
  * not replayed: over the grids (AllReduce, AllGather and ReduceScatter; 8 to 1024 nodes of 8 on
- * one rail and on eight; docs/simulator.md "The oracle") the model prices a schedule at most this
- * much over its replay, less the room kept: the ring 1.206 (ReduceScatter, 8 x 8 on 8 rails of
- * 3.125 GB/s, 1 GiB), the tree 1.084, rhd 1.076, hier 1.096; so such a schedule cannot replay
- * faster. The oracle replays the cheapest-priced schedule first for this: at 8,184 ranks on 8
- * rails the coded tree's replay rules out hier's fold core so. */
-static const double model_most_over[NCCLZ_ALGO_COUNT] = {
-    [NCCLZ_ALGO_RING] = 1.35, [NCCLZ_ALGO_TREE] = 1.2, [NCCLZ_ALGO_RHD] = 1.2, [NCCLZ_ALGO_HIER] = 1.2};
+ * one rail and on eight; docs/simulator.md "The oracle") the model prices a schedule at most 9.6%
+ * over its replay (hier; the tree 8.4%, rhd 7.6%, the ring 0.7%), so such a schedule cannot
+ * replay faster (the margin keeps room above that). The oracle replays the cheapest-priced
+ * schedule first for this: at 8,184 ranks on 8 rails the coded tree's replay rules out hier's
+ * fold core so. */
+#define SIM_MODEL_MOST_OVER 1.2
 
 /* The model's time of every schedule in mask (us[a]; 0 for the others). Returns 0 where one of them
  * has none (the oracle then replays all: where a transfer's own cap, nic_flow_gbps, shares the NIC,
@@ -96,7 +95,7 @@ static ncclzStatus run_here(const ncclzProfile *prof, const ncclzSimData *data, 
  * entry of as_plain with time_us > 0 is that algorithm's plain replay already made (*res untouched
  * when none runs; returns the first error then). as_plain_out, when not NULL, keeps the replays
  * that ran as plain NCCL. us: the model's prices (NULL: none), by which the cheapest-priced
- * schedule replays first and rules out those priced model_most_over times its time or more.
+ * schedule replays first and rules out those priced SIM_MODEL_MOST_OVER times its time or more.
  * The rest of the coded replays run side by side, all but the last in forked children (a plain
  * one stays in this process, whose memo keeps it); *wall grows by the time they took. */
 static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *data, const ncclzSimPlatform *p,
@@ -136,7 +135,7 @@ static ncclzStatus run_best_in(const ncclzProfile *prof, const ncclzSimData *dat
       if ((st[a] = run_here(prof, data, p, &o[a], side, wall, &r[a])) == NCCLZ_OK) best = r[a].time_us;
     }
     for (int i = first; i < nrun; i++)
-      if (best > 0.0 && us[runs[i]] >= model_most_over[runs[i]] * best) serves[runs[i]] = 0;
+      if (best > 0.0 && us[runs[i]] >= SIM_MODEL_MOST_OVER * best) serves[runs[i]] = 0;
   }
   int left[NCCLZ_ALGO_COUNT], nleft = 0;
   for (int i = first; i < nrun; i++)
