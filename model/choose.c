@@ -248,9 +248,10 @@ typedef struct {
  * channels' work, the rank's streams taking them in turn; a chunk's next step waits for its own
  * channel's decode, d / lanes); two staging banks overlap the transfers in pairs (one latency per
  * pair), and the encode stream and the link take the chunks one after another. A received chunk
- * decodes as it lands (the executor's decode stream waits on the receive, not on the host). When the next step sends the sum (reduce), its
- * first chunk waits for a chunk of this one decoded: the same chunk on a ring, whose second chunk,
- * posted one encode after the first, shares the link with it (the first lands t - e later);
+ * decodes as it lands (the executor's decode stream waits on the receive, not on the host). When
+ * the next step sends the sum (reduce), its first chunk waits for a chunk of this one decoded: the
+ * same chunk on a ring, whose second chunk, posted one encode after the first, shares the link
+ * with it (the first lands t - e later);
  * the last chunk after a halving step, whose next range is half of what it received (the list's
  * dep of a send over part of a received range is that range's last chunk); every chunk
  * after a doubling step (regather), which ends once its last chunk is decoded: the next step
