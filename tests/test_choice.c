@@ -218,6 +218,32 @@ static void test_grid_subset(const ncclzSimScenario *ag, const ncclzSimScenario 
     }
 }
 
+/* The grid's FIXEDLEN 1 GiB point of m nodes at nic_gbps (NULL where the grid lacks it). */
+static const ncclzSimPoint *fixedlen_point(const ncclzSimScenario *sc, int m, double nic_gbps) {
+  for (size_t j = 0; j < sc->npoints; j++) {
+    const ncclzSimPoint *pt = &sc->points[j];
+    if (pt->options.compress == NCCLZ_SIM_FIXEDLEN && pt->platform.nodes == m && pt->platform.nic_gbps == nic_gbps &&
+        pt->options.bytes == 1u << 30)
+      return pt;
+  }
+  CHECK(0, "the grid has no FIXEDLEN 1 GiB point of %d nodes at %g GB/s", m, nic_gbps);
+  return NULL;
+}
+
+/* The ring's replay of the FIXEDLEN call coll on pl: the model within 1% of it. */
+static void check_ring_price(const ncclzSimScenario *sc, const ncclzSimPoint *pt, const ncclzSimPlatform *pl,
+                             ncclzCollective coll) {
+  ncclzSimOptions o = pt->options;
+  ncclzSimResult r;
+  o.coll = coll;
+  o.algorithm = NCCLZ_ALGO_RING;
+  CHECK(ncclzSimRun(&prof, &sc->data, pl, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
+  printf("ring FIXEDLEN %s %d x %d, %d rail(s), 1 GiB, %g GB/s, %g us: the model %.0f us, the replay %.0f: %.3f\n",
+         ncclzCollectiveName(coll), pl->nodes, pl->gpus_per_node, pl->rails, pl->nic_gbps, pl->nic_latency_us,
+         r.predicted_us, r.time_us, r.predicted_us / r.time_us);
+  CHECK(rel(r.predicted_us, r.time_us) < 0.01, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
+}
+
 /* The ring's forwarding steps (AllGather, AllReduce's second half) stream their frames, which
  * keep the offset s of their first encodes: with two staging banks one frame's latency runs while
  * the other's bytes take the NIC, not t + alpha/2 a chunk (priced so, AllGather 64 x 8, 1 GiB,
@@ -229,25 +255,13 @@ static void test_grid_subset(const ncclzSimScenario *ag, const ncclzSimScenario 
 static void test_ring_forward_price(const ncclzSimScenario *ag) {
   const ncclzCollective colls[] = {NCCLZ_ALLGATHER, NCCLZ_ALLREDUCE};
   const double alphas[] = {5.0, 24.0};
-  for (size_t j = 0; j < ag->npoints; j++) {
-    const ncclzSimPoint *pt = &ag->points[j];
-    if (pt->options.compress != NCCLZ_SIM_FIXEDLEN || pt->platform.nodes != 64 || pt->platform.nic_gbps != 12.5 ||
-        pt->options.bytes != 1u << 30)
-      continue;
-    for (size_t c = 0; c < 2; c++)
-      for (size_t a = 0; a < 2; a++) {
-        ncclzSimPlatform pl = pt->platform;
-        ncclzSimOptions o = pt->options;
-        ncclzSimResult r;
-        pl.nic_latency_us = alphas[a];
-        o.coll = colls[c];
-        o.algorithm = NCCLZ_ALGO_RING;
-        CHECK(ncclzSimRun(&prof, &ag->data, &pl, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
-        printf("ring FIXEDLEN %s 64 x 8, 1 GiB, 12.5 GB/s, %g us: the model %.0f us, the replay %.0f: %.3f\n",
-               ncclzCollectiveName(o.coll), alphas[a], r.predicted_us, r.time_us, r.predicted_us / r.time_us);
-        CHECK(rel(r.predicted_us, r.time_us) < 0.01, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
-      }
-  }
+  const ncclzSimPoint *pt = fixedlen_point(ag, 64, 12.5);
+  for (size_t c = 0; pt && c < 2; c++)
+    for (size_t a = 0; a < 2; a++) {
+      ncclzSimPlatform pl = pt->platform;
+      pl.nic_latency_us = alphas[a];
+      check_ring_price(ag, pt, &pl, colls[c]);
+    }
 }
 
 /* A ring of C channels on 8 rails: each rank's codec streams take the C channels' chunks in turn,
@@ -256,23 +270,11 @@ static void test_ring_forward_price(const ncclzSimScenario *ag) {
  * the three collectives within 1%. */
 static void test_ring_channels_price(const ncclzSimScenario *ag) {
   const ncclzCollective colls[] = {NCCLZ_REDUCESCATTER, NCCLZ_ALLREDUCE, NCCLZ_ALLGATHER};
-  for (size_t j = 0; j < ag->npoints; j++) {
-    const ncclzSimPoint *pt = &ag->points[j];
-    if (pt->options.compress != NCCLZ_SIM_FIXEDLEN || pt->platform.nodes != 8 || pt->platform.nic_gbps != 3.125 ||
-        pt->options.bytes != 1u << 30)
-      continue;
-    for (size_t c = 0; c < 3; c++) {
-      ncclzSimPlatform pl = pt->platform;
-      ncclzSimOptions o = pt->options;
-      ncclzSimResult r;
-      pl.rails = 8;
-      o.coll = colls[c];
-      o.algorithm = NCCLZ_ALGO_RING;
-      CHECK(ncclzSimRun(&prof, &ag->data, &pl, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
-      printf("ring FIXEDLEN %s 8 x 8, 8 rails, 1 GiB, 3.125 GB/s: the model %.0f us, the replay %.0f: %.3f\n",
-             ncclzCollectiveName(o.coll), r.predicted_us, r.time_us, r.predicted_us / r.time_us);
-      CHECK(rel(r.predicted_us, r.time_us) < 0.01, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
-    }
+  const ncclzSimPoint *pt = fixedlen_point(ag, 8, 3.125);
+  for (size_t c = 0; pt && c < 3; c++) {
+    ncclzSimPlatform pl = pt->platform;
+    pl.rails = 8;
+    check_ring_price(ag, pt, &pl, colls[c]);
   }
 }
 
