@@ -612,6 +612,31 @@ static ncclzQuantParams qsgd_params(const char *spec_text, uint64_t seed, uint32
   return qp;
 }
 
+/* ncclzCudaQsgdQuantize8 and ncclzCudaDequantizeQsgd8 against the CPU: the scales, the codes
+ * widened, and the floats of the CPU's dequantizer (where it takes the codes: not a NaN's bucket's
+ * Inf scale), bit for bit. */
+static void codes8_case(const char *file, const char *spec_text, const ncclzQuantParams &qp, const float *dx, size_t n,
+                        const std::vector<float> &sc, const std::vector<int32_t> &ref) {
+  const size_t nb = sc.size();
+  Dev<float> dsc(nb), dxr(n);
+  Dev<int8_t> d8(n);
+  std::vector<float> scg(nb), xr(n), xg(n);
+  std::vector<int8_t> got(n);
+  CU(cudaMemset(d8.p, 0x5A, n));
+  CHECK(ncclzCudaQsgdQuantize8(&qp, dx, n, dsc.p, d8.p, 0) == NCCLZ_OK, "gpu qsgd 8-bit: %s", ncclzLastError());
+  CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(got.data(), d8.p, n, cudaMemcpyDeviceToHost));
+  size_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff += got[i] != ref[i];
+  CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && diff == 0, "%s %s n=%zu: 8-bit scales and codes identical (%zu differ)",
+        file, spec_text, n, diff);
+  if (ncclzDequantizeQsgd(&qp, ref.data(), n, sc.data(), xr.data()) != NCCLZ_OK) return; /* an Inf scale: refused */
+  CU(cudaMemset(dxr.p, 0xA5, 4 * n));
+  CHECK(ncclzCudaDequantizeQsgd8(&qp, d8.p, n, dsc.p, dxr.p, 0) == NCCLZ_OK, "gpu dequant 8-bit: %s", ncclzLastError());
+  CU(cudaMemcpy(xg.data(), dxr.p, 4 * n, cudaMemcpyDeviceToHost));
+  CHECK(memcmp(xg.data(), xr.data(), 4 * n) == 0, "%s %s n=%zu: 8-bit dequantize identical", file, spec_text, n);
+}
+
 /* ncclzCudaQsgdQuantize (scales and codes in one pass) against the CPU, byte for byte: buckets of
  * 128, 256 and 512 (the one-pass kernel) and 96 (its two-pass fallback), 4 and 8 bits, whole
  * arrays, a ragged end (n not a multiple of 4 nor of the bucket) and less than one bucket, with a
@@ -644,6 +669,7 @@ static void qsgd_fused_cases(const char *file) {
       CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
       CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0, "%s %s n=%zu: one-pass scales identical", file, spec_text, n);
       CHECK(memcmp(got.data(), ref.data(), 4 * n) == 0, "%s %s n=%zu: one-pass codes identical", file, spec_text, n);
+      codes8_case(file, spec_text, qp, dx.p, n, sc, ref);
     }
 }
 
@@ -750,11 +776,73 @@ static void batch_matches_cpu(const char *name, const ncclzCudaBatch &b, const i
   CHECK(st == NCCLZ_OK && bad == 0 && memcmp(got.data(), ref, 4 * n) == 0, "%s: decoded codes identical", name);
 }
 
+/* ncclzCudaQsgdEncodeBatch8 over batch b (RAW or FIXEDLEN): the codes (widened) and scales
+ * against the CPU's, every frame byte for byte against the CPU's frame, then decoded back; and
+ * ncclzCudaEncodeBatch8 of those codes gives the same frames. */
+static void qsgd_batch8_case(const char *name, const ncclzCudaBatch &b, const float *dx, const std::vector<int32_t> &ref,
+                             const std::vector<float> &sc, int32_t *dsym2, float *dsc) {
+  const size_t n = b.n_symbols, nb = sc.size();
+  const uint32_t nf = ncclzCudaBatchFrames(&b);
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b),
+               wsd = ncclzCudaDecodeWorkspaceSize(&b);
+  Dev<uint8_t> dout(slot * nf), dout2(slot * nf), dwse(wse), dwsd(wsd);
+  Dev<uint32_t> dfb(nf), dfb2(nf), dst(nf);
+  Dev<int8_t> d8(n);
+  CU(cudaMemset(dout.p, 0x5A, slot * nf));
+  CU(cudaMemset(dout2.p, 0x5A, slot * nf));
+  CU(cudaMemset(d8.p, 0x5A, n));
+  ncclzStatus st = ncclzCudaQsgdEncodeBatch8(&b, dx, d8.p, dsc, dout.p, slot, dfb.p, dwse.p, wse, 0);
+  CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
+  if (st != NCCLZ_OK) return;
+  std::vector<int8_t> got(n);
+  std::vector<float> scg(nb);
+  CU(cudaMemcpy(got.data(), d8.p, n, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(scg.data(), dsc, 4 * nb, cudaMemcpyDeviceToHost));
+  size_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff += got[i] != ref[i];
+  CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && diff == 0, "%s: scales and codes identical (%zu differ)", name, diff);
+  batch_matches_cpu(name, b, ref.data(), sc.data(), dout.p, dfb.p, slot, dsym2, dsc, dst.p, dwsd.p, wsd);
+  st = ncclzCudaEncodeBatch8(&b, d8.p, dsc, dout2.p, slot, dfb2.p, dwse.p, wse, 0);
+  std::vector<uint32_t> fb(nf), fb2(nf);
+  CU(cudaMemcpy(fb.data(), dfb.p, 4 * nf, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(fb2.data(), dfb2.p, 4 * nf, cudaMemcpyDeviceToHost));
+  std::vector<uint8_t> f1(slot), f2(slot);
+  uint32_t same = 0;
+  for (uint32_t k = 0; k < nf && st == NCCLZ_OK; k++) {
+    CU(cudaMemcpy(f1.data(), dout.p + k * slot, fb[k], cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(f2.data(), dout2.p + k * slot, fb2[k], cudaMemcpyDeviceToHost));
+    same += fb[k] == fb2[k] && memcmp(f1.data(), f2.data(), fb[k]) == 0;
+  }
+  CHECK(st == NCCLZ_OK && same == nf, "%s: ncclzCudaEncodeBatch8 gives the same %u frames (%u)", name, nf, same);
+}
+
 /* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
  * quantizer, then the chain of coder kernels): every frame
  * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
  * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
  * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */
+/* 8-bit codes with a coder that reads 32-bit ones (HUFFMAN, a coder per frame): one clear error,
+ * nothing launched. */
+static void codes8_refused() {
+  const ncclzQuantParams qp = qsgd_params("qsgd:bits=8,bucket=512", 1, 0);
+  ncclzCudaBatch b;
+  memset(&b, 0, sizeof b);
+  ncclzCoderParamsDefault(&b.params);
+  b.coder = NCCLZ_CODER_HUFFMAN, b.dtype = NCCLZ_DTYPE_F32, b.quant = &qp, b.n_symbols = 4096, b.frame_symbols = 4096;
+  b.side_scales = 1;
+  const size_t slot = ncclzCudaFrameSlotBytes(&b), wse = ncclzCudaEncodeWorkspaceSize(&b);
+  Dev<uint8_t> dout(slot), dwse(wse);
+  Dev<uint32_t> dfb(1), dcoders(1);
+  Dev<int8_t> d8(4096);
+  Dev<float> dx(4096), dsc(8);
+  CHECK(ncclzCudaEncodeBatch8(&b, d8.p, dsc.p, dout.p, slot, dfb.p, dwse.p, wse, 0) == NCCLZ_ERR_ARG &&
+            strstr(ncclzLastError(), "RAW or FIXEDLEN"),
+        "8-bit codes refused by HUFFMAN: %s", ncclzLastError());
+  b.coder = NCCLZ_CODER_FIXEDLEN, b.d_coders = dcoders.p;
+  CHECK(ncclzCudaQsgdEncodeBatch8(&b, dx.p, d8.p, dsc.p, dout.p, slot, dfb.p, dwse.p, wse, 0) == NCCLZ_ERR_ARG,
+        "8-bit codes refused with a coder per frame: %s", ncclzLastError());
+}
+
 static void qsgd_batch_cases(const char *grad) {
   size_t n0;
   std::vector<float> x0 = load_f32(grad, &n0);
@@ -801,6 +889,12 @@ static void qsgd_batch_cases(const char *grad) {
         CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
               "%s: scales and codes identical", name);
         batch_matches_cpu(name, b, ref.data(), sc.data(), dout.p, dfb.p, slot, dsym2.p, dsc.p, dst.p, dwsd.p, wsd);
+        for (ncclzCoder coder : {NCCLZ_CODER_FIXEDLEN, NCCLZ_CODER_RAW}) {
+          b.coder = coder;
+          snprintf(name, sizeof name, "batch quantize + encode, 8-bit codes, %s %s n=%zu frames of %u",
+                   coder == NCCLZ_CODER_RAW ? "raw" : "fixedlen", spec_text, n, frame);
+          qsgd_batch8_case(name, b, dx.p, ref, sc, dsym2.p, dsc.p);
+        }
       }
 }
 
@@ -904,6 +998,7 @@ static void quant_call_cases(const char *grad, const char *sci) {
   ncclzCoderParamsDefault(&cp);
   Dev<float> dx(x.size()), dsc(x.size());
   Dev<int32_t> dsym(x.size());
+  Dev<int8_t> dsym8(x.size());
   CU(cudaMemcpy(dx.p, x.data(), 4 * x.size(), cudaMemcpyHostToDevice));
   const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=256",
                          "qsgd:bits=8,bucket=96"};
@@ -933,6 +1028,17 @@ static void quant_call_cases(const char *grad, const char *sci) {
         CU(cudaMemcpy(got.data(), dsym.p, 4 * n, cudaMemcpyDeviceToHost));
         CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
               "%s: scales and codes identical", name);
+        snprintf(name, sizeof name, "quantize + encode, 8-bit codes, %s n=%zu%s", spec_text, n, zeroed ? " zeroed" : "");
+        std::vector<int8_t> got8(n);
+        CU(cudaMemset(dsym8.p, 0x5A, n));
+        quant_call_case(name, b, ref.data(), sc.data(), dq ? xr.data() : NULL,
+                        [&](const ncclzCudaBatch *bb, uint8_t *out, size_t slot, uint32_t *fb, void *ws, size_t wse) {
+                          return ncclzCudaQsgdEncodeBatch8(bb, dx.p, dsym8.p, dsc.p, out, slot, fb, ws, wse, 0);
+                        });
+        CU(cudaMemcpy(got8.data(), dsym8.p, n, cudaMemcpyDeviceToHost));
+        size_t diff = 0;
+        for (size_t i = 0; i < n; i++) diff += got8[i] != ref[i];
+        CHECK(diff == 0, "%s: codes identical (%zu differ)", name, diff);
       }
   size_t ns0;
   std::vector<float> xs = load_f32(sci, &ns0);
@@ -1086,6 +1192,7 @@ int main(int argc, char **argv) {
     eb_case("trefht_member57_8x64x128.f32", "eb:rel=1e-4,lorenzo=3d", d3, 3);
     qsgd_fused_cases("resnet18_rank0_64k.f32");
     qsgd_batch_cases("resnet18_rank0_64k.f32");
+    codes8_refused();
     eb_batch_cases("trefht_member57_8x64x128.f32", "pop_ocean_t_384x320.f32", true);
     return tu_finish("test_gpu_codecs --race");
   }
@@ -1159,6 +1266,7 @@ int main(int argc, char **argv) {
   qsgd_fused_cases("resnet18_rank0_64k.f32");
   quant_call_cases("resnet18_rank0_64k.f32", "trefht_member57_8x64x128.f32");
   qsgd_batch_cases("resnet18_rank0_64k.f32");
+  codes8_refused();
   eb_batch_cases("trefht_member57_8x64x128.f32", "pop_ocean_t_384x320.f32", false);
   QsgdCodes grad;
   if (qsgd_codes("resnet18_rank0_64k.f32", &grad)) {

@@ -17,12 +17,13 @@ namespace {
 struct Bufs {
   float *x = nullptr, *xr = nullptr, *scales = nullptr, *scales2 = nullptr;
   int32_t *sym = nullptr, *sym2 = nullptr;
+  int8_t *sym8 = nullptr; /* QSGD's codes as the coder reads them where they take 8 bits (narrow) */
   uint8_t *out = nullptr;
   uint32_t *fbytes = nullptr, *status = nullptr, *coders = nullptr;
   void *wse = nullptr, *wsd = nullptr, *wsq = nullptr;
   ncclzCudaQuantStats *stats = nullptr;
   ~Bufs() {
-    void *all[] = {x, xr, scales, scales2, sym, sym2, out, fbytes, status, coders, wse, wsd, wsq, stats};
+    void *all[] = {x, xr, scales, scales2, sym, sym2, sym8, out, fbytes, status, coders, wse, wsd, wsq, stats};
     for (void *p : all)
       if (p) cudaFree(p);
   }
@@ -107,6 +108,10 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   NZ_CUDA(cudaMalloc(&B.xr, 4 * n));
   NZ_CUDA(cudaMalloc(&B.sym, 4 * n));
   NZ_CUDA(cudaMalloc(&B.sym2, 4 * n));
+  /* QSGD's codes between its quantizer and RAW or FIXEDLEN as int8_t: a quarter of the bytes
+   * written and read (ncclzCudaQsgdEncodeBatch8) */
+  const bool narrow = kind == NCCLZ_QUANT_QSGD && !chooser && (coder == NCCLZ_CODER_RAW || coder == NCCLZ_CODER_FIXEDLEN);
+  if (narrow) NZ_CUDA(cudaMalloc(&B.sym8, n));
   NZ_CUDA(cudaMalloc(&B.scales, 4 * nscales));
   NZ_CUDA(cudaMalloc(&B.scales2, 4 * nscales));
   NZ_CUDA(cudaMalloc(&B.out, slot * nf));
@@ -128,15 +133,17 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
 
   auto quantize = [&]() -> ncclzStatus {
     if (kind == NCCLZ_QUANT_EB) return ncclzCudaQuantizeEB(q, eb_is_rel, rel_eb, B.x, n, B.sym, B.stats, B.wsq, wsq, s);
-    if (kind == NCCLZ_QUANT_QSGD) {
-      return ncclzCudaQsgdQuantize(q, B.x, n, B.scales, B.sym, s);
-    }
+    if (kind == NCCLZ_QUANT_QSGD)
+      return narrow ? ncclzCudaQsgdQuantize8(q, B.x, n, B.scales, B.sym8, s)
+                    : ncclzCudaQsgdQuantize(q, B.x, n, B.scales, B.sym, s);
     NZ_CUDA(cudaMemcpyAsync(B.sym, B.x, 4 * n, cudaMemcpyDeviceToDevice, s)); /* quant none: the bits */
     return NCCLZ_OK;
   };
   auto encode = [&]() { /* with a chooser, its plan is part of the encode's time */
     ncclzStatus st = chooser ? chooser->plan(chooser->ctx, B.sym, n, frame_symbols, B.coders, s) : NCCLZ_OK;
-    return st != NCCLZ_OK ? st : ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
+    if (st != NCCLZ_OK) return st;
+    return narrow ? ncclzCudaEncodeBatch8(&b, B.sym8, B.scales, B.out, slot, B.fbytes, B.wse, wse, s)
+                  : ncclzCudaEncodeBatch(&b, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
   };
   const unsigned coder_mask = chooser ? 7u : 0u; /* auto: frames of any coder */
   auto decode = [&]() {
@@ -158,6 +165,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   /* without a chooser, the quantizer inside the encode call: one kernel for a small QSGD frame,
    * EB inside HUFFMAN's histogram pass over a batch */
   auto quantize_encode = [&]() {
+    if (narrow) return ncclzCudaQsgdEncodeBatch8(&b, B.x, B.sym8, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
     if (kind == NCCLZ_QUANT_QSGD && !chooser)
       return ncclzCudaQsgdEncodeBatch(&b, B.x, B.sym, B.scales, B.out, slot, B.fbytes, B.wse, wse, s);
     if (kind == NCCLZ_QUANT_EB && !chooser)
@@ -196,7 +204,13 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   NZ_CUDA(cudaMemcpy(fb.data(), B.fbytes, 4 * nf, cudaMemcpyDeviceToHost));
   NZ_CUDA(cudaMemcpy(fst.data(), B.status, 4 * nf, cudaMemcpyDeviceToHost));
   std::vector<int32_t> s1(n), s2(n);
-  NZ_CUDA(cudaMemcpy(s1.data(), B.sym, 4 * n, cudaMemcpyDeviceToHost));
+  if (narrow) { /* the encoded codes, widened */
+    std::vector<int8_t> c8(n);
+    NZ_CUDA(cudaMemcpy(c8.data(), B.sym8, n, cudaMemcpyDeviceToHost));
+    std::copy(c8.begin(), c8.end(), s1.begin());
+  } else {
+    NZ_CUDA(cudaMemcpy(s1.data(), B.sym, 4 * n, cudaMemcpyDeviceToHost));
+  }
   NZ_CUDA(cudaMemcpy(s2.data(), B.sym2, 4 * n, cudaMemcpyDeviceToHost));
   size_t total = 0;
   for (uint32_t k = 0; k < nf; k++) {

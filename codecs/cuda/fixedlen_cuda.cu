@@ -249,8 +249,8 @@ static __device__ __forceinline__ void fl_encode_unit(const Z &zz, uint32_t n, u
 /* MIXED: a batch of several coders, whose other frames the kernel skips; a template argument, so
  * that a batch of FIXEDLEN alone runs the kernel without the test (its encode is the one whose
  * margin over its roofline target is a run's spread). */
-template <bool MIXED>
-__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride,
+template <bool MIXED, typename T>
+__global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(NzShape sh, const T *sym, uint8_t *out, size_t stride,
                                                          NzFrame *fr, unsigned long long *lb) {
   nz_pdl_enter();
   extern __shared__ uint32_t s_pack[]; /* FLE_BLOCKS * 32 words, dynamic: FLE_WARPS may pass the static 48 KiB */
@@ -259,14 +259,15 @@ __global__ void __launch_bounds__(FLE_THREADS, 1536 / FLE_THREADS) k_fl_encode(N
    * from an atomic counter instead cost every CTA an L2 round trip with all its warps waiting. */
   const uint32_t unit = blockIdx.x, upf = sh.units_per_frame, f = unit / upf, lc = unit - f * upf;
   if (MIXED && fr[f].coder != NCCLZ_CODER_FIXEDLEN) return; /* a mixed batch's frame of another coder */
-  const int32_t *src = sym + (size_t)f * sh.frame_symbols;
-  fl_encode_unit<FLE_WARPS, false>([src](uint32_t i) { return ncclz_zigzag(__ldg(src + i)); }, sh.frame_n(f), sh.p0,
+  const T *src = sym + (size_t)f * sh.frame_symbols;
+  fl_encode_unit<FLE_WARPS, false>([src](uint32_t i) { return ncclz_zigzag((int32_t)__ldg(src + i)); }, sh.frame_n(f), sh.p0,
                                    sh.side_words(f),
                             (uint32_t *)(out + f * stride + 64), unit, f * upf, lc, lb, s_pack, &fr[f].check,
                             &fr[f].coded_bytes);
 }
 
-ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+template <typename T>
+ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const T *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lb, cudaStream_t s) {
   NzShape sh = sh0;
   sh.units_per_frame = nz_fixedlen_units(sh);
@@ -276,19 +277,23 @@ ncclzStatus nz_fixedlen_encode(const NzShape &sh0, const int32_t *d_sym, uint8_t
    * carveout fits 6 CTAs of 8 warps on an SM (left alone, the driver gave them 168 KiB: room for
    * 4). */
   const int smem = FLE_BLOCKS * 32 * 4;
-  for (auto k : {k_fl_encode<false>, k_fl_encode<true>}) NZ_CUDA(nz_smem_optin(k, smem, cudaSharedmemCarveoutMaxShared));
+  for (auto k : {k_fl_encode<false, T>, k_fl_encode<true, T>}) NZ_CUDA(nz_smem_optin(k, smem, cudaSharedmemCarveoutMaxShared));
   /* Not a programmatic dependent launch, and the carveout as a launch attribute too: launched so
    * (or replayed from a CUDA graph so), the encoder coded 256 MiB in 4 MiB frames at 868-1,095 GB/s
    * instead of 1,198-1,756 on the H200, as if with 4 CTAs an SM instead of 6; which of the two
    * did it was not established. */
   const int carve = cudaSharedmemCarveoutMaxShared;
   if (grid && sh.mixed)
-    nz_launch_opt(false, carve, k_fl_encode<true>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
+    nz_launch_opt(false, carve, k_fl_encode<true, T>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
   else if (grid)
-    nz_launch_opt(false, carve, k_fl_encode<false>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
+    nz_launch_opt(false, carve, k_fl_encode<false, T>, grid, FLE_THREADS, smem, s, sh, d_sym, d_out, stride, fr, lb);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
+template ncclzStatus nz_fixedlen_encode<int32_t>(const NzShape &, const int32_t *, uint8_t *, size_t, NzFrame *,
+                                                 unsigned long long *, cudaStream_t);
+template ncclzStatus nz_fixedlen_encode<int8_t>(const NzShape &, const int8_t *, uint8_t *, size_t, NzFrame *,
+                                                unsigned long long *, cudaStream_t);
 
 /* ------------------------------------------------------------ decode */
 
@@ -583,25 +588,26 @@ static __device__ void one_finish_encode(const NzShape &sh, uint8_t *out, const 
   }
 }
 
-template <int WARPS, int G>
-__global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const int32_t *sym, uint8_t *out,
+template <int WARPS, int G, typename T>
+__global__ void __launch_bounds__(32 * WARPS) k_fl_encode_one(NzShape sh, const T *sym, uint8_t *out,
                                                               NzOneEncode a) {
   nz_pdl_enter();
   __shared__ uint32_t s_pack[G * WARPS * 32];
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check_warp(one_copy_side(a.scales, sw, P), &a.st->check);
-  fl_encode_unit<WARPS, true, G>([sym](uint32_t i) { return ncclz_zigzag(__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
+  fl_encode_unit<WARPS, true, G>([sym](uint32_t i) { return ncclz_zigzag((int32_t)__ldg(sym + i)); }, n, sh.p0, sw, P, blockIdx.x,
                               0, blockIdx.x, one_lookback(a.st), s_pack, &a.st->check, &a.st->coded_bytes);
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, gridDim.x);
 }
 
-__global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const int32_t *sym, uint8_t *out, NzOneEncode a) {
+template <typename T>
+__global__ void __launch_bounds__(256) k_raw_encode_one(NzShape sh, const T *sym, uint8_t *out, NzOneEncode a) {
   nz_pdl_enter();
   const uint32_t n = sh.frame_n(0), sw = sh.side_words(0);
   uint32_t *P = (uint32_t *)(out + 64);
   nz_add_check<256>(one_copy_side(a.scales, sw, P), &a.st->check);
-  nz_raw_copy_chunk((const uint32_t *)sym, NzWords{(int32_t *)(P + sw)}, n, sw, &a.st->check);
+  nz_raw_copy_chunk(sym, NzWords{(int32_t *)(P + sw)}, n, sw, &a.st->check);
   if (blockIdx.x == 0 && threadIdx.x == 0) a.st->coded_bytes = 4 * n;
   if (nz_one_last(a.st)) one_finish_encode(sh, out, a, 0);
 }
@@ -643,7 +649,8 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     const double sd = q.levels;
     const int4 c = nz_qsgd_four(v[r], m, bk, sd, q.levels, q.seed, q.rank, e, n);
-    nz_store4(q.sym, e, n, c);
+    if (q.sym8) nz_store4(q.sym8, e, n, c);
+    else nz_store4(q.sym, e, n, c);
     *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));
     const uint32_t e0 = base + slot * 128; /* the slot's first element */
     if (lane == 0 && slot == first && e0 < n) {
@@ -667,22 +674,27 @@ ncclzStatus nz_one_qsgd_encode(const NzShape &sh, const NzQsgd &q, uint8_t *d_ou
   return NCCLZ_OK;
 }
 
-ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
-                          const NzOneEncode &a, cudaStream_t s) {
+template <typename T>
+ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const T *d_sym, uint8_t *d_out, const NzOneEncode &a,
+                          cudaStream_t s) {
   const uint32_t n = sh.frame_n(0);
   if (coder == NCCLZ_CODER_RAW) {
     const uint32_t grid = n ? (uint32_t)ncclz_ceil_div(n, NZ_RAW_CHUNK) : 1u;
-    nz_launch(k_raw_encode_one, grid, 256, 0, s, sh, d_sym, d_out, a);
+    nz_launch(k_raw_encode_one<T>, grid, 256, 0, s, sh, d_sym, d_out, a);
   } else {
     const uint32_t w = one_warps(), grid = one_units(n, w ? w : ONE_WARPS);
-    if (w == 8) nz_launch(k_fl_encode_one<8, 32>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
-    else if (w == 4) nz_launch(k_fl_encode_one<4, 32>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
-    else if (w == 2) nz_launch(k_fl_encode_one<2, 32>, grid, 32 * 2, 0, s, sh, d_sym, d_out, a);
-    else nz_launch(k_fl_encode_one<ONE_WARPS * 4, 8>, grid, 32 * ONE_WARPS * 4, 0, s, sh, d_sym, d_out, a);
+    if (w == 8) nz_launch(k_fl_encode_one<8, 32, T>, grid, 32 * 8, 0, s, sh, d_sym, d_out, a);
+    else if (w == 4) nz_launch(k_fl_encode_one<4, 32, T>, grid, 32 * 4, 0, s, sh, d_sym, d_out, a);
+    else if (w == 2) nz_launch(k_fl_encode_one<2, 32, T>, grid, 32 * 2, 0, s, sh, d_sym, d_out, a);
+    else nz_launch(k_fl_encode_one<ONE_WARPS * 4, 8, T>, grid, 32 * ONE_WARPS * 4, 0, s, sh, d_sym, d_out, a);
   }
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
+template ncclzStatus nz_one_encode<int32_t>(const NzShape &, ncclzCoder, const int32_t *, uint8_t *,
+                                            const NzOneEncode &, cudaStream_t);
+template ncclzStatus nz_one_encode<int8_t>(const NzShape &, ncclzCoder, const int8_t *, uint8_t *,
+                                           const NzOneEncode &, cudaStream_t);
 
 /* One frame of RAW or FIXEDLEN: every CTA parses the header itself, copies its share of the
  * side data, then decodes its RAW chunk or its part of a FIXEDLEN tile; the last writes the

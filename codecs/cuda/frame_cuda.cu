@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "decode_out.cuh"
@@ -238,13 +239,13 @@ static void launch_init(const NzShape &sh, const float *scales, uint8_t *out, si
 /* RAW: the symbols as words after the side data, for the RAW frames of the batch; only_fallback:
  * for the frames marked to fall back (k_fallback_mark) instead, the others keep their coder's
  * payload. */
-__global__ void k_raw_encode(NzShape sh, const int32_t *sym, uint8_t *out, size_t stride, NzFrame *fr,
-                             int only_fallback) {
+template <typename T>
+__global__ void k_raw_encode(NzShape sh, const T *sym, uint8_t *out, size_t stride, NzFrame *fr, int only_fallback) {
   nz_pdl_enter();
   uint32_t f = blockIdx.y, n = sh.frame_n(f), sw = sh.side_words(f);
   /* the whole block returns or none of it: fr[f] is the same for all its threads */
   if (only_fallback ? !fr[f].fallback : !sh.takes(fr, f, NCCLZ_CODER_RAW)) return;
-  const uint32_t *src = (const uint32_t *)sym + (size_t)f * sh.frame_symbols;
+  const T *src = sym + (size_t)f * sh.frame_symbols;
   uint32_t *dst = (uint32_t *)(out + f * stride + 64) + sw;
   nz_raw_copy_chunk(src, NzWords{(int32_t *)dst}, n, sw, &fr[f].check);
   if (blockIdx.x == 0 && threadIdx.x == 0) fr[f].coded_bytes = 4 * n;
@@ -400,7 +401,8 @@ static NzOneEncode one_encode_args(const ncclzCudaBatch *b, const float *d_scale
 /* The chain of an encode of nf frames: reset, each coder's kernels, the post-check, the headers.
  * eb: EB's quantizer inside HUFFMAN's histogram pass (a batch of HUFFMAN alone), which writes the
  * codes to d_sym before the coder reads them. */
-static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const int32_t *d_sym,
+template <typename T> /* the codes: int32_t, or int8_t for RAW and FIXEDLEN alone (ncclzCudaEncodeBatch8) */
+static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const T *d_sym,
                                 const float *d_scales, const NzEb *eb, uint8_t *d_out, size_t out_stride,
                                 uint32_t *d_frame_bytes, void *d_ws, cudaStream_t s) {
   ncclzStatus st;
@@ -414,7 +416,7 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
    * mixed batch: the kernels skip the others' frames; the shape carries each coder's parameter) */
   const bool mixed = b->d_coders != nullptr;
   if (mixed || b->coder == NCCLZ_CODER_RAW) {
-    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 0);
+    nz_launch(k_raw_encode<T>, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 0);
     NZ_LAUNCHED();
   }
   ncclzCudaBatch cb = *b;
@@ -422,19 +424,21 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
     cb.coder = NCCLZ_CODER_FIXEDLEN;
     if ((st = nz_fixedlen_encode(nz_shape(&cb, 0), d_sym, d_out, out_stride, fr, lb, s)) != NCCLZ_OK) return st;
   }
-  if (mixed || b->coder == NCCLZ_CODER_HUFFMAN) {
-    /* the two coders number their look-back units alike: FIXEDLEN's published words would read
-     * as HUFFMAN predecessors' */
-    if (mixed) NZ_CUDA(cudaMemsetAsync(lb, 0, 8 * (size_t)units, s));
-    cb.coder = NCCLZ_CODER_HUFFMAN;
-    if ((st = nz_huffman_encode(nz_shape(&cb, 0), d_sym, eb, d_out, out_stride, fr, lb, ws_at<uint32_t>(d_ws, L.hist),
-                                ws_at<uint32_t>(d_ws, L.table), s)) != NCCLZ_OK)
-      return st;
+  if constexpr (std::is_same<T, int32_t>::value) { /* 8-bit codes take RAW and FIXEDLEN alone (encode8_args) */
+    if (mixed || b->coder == NCCLZ_CODER_HUFFMAN) {
+      /* the two coders number their look-back units alike: FIXEDLEN's published words would read
+       * as HUFFMAN predecessors' */
+      if (mixed) NZ_CUDA(cudaMemsetAsync(lb, 0, 8 * (size_t)units, s));
+      cb.coder = NCCLZ_CODER_HUFFMAN;
+      if ((st = nz_huffman_encode(nz_shape(&cb, 0), d_sym, eb, d_out, out_stride, fr, lb,
+                                  ws_at<uint32_t>(d_ws, L.hist), ws_at<uint32_t>(d_ws, L.table), s)) != NCCLZ_OK)
+        return st;
+    }
   }
   if (falls_back(b)) {
     nz_launch(k_fallback_mark, (nf + 127) / 128, 128, 0, s, sh, b->fallback_bytes, b->fallback_last_bytes, fr);
     NZ_LAUNCHED();
-    nz_launch(k_raw_encode, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
+    nz_launch(k_raw_encode<T>, dim3((unsigned)ncclz_ceil_div(sh.frame_symbols, NZ_RAW_CHUNK), nf), 256, 0, s, sh, d_sym, d_out, out_stride, fr, 1);
     NZ_LAUNCHED();
   }
   NzHeaderTemplates t;
@@ -446,13 +450,14 @@ static ncclzStatus encode_chain(const ncclzCudaBatch *b, uint32_t nf, const NzLa
 }
 
 /* An encode of nf frames laid out in L (encode_args): the one kernel where it serves, else the chain. */
-static ncclzStatus encode_laid_out(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const int32_t *d_sym,
+template <typename T>
+static ncclzStatus encode_laid_out(const ncclzCudaBatch *b, uint32_t nf, const NzLayout &L, const T *d_sym,
                                    const float *d_scales, uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes,
                                    void *d_ws, cudaStream_t s) {
   if (one_kernel_encode(b, nf))
     return nz_one_encode(nz_shape(b, 0), b->coder, d_sym, d_out, one_encode_args(b, d_scales, d_frame_bytes, d_ws, L),
                          s);
-  return encode_chain(b, nf, L, d_sym, d_scales, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
+  return encode_chain<T>(b, nf, L, d_sym, d_scales, nullptr, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, const float *d_scales,
@@ -465,12 +470,29 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
   return encode_laid_out(b, nf, L, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
+/* 8-bit codes go to RAW and FIXEDLEN alone: HUFFMAN's and REA's kernels read 32-bit codes. */
+static ncclzStatus encode8_args(const ncclzCudaBatch *b, const char *who) {
+  if (b && !b->d_coders && (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN)) return NCCLZ_OK;
+  return ncclzSetError(NCCLZ_ERR_ARG, "%s: 8-bit codes are coded by RAW or FIXEDLEN, one coder for the batch", who);
+}
+
+ncclzStatus ncclzCudaEncodeBatch8(const ncclzCudaBatch *b, const int8_t *d_sym8, const float *d_scales,
+                                  uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                  size_t ws_bytes, cudaStream_t s) {
+  uint32_t nf = 0;
+  NzLayout L;
+  ncclzStatus st = encode8_args(b, "cuda encode");
+  if (st == NCCLZ_OK) st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  if (st != NCCLZ_OK || nf == 0) return st;
+  return encode_laid_out(b, nf, L, d_sym8, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
+}
+
 static bool qsgd_bits_ok(uint32_t bits) { return bits == 2 || bits == 4 || bits == 8; }
 
 /* Whether a QSGD quantize + encode runs as one kernel: one FIXEDLEN frame on a zeroed workspace
  * without a post-check, of at most NZ_ONE_MAX_UNITS CTAs' symbols, buckets that tile a CTA, and
  * 16-byte aligned x and codes (the kernel's float4 and int4 accesses). */
-static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const int32_t *d_sym) {
+static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d_x, const void *d_sym) {
   const ncclzQuantParams *q = b->quant;
   const uint64_t n = b->n_symbols < b->frame_symbols ? b->n_symbols : b->frame_symbols;
   return b->ws_zeroed && one_on() && fuse_on() && nf == 1 && n <= (uint64_t)NZ_ONE_MAX_UNITS * NZ_ONE_QSGD_SYMS &&
@@ -478,24 +500,44 @@ static bool one_kernel_qsgd(const ncclzCudaBatch *b, uint32_t nf, const float *d
          qsgd_bits_ok(q->qsgd_bits) && nz_aligned16(d_x, d_sym);
 }
 
-ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
-                                     uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
-                                     size_t ws_bytes, cudaStream_t s) {
+/* ncclzCudaQsgdEncodeBatch and its 8-bit form: the codes to d_sym, or to d_sym8 where it is set. */
+static ncclzStatus qsgd_encode(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, int8_t *d_sym8,
+                               float *d_scales, uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes,
+                               void *d_ws, size_t ws_bytes, cudaStream_t s) {
   if (!b || !b->quant || b->quant->kind != NCCLZ_QUANT_QSGD || !b->side_scales)
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda qsgd encode: a QSGD batch with side scales expected");
   uint32_t nf = 0;
   NzLayout L;
-  ncclzStatus st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
+  ncclzStatus st = d_sym8 ? encode8_args(b, "cuda qsgd encode") : NCCLZ_OK;
+  if (st == NCCLZ_OK) st = encode_args(b, d_scales, out_stride, ws_bytes, &nf, &L);
   if (st != NCCLZ_OK || nf == 0) return st;
-  if (one_kernel_qsgd(b, nf, d_x, d_sym)) {
+  if (one_kernel_qsgd(b, nf, d_x, d_sym8 ? (const void *)d_sym8 : (const void *)d_sym)) {
     const ncclzQuantParams *p = b->quant;
-    const NzQsgd q = {d_x, d_scales, d_sym, p->qsgd_bucket, p->rank, ncclz_qsgd_levels(p->qsgd_bits), p->seed};
+    const NzQsgd q = {d_x, d_scales, d_sym8 ? nullptr : d_sym, d_sym8, p->qsgd_bucket, p->rank,
+                      ncclz_qsgd_levels(p->qsgd_bits), p->seed};
     NzOneEncode a = one_encode_args(b, d_scales, d_frame_bytes, d_ws, L);
     a.scales = nullptr; /* the kernel writes the side data itself */
     return nz_one_qsgd_encode(nz_shape(b, 0), q, d_out, a, s);
   }
+  if (d_sym8) {
+    if ((st = ncclzCudaQsgdQuantize8(b->quant, d_x, b->n_symbols, d_scales, d_sym8, s)) != NCCLZ_OK) return st;
+    return encode_laid_out(b, nf, L, d_sym8, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
+  }
   if ((st = ncclzCudaQsgdQuantize(b->quant, d_x, b->n_symbols, d_scales, d_sym, s)) != NCCLZ_OK) return st;
   return encode_laid_out(b, nf, L, d_sym, d_scales, d_out, out_stride, d_frame_bytes, d_ws, s);
+}
+
+ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
+                                     uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                     size_t ws_bytes, cudaStream_t s) {
+  return qsgd_encode(b, d_x, d_sym, nullptr, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
+}
+
+ncclzStatus ncclzCudaQsgdEncodeBatch8(const ncclzCudaBatch *b, const float *d_x, int8_t *d_sym8, float *d_scales,
+                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                      size_t ws_bytes, cudaStream_t s) {
+  if (!d_sym8) return ncclzSetError(NCCLZ_ERR_ARG, "cuda qsgd encode: NULL 8-bit codes");
+  return qsgd_encode(b, d_x, nullptr, d_sym8, d_scales, d_out, out_stride, d_frame_bytes, d_ws, ws_bytes, s);
 }
 
 /* Whether a batch's EB quantize + HUFFMAN encode quantizes inside the histogram pass
@@ -523,7 +565,7 @@ ncclzStatus ncclzCudaEbEncodeBatch(const ncclzCudaBatch *b, int eb_is_rel, doubl
   NzEb e;
   st = nz_eb_prepare(b->quant, eb_is_rel, rel_eb, d_x, b->n_symbols, d_sym, d_stats, d_qws, qws_bytes, s, &e);
   if (st != NCCLZ_OK) return st;
-  return encode_chain(b, nf, L, d_sym, nullptr, &e, d_out, out_stride, d_frame_bytes, d_ws, s);
+  return encode_chain<int32_t>(b, nf, L, d_sym, nullptr, &e, d_out, out_stride, d_frame_bytes, d_ws, s);
 }
 
 /* The decode chain (or the one kernel) of a batch, the symbols to out (decode_out.cuh). */

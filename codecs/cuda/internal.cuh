@@ -248,9 +248,9 @@ struct NzWords {
 
 /* This block's NZ_RAW_CHUNK words of a RAW payload, copied either way (encode or decode) to dst (a
  * writer as NzWords), with their share of the payload check (word i of the payload sits at sw +
- * i). 256 threads. */
-template <typename Dst>
-static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, const Dst &dst, uint32_t n, uint32_t sw,
+ * i). 256 threads. src: 32-bit words, or 8-bit codes (ncclzCudaEncodeBatch8) widened to words. */
+template <typename S, typename Dst>
+static __device__ inline void nz_raw_copy_chunk(const S *src, const Dst &dst, uint32_t n, uint32_t sw,
                                                 uint32_t *check) {
   const uint32_t end = n < (blockIdx.x + 1) * NZ_RAW_CHUNK ? n : (blockIdx.x + 1) * NZ_RAW_CHUNK;
   uint32_t chk = 0;
@@ -258,7 +258,7 @@ static __device__ inline void nz_raw_copy_chunk(const uint32_t *src, const Dst &
   for (uint32_t i0 = blockIdx.x * NZ_RAW_CHUNK + threadIdx.x; i0 < end; i0 += 4 * 256) {
     uint32_t w[4];
 #pragma unroll
-    for (uint32_t u = 0; u < 4; u++) w[u] = i0 + u * 256 < end ? src[i0 + u * 256] : 0u;
+    for (uint32_t u = 0; u < 4; u++) w[u] = i0 + u * 256 < end ? (uint32_t)(int32_t)src[i0 + u * 256] : 0u;
 #pragma unroll
     for (uint32_t u = 0; u < 4; u++)
       if (i0 + u * 256 < end) {
@@ -474,6 +474,16 @@ static __device__ __forceinline__ void nz_store4(int32_t *sym, size_t e, size_t 
   if (e + 1 < n) sym[e + 1] = c.y;
   if (e + 2 < n) sym[e + 2] = c.z;
 }
+/* The same as 8-bit codes (|c| <= 127: QSGD's): one 32-bit store where all four lie below n. */
+static __device__ __forceinline__ void nz_store4(int8_t *sym, size_t e, size_t n, int4 c) {
+  if (e + 3 < n) {
+    *(char4 *)(sym + e) = make_char4((signed char)c.x, (signed char)c.y, (signed char)c.z, (signed char)c.w);
+    return;
+  }
+  if (e < n) sym[e] = (int8_t)c.x;
+  if (e + 1 < n) sym[e + 1] = (int8_t)c.y;
+  if (e + 2 < n) sym[e + 2] = (int8_t)c.z;
+}
 /* One-kernel calls (fixedlen_cuda.cu). side: the frame's QSGD scales (NULL without). */
 struct NzOneEncode {
   const float *scales;
@@ -483,15 +493,18 @@ struct NzOneEncode {
   uint32_t *frame_bytes;
   NzOneState *st;
 };
-ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const int32_t *d_sym, uint8_t *d_out,
-                          const NzOneEncode &a, cudaStream_t s);
+/* T: the codes' type, int32_t, or int8_t (ncclzCudaEncodeBatch8). */
+template <typename T>
+ncclzStatus nz_one_encode(const NzShape &sh, ncclzCoder coder, const T *d_sym, uint8_t *d_out, const NzOneEncode &a,
+                          cudaStream_t s);
 uint32_t nz_one_units(uint64_t frame_symbols);
 /* QSGD of a fused quantize + encode: x in, the scales and codes also written out (as
- * ncclzCudaQsgdQuantize). */
+ * ncclzCudaQsgdQuantize, or as 8-bit codes to sym8 where it is set). */
 struct NzQsgd {
   const float *x;
   float *scales;
   int32_t *sym;
+  int8_t *sym8;
   uint32_t bucket, rank;
   int levels;
   uint64_t seed;
@@ -557,7 +570,8 @@ NzShape nz_shape(const ncclzCudaBatch *b, uint32_t units_per_frame);
 #define NZ_HF_TSTRIDE (NCCLZ_HUFF_MAX_SYMS + 64u) /* decode tables per frame, words */
 
 /* Coder entry points (encode writes the coded payload at d_out + k*stride + 64 + side bytes). */
-ncclzStatus nz_fixedlen_encode(const NzShape &sh, const int32_t *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
+template <typename T> /* int32_t, or int8_t codes (ncclzCudaEncodeBatch8) */
+ncclzStatus nz_fixedlen_encode(const NzShape &sh, const T *d_sym, uint8_t *d_out, size_t stride, NzFrame *fr,
                                unsigned long long *lookback, cudaStream_t s);
 uint32_t nz_fixedlen_units(const NzShape &sh);
 uint32_t nz_huffman_units(const NzShape &sh);

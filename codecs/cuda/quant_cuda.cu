@@ -1339,13 +1339,14 @@ __global__ void k_qsgd_scales(const float *x, size_t n, uint32_t bucket, float *
   if ((threadIdx.x & 31) == 0) scales[b] = m;
 }
 
+template <typename T> /* int32_t codes, or int8_t (every QSGD code fits: |c| <= 127) */
 __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed, uint32_t rank,
-                             const float *scales, int32_t *sym) {
+                             const float *scales, T *sym) {
   nz_pdl_enter();
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     const float scale = __ldg(scales + i / bucket);
-    sym[i] = nz_qsgd_one(__ldg(x + i), scale, nz_qsgd_bucket(scale), s, s, seed, rank, i);
+    sym[i] = (T)nz_qsgd_one(__ldg(x + i), scale, nz_qsgd_bucket(scale), s, s, seed, rank, i);
   }
 }
 
@@ -1353,9 +1354,9 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
  * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction (NaN never
  * compares greater, 0 to start: the reference's bucket_max_abs, in any order), then the codes
  * from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
-template <int V>
+template <int V, typename T>
 __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
-                                                    uint32_t rank, float *scales, int32_t *sym) {
+                                                    uint32_t rank, float *scales, T *sym) {
   nz_pdl_enter();
   const uint32_t lane = threadIdx.x & 31;
   const size_t nb = (n + bucket - 1) / bucket, warps = (size_t)gridDim.x * (blockDim.x / 32);
@@ -1431,6 +1432,32 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
   for (size_t i = done + gid; i < n; i += stride) x[i] = nz_qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
 }
 
+/* From 8-bit codes: 16 codes (one uint4) in, four float4 out a thread and step, where both are
+ * 16-byte aligned and a bucket holds whole groups of 16; the rest scalar. */
+__global__ void __launch_bounds__(256) k_qsgd_dequant8(const int8_t *sym, size_t n, uint32_t bucket, double s,
+                                                       double rs, const float *scales, float *x) {
+  nz_pdl_enter();
+  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+  size_t done = 0;
+  if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 16 == 0) {
+    const size_t n16 = n / 16;
+    for (size_t q = gid; q < n16; q += stride) {
+      const uint4 w = __ldg((const uint4 *)sym + q);
+      const double scale = __ldg(scales + 16 * q / bucket);
+      const uint32_t word[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const int32_t c0 = (int8_t)word[k], c1 = (int8_t)(word[k] >> 8), c2 = (int8_t)(word[k] >> 16),
+                      c3 = (int8_t)(word[k] >> 24);
+        ((float4 *)x)[4 * q + k] = make_float4(nz_qsgd_value(c0, scale, s, rs), nz_qsgd_value(c1, scale, s, rs),
+                                               nz_qsgd_value(c2, scale, s, rs), nz_qsgd_value(c3, scale, s, rs));
+      }
+    }
+    done = 16 * n16;
+  }
+  for (size_t i = done + gid; i < n; i += stride) x[i] = nz_qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
+}
+
 static ncclzStatus check_qsgd(const ncclzQuantParams *p) {
   if (!p || p->kind != NCCLZ_QUANT_QSGD || !p->qsgd_bucket || (p->qsgd_bits != 2 && p->qsgd_bits != 4 && p->qsgd_bits != 8))
     return ncclzSetError(NCCLZ_ERR_ARG, "cuda qsgd: bad params");
@@ -1446,33 +1473,51 @@ ncclzStatus ncclzCudaQsgdScales(const ncclzQuantParams *p, const float *d_x, siz
   return NCCLZ_OK;
 }
 
-ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, size_t n, const float *d_scales,
-                                  int32_t *d_sym, cudaStream_t s) {
+template <typename T>
+static ncclzStatus qsgd_codes(const ncclzQuantParams *p, const float *d_x, size_t n, const float *d_scales, T *d_sym,
+                              cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
-  nz_launch(k_qsgd_quant, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, ncclz_qsgd_levels(p->qsgd_bits), p->seed, p->rank,
-                                           d_scales, d_sym);
+  nz_launch(k_qsgd_quant<T>, grid_for(n), 256, 0, s, d_x, n, p->qsgd_bucket, ncclz_qsgd_levels(p->qsgd_bits), p->seed,
+            p->rank, d_scales, d_sym);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaQuantizeQsgd(const ncclzQuantParams *p, const float *d_x, size_t n, const float *d_scales,
+                                  int32_t *d_sym, cudaStream_t s) {
+  return qsgd_codes(p, d_x, n, d_scales, d_sym, s);
+}
+
+/* Scales and codes in one pass where the buckets allow (k_qsgd_fused), else the two passes. */
+template <typename T>
+static ncclzStatus qsgd_quantize(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales, T *d_sym,
+                                 cudaStream_t s) {
+  ncclzStatus st = check_qsgd(p);
+  if (st != NCCLZ_OK || !n) return st;
+  const uint32_t b = p->qsgd_bucket, V = b / 128;
+  if (b % 128 || V > 4 || V == 3 || !nz_aligned16(d_x, d_sym)) { /* the two passes */
+    if ((st = ncclzCudaQsgdScales(p, d_x, n, d_scales, s)) != NCCLZ_OK) return st;
+    return qsgd_codes(p, d_x, n, d_scales, d_sym, s);
+  }
+  const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
+  const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
+  const int lv = ncclz_qsgd_levels(p->qsgd_bits);
+  if (V == 1) nz_launch(k_qsgd_fused<1, T>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else if (V == 2) nz_launch(k_qsgd_fused<2, T>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
+  else nz_launch(k_qsgd_fused<4, T>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
 
 ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
                                  int32_t *d_sym, cudaStream_t s) {
-  ncclzStatus st = check_qsgd(p);
-  if (st != NCCLZ_OK || !n) return st;
-  const uint32_t b = p->qsgd_bucket, V = b / 128;
-  if (b % 128 || V > 4 || V == 3 || !nz_aligned16(d_x, d_sym)) { /* the two passes */
-    if ((st = ncclzCudaQsgdScales(p, d_x, n, d_scales, s)) != NCCLZ_OK) return st;
-    return ncclzCudaQuantizeQsgd(p, d_x, n, d_scales, d_sym, s);
-  }
-  const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
-  const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
-  const int lv = ncclz_qsgd_levels(p->qsgd_bits);
-  if (V == 1) nz_launch(k_qsgd_fused<1>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
-  else if (V == 2) nz_launch(k_qsgd_fused<2>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
-  else nz_launch(k_qsgd_fused<4>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
+  return qsgd_quantize(p, d_x, n, d_scales, d_sym, s);
+}
+
+ncclzStatus ncclzCudaQsgdQuantize8(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
+                                  int8_t *d_sym8, cudaStream_t s) {
+  return qsgd_quantize(p, d_x, n, d_scales, d_sym8, s);
 }
 
 ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n, const float *d_scales,
@@ -1481,6 +1526,16 @@ ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_
   if (st != NCCLZ_OK) return st;
   const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
   nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
+  NZ_LAUNCHED();
+  return NCCLZ_OK;
+}
+
+ncclzStatus ncclzCudaDequantizeQsgd8(const ncclzQuantParams *p, const int8_t *d_sym8, size_t n, const float *d_scales,
+                                     float *d_x, cudaStream_t s) {
+  ncclzStatus st = check_qsgd(p);
+  if (st != NCCLZ_OK) return st;
+  const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
+  nz_launch(k_qsgd_dequant8, grid_for(n / 4), 256, 0, s, d_sym8, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }

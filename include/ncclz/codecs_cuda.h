@@ -98,6 +98,18 @@ ncclzStatus ncclzCudaDecodeDequantBatch(const ncclzCudaBatch *b, unsigned coder_
 ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, int32_t *d_sym, float *d_scales,
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t stream);
+/* Encodes from 8-bit codes (QSGD's, ncclzCudaQsgdQuantize8): the frames ncclzCudaEncodeBatch
+ * writes for the same codes as int32_t, byte for byte. RAW or FIXEDLEN, one coder for the batch
+ * (no d_coders); else NCCLZ_ERR_ARG. */
+ncclzStatus ncclzCudaEncodeBatch8(const ncclzCudaBatch *b, const int8_t *d_sym8, const float *d_scales,
+                                  uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                  size_t ws_bytes, cudaStream_t stream);
+/* ncclzCudaQsgdEncodeBatch with the codes as int8_t (d_sym8, n_symbols bytes): the quantizer's
+ * pass writes a quarter of the bytes and the coder reads a quarter; the same frames. RAW or
+ * FIXEDLEN without d_coders, as ncclzCudaEncodeBatch8. */
+ncclzStatus ncclzCudaQsgdEncodeBatch8(const ncclzCudaBatch *b, const float *d_x, int8_t *d_sym8, float *d_scales,
+                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
+                                      size_t ws_bytes, cudaStream_t stream);
 /* Text for a d_status word ("ok", "corrupt: payload check", ...). */
 const char *ncclzCudaStatusReason(uint32_t status);
 
@@ -144,6 +156,13 @@ ncclzStatus ncclzCudaQsgdQuantize(const ncclzQuantParams *p, const float *d_x, s
                                   int32_t *d_sym, cudaStream_t stream);
 ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n,
                                     const float *d_scales, float *d_x, cudaStream_t stream);
+/* The same with the codes as int8_t: every QSGD code fits (|c| <= 127 at 8 bits), so a pass moves
+ * 5 bytes an element instead of 8. The codes are ncclzCudaQsgdQuantize's, narrowed; the floats
+ * ncclzCudaDequantizeQsgd's, bit for bit. */
+ncclzStatus ncclzCudaQsgdQuantize8(const ncclzQuantParams *p, const float *d_x, size_t n, float *d_scales,
+                                   int8_t *d_sym8, cudaStream_t stream);
+ncclzStatus ncclzCudaDequantizeQsgd8(const ncclzQuantParams *p, const int8_t *d_sym8, size_t n,
+                                     const float *d_scales, float *d_x, cudaStream_t stream);
 
 /* ------------------------------------------------------------ measurement */
 
