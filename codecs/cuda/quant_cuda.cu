@@ -1399,11 +1399,19 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
   }
 }
 
-/* int4 in, float4 out (QD_UNROLL in flight a thread) when both are 16-byte aligned and a bucket
- * holds whole groups of 4; the rest scalar. rs = RN(1 / s). */
+/* Four codes from group q: one int4 load, or one 32-bit load of four 8-bit codes. */
+static __device__ __forceinline__ int4 qd_load4(const int32_t *sym, size_t q) { return __ldg((const int4 *)sym + q); }
+static __device__ __forceinline__ int4 qd_load4(const int8_t *sym, size_t q) {
+  const char4 c = __ldg((const char4 *)sym + q);
+  return make_int4(c.x, c.y, c.z, c.w);
+}
+
+/* Four codes in, float4 out (QD_UNROLL in flight a thread) when both are aligned (16 bytes) and a
+ * bucket holds whole groups of 4; the rest scalar. rs = RN(1 / s). T: int32_t or int8_t codes. */
 #define QD_UNROLL 4
-__global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t n, uint32_t bucket, double s,
-                                                      double rs, const float *scales, float *x) {
+template <typename T>
+__global__ void __launch_bounds__(256) k_qsgd_dequant(const T *sym, size_t n, uint32_t bucket, double s, double rs,
+                                                      const float *scales, float *x) {
   nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   size_t done = 0;
@@ -1415,7 +1423,7 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
 #pragma unroll
       for (int u = 0; u < QD_UNROLL; u++) {
         const size_t q = q0 + u * stride;
-        c[u] = q < n4 ? __ldg((const int4 *)sym + q) : int4{};
+        c[u] = q < n4 ? qd_load4(sym, q) : int4{};
         sc[u] = q < n4 ? __ldg(scales + 4 * q / bucket) : 0.0f;
       }
 #pragma unroll
@@ -1428,32 +1436,6 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const int32_t *sym, size_t
       }
     }
     done = 4 * n4;
-  }
-  for (size_t i = done + gid; i < n; i += stride) x[i] = nz_qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
-}
-
-/* From 8-bit codes: 16 codes (one uint4) in, four float4 out a thread and step, where both are
- * 16-byte aligned and a bucket holds whole groups of 16; the rest scalar. */
-__global__ void __launch_bounds__(256) k_qsgd_dequant8(const int8_t *sym, size_t n, uint32_t bucket, double s,
-                                                       double rs, const float *scales, float *x) {
-  nz_pdl_enter();
-  const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
-  size_t done = 0;
-  if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 16 == 0) {
-    const size_t n16 = n / 16;
-    for (size_t q = gid; q < n16; q += stride) {
-      const uint4 w = __ldg((const uint4 *)sym + q);
-      const double scale = __ldg(scales + 16 * q / bucket);
-      const uint32_t word[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-      for (int k = 0; k < 4; k++) {
-        const int32_t c0 = (int8_t)word[k], c1 = (int8_t)(word[k] >> 8), c2 = (int8_t)(word[k] >> 16),
-                      c3 = (int8_t)(word[k] >> 24);
-        ((float4 *)x)[4 * q + k] = make_float4(nz_qsgd_value(c0, scale, s, rs), nz_qsgd_value(c1, scale, s, rs),
-                                               nz_qsgd_value(c2, scale, s, rs), nz_qsgd_value(c3, scale, s, rs));
-      }
-    }
-    done = 16 * n16;
   }
   for (size_t i = done + gid; i < n; i += stride) x[i] = nz_qsgd_value(sym[i], (double)__ldg(scales + i / bucket), s, rs);
 }
@@ -1520,22 +1502,23 @@ ncclzStatus ncclzCudaQsgdQuantize8(const ncclzQuantParams *p, const float *d_x, 
   return qsgd_quantize(p, d_x, n, d_scales, d_sym8, s);
 }
 
-ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n, const float *d_scales,
-                                    float *d_x, cudaStream_t s) {
+template <typename T>
+static ncclzStatus qsgd_dequantize(const ncclzQuantParams *p, const T *d_sym, size_t n, const float *d_scales,
+                                   float *d_x, cudaStream_t s) {
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
   const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
-  nz_launch(k_qsgd_dequant, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
+  nz_launch(k_qsgd_dequant<T>, grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
 
+ncclzStatus ncclzCudaDequantizeQsgd(const ncclzQuantParams *p, const int32_t *d_sym, size_t n, const float *d_scales,
+                                    float *d_x, cudaStream_t s) {
+  return qsgd_dequantize(p, d_sym, n, d_scales, d_x, s);
+}
+
 ncclzStatus ncclzCudaDequantizeQsgd8(const ncclzQuantParams *p, const int8_t *d_sym8, size_t n, const float *d_scales,
                                      float *d_x, cudaStream_t s) {
-  ncclzStatus st = check_qsgd(p);
-  if (st != NCCLZ_OK) return st;
-  const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
-  nz_launch(k_qsgd_dequant8, grid_for(n / 4), 256, 0, s, d_sym8, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
-  NZ_LAUNCHED();
-  return NCCLZ_OK;
+  return qsgd_dequantize(p, d_sym8, n, d_scales, d_x, s);
 }
