@@ -26,11 +26,12 @@ struct Row {
 
 static const char USAGE[] =
     "usage: bench_codecs --sci FILE --grad FILE [--mib N] [--frame-mib N] [--segment N] [--runs N]\n"
-    "                    [--json OUT] [--commit SHA] [--date ISO]\n"
+    "                    [--codes 8|32] [--json OUT] [--commit SHA] [--date ISO]\n"
     "  Every coder x quantizer on the two files tiled to N MiB (default 256), in frames of\n"
     "  --frame-mib MiB (default 4), with the copy roofline of the same run; a table on stdout and\n"
     "  one JSON object in --json. --segment: HUFFMAN symbols per segment (default the coder's);\n"
-    "  --runs: timed runs per median (at least 20).\n";
+    "  --runs: timed runs per median (at least 20); --codes: QSGD's codes between its quantizer and\n"
+    "  RAW or FIXEDLEN, 8-bit (default, as `ncclz codec --device gpu`) or 32-bit (the executor's).\n";
 
 static unsigned long parse_uint(const char *opt, const char *arg, unsigned long lo, unsigned long hi) {
   return bench_parse_uint("bench_codecs", opt, arg, lo, hi);
@@ -40,13 +41,14 @@ int main(int argc, char **argv) {
   const char *sci = NULL, *grad = NULL, *json = NULL, *commit = "unknown", *date = "unknown";
   size_t mib = 256, frame_mib = 4;
   unsigned segment = 0; /* HUFFMAN symbols per segment; 0: the coder's default (ncclzCoderParamsDefault) */
-  int runs = 20;
+  int runs = 20, codes = 8;
   static const struct option opts[] = {
       {"sci", required_argument, NULL, 's'},      {"grad", required_argument, NULL, 'g'},
       {"mib", required_argument, NULL, 'm'},      {"frame-mib", required_argument, NULL, 'f'},
       {"runs", required_argument, NULL, 'r'},     {"json", required_argument, NULL, 'j'},
       {"commit", required_argument, NULL, 'c'},   {"date", required_argument, NULL, 'd'},
-      {"segment", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+      {"segment", required_argument, NULL, 'S'},  {"codes", required_argument, NULL, 'C'},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
     switch (o) {
@@ -59,6 +61,13 @@ int main(int argc, char **argv) {
     case 'c': commit = optarg; break;
     case 'd': date = optarg; break;
     case 'S': segment = (unsigned)parse_uint("segment", optarg, 1, 4096); break;
+    case 'C':
+      codes = (int)parse_uint("codes", optarg, 8, 32);
+      if (codes != 8 && codes != 32) {
+        fprintf(stderr, "bench_codecs: --codes takes 8 or 32, not %s\n", optarg);
+        return 2;
+      }
+      break;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2; /* getopt_long named the bad option */
     }
@@ -118,7 +127,7 @@ int main(int argc, char **argv) {
       row.coder = ncclzCoderName((ncclzCoder)c);
       const int rel_on_device = spec.kind == NCCLZ_QUANT_EB && spec.eb_is_rel && !qq.host_range;
       ncclzStatus st = ncclzCudaCodecBench(x.data(), n, &qp, rel_on_device, spec.eb,
-                                           (ncclzCoder)c, NULL, &cp, fs, runs, &row.r, NULL, NULL, NULL);
+                                           (ncclzCoder)c, NULL, codes == 8, &cp, fs, runs, &row.r, NULL, NULL, NULL);
       if (st != NCCLZ_OK) {
         fprintf(stderr, "bench_codecs: %s %s: %s\n", row.quant.c_str(), row.coder.c_str(), ncclzLastError());
         return 1;
@@ -134,8 +143,8 @@ int main(int argc, char **argv) {
   if (jf) {
     fprintf(jf, "{\n \"device\": \"%s\", \"cuda_runtime\": %d, \"nccl\": \"%d.%d.%d\", \"commit\": \"%s\", \"date\": \"%s\",\n",
             prop.name, rtv, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, commit, date);
-    fprintf(jf, " \"input_bytes\": %zu, \"frame_bytes\": %zu, \"huffman_segment\": %u, \"runs\": %d,\n \"rows\": [\n",
-            4 * n, 4 * (size_t)fs, segment, runs);
+    fprintf(jf, " \"input_bytes\": %zu, \"frame_bytes\": %zu, \"huffman_segment\": %u, \"runs\": %d, \"qsgd_code_bits\": %d,\n \"rows\": [\n",
+            4 * n, 4 * (size_t)fs, segment, runs, codes);
   }
   printf("%-5s %-42s %-9s %7s %9s %9s %9s %9s %9s %8s %5s\n", "data", "quant", "coder", "CR", "enc GB/s", "dec GB/s",
          "cenc", "cdec", "roof", "copy", "ok");

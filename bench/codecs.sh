@@ -4,7 +4,8 @@
 # (tiled) in 4 MiB frames, with the copy roofline measured in the same run.
 # Writes bench/results/codecs-<date>.json (and logs) under $OUT (or bench/results/), table last.
 # Env: MIB (input size, default 256), SEGMENT (HUFFMAN symbols per segment; default the coder's 512,
-# the executor's frames use 256), SKIP_TESTS=1.
+# the executor's frames use 256), CODES (QSGD's codes between quantizer and RAW/FIXEDLEN: 8, the
+# default, or 32, the executor's), SKIP_TESTS=1.
 # Needs: .deps/*.deb (Debian's libcjson1/libcjson-dev) and .devdata/{trefht_member57,
 # resnet18_digits_step100_rank0}.f32 copied from the reference data set described in tests/data/README.md (both git-ignored; carry them).
 set -uo pipefail
@@ -49,7 +50,7 @@ fi
 echo "== benchmark"
 JSON="$OUTDIR/codecs-${DATE%%T*}.json"
 timeout 400 "$B/bench_codecs" --sci .devdata/trefht_member57.f32 --grad .devdata/resnet18_digits_step100_rank0.f32 \
-  --mib "${MIB:-256}" --frame-mib 4 ${SEGMENT:+--segment $SEGMENT} --runs 20 --json "$JSON" --commit "$COMMIT" --date "$DATE" >"$OUTDIR/bench.txt" 2>"$OUTDIR/bench.err"
+  --mib "${MIB:-256}" --frame-mib 4 ${SEGMENT:+--segment $SEGMENT} ${CODES:+--codes $CODES} --runs 20 --json "$JSON" --commit "$COMMIT" --date "$DATE" >"$OUTDIR/bench.txt" 2>"$OUTDIR/bench.err"
 BENCH_RC=$?
 tail -5 "$OUTDIR/bench.err"
 echo "tests=$TEST_RC memcheck=$MEM_RC racecheck=$RACE_RC bench=$BENCH_RC commit=$COMMIT date=$DATE"

@@ -189,7 +189,7 @@ char *ncclzCalMeasureCodecs(const ncclzCalMeasureOpts *o) {
         ncclzFrameCoderParams(&cp);
         ncclzCudaBenchResult res;
         ncclzStatus st = ncclzCudaCodecBench(x.data(), n, &qp, spec.kind == NCCLZ_QUANT_EB && spec.eb_is_rel, spec.eb,
-                                             (ncclzCoder)c, NULL, &cp, (uint32_t)n, runs, &res, NULL, NULL, NULL);
+                                             (ncclzCoder)c, NULL, 0, &cp, (uint32_t)n, runs, &res, NULL, NULL, NULL);
         if (st) {
           char msg[256];
           snprintf(msg, sizeof msg, "%s", ncclzLastError());

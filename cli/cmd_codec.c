@@ -336,7 +336,7 @@ static int run_encode_gpu(const codec_opts *o, const void *raw, size_t n, size_t
   }
   int32_t *gsym = malloc((n ? n : 1) * sizeof *gsym);
   const ncclzCoder coder = o->coder < 0 ? NCCLZ_CODER_RAW : (ncclzCoder)o->coder; /* auto: ignored */
-  st = gsym ? ncclzCudaCodecBench(raw, n, &p.sym.qp, o->quant.eb_is_rel, o->quant.eb, coder, rg ? &chooser : NULL, &cp,
+  st = gsym ? ncclzCudaCodecBench(raw, n, &p.sym.qp, o->quant.eb_is_rel, o->quant.eb, coder, rg ? &chooser : NULL, 1, &cp,
                                   fs, 20, &res, &frames, &frames_len, gsym)
             : ncclzSetError(NCCLZ_ERR_NOMEM, "out of memory");
   cli_rea_gpu_close(rg);

@@ -73,8 +73,8 @@ static ncclzStatus time_median(cudaStream_t s, int runs, F fn, double *sec) {
 } // namespace
 
 ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
-                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, const ncclzCoderParams *cp,
-                                uint32_t frame_symbols, int runs,
+                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, int codes8,
+                                const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
                                 ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
                                 int32_t *syms_out) {
   if (!x || !n || !res || !cp || !frame_symbols) return ncclzSetError(NCCLZ_ERR_ARG, "cuda bench: bad arguments");
@@ -109,8 +109,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   NZ_CUDA(cudaMalloc(&B.sym, 4 * n));
   NZ_CUDA(cudaMalloc(&B.sym2, 4 * n));
   /* QSGD's codes between its quantizer and RAW or FIXEDLEN as int8_t: a quarter of the bytes
-   * written and read (ncclzCudaQsgdEncodeBatch8); NCCLZ_CUDA_CODES8=0 times the 32-bit codes */
-  static const bool codes8 = nz_env_not_zero("NCCLZ_CUDA_CODES8");
+   * written and read (ncclzCudaQsgdEncodeBatch8) */
   const bool narrow = codes8 && kind == NCCLZ_QUANT_QSGD && !chooser &&
                       (coder == NCCLZ_CODER_RAW || coder == NCCLZ_CODER_FIXEDLEN);
   if (narrow) NZ_CUDA(cudaMalloc(&B.sym8, n));

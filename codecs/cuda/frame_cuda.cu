@@ -52,17 +52,22 @@ cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout) {
   return cudaSuccess;
 }
 
+/* Whether the environment variable is unset or not "0". */
+static bool env_not_zero(const char *name) {
+  const char *v = getenv(name);
+  return !(v && !strcmp(v, "0"));
+}
 /* Whether ws_zeroed batches may run as one kernel: on unless NCCLZ_CUDA_ONE=0 (read once; for
  * measuring the chain through `ncclz codec --device gpu`). */
 static bool one_on() {
-  static const bool on = nz_env_not_zero("NCCLZ_CUDA_ONE");
+  static const bool on = env_not_zero("NCCLZ_CUDA_ONE");
   return on;
 }
 /* Whether an encode takes the quantizer in too (ncclzCudaQsgdEncodeBatch's one kernel,
  * ncclzCudaEbEncodeBatch's histogram pass): on unless NCCLZ_CUDA_FUSE=0 (read once; for
  * measurements). */
 static bool fuse_on() {
-  static const bool on = nz_env_not_zero("NCCLZ_CUDA_FUSE");
+  static const bool on = env_not_zero("NCCLZ_CUDA_FUSE");
   return on;
 }
 

@@ -4,9 +4,6 @@
 #ifndef NCCLZ_CUDA_INTERNAL_CUH
 #define NCCLZ_CUDA_INTERNAL_CUH
 
-#include <stdlib.h>
-#include <string.h>
-
 #include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 #include <cuda/atomic>
@@ -515,12 +512,6 @@ struct NzQsgd {
 /* Symbols a CTA of the fused quantize + encode takes (NZ_ONE_MAX_UNITS of them bound a frame);
  * whether q's bucket fits it. */
 #define NZ_ONE_QSGD_SYMS 2048u
-/* Whether the environment variable is unset or not "0" (the switches kept for measurements). */
-static inline bool nz_env_not_zero(const char *name) {
-  const char *v = getenv(name);
-  return !(v && !strcmp(v, "0"));
-}
-
 /* Whether every pointer given is 16-byte aligned (what the kernels' uint4 / float4 accesses need). */
 static inline bool nz_aligned16(const void *a, const void *b, const void *c = nullptr) {
   return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15) == 0;

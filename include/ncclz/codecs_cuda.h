@@ -196,10 +196,12 @@ typedef struct {
  * runs, each the replay of the call's CUDA graph, captured once). When frames_out is non-NULL, *frames_out receives a malloc'd buffer of the frames back to
  * back (the caller frees it; *frames_len its length) for checking against the CPU, and syms_out
  * (n int32, may be NULL) the GPU symbols. chooser: NULL, or a coder per frame (planned inside the
- * timed encode; `coder` is then ignored). */
+ * timed encode; `coder` is then ignored). codes8: QSGD with RAW or FIXEDLEN and no chooser takes
+ * 8-bit codes (ncclzCudaQsgdEncodeBatch8, a standalone codec's fastest path); 0: 32-bit codes, the
+ * executor's (its reductions add them), which a calibration measures. */
 ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams *q, int eb_is_rel, double rel_eb,
-                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, const ncclzCoderParams *cp,
-                                uint32_t frame_symbols, int runs,
+                                ncclzCoder coder, const ncclzCudaCoderChooser *chooser, int codes8,
+                                const ncclzCoderParams *cp, uint32_t frame_symbols, int runs,
                                 ncclzCudaBenchResult *res, uint8_t **frames_out, size_t *frames_len,
                                 int32_t *syms_out);
 #ifdef __cplusplus
