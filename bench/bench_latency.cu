@@ -173,9 +173,7 @@ struct Codec {
       NZ(ncclzCudaDequantizeQsgd(&qp, sym2, n, scales2, xr, s));
   }
   /* QSGD coded by RAW or FIXEDLEN: the codes travel as int8_t, as ncclzCudaCodecBench's do */
-  bool narrow() const {
-    return qp.kind == NCCLZ_QUANT_QSGD && !b.d_coders && (b.coder == NCCLZ_CODER_RAW || b.coder == NCCLZ_CODER_FIXEDLEN);
-  }
+  bool narrow() const { return qp.kind == NCCLZ_QUANT_QSGD && ncclzCudaBatchTakesCodes8(&b); }
   /* as `ncclz codec --device gpu`: the quantizer inside the encode call */
   void encode() {
     if (narrow()) {

@@ -612,6 +612,15 @@ static ncclzQuantParams qsgd_params(const char *spec_text, uint64_t seed, uint32
   return qp;
 }
 
+/* The 8-bit codes at d8 that differ from ref (the CPU's 32-bit codes). */
+static size_t codes8_differ(const int8_t *d8, const int32_t *ref, size_t n) {
+  std::vector<int8_t> got(n);
+  CU(cudaMemcpy(got.data(), d8, n, cudaMemcpyDeviceToHost));
+  size_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff += got[i] != ref[i];
+  return diff;
+}
+
 /* ncclzCudaQsgdQuantize8 and ncclzCudaDequantizeQsgd8 against the CPU: the scales, the codes
  * widened, and the floats of the CPU's dequantizer (where it takes the codes: not a NaN's bucket's
  * Inf scale), bit for bit. */
@@ -621,13 +630,10 @@ static void codes8_case(const char *file, const char *spec_text, const ncclzQuan
   Dev<float> dsc(nb), dxr(n);
   Dev<int8_t> d8(n);
   std::vector<float> scg(nb), xr(n), xg(n);
-  std::vector<int8_t> got(n);
   CU(cudaMemset(d8.p, 0x5A, n));
   CHECK(ncclzCudaQsgdQuantize8(&qp, dx, n, dsc.p, d8.p, 0) == NCCLZ_OK, "gpu qsgd 8-bit: %s", ncclzLastError());
   CU(cudaMemcpy(scg.data(), dsc.p, 4 * nb, cudaMemcpyDeviceToHost));
-  CU(cudaMemcpy(got.data(), d8.p, n, cudaMemcpyDeviceToHost));
-  size_t diff = 0;
-  for (size_t i = 0; i < n; i++) diff += got[i] != ref[i];
+  const size_t diff = codes8_differ(d8.p, ref.data(), n);
   CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && diff == 0, "%s %s n=%zu: 8-bit scales and codes identical (%zu differ)",
         file, spec_text, n, diff);
   if (ncclzDequantizeQsgd(&qp, ref.data(), n, sc.data(), xr.data()) != NCCLZ_OK) return; /* an Inf scale: refused */
@@ -794,12 +800,9 @@ static void qsgd_batch8_case(const char *name, const ncclzCudaBatch &b, const fl
   ncclzStatus st = ncclzCudaQsgdEncodeBatch8(&b, dx, d8.p, dsc, dout.p, slot, dfb.p, dwse.p, wse, 0);
   CHECK(st == NCCLZ_OK, "%s: encode: %s", name, ncclzLastError());
   if (st != NCCLZ_OK) return;
-  std::vector<int8_t> got(n);
   std::vector<float> scg(nb);
-  CU(cudaMemcpy(got.data(), d8.p, n, cudaMemcpyDeviceToHost));
   CU(cudaMemcpy(scg.data(), dsc, 4 * nb, cudaMemcpyDeviceToHost));
-  size_t diff = 0;
-  for (size_t i = 0; i < n; i++) diff += got[i] != ref[i];
+  const size_t diff = codes8_differ(d8.p, ref.data(), n);
   CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && diff == 0, "%s: scales and codes identical (%zu differ)", name, diff);
   batch_matches_cpu(name, b, ref.data(), sc.data(), dout.p, dfb.p, slot, dsym2, dsc, dst.p, dwsd.p, wsd);
   st = ncclzCudaEncodeBatch8(&b, d8.p, dsc, dout2.p, slot, dfb2.p, dwse.p, wse, 0);
@@ -816,11 +819,6 @@ static void qsgd_batch8_case(const char *name, const ncclzCudaBatch &b, const fl
   CHECK(st == NCCLZ_OK && same == nf, "%s: ncclzCudaEncodeBatch8 gives the same %u frames (%u)", name, nf, same);
 }
 
-/* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
- * quantizer, then the chain of coder kernels): every frame
- * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
- * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
- * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */
 /* 8-bit codes with a coder that reads 32-bit ones (HUFFMAN, a coder per frame): one clear error,
  * nothing launched. */
 static void codes8_refused() {
@@ -843,6 +841,11 @@ static void codes8_refused() {
         "8-bit codes refused with a coder per frame: %s", ncclzLastError());
 }
 
+/* The quantizer inside the coder's call over a batch of frames (ncclzCudaQsgdEncodeBatch: the
+ * quantizer, then the chain of coder kernels): every frame
+ * byte for byte against the CPU's frame of the same codes and scales, the codes and scales
+ * against the CPU's quantizer, then decoded back on the GPU. Frames of 64 Ki symbols and of
+ * 6,656 (whose last CTA is partial), a ragged last frame, a NaN and an Inf planted. */
 static void qsgd_batch_cases(const char *grad) {
   size_t n0;
   std::vector<float> x0 = load_f32(grad, &n0);
@@ -1029,15 +1032,12 @@ static void quant_call_cases(const char *grad, const char *sci) {
         CHECK(memcmp(scg.data(), sc.data(), 4 * nb) == 0 && memcmp(got.data(), ref.data(), 4 * n) == 0,
               "%s: scales and codes identical", name);
         snprintf(name, sizeof name, "quantize + encode, 8-bit codes, %s n=%zu%s", spec_text, n, zeroed ? " zeroed" : "");
-        std::vector<int8_t> got8(n);
         CU(cudaMemset(dsym8.p, 0x5A, n));
         quant_call_case(name, b, ref.data(), sc.data(), dq ? xr.data() : NULL,
                         [&](const ncclzCudaBatch *bb, uint8_t *out, size_t slot, uint32_t *fb, void *ws, size_t wse) {
                           return ncclzCudaQsgdEncodeBatch8(bb, dx.p, dsym8.p, dsc.p, out, slot, fb, ws, wse, 0);
                         });
-        CU(cudaMemcpy(got8.data(), dsym8.p, n, cudaMemcpyDeviceToHost));
-        size_t diff = 0;
-        for (size_t i = 0; i < n; i++) diff += got8[i] != ref[i];
+        const size_t diff = codes8_differ(dsym8.p, ref.data(), n);
         CHECK(diff == 0, "%s: codes identical (%zu differ)", name, diff);
       }
   size_t ns0;

@@ -110,8 +110,7 @@ ncclzStatus ncclzCudaCodecBench(const float *x, size_t n, const ncclzQuantParams
   NZ_CUDA(cudaMalloc(&B.sym2, 4 * n));
   /* QSGD's codes between its quantizer and RAW or FIXEDLEN as int8_t: a quarter of the bytes
    * written and read (ncclzCudaQsgdEncodeBatch8) */
-  const bool narrow = codes8 && kind == NCCLZ_QUANT_QSGD && !chooser &&
-                      (coder == NCCLZ_CODER_RAW || coder == NCCLZ_CODER_FIXEDLEN);
+  const bool narrow = codes8 && kind == NCCLZ_QUANT_QSGD && ncclzCudaBatchTakesCodes8(&b);
   if (narrow) NZ_CUDA(cudaMalloc(&B.sym8, n));
   NZ_CUDA(cudaMalloc(&B.scales, 4 * nscales));
   NZ_CUDA(cudaMalloc(&B.scales2, 4 * nscales));

@@ -471,8 +471,12 @@ ncclzStatus ncclzCudaEncodeBatch(const ncclzCudaBatch *b, const int32_t *d_sym, 
 }
 
 /* 8-bit codes go to RAW and FIXEDLEN alone: HUFFMAN's and REA's kernels read 32-bit codes. */
+int ncclzCudaBatchTakesCodes8(const ncclzCudaBatch *b) {
+  return b && !b->d_coders && (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN);
+}
+
 static ncclzStatus encode8_args(const ncclzCudaBatch *b, const char *who) {
-  if (b && !b->d_coders && (b->coder == NCCLZ_CODER_RAW || b->coder == NCCLZ_CODER_FIXEDLEN)) return NCCLZ_OK;
+  if (ncclzCudaBatchTakesCodes8(b)) return NCCLZ_OK;
   return ncclzSetError(NCCLZ_ERR_ARG, "%s: 8-bit codes are coded by RAW or FIXEDLEN, one coder for the batch", who);
 }
 

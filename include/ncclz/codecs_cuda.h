@@ -99,8 +99,9 @@ ncclzStatus ncclzCudaQsgdEncodeBatch(const ncclzCudaBatch *b, const float *d_x, 
                                      uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                      size_t ws_bytes, cudaStream_t stream);
 /* Encodes from 8-bit codes (QSGD's, ncclzCudaQsgdQuantize8): the frames ncclzCudaEncodeBatch
- * writes for the same codes as int32_t, byte for byte. RAW or FIXEDLEN, one coder for the batch
- * (no d_coders); else NCCLZ_ERR_ARG. */
+ * writes for the same codes as int32_t, byte for byte. Batches that ncclzCudaBatchTakesCodes8
+ * accepts; else NCCLZ_ERR_ARG. */
+int ncclzCudaBatchTakesCodes8(const ncclzCudaBatch *b); /* RAW or FIXEDLEN, one coder (no d_coders) */
 ncclzStatus ncclzCudaEncodeBatch8(const ncclzCudaBatch *b, const int8_t *d_sym8, const float *d_scales,
                                   uint8_t *d_out, size_t out_stride, uint32_t *d_frame_bytes, void *d_ws,
                                   size_t ws_bytes, cudaStream_t stream);
