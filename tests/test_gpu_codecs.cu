@@ -646,7 +646,8 @@ static void codes8_case(const char *file, const char *spec_text, const ncclzQuan
 /* ncclzCudaQsgdQuantize (scales and codes in one pass) against the CPU, byte for byte: buckets of
  * 128, 256 and 512 (the one-pass kernel) and 96 (its two-pass fallback), 4 and 8 bits, whole
  * arrays, a ragged end (n not a multiple of 4 nor of the bucket) and less than one bucket, with a
- * NaN and an Inf planted (code 0; the Inf's bucket scales to Inf). */
+ * NaN and an Inf planted (code 0; the Inf's bucket scales to Inf), and the first 2,999 and 1,001
+ * elements, short of the Inf, where the 8-bit dequantizer is held to the CPU's as well. */
 static void qsgd_fused_cases(const char *file) {
   size_t n0;
   std::vector<float> x = load_f32(file, &n0);
@@ -656,7 +657,7 @@ static void qsgd_fused_cases(const char *file) {
   x[3000] = INFINITY;
   const char *specs[] = {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=128", "qsgd:bits=8,bucket=256",
                          "qsgd:bits=8,bucket=96"};
-  const size_t ns[] = {n0, n0 - 3, 1001};
+  const size_t ns[] = {n0, n0 - 3, 2999, 1001};
   Dev<float> dx(n0), dsc(n0);
   Dev<int32_t> dsym(n0);
   CU(cudaMemcpy(dx.p, x.data(), 4 * n0, cudaMemcpyHostToDevice));
