@@ -13,11 +13,14 @@
 
 static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
+/* Whether the environment variable is unset or not "0". */
+static bool env_not_zero(const char *name) {
+  const char *v = getenv(name);
+  return !(v && !strcmp(v, "0"));
+}
+
 bool nz_pdl_on() {
-  static const bool on = [] {
-    const char *v = getenv("NCCLZ_CUDA_PDL");
-    return !(v && !strcmp(v, "0"));
-  }();
+  static const bool on = env_not_zero("NCCLZ_CUDA_PDL");
   return on;
 }
 
@@ -52,11 +55,6 @@ cudaError_t nz_smem_optin_ptr(const void *kernel, size_t bytes, int carveout) {
   return cudaSuccess;
 }
 
-/* Whether the environment variable is unset or not "0". */
-static bool env_not_zero(const char *name) {
-  const char *v = getenv(name);
-  return !(v && !strcmp(v, "0"));
-}
 /* Whether ws_zeroed batches may run as one kernel: on unless NCCLZ_CUDA_ONE=0 (read once; for
  * measuring the chain through `ncclz codec --device gpu`). */
 static bool one_on() {
