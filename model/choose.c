@@ -380,15 +380,16 @@ static double tree_nic_trees(int g, int ch, int rails) {
   return most;
 }
 
-/* The tree where the broadcast's decodes set the pace (many channels, each tree's NIC hop fast
- * against a chunk's codec work): every tree reduces all its chunks before it broadcasts them
- * (schedule.c build_tree), so the rank's one decode stream takes the broadcast's frames, every
- * channel's (down a chunk), only once the reduce is done. The reduce: C chunks, each received
- * (its NIC's arrivals), decoded, summed and encoded before the interior node posts the next
- * chunk's receives (reduce a chunk), or the rank's encodes of every channel a chunk where the
- * chains code too (up_codec), then its levels' fill (fill, with the tail). */
+/* The tree where the broadcast's decodes set the pace (several channels, each tree's NIC hop
+ * short against a chunk's codec work; one channel waits for no other's frames): every tree
+ * reduces all its chunks before it broadcasts them (schedule.c build_tree), so the rank's one
+ * decode stream takes the broadcast's frames, every channel's (down a chunk), only once the reduce
+ * is done. The reduce: after the first chunk's way up (in the fill, as in the pipeline's), C - 1
+ * chunks, each received (its NIC's arrivals), decoded, summed and encoded before the interior node
+ * posts the next chunk's receives (reduce a chunk), or the rank's encodes of every channel where
+ * the chains code too (up_codec a chunk). */
 static double phased_us(double C, double reduce, double up_codec, double down, double fill) {
-  return C * (fmax(reduce, up_codec) + down) + fill;
+  return (C - 1) * fmax(reduce, up_codec) + C * down + fill;
 }
 
 /* NCCL's tree AllReduce over C channels: per channel two binary trees between nodes, each with
@@ -449,8 +450,9 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * channel waits for none); codec-bound, the call is the streams plus the first chunk's way up
    * and the last's down through the levels' codec work. */
   double others = streams * (ch - 1) / ch, codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
-  return fmax(fmax(hypot(pipe, others), codec_paced), phased_us(C, nic_wire + work, 2 * own * fmax(d, e),
-                                                                  2 * ch * d, fmax(0.0, levels) + tail));
+  double up_codec = 2 * own * fmax(d, e), fill = fmax(0.0, levels) + tail;
+  double phased = ch > 1 ? phased_us(C, nic_wire + work, up_codec, 2 * ch * d, fill) : 0.0;
+  return fmax(fmax(hypot(pipe, others), codec_paced), phased);
 }
 
 /* REA decides once per call, as the executor: the first chunk's frame of raw bytes (one rank's
