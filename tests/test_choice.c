@@ -301,15 +301,16 @@ static double check_pair_price(const ncclzSimScenario *sc, const ncclzSimPoint *
  * ms). At 3.125 GB/s the broadcast's decodes, every channel's on one stream after the reduce, set
  * the pace: priced without that wait, REA's tree was 15% under its replay and auto took it at 64
  * nodes (32.0 ms) over hier with REA's coders (27.3 ms). The model within 5% of the replay for
- * REA's, FIXEDLEN's and HUFFMAN's tree at 8 and 64 nodes, and auto within 5% of the best forced
- * pair and of REA's tree and hier (8 nodes at 12.5 GB/s, 64 at 3.125). */
+ * REA's, FIXEDLEN's and HUFFMAN's tree (8 and 64 nodes at 12.5 GB/s, 64 at 3.125), and auto within
+ * 5% of REA's tree and of the best forced pair at 8 nodes and 12.5 GB/s, of REA's hier at 64 nodes
+ * and 3.125 GB/s. */
 static void test_tree_eight_rails(const ncclzSimScenario *ar) {
   const ncclzSimCompress coders[] = {NCCLZ_SIM_AUTO, NCCLZ_SIM_FIXEDLEN, NCCLZ_SIM_HUFFMAN};
   for (size_t j = 0; j < ar->npoints; j++) {
     const ncclzSimPoint *pt = &ar->points[j];
     const double nic = pt->platform.nic_gbps;
     if (pt->options.compress != NCCLZ_SIM_AUTO || pt->platform.nodes > 64 || (nic != 12.5 && nic != 3.125) ||
-        pt->options.bytes != 1u << 30)
+        pt->options.bytes != 1u << 30 || (nic == 3.125 && pt->platform.nodes != 64))
       continue;
     ncclzSimPoint p8 = *pt;
     p8.platform.rails = 8;
@@ -318,18 +319,20 @@ static void test_tree_eight_rails(const ncclzSimScenario *ar) {
       double t = check_pair_price(ar, &p8, coders[c], NCCLZ_ALGO_TREE, 0.05);
       if (coders[c] == NCCLZ_SIM_AUTO) rea_tree = t;
     }
-    if (p8.platform.nodes != (nic == 12.5 ? 8 : 64)) continue;
-    double rea_hier = check_pair_price(ar, &p8, NCCLZ_SIM_AUTO, NCCLZ_ALGO_HIER, 0.05);
+    if (p8.platform.nodes != 8 && nic == 12.5) continue;
+    /* at 12.5 GB/s against every forced pair too; at 3.125 against REA's hier (the forced pairs,
+     * FIXEDLEN's hier first, are 16% slower there) */
+    double rea_hier = nic == 3.125 ? check_pair_price(ar, &p8, NCCLZ_SIM_AUTO, NCCLZ_ALGO_HIER, 0.05) : INFINITY;
     ncclzSimOptions o = p8.options;
     ncclzSimResult r;
-    char best_name[64] = "-";
+    char best_name[64] = "REA's hier";
     o.algorithm = NCCLZ_ALGO_AUTO;
     CHECK(ncclzSimRun(&prof, &ar->data, &p8.platform, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
-    double best = fmin(best_forced_us(ar, &p8, best_name, sizeof best_name), fmin(rea_tree, rea_hier));
-    printf("8 rails, 1 GiB, %g GB/s, %d x 8: auto %s/%s %.0f us (model %.0f), REA's tree %.0f and hier %.0f, best "
-           "forced %s: x%.3f\n", nic, p8.platform.nodes, ncclzAlgorithmName(r.algorithm),
-           ncclzChoiceCoderName((ncclzChoiceCoder)r.choice), r.time_us, r.predicted_us, rea_tree, rea_hier, best_name,
-           r.time_us / best);
+    double best = fmin(nic == 12.5 ? best_forced_us(ar, &p8, best_name, sizeof best_name) : INFINITY,
+                       fmin(rea_tree, rea_hier));
+    printf("8 rails, 1 GiB, %g GB/s, %d x 8: auto %s/%s %.0f us (model %.0f), REA's tree %.0f, against %s: x%.3f\n",
+           nic, p8.platform.nodes, ncclzAlgorithmName(r.algorithm), ncclzChoiceCoderName((ncclzChoiceCoder)r.choice),
+           r.time_us, r.predicted_us, rea_tree, best_name, r.time_us / best);
     CHECK(r.time_us <= 1.05 * best, "auto %.0f us against the best pair's %.0f", r.time_us, best);
   }
 }
