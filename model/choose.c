@@ -430,7 +430,11 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * hops only: a rank codes the channels whose NIC hop it is (own), and decodes every channel's
    * frames coming down. */
   double own = pol == NCCLZ_CHOICE_REA ? ceil(ch / g) : ch;
-  double streams = C * (2 * own * fmax(d, e) + 2 * ch * d);
+  /* With forced coders, where a GPU heads one tree (2C <= G), the interior tree's head decodes its
+   * two NIC children's frames beside the chains' 2C (REA's own counts them): 2 d more a chunk. A
+   * fit: counted at C = G as well, 8 rails were priced up to 10% over their replay. */
+  double nic_children = pol != NCCLZ_CHOICE_REA && 2 * ch <= g ? 2 * d : 0.0;
+  double streams = C * (2 * own * fmax(d, e) + nic_children + 2 * ch * d);
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
