@@ -381,7 +381,9 @@ static double tree_nic_trees(int g, int ch, int rails) {
 }
 
 /* The tree where the broadcast's decodes set the pace (several channels, each tree's NIC hop
- * short against a chunk's codec work; one channel waits for no other's frames): every tree
+ * short against a chunk's codec work, nodes with two NIC children; one channel waits for no other
+ * channel's frames, and 2 or 3 nodes are chains: counted there, REA's tree on 3 x 8, 8 rails, 1
+ * GiB at 3.125 GB/s went from 0.98 to 1.11 of its replay): every tree
  * reduces all its chunks before it broadcasts them (schedule.c build_tree), so the rank's one
  * decode stream takes the broadcast's frames, every channel's (down a chunk), only once the reduce
  * is done. The reduce: after the first chunk's way up (in the fill, as in the pipeline's), C - 1
@@ -433,7 +435,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   /* With forced coders, where a GPU heads one tree (2C <= G), the interior tree's head decodes its
    * two NIC children's frames beside the chains' 2C (REA's own counts them): 2 d more a chunk. A
    * fit: counted at C = G as well, 8 rails were priced up to 10% over their replay. */
-  double nic_children = pol != NCCLZ_CHOICE_REA && 2 * ch <= g ? 2 * d : 0.0;
+  int interior = in->nodes >= 4; /* a node with two NIC children (2 and 3 nodes: chains) */
+  double nic_children = interior && pol != NCCLZ_CHOICE_REA && 2 * ch <= g ? 2 * d : 0.0;
   double streams = C * (2 * own * fmax(d, e) + nic_children + 2 * ch * d);
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
@@ -455,7 +458,7 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * and the last's down through the levels' codec work. */
   double others = streams * (ch - 1) / ch, codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
   double up_codec = 2 * own * fmax(d, e), fill = fmax(0.0, levels) + tail;
-  double phased = ch > 1 ? phased_us(C, nic_wire + work, up_codec, 2 * ch * d, fill) : 0.0;
+  double phased = interior && ch > 1 ? phased_us(C, nic_wire + work, up_codec, 2 * ch * d, fill) : 0.0;
   return fmax(fmax(hypot(pipe, others), codec_paced), phased);
 }
 
