@@ -437,7 +437,10 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * fit: counted at C = G as well, 8 rails were priced up to 10% over their replay. */
   int interior = in->nodes >= 4; /* a node with two NIC children (2 and 3 nodes: chains) */
   double nic_children = interior && pol != NCCLZ_CHOICE_REA && 2 * ch <= g ? 2 * d : 0.0;
-  double streams = C * (2 * own * fmax(d, e) + nic_children + 2 * ch * d);
+  /* REA's roots send their node's chains RAW frames (NVLink hops): on 2 nodes, each the root of
+   * one kind of tree, half the frames coming down are RAW */
+  double down_coded = pol == NCCLZ_CHOICE_REA && in->nodes == 2 ? ch : 2 * ch;
+  double streams = C * (2 * own * fmax(d, e) + nic_children + down_coded * d);
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
