@@ -439,8 +439,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
   double nic_children = interior && pol != NCCLZ_CHOICE_REA && 2 * ch <= g ? 2 * d : 0.0;
   /* REA's roots send their node's chains RAW frames (NVLink hops): on 2 nodes, each the root of
    * one kind of tree, half the frames coming down are RAW */
-  double down_coded = pol == NCCLZ_CHOICE_REA && in->nodes == 2 ? ch : 2 * ch;
-  double streams = C * (2 * own * fmax(d, e) + nic_children + down_coded * d);
+  double up_codec = 2 * own * fmax(d, e), down = (pol == NCCLZ_CHOICE_REA && in->nodes == 2 ? ch : 2 * ch) * d;
+  double streams = C * (up_codec + nic_children + down);
   /* the pipeline's fill: two chunk steps a level below the first, less a chunk (between two
    * nodes the first chunk down waits for the first chunk up: alpha more at G >= 2 than at G = 1) */
   double levels = in->nodes == 2 ? t + l.alpha_us * (g > 1 ? 0.5 : -0.5) : (2 * h - 2) * (2 * t + l.alpha_us) - t;
@@ -460,8 +460,8 @@ static double tree_us(const ncclzProfile *prof, const ncclzChoiceInput *in, doub
    * channel waits for none); codec-bound, the call is the streams plus the first chunk's way up
    * and the last's down through the levels' codec work. */
   double others = streams * (ch - 1) / ch, codec_paced = streams + 2 * fmax(0.0, h - 1.0) * (e + d);
-  double up_codec = 2 * own * fmax(d, e), fill = fmax(0.0, levels) + tail;
-  double phased = interior && ch > 1 ? phased_us(C, nic_wire + work, up_codec, 2 * ch * d, fill) : 0.0;
+  double fill = fmax(0.0, levels) + tail;
+  double phased = interior && ch > 1 ? phased_us(C, nic_wire + work, up_codec, down, fill) : 0.0;
   return fmax(fmax(hypot(pipe, others), codec_paced), phased);
 }
 

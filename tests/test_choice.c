@@ -230,18 +230,27 @@ static const ncclzSimPoint *fixedlen_point(const ncclzSimScenario *sc, int m, do
   return NULL;
 }
 
+/* The replay of the call o on pl and the model's price of it: within tol of each other. Returns
+ * the replayed time. */
+static double check_price(const ncclzSimScenario *sc, const ncclzSimOptions *o, const ncclzSimPlatform *pl,
+                          double tol) {
+  ncclzSimResult r;
+  CHECK(ncclzSimRun(&prof, &sc->data, pl, o, &r) == NCCLZ_OK, "%s", ncclzLastError());
+  printf("%s %s %s %d x %d, %d rail(s), %.0f MiB, %g GB/s, %g us: the model %.0f us, the replay %.0f: %.3f\n",
+         ncclzAlgorithmName(o->algorithm), ncclzSimCompressName(o->compress), ncclzCollectiveName(o->coll), pl->nodes,
+         pl->gpus_per_node, pl->rails, o->bytes / 1048576.0, pl->nic_gbps, pl->nic_latency_us, r.predicted_us,
+         r.time_us, r.predicted_us / r.time_us);
+  CHECK(rel(r.predicted_us, r.time_us) < tol, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
+  return r.time_us;
+}
+
 /* The ring's replay of the FIXEDLEN call coll on pl: the model within 1% of it. */
 static void check_ring_price(const ncclzSimScenario *sc, const ncclzSimPoint *pt, const ncclzSimPlatform *pl,
                              ncclzCollective coll) {
   ncclzSimOptions o = pt->options;
-  ncclzSimResult r;
   o.coll = coll;
   o.algorithm = NCCLZ_ALGO_RING;
-  CHECK(ncclzSimRun(&prof, &sc->data, pl, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
-  printf("ring FIXEDLEN %s %d x %d, %d rail(s), 1 GiB, %g GB/s, %g us: the model %.0f us, the replay %.0f: %.3f\n",
-         ncclzCollectiveName(coll), pl->nodes, pl->gpus_per_node, pl->rails, pl->nic_gbps, pl->nic_latency_us,
-         r.predicted_us, r.time_us, r.predicted_us / r.time_us);
-  CHECK(rel(r.predicted_us, r.time_us) < 0.01, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
+  check_price(sc, &o, pl, 0.01);
 }
 
 /* The ring's forwarding steps (AllGather, AllReduce's second half) stream their frames, which
@@ -278,20 +287,13 @@ static void test_ring_channels_price(const ncclzSimScenario *ag) {
   }
 }
 
-/* The replay of coder on schedule algo at pt, and the model's price of it: within tol. */
+/* check_price of coder on schedule algo at pt. */
 static double check_pair_price(const ncclzSimScenario *sc, const ncclzSimPoint *pt, ncclzSimCompress coder,
                                ncclzAlgorithm algo, double tol) {
   ncclzSimOptions o = pt->options;
-  ncclzSimResult r;
   o.compress = coder;
   o.algorithm = algo;
-  CHECK(ncclzSimRun(&prof, &sc->data, &pt->platform, &o, &r) == NCCLZ_OK, "%s", ncclzLastError());
-  printf("%s %s %d x %d, %d rails, %g GB/s, %.0f MiB: the model %.0f us, the replay %.0f: %.3f\n",
-         ncclzAlgorithmName(algo), ncclzSimCompressName(coder), pt->platform.nodes, pt->platform.gpus_per_node,
-         pt->platform.rails, pt->platform.nic_gbps, pt->options.bytes / 1048576.0, r.predicted_us, r.time_us,
-         r.predicted_us / r.time_us);
-  CHECK(rel(r.predicted_us, r.time_us) < tol, "the model %.0f us, the replay %.0f", r.predicted_us, r.time_us);
-  return r.time_us;
+  return check_price(sc, &o, &pt->platform, tol);
 }
 
 /* The grid's 1 GiB AllReduce with 8 rails (C = G = 8 channels, 16 chunks a tree): every rank's 16
