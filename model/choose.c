@@ -28,7 +28,7 @@ typedef struct {
   int forward;          /* after its first step the stage forwards the frames it received */
   int regather;         /* a doubling step: the next step encodes what this one received, once decoded */
   int halving;          /* a halving step: the next step sends half of what this one received, its
-                           sends waiting for this step's last chunk (schedule.c find_dep) */
+                           sends waiting for this step's last chunk (schedule/stages.c sched_find_dep) */
 } stage;
 
 #define MAX_STAGES 12 /* hier's AllReduce with a fold takes 8 */
@@ -361,7 +361,7 @@ static double chain_fill_chunks(double g, double ch, double C) {
   return fmax(2 * (g - 1), shared);
 }
 
-/* The most trees of one kind (0 or 1) whose heads leave a node through one NIC: schedule.c's
+/* The most trees of one kind (0 or 1) whose heads leave a node through one NIC: schedule/algorithms.c's
  * placement (tree t of channel q headed by GPU (2q + t) G/(2C) when 2C <= G, else by (q G/C + t G/2)
  * mod G) on the platform's rails (GPU i on rail i mod R). A node is interior in one kind, so its
  * NIC takes that many interior trees' chunks (one with C = G = R, and with one rail and channel;
@@ -384,7 +384,7 @@ static double tree_nic_trees(int g, int ch, int rails) {
  * short against a chunk's codec work, nodes with two NIC children; one channel waits for no other
  * channel's frames, and 2 or 3 nodes are chains: counted there, REA's tree on 3 x 8, 8 rails, 1
  * GiB at 3.125 GB/s went from 0.98 to 1.11 of its replay): every tree
- * reduces all its chunks before it broadcasts them (schedule.c build_tree), so the rank's one
+ * reduces all its chunks before it broadcasts them (schedule/algorithms.c sched_build_tree), so the rank's one
  * decode stream takes the broadcast's frames, every channel's (down a chunk), only once the reduce
  * is done. The reduce: after the first chunk's way up (in the fill, as in the pipeline's), C - 1
  * chunks, each received (its NIC's arrivals), decoded, summed and encoded before the interior node

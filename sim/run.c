@@ -360,7 +360,7 @@ void sim_scale_totals(ncclzSimResult *r, double f) {
 }
 
 /* The plain tree's channels: channel q is channel 0 with every local GPU turned by q s, s = G/C
- * (schedule.c tree_place_of: its trees' heads at q s and q s + G/2, chains in the GPUs' order), on
+ * (schedule/algorithms.c tree_place_of: its trees' heads at q s and q s + G/2, chains in the GPUs' order), on
  * chunks of channel 0's sizes. On a contiguous placement (a rank's local index is its GPU) whose
  * GPUs share the rails alike (G a multiple of the rails) the platform turns with them: NVLink
  * link i to i + s, NIC rail r to r + s. The full replay's channels then run alike, each one's

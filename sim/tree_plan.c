@@ -43,7 +43,7 @@ static int shape_fits(int m, int g) {
   return m * (g < 2 ? g : 2) <= SIM_TREE_SHAPE_RANKS && m * g <= SIM_TREE_SHAPE_MAX_RANKS;
 }
 
-/* NCCL's binary tree over M nodes (schedule.c btree_parent) is a spine from the root down M - 1's
+/* NCCL's binary tree over M nodes (schedule/algorithms.c btree_parent) is a spine from the root down M - 1's
  * binary digits, a full subtree hanging at each spine node, and the pipeline's fill moves with its
  * shape (G = 1: 2^k + 1 and 2^k + 2 nodes; G = 2: nearly every count). Write M's digits as a run
  * of a ones, a run of z zeros and the rest R (q digits): one zero more in that run deepens each
