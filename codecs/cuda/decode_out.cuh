@@ -2,7 +2,7 @@
  * dequantizing them gives (NzQsgdOut, NzEbOut), so that a decode followed by an elementwise
  * dequantizer reads and writes the data once instead of twice (ncclzCudaDecodeDequantBatch).
  * Each has frame(), the writer of one frame, whose put(i, c) stores symbol i of that frame.
- * The dequantizers' own kernels (quant_cuda.cu) use the same per-element rules. */
+ * The dequantizers' own kernels (eb_dequant_cuda.cu, qsgd_cuda.cu) use the same per-element rules. */
 #ifndef NCCLZ_CUDA_DECODE_OUT_CUH
 #define NCCLZ_CUDA_DECODE_OUT_CUH
 

@@ -90,6 +90,12 @@ static inline ncclzStatus nz_sm_count(int *nsm) {
   return NCCLZ_OK;
 }
 
+/* A grid-stride kernel's grid over n items of 256-thread CTAs: at most 16 CTAs an SM of 132. */
+static inline unsigned nz_grid_for(size_t n) {
+  size_t b = n / 256 + 1;
+  return (unsigned)(b < 132 * 16 ? b : 132 * 16);
+}
+
 /* Reasons stored in bits 8.. of a decode status word. */
 enum {
   NZ_R_OK = 0, NZ_R_SHORT, NZ_R_MAGIC, NZ_R_VERSION, NZ_R_HCHECK, NZ_R_ENUM, NZ_R_RAWBYTES, NZ_R_SIDE,
