@@ -1,4 +1,4 @@
-/* The (algorithm, coder) cost model (model/choose.c): its plain times against the closed forms of
+/* The (algorithm, coder) cost model (model/choose*.c): its plain times against the closed forms of
  * docs/simulator.md on a uniform platform, its refusals, the executor's auto taking its pair, and
  * (with SimGrid) the replay running the model's pair and the pair landing within 5% of the best
  * forced one on points of the scale grid. */

@@ -51,7 +51,7 @@ static void test_alltoall_broadcast(void) {
  * (a share of B_nv/(G-1) each), and the busiest rail's NIC the N-G inter-node blocks of each of its
  * ceil(G/R) GPUs (GPU q on rail q mod R), which share it equally and end together:
  * max(alpha_nv + (G-1) b/B_nv, alpha_nic + ceil(G/R)(N-G) b/B_nic), the NIC term alone at G = 1, a
- * flow at most its cap. The cost model's price of plain Alltoall is this form (model/choose.c): the
+ * flow at most its cap. The cost model's price of plain Alltoall is this form (model/choose_chains.c): the
  * replay is held to the model's function, and alltoall_hand_form states the form again, so that the
  * model's function is held to it too. */
 static double alltoall_form(const ncclzSimPlatform *p, double b) {
@@ -295,7 +295,7 @@ static void test_alltoall_extrapolated(void) {
               rel(r.wire_bytes, e.wire_bytes) < 1e-9,
           "alltoall %dx%d %s, NIC %.2f GB/s: extrapolated %.4f (%s), every node %.4f us", cases[i].m, cases[i].g,
           ncclzSimCompressName(o.compress), p.nic_gbps, t, r.why, te);
-    /* the cost model's price (model/choose.c alltoall_us) of the encode- and NIC-bound exchange;
+    /* the cost model's price (model/choose_chains.c choice_alltoall_us) of the encode- and NIC-bound exchange;
      * NIC-bound HUFFMAN 3.2% over: the decodes' burst after the NIC's last frame is processor
      * sharing's, and the frames of four GPUs a NIC land earlier than that */
     CHECK(rel(r.predicted_us, t) < (cases[i].c == NCCLZ_SIM_HUFFMAN && cases[i].g == 4 ? 0.04 : 0.02), "alltoall %dx%d %s, NIC %.2f GB/s: the model %.4f us, the replay %.4f",

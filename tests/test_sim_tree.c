@@ -250,7 +250,7 @@ static void test_tree_latency_form(void) {
          "extrapolation against two full replays %.1f s)\n", worst, t1 - t0, ncclzNowSeconds() - t0);
 }
 
-/* The plain tree's price (model/choose.c) against its replay at one point: nodes, GPUs, rails (the
+/* The plain tree's price (model/choose_tree.c) against its replay at one point: nodes, GPUs, rails (the
  * channels; 0: one a GPU), NVLink and NIC GB/s, their latencies, KiB. The model's time over the
  * replay's less one; *k: the replay's chunks a tree. */
 static double tree_model_error(const double *q, double *k) {
@@ -278,7 +278,7 @@ static double tree_model_error(const double *q, double *k) {
   return ncclzChoicePairUs(&prof, &in, NCCLZ_ALGO_TREE, NCCLZ_CHOICE_PLAIN) / t - 1;
 }
 
-/* The cost model prices the plain tree with the form the replay takes (model/choose.c): equal
+/* The cost model prices the plain tree with the form the replay takes (model/choose_tree.c): equal
  * where the NIC sets the pace (K >= 2 chunks a tree), within 3% where NVLink does (the uniform
  * platform). With 2 or 4 rails of 8 GPUs two interior trees' heads share a NIC (tree_nic_trees;
  * priced as one, the model was 49-50% under). Points: nodes, GPUs, rails (0: one a GPU), NVLink
