@@ -92,6 +92,10 @@ int sim_actor_rank(const sim_job *j, int a);
  * there are not two such nodes or one rank in 64 or more is not like them (then the reduced
  * replay, which plays only such ranks, is not within 0.1% of the full one). */
 int sim_hier_typical_nodes(int m, int g, int rep[2]);
+/* Actor a's list for channel k of its rank's list `whole` (actor_list.c): the channel's share,
+ * reduced as the job's replay asks (rail_head, collapse); *origin: with collapse, the GPU each op
+ * of the merged list came from (-1: the typical GPU's), else NULL. Returns 0 or -1 (out of memory). */
+int sim_actor_list(const sim_job *j, int a, int k, const ncclzSchedule *whole, ncclzSchedule *s, int16_t **origin);
 
 /* 1 when one actor a node can play hier on this platform (sim_job.collapse): several GPUs a node, as
  * many on each NIC rail, and no cap per transfer (a permutation transfer moves 1/G of its bytes). */
