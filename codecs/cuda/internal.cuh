@@ -90,11 +90,10 @@ static inline ncclzStatus nz_sm_count(int *nsm) {
   return NCCLZ_OK;
 }
 
-/* A grid-stride kernel's grid over n items of 256-thread CTAs: at most 16 CTAs an SM of 132. */
-static inline unsigned nz_grid_for(size_t n) {
-  size_t b = n / 256 + 1;
-  return (unsigned)(b < 132 * 16 ? b : 132 * 16);
-}
+/* A grid-stride kernel's grid of `blocks` CTAs, at most 16 CTAs an SM of 132; nz_grid_for: over n
+ * items of 256-thread CTAs. */
+static inline unsigned nz_grid_cap(size_t blocks) { return (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16); }
+static inline unsigned nz_grid_for(size_t n) { return nz_grid_cap(n / 256 + 1); }
 
 /* Reasons stored in bits 8.. of a decode status word. */
 enum {

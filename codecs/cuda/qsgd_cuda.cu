@@ -168,7 +168,7 @@ static ncclzStatus qsgd_quantize(const ncclzQuantParams *p, const float *d_x, si
     return qsgd_codes(p, d_x, n, d_scales, d_sym, s);
   }
   const size_t blocks = ncclz_ceil_div(ncclz_ceil_div(n, b), 8); /* 8 warps, a bucket each */
-  const unsigned grid = (unsigned)(blocks < 132 * 16 ? blocks : 132 * 16);
+  const unsigned grid = nz_grid_cap(blocks);
   const int lv = ncclz_qsgd_levels(p->qsgd_bits);
   if (V == 1) nz_launch(k_qsgd_fused<1, T>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
   else if (V == 2) nz_launch(k_qsgd_fused<2, T>, grid, 256, 0, s, d_x, n, b, lv, p->seed, p->rank, d_scales, d_sym);
