@@ -203,6 +203,45 @@ static __device__ __forceinline__ void hf_stage_tables(uint32_t *s_lut, uint32_t
   if (threadIdx.x < 64) s_tab[threadIdx.x] = __ldg(tables + (size_t)f * NZ_HF_TSTRIDE + threadIdx.x);
 }
 
+/* Where a frame's segments lie: P past its side data (sw words), the head's H words (validated by
+ * k_hf_table) and the streams' bytes after them. */
+struct HfSegments {
+  const uint32_t *P;
+  uint32_t sw, H, stream_bytes;
+};
+
+/* The decoders' common start: 0 (block-uniform, before any barrier) where frame F is not a sound
+ * HUFFMAN frame or this CTA's first segment, blockIdx.x * per_cta, lies past its last; else its
+ * segment count, its tables staged into shared memory by the CTA's nthreads threads. */
+static __device__ __forceinline__ uint32_t hf_decode_start(const NzShape &sh, const NzFrame *F, const uint32_t *lut,
+                                                           const uint32_t *tables, uint32_t per_cta, uint32_t nthreads,
+                                                           uint32_t *s_lut, uint32_t *s_tab) {
+  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return 0;
+  const uint32_t nseg = (uint32_t)ncclz_ceil_div(F->n, sh.p0);
+  if (blockIdx.x * per_cta >= nseg) return 0;
+  hf_stage_tables(s_lut, s_tab, lut, tables, blockIdx.y, F->fast_bits, nthreads);
+  __syncthreads();
+  return nseg;
+}
+
+/* Where frame F's nseg segments lie in its payload. */
+static __device__ __forceinline__ HfSegments hf_segments(const uint8_t *in, const NzFrame *F, uint32_t nseg) {
+  HfSegments g;
+  g.sw = F->side_bytes / 4;
+  g.P = (const uint32_t *)(in + F->src + 64) + g.sw;
+  g.H = (uint32_t)ncclz_huff_head_words(g.P[0] >> 16, g.P[1], nseg);
+  g.stream_bytes = F->payload_bytes - F->side_bytes - 4 * g.H;
+  return g;
+}
+
+/* Segment k's stream offsets [begin, end) are unsound: the first not at 0, not whole words,
+ * decreasing, or past the streams. */
+static __device__ __forceinline__ bool hf_bad_offsets(uint32_t k, uint32_t nseg, uint32_t begin, uint32_t end,
+                                                      uint32_t stream_bytes) {
+  return (k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
+         (k + 1 == nseg && end % 4);
+}
+
 /* A frame's book from its tables in shared memory (lut, tab: count, first, start, max_len at 48)
  * and sorted in global memory; nlong: the codes longer than fb. slong is left NULL. */
 static __device__ HfBook hf_book(const uint32_t *lut, const uint32_t *tab, const uint32_t *sorted, const NzFrame *F,
@@ -400,25 +439,19 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
-  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
-  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
-  if (blockIdx.x * DEC_THREADS >= nseg) return;
-  const uint32_t fb = F->fast_bits;
-  hf_stage_tables(s_lut, s_tab, lut, tables, f, fb, DEC_THREADS);
-  __syncthreads();
+  const uint32_t nseg = hf_decode_start(sh, F, lut, tables, DEC_THREADS, DEC_THREADS, s_lut, s_tab);
+  if (!nseg) return;
+  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits;
   const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
-  const uint32_t sw = F->side_bytes / 4;
-  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
-  const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
-  const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
+  const HfSegments g = hf_segments(in, F, nseg);
+  const uint32_t sw = g.sw, H = g.H, stream_bytes = g.stream_bytes, *P = g.P;
   const uint32_t k = blockIdx.x * DEC_THREADS + tid;
   uint32_t chk = 0, bad = 0, count = 0;
   BitSource br = {P + H, 0, 0, 0, sw + H, 0, 0, nullptr, 0, 0};
   if (k < nseg) {
     uint32_t begin = P[H - nseg + k], end = k + 1 < nseg ? P[H - nseg + k + 1] : stream_bytes;
     chk += nz_chk(begin, sw + H - nseg + k);
-    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
-        (k + 1 == nseg && end % 4))
+    if (hf_bad_offsets(k, nseg, begin, end, stream_bytes))
       bad = NZ_R_HF_OFFSETS;
     else {
       br.src = P + H + begin / 4;
@@ -678,12 +711,9 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, bitmap words, ranks */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
-  if (F->status || F->coder != NCCLZ_CODER_HUFFMAN) return;
-  const uint32_t S = sh.p0, n = F->n, nseg = (uint32_t)ncclz_ceil_div(n, S);
-  if (blockIdx.x * DEC_WARPS >= nseg) return;
-  const uint32_t fb = F->fast_bits;
-  hf_stage_tables(s_lut, s_tab, lut, tables, f, fb, DEC_WARPS * 32);
-  __syncthreads();
+  const uint32_t nseg = hf_decode_start(sh, F, lut, tables, DEC_WARPS, DEC_WARPS * 32, s_lut, s_tab);
+  if (!nseg) return;
+  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits;
   uint32_t nlong;
   HfBook b = hf_book(s_lut, s_tab, tables + (size_t)f * NZ_HF_TSTRIDE + 64, F, fb, nlong);
   if (nlong && nlong <= DEC_LONG) { /* block-uniform */
@@ -691,18 +721,15 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
     __syncthreads();
     b.slong = s_long;
   }
-  const uint32_t sw = F->side_bytes / 4;
-  const uint32_t *P = (const uint32_t *)(in + F->src + 64) + sw;
-  const uint32_t H = (uint32_t)ncclz_huff_head_words(P[0] >> 16, P[1], nseg); /* validated by k_hf_table */
-  const uint32_t stream_bytes = F->payload_bytes - F->side_bytes - 4 * H;
+  const HfSegments g = hf_segments(in, F, nseg);
+  const uint32_t sw = g.sw, H = g.H, stream_bytes = g.stream_bytes, *P = g.P;
   uint32_t *stage = dec_room + warp * 3 * stage_words, *bm = stage + stage_words, *pre = bm + stage_words;
   const typename Out::Frame dst = out.frame(sh, f, in, *F);
   uint32_t chk = 0;
   for (uint32_t k = blockIdx.x * DEC_WARPS + warp; k < nseg; k += gridDim.x * DEC_WARPS) { /* warp-uniform */
     const uint32_t begin = __ldg(P + H - nseg + k), end = k + 1 < nseg ? __ldg(P + H - nseg + k + 1) : stream_bytes;
     if (lane == 0) chk += nz_chk(begin, sw + H - nseg + k);
-    if ((k == 0 && begin != 0) || begin % 4 || begin > end || end > stream_bytes || stream_bytes % 4 ||
-        (k + 1 == nseg && end % 4)) {
+    if (hf_bad_offsets(k, nseg, begin, end, stream_bytes)) {
       if (lane == 0) hf_fail(F, NZ_R_HF_OFFSETS);
       continue;
     }
