@@ -2,6 +2,7 @@
  * code range, shared scales, determinism, and unbiasedness with tolerances derived from the
  * distribution of the stochastic rounding. */
 #include "../codecs/philox.h"
+#include "../codecs/qsgd_code.h"
 #include "ncclz/codecs.h"
 #include "testutil.h"
 
@@ -108,6 +109,90 @@ static void check_code_range(const Grad *g, int bits, uint32_t bucket) {
         nb);
   free(scales);
   free(codes);
+}
+
+/* The GPU kernels' form of the rule (codecs/qsgd_code.h) against the reference, element for
+ * element, on the elements where it could part from it: per bucket a random scale from subnormal
+ * to near FLT_MAX, and values aimed at the levels' edges, T = t 2^24 within a few units of
+ * 2^24 F + a for the element's own uniform word a (where u < frac(t) turns), plus the scale itself,
+ * zeros, subnormals, NaN, Inf and random values; then the real gradients. */
+static uint32_t rng_u32(uint64_t *st) {
+  *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(*st >> 33);
+}
+/* For a power-of-two scale b: v = m 2^-24 b with m s = a + d (mod 2^24), so that T = m s is a
+ * whole number d units from the turn (s is odd: m = (a + d) / s mod 2^24). */
+static float edge_whole(uint64_t *st, float b, int s, uint32_t a) {
+  uint32_t inv = (uint32_t)s; /* s^-1 mod 2^32 by Newton's iteration, five steps from s */
+  for (int k = 0; k < 5; k++) inv *= 2u - (uint32_t)s * inv;
+  const uint32_t m = ((a + rng_u32(st) % 5 - 2) * inv) & 0xFFFFFFu;
+  return ldexpf((float)m, -24) * b;
+}
+static float edge_aim(uint64_t *st, float b, int s, uint32_t a) {
+  if (frexpf(b, &(int){0}) == 0.5f && rng_u32(st) % 2) return edge_whole(st, b, s, a);
+  switch (rng_u32(st) % 16) {
+  case 0: return b;
+  case 1: return 0.0f;
+  case 2: return ldexpf((float)(rng_u32(st) % 1000 + 1), -149 + (int)(rng_u32(st) % 10)); /* subnormal */
+  case 3: return rng_u32(st) % 64 ? NAN : INFINITY; /* Inf: the bucket leaves the kernels' rule */
+  case 4: return b * (float)(rng_u32(st) >> 8) * 0x1p-24f;
+  default: break;
+  }
+  const double F = rng_u32(st) % (uint32_t)s, d = (double)(int)(rng_u32(st) % 9) - 4.0;
+  const double target = fabs(0x1p24 * F + a + d * ((rng_u32(st) & 1) ? 1.0 : 0.5)) / (s * 0x1p24);
+  float v = (float)(target * b);
+  for (int k = (int)(rng_u32(st) % 5) - 2; k; k += k < 0 ? 1 : -1) v = nextafterf(v, k < 0 ? 0.0f : INFINITY);
+  return v;
+}
+static float edge_value(uint64_t *st, float b, int s, uint32_t a) {
+  const float v = edge_aim(st, b, s, a);
+  return v > b && v < INFINITY ? b : v; /* b stays the bucket's scale */
+}
+static size_t fast_rule_mismatches(const float *x, size_t n, int bits, uint32_t bucket, uint64_t seed) {
+  ncclzQuantParams p = qsgd_params(bits, bucket, seed, 3);
+  int32_t *ref = malloc(n * sizeof *ref);
+  float *scales = malloc(ncclzQsgdNumBuckets(&p, n) * sizeof *scales);
+  ncclzQsgdScales(&p, x, n, scales);
+  ncclzQuantizeQsgd(&p, x, n, NULL, ref); /* NaN/Inf refused, every code written */
+  const int s = levels(bits);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    const float b = scales[i / bucket];
+    if (!(b > 0.0f && b < INFINITY)) continue; /* the kernels' other path: the reference itself */
+    uint32_t w[4];
+    ncclz_philox_qsgd_words(seed, i >> 2, 3, w);
+    bad += ncclz_qsgd_code_fast(x[i], b, 1.0 / b, s * 0x1p24, s, w[i & 3] >> 8) != ref[i];
+  }
+  free(ref);
+  free(scales);
+  return bad;
+}
+static void test_fast_rule(const Grad *g) {
+  enum { BUCKET = 64, N = 1 << 20 };
+  float *x = malloc(N * sizeof *x);
+  uint64_t st = 2024;
+  static const int bits[3] = {2, 4, 8};
+  for (int r = 0; r < 3; r++) {
+    const int s = levels(bits[r]);
+    const uint64_t seed = 99 + r;
+    for (size_t k = 0; k < N / BUCKET; k++) {
+      const float m = rng_u32(&st) % 4 ? 1.0f + (float)(rng_u32(&st) >> 9) * 0x1p-23f : 1.0f; /* a quarter: 2^e */
+      const float b = ldexpf(m, (int)(rng_u32(&st) % 264) - 140);
+      for (size_t i = k * BUCKET; i < (k + 1) * BUCKET; i++) {
+        uint32_t w[4];
+        ncclz_philox_qsgd_words(seed, i >> 2, 3, w);
+        const float v = i == k * BUCKET ? b : edge_value(&st, b, s, w[i & 3] >> 8);
+        x[i] = (rng_u32(&st) & 1) ? -v : v;
+      }
+    }
+    size_t bad = fast_rule_mismatches(x, N, bits[r], BUCKET, seed);
+    CHECK(bad == 0, "qsgd bits %d: the kernels' rule differs from the reference at %zu of %d edge elements", bits[r],
+          bad, N);
+    bad = fast_rule_mismatches(g->x, g->n, bits[r], 512, seed);
+    CHECK(bad == 0, "qsgd bits %d: the kernels' rule differs from the reference at %zu gradient elements", bits[r],
+          bad);
+  }
+  free(x);
 }
 
 /* Supplied scales are used as given: larger scales shrink the codes; smaller ones clamp at s;
@@ -294,6 +379,7 @@ int main(void) {
       check_code_range(&g, bits[b], 1000); /* last bucket partial */
     }
     test_shared_scales(&g);
+    test_fast_rule(&g);
     test_determinism(&g);
     printf("unbiasedness on resnet18_rank0_64k (layer2.0.conv1.weight gradient):\n");
     for (int b = 0; b < 3; b++) check_unbiased(&g, bits[b], 512, 256);

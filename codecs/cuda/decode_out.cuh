@@ -8,11 +8,11 @@
 
 #include "internal.cuh"
 
-/* The QSGD reconstruction of code c: (float)(RN(c scale) / s) as the reference; nz_div_rn (rs =
+/* The QSGD reconstruction of code c: (float)(RN(c scale) / s) as the reference; ncclz_div_rn (rs =
  * RN(1 / s)) instead of the division where the product is finite (a finite scale). */
 static __device__ __forceinline__ float nz_qsgd_value(int32_t c, double scale, double s, double rs) {
   const double p = (double)c * scale;
-  return (float)(isfinite(p) ? nz_div_rn(p, s, rs) : p / s);
+  return (float)(isfinite(p) ? ncclz_div_rn(p, s, rs) : p / s);
 }
 
 /* The EB reconstruction of code c (step = 2 abs_eb): the fill value for the fill code. */

@@ -647,8 +647,8 @@ __global__ void __launch_bounds__(FQ_THREADS) k_fl_qsgd_encode_one(NzShape sh, N
     float m = 0.0f;
     for (uint32_t j = first; j < first + spb; j++) m = s_slot[j] > m ? s_slot[j] : m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
-    const double sd = q.levels;
-    const int4 c = nz_qsgd_four(v[r], m, bk, sd, q.levels, q.seed, q.rank, e, n);
+    const double sd24 = q.levels * 0x1p24;
+    const int4 c = nz_qsgd_four(v[r], m, bk, sd24, q.levels, q.seed, q.rank, e, n);
     if (q.sym8) nz_store4(q.sym8, e, n, c);
     else nz_store4(q.sym, e, n, c);
     *(uint4 *)(s_z + e - base) = make_uint4(ncclz_zigzag(c.x), ncclz_zigzag(c.y), ncclz_zigzag(c.z), ncclz_zigzag(c.w));

@@ -12,6 +12,7 @@
 #include "../hd_util.h"
 #include "../huff_codebook.h"
 #include "../philox.h"
+#include "../qsgd_code.h"
 #include "ncclz/codecs_cuda.h"
 
 #define NZ_FULL 0xFFFFFFFFu
@@ -377,16 +378,6 @@ static __device__ __noinline__ int32_t nz_qsgd_code(float v, float scale, int s,
   return v < 0.0f ? -c : c;
 }
 
-/* RN(p / d) from y = RN(1 / d) without a division: q0 = RN(p y) is within 2 ulps of p / d, the
- * residual p - d q0 is exact (few bits), and RN(q0 + r y) is off the true quotient by at most
- * ulp 2^-52, while a quotient of these operands (p of 53 bits, d a float or an odd level count)
- * is either exact or at least its value 2^-78 away from a midpoint between doubles: the same
- * double as the reference's division. */
-static __device__ __forceinline__ double nz_div_rn(double p, double d, double y) {
-  const double q0 = p * y;
-  return fma(fma(-q0, d, p), y, q0);
-}
-
 /* The bucket's part of the QSGD rule: the scale as a double and its reciprocal. */
 struct NzQsgdBucket {
   double b, rb;
@@ -397,19 +388,10 @@ static __device__ __forceinline__ NzQsgdBucket nz_qsgd_bucket(float scale) {
   return {(double)scale, fast ? 1.0 / (double)scale : 0.0, fast};
 }
 
-/* qsgd_code for a bucket with 0 < scale < inf, in the reference's binary64 values without its
- * division and conversions: t = RN(RN(|v| / scale) s) as nz_div_rn gives it; t >= s is the clamp;
- * below it floor(t) is the low word of RN_toward_zero(t + 2^52), frac = t - floor(t) exactly, and
- * the Philox word w (u = w 2^-24) goes to binary64 as the mantissa of 2^52 + w. Branch-free, so
- * that a thread's elements interleave. */
-static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBucket &bk, double sd, int s, uint32_t w) {
-  const double t = nz_div_rn(fabs((double)v), bk.b, bk.rb) * sd;
-  const double big = __dadd_rz(t, 0x1p52);
-  const double frac = t - (big - 0x1p52);
-  const double u = (__hiloint2double(0x43300000, (int)w) - 0x1p52) * 0x1p-24;
-  int32_t c = t < sd ? __double2loint(big) + (u < frac ? 1 : 0) : s;
-  c = isfinite(v) ? c : 0;
-  return v < 0.0f ? -c : c;
+/* qsgd_code for a bucket with 0 < scale < inf by ncclz_qsgd_code_fast (sd24 = s 2^24; w: the
+ * uniform's 24 bits, nz_qsgd_words). Branch-free, so that a thread's elements interleave. */
+static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBucket &bk, double sd24, int s, uint32_t w) {
+  return ncclz_qsgd_code_fast(v, bk.b, bk.rb, sd24, s, w);
 }
 
 /* The Philox words behind the uniforms of elements 4g .. 4g + 3 (ncclz_philox_qsgd_words, each >> 8). */
@@ -421,27 +403,27 @@ static __device__ __forceinline__ void nz_qsgd_words(uint64_t seed, uint32_t ran
 
 /* One element by the fast rule when its bucket allows, the reference's otherwise (a Philox call
  * for this element alone: four consecutive ones take nz_qsgd_four). */
-static __device__ __forceinline__ int32_t nz_qsgd_one(float v, float scale, const NzQsgdBucket &bk, double sd, int s,
+static __device__ __forceinline__ int32_t nz_qsgd_one(float v, float scale, const NzQsgdBucket &bk, double sd24, int s,
                                                    uint64_t seed, uint32_t rank, size_t i) {
   if (!bk.fast) return nz_qsgd_code(v, scale, s, seed, rank, i);
   uint32_t w[4];
   nz_qsgd_words(seed, rank, (uint64_t)i >> 2, w);
-  return nz_qsgd_fast(v, bk, sd, s, w[i & 3]);
+  return nz_qsgd_fast(v, bk, sd24, s, w[i & 3]);
 }
 
 /* Elements e .. e + 3 of one bucket (0 at n and past) by nz_qsgd_one's rules, one Philox call for
  * the four where e is a multiple of 4. */
-static __device__ __forceinline__ int4 nz_qsgd_four(float4 v, float scale, const NzQsgdBucket &bk, double sd, int s,
+static __device__ __forceinline__ int4 nz_qsgd_four(float4 v, float scale, const NzQsgdBucket &bk, double sd24, int s,
                                                   uint64_t seed, uint32_t rank, size_t e, size_t n) {
   if (!bk.fast || (e & 3))
-    return make_int4(e < n ? nz_qsgd_one(v.x, scale, bk, sd, s, seed, rank, e) : 0,
-                     e + 1 < n ? nz_qsgd_one(v.y, scale, bk, sd, s, seed, rank, e + 1) : 0,
-                     e + 2 < n ? nz_qsgd_one(v.z, scale, bk, sd, s, seed, rank, e + 2) : 0,
-                     e + 3 < n ? nz_qsgd_one(v.w, scale, bk, sd, s, seed, rank, e + 3) : 0);
+    return make_int4(e < n ? nz_qsgd_one(v.x, scale, bk, sd24, s, seed, rank, e) : 0,
+                     e + 1 < n ? nz_qsgd_one(v.y, scale, bk, sd24, s, seed, rank, e + 1) : 0,
+                     e + 2 < n ? nz_qsgd_one(v.z, scale, bk, sd24, s, seed, rank, e + 2) : 0,
+                     e + 3 < n ? nz_qsgd_one(v.w, scale, bk, sd24, s, seed, rank, e + 3) : 0);
   uint32_t w[4];
   nz_qsgd_words(seed, rank, (uint64_t)e >> 2, w);
-  return make_int4(e < n ? nz_qsgd_fast(v.x, bk, sd, s, w[0]) : 0, e + 1 < n ? nz_qsgd_fast(v.y, bk, sd, s, w[1]) : 0,
-                   e + 2 < n ? nz_qsgd_fast(v.z, bk, sd, s, w[2]) : 0, e + 3 < n ? nz_qsgd_fast(v.w, bk, sd, s, w[3]) : 0);
+  return make_int4(e < n ? nz_qsgd_fast(v.x, bk, sd24, s, w[0]) : 0, e + 1 < n ? nz_qsgd_fast(v.y, bk, sd24, s, w[1]) : 0,
+                   e + 2 < n ? nz_qsgd_fast(v.z, bk, sd24, s, w[2]) : 0, e + 3 < n ? nz_qsgd_fast(v.w, bk, sd24, s, w[3]) : 0);
 }
 
 /* The largest of m and v's magnitudes, and the warp's largest m: NaN never compares greater, as in

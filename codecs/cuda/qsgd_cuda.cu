@@ -31,7 +31,7 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
     const float scale = __ldg(scales + i / bucket);
-    sym[i] = (T)nz_qsgd_one(__ldg(x + i), scale, nz_qsgd_bucket(scale), s, s, seed, rank, i);
+    sym[i] = (T)nz_qsgd_one(__ldg(x + i), scale, nz_qsgd_bucket(scale), s * 0x1p24, s, seed, rank, i);
   }
 }
 
@@ -59,17 +59,17 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     int4 c[V];
     if (bk.fast) { /* the warp's bucket: one branch */
-      const double sd = s;
+      const double sd24 = s * 0x1p24;
 #pragma unroll
       for (int k = 0; k < V; k++) {
         uint32_t w[4]; /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
         nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
 #pragma unroll
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* kept out of the code's select */
-        c[k].x = nz_qsgd_fast(v[k].x, bk, sd, s, w[0]);
-        c[k].y = nz_qsgd_fast(v[k].y, bk, sd, s, w[1]);
-        c[k].z = nz_qsgd_fast(v[k].z, bk, sd, s, w[2]);
-        c[k].w = nz_qsgd_fast(v[k].w, bk, sd, s, w[3]);
+        c[k].x = nz_qsgd_fast(v[k].x, bk, sd24, s, w[0]);
+        c[k].y = nz_qsgd_fast(v[k].y, bk, sd24, s, w[1]);
+        c[k].z = nz_qsgd_fast(v[k].z, bk, sd24, s, w[2]);
+        c[k].w = nz_qsgd_fast(v[k].w, bk, sd24, s, w[3]);
       }
     } else {
 #pragma unroll
