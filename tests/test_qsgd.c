@@ -148,12 +148,17 @@ static float edge_value(uint64_t *st, float b, int s, uint32_t a) {
   const float v = edge_aim(st, b, s, a);
   return v > b && v < INFINITY ? b : v; /* b stays the bucket's scale */
 }
-static size_t fast_rule_mismatches(const float *x, size_t n, int bits, uint32_t bucket, uint64_t seed) {
+/* grow: the buckets' max |x| times this, given to the reference as shared scales (below 1, the
+ * codes of |x| above the scale clamp at s); 0: the reference's own scales. */
+static size_t fast_rule_mismatches(const float *x, size_t n, int bits, uint32_t bucket, uint64_t seed, float grow) {
   ncclzQuantParams p = qsgd_params(bits, bucket, seed, 3);
   int32_t *ref = malloc(n * sizeof *ref);
-  float *scales = malloc(ncclzQsgdNumBuckets(&p, n) * sizeof *scales);
+  const size_t nb = ncclzQsgdNumBuckets(&p, n);
+  float *scales = malloc(nb * sizeof *scales);
   ncclzQsgdScales(&p, x, n, scales);
-  ncclzQuantizeQsgd(&p, x, n, NULL, ref); /* NaN/Inf refused, every code written */
+  if (grow > 0)
+    for (size_t k = 0; k < nb; k++) scales[k] = isfinite(scales[k] * grow) ? scales[k] * grow : 0.0f;
+  ncclzQuantizeQsgd(&p, x, n, grow > 0 ? scales : NULL, ref); /* NaN/Inf refused, every code written */
   const int s = levels(bits);
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) {
@@ -185,10 +190,16 @@ static void test_fast_rule(const Grad *g) {
         x[i] = (rng_u32(&st) & 1) ? -v : v;
       }
     }
-    size_t bad = fast_rule_mismatches(x, N, bits[r], BUCKET, seed);
+    size_t bad = fast_rule_mismatches(x, N, bits[r], BUCKET, seed, 0.0f);
     CHECK(bad == 0, "qsgd bits %d: the kernels' rule differs from the reference at %zu of %d edge elements", bits[r],
           bad, N);
-    bad = fast_rule_mismatches(g->x, g->n, bits[r], 512, seed);
+    for (int k = 0; k < 2; k++) {
+      const float grow = k ? 1.5f : 0.375f;
+      bad = fast_rule_mismatches(x, N, bits[r], BUCKET, seed, grow);
+      CHECK(bad == 0, "qsgd bits %d, shared scales %g x max: the kernels' rule differs at %zu elements", bits[r],
+            (double)grow, bad);
+    }
+    bad = fast_rule_mismatches(g->x, g->n, bits[r], 512, seed, 0.0f);
     CHECK(bad == 0, "qsgd bits %d: the kernels' rule differs from the reference at %zu gradient elements", bits[r],
           bad);
   }
