@@ -390,7 +390,8 @@ static __device__ __forceinline__ NzQsgdBucket nz_qsgd_bucket(float scale) {
 
 /* qsgd_code for a bucket with 0 < scale < inf by ncclz_qsgd_code_fast (sd24 = s 2^24; w: the
  * uniform's 24 bits, nz_qsgd_words). Branch-free, so that a thread's elements interleave. */
-static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBucket &bk, double sd24, int s, uint32_t w) {
+static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBucket &bk, double sd24, int s,
+                                                      uint32_t w) {
   return ncclz_qsgd_code_fast(v, bk.b, bk.rb, sd24, s, w);
 }
 
@@ -422,8 +423,10 @@ static __device__ __forceinline__ int4 nz_qsgd_four(float4 v, float scale, const
                      e + 3 < n ? nz_qsgd_one(v.w, scale, bk, sd24, s, seed, rank, e + 3) : 0);
   uint32_t w[4];
   nz_qsgd_words(seed, rank, (uint64_t)e >> 2, w);
-  return make_int4(e < n ? nz_qsgd_fast(v.x, bk, sd24, s, w[0]) : 0, e + 1 < n ? nz_qsgd_fast(v.y, bk, sd24, s, w[1]) : 0,
-                   e + 2 < n ? nz_qsgd_fast(v.z, bk, sd24, s, w[2]) : 0, e + 3 < n ? nz_qsgd_fast(v.w, bk, sd24, s, w[3]) : 0);
+  return make_int4(e < n ? nz_qsgd_fast(v.x, bk, sd24, s, w[0]) : 0,
+                   e + 1 < n ? nz_qsgd_fast(v.y, bk, sd24, s, w[1]) : 0,
+                   e + 2 < n ? nz_qsgd_fast(v.z, bk, sd24, s, w[2]) : 0,
+                   e + 3 < n ? nz_qsgd_fast(v.w, bk, sd24, s, w[3]) : 0);
 }
 
 /* The largest of m and v's magnitudes, and the warp's largest m: NaN never compares greater, as in
