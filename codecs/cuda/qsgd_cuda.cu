@@ -1,5 +1,5 @@
 /* QSGD on the GPU: the bucket scales, the codes by stochastic rounding with the reference's
- * Philox stream and binary64 rule (nz_qsgd_fast, internal.cuh), scales and codes in one pass
+ * Philox stream and rule (codecs/qsgd_code.h, through nz_qsgd_fast), scales and codes in one pass
  * where the buckets allow, and the dequantizer; codes in 32 bits (the executor's reductions add
  * them) or 8 (every QSGD code fits a signed byte). */
 #include <cub/warp/warp_reduce.cuh>
