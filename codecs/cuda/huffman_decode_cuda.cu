@@ -439,9 +439,9 @@ __global__ void __launch_bounds__(DEC_THREADS, DEC_MIN_CTAS) k_hf_decode_thread(
   extern __shared__ uint32_t dec_seg[]; /* seg_words per warp: its 32 segments' coded words */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
+  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits; /* before the start's barrier: its reads serve */
   const uint32_t nseg = hf_decode_start(sh, F, lut, tables, DEC_THREADS, DEC_THREADS, s_lut, s_tab);
   if (!nseg) return;
-  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits;
   const uint32_t *sorted = tables + (size_t)f * NZ_HF_TSTRIDE + 64;
   const HfSegments g = hf_segments(in, F, nseg);
   const uint32_t sw = g.sw, H = g.H, stream_bytes = g.stream_bytes, *P = g.P;
@@ -711,9 +711,9 @@ __global__ void __launch_bounds__(DEC_WARPS * 32) k_hf_decode(NzShape sh, const 
   extern __shared__ uint32_t dec_room[]; /* per warp: stage_words coded words, bitmap words, ranks */
   const uint32_t f = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   NzFrame *F = &fr[f];
+  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits; /* before the start's barrier: its reads serve */
   const uint32_t nseg = hf_decode_start(sh, F, lut, tables, DEC_WARPS, DEC_WARPS * 32, s_lut, s_tab);
   if (!nseg) return;
-  const uint32_t S = sh.p0, n = F->n, fb = F->fast_bits;
   uint32_t nlong;
   HfBook b = hf_book(s_lut, s_tab, tables + (size_t)f * NZ_HF_TSTRIDE + 64, F, fb, nlong);
   if (nlong && nlong <= DEC_LONG) { /* block-uniform */
