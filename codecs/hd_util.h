@@ -34,6 +34,24 @@ NCCLZ_INLINE uint32_t ncclz_bitlen(uint32_t v) {
   return n;
 }
 
+/* n / d for every n < 2^32 by a multiply-high and two shifts, d fixed beforehand (Granlund and
+ * Montgomery, "Division by invariant integers using multiplication", 1994, figure 4.1): in a
+ * kernel, a 64-bit division by a run-time divisor is a subroutine call. Written here because
+ * CUB's equivalent (fast_div_mod) is in its internal namespace. */
+typedef struct {
+  uint32_t m, s1, s2;
+} NcclzDivU32;
+NCCLZ_INLINE NcclzDivU32 ncclz_divu32_make(uint32_t d) { /* d >= 1 */
+  const uint32_t l = d > 1 ? ncclz_bitlen(d - 1) : 0;    /* ceil(log2 d) */
+  const NcclzDivU32 r = {(uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << l) - d)) / d + 1), l ? 1u : 0u,
+                         l ? l - 1 : 0u};
+  return r;
+}
+NCCLZ_INLINE uint32_t ncclz_divu32(uint32_t n, NcclzDivU32 d) {
+  const uint32_t t = (uint32_t)(((uint64_t)d.m * n) >> 32);
+  return (t + ((n - t) >> d.s1)) >> d.s2;
+}
+
 NCCLZ_INLINE uint32_t ncclz_fnv1a(const uint8_t *p, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 16777619u; }

@@ -167,6 +167,8 @@ static size_t fast_rule_mismatches(const float *x, size_t n, int bits, uint32_t 
     uint32_t w[4];
     ncclz_philox_qsgd_words(seed, i >> 2, 3, w);
     bad += ncclz_qsgd_code_fast(x[i], b, 1.0 / b, s * 0x1p24, s, w[i & 3] >> 8) != ref[i];
+    if (grow == 0 && isfinite(x[i])) /* b is the max |x| of x[i]'s bucket: the rule without clamp or test */
+      bad += ncclz_qsgd_code_own(x[i], b, 1.0 / b, s * 0x1p24, w[i & 3] >> 8) != ref[i];
   }
   free(ref);
   free(scales);
@@ -373,8 +375,35 @@ static void test_dequantize_refuses(void) {
   CHECK(ncclzArrayReconstruct(&sy, y) == NCCLZ_ERR_ARG, "ncclzArrayReconstruct with a missing scale returns OK");
 }
 
+/* ncclz_divu32 (the dequantizer's bucket of a group) equals n / d: small, odd, power-of-two and
+ * top-bit divisors; dividends 0, around multiples of d, at the top of the range and random. */
+static void test_divu32(void) {
+  uint32_t ds[40] = {1, 2, 3, 5, 7, 24, 32, 96, 127, 128, 129, 1000, 65535, 65536, 65537, 0x7FFFFFFFu, 0x80000000u,
+                     0x80000001u, 0xFFFFFFFEu, 0xFFFFFFFFu};
+  uint64_t st = 7;
+  for (int k = 20; k < 40; k++) ds[k] = rng_u32(&st) >> (rng_u32(&st) % 32) | 1u;
+  for (int k = 0; k < 40; k++) {
+    const uint32_t d = ds[k];
+    const NcclzDivU32 f = ncclz_divu32_make(d);
+    size_t bad = 0;
+    const uint32_t fixed[6] = {0, 1, d - 1, d, 0xFFFFFFFEu, 0xFFFFFFFFu};
+    for (int j = 0; j < 6; j++) bad += ncclz_divu32(fixed[j], f) != fixed[j] / d;
+    for (int j = 0; j < 20000; j++) {
+      const uint64_t m = (uint64_t)d * (rng_u32(&st) % ((uint64_t)0xFFFFFFFFu / d + 1)); /* a multiple of d below 2^32 */
+      for (int e = -1; e <= 1; e++) {
+        const uint32_t n = (uint32_t)(m + (uint64_t)(int64_t)e);
+        bad += ncclz_divu32(n, f) != n / d;
+      }
+      const uint32_t r = rng_u32(&st);
+      bad += ncclz_divu32(r, f) != r / d;
+    }
+    CHECK(bad == 0, "ncclz_divu32 by %u differs from n / d at %zu dividends", d, bad);
+  }
+}
+
 int main(void) {
   double t0 = ncclzNowSeconds();
+  test_divu32();
   test_philox_kat();
   test_philox_uniform();
   test_dequantize_refuses();

@@ -9,10 +9,13 @@
 #include "internal.cuh"
 
 /* The QSGD reconstruction of code c: (float)(RN(c scale) / s) as the reference; ncclz_div_rn (rs =
- * RN(1 / s)) instead of the division where the product is finite (a finite scale). */
+ * RN(1 / s)) instead of the division where the product is finite, which it is wherever the scale
+ * is (|c| < 2^31, scale < 2^128): nz_qsgd_value_finite for callers that test the scale once. */
+static __device__ __forceinline__ float nz_qsgd_value_finite(int32_t c, double scale, double s, double rs) {
+  return (float)ncclz_div_rn((double)c * scale, s, rs);
+}
 static __device__ __forceinline__ float nz_qsgd_value(int32_t c, double scale, double s, double rs) {
-  const double p = (double)c * scale;
-  return (float)(isfinite(p) ? ncclz_div_rn(p, s, rs) : p / s);
+  return isfinite(scale) ? nz_qsgd_value_finite(c, scale, s, rs) : (float)((double)c * scale / s);
 }
 
 /* The EB reconstruction of code c (step = 2 abs_eb): the fill value for the fill code. */

@@ -395,6 +395,11 @@ static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBuck
   return ncclz_qsgd_code_fast(v, bk.b, bk.rb, sd24, s, w);
 }
 
+/* qsgd_code for a finite v and b its own bucket's max |x| (ncclz_qsgd_code_own): no clamp, no test. */
+static __device__ __forceinline__ int32_t nz_qsgd_own(float v, const NzQsgdBucket &bk, double sd24, uint32_t w) {
+  return ncclz_qsgd_code_own(v, bk.b, bk.rb, sd24, w);
+}
+
 /* The Philox words behind the uniforms of elements 4g .. 4g + 3 (ncclz_philox_qsgd_words, each >> 8). */
 static __device__ __forceinline__ void nz_qsgd_words(uint64_t seed, uint32_t rank, uint64_t g, uint32_t w[4]) {
   ncclz_philox_qsgd_words(seed, g, rank, w);
@@ -436,6 +441,20 @@ static __device__ __forceinline__ float nz_max_abs4(float4 v, float m) {
 #pragma unroll
   for (int j = 0; j < 4; j++)
     if (a[j] > m) m = a[j];
+  return m;
+}
+/* The same with NaN winning (PTX max.NaN): a bucket's max that also says whether it holds a NaN. */
+static __device__ __forceinline__ float nz_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+static __device__ __forceinline__ float nz_max_abs4_nan(float4 v, float m) {
+  return nz_max_nan(nz_max_nan(fabsf(v.x), fabsf(v.y)), nz_max_nan(nz_max_nan(fabsf(v.z), fabsf(v.w)), m));
+}
+static __device__ __forceinline__ float nz_warp_max_nan(float m) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = nz_max_nan(m, __shfl_xor_sync(NZ_FULL, m, o));
   return m;
 }
 static __device__ __forceinline__ float nz_warp_max(float m) {

@@ -36,9 +36,10 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
 }
 
 /* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
- * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction (NaN never
- * compares greater, 0 to start: the reference's bucket_max_abs, in any order), then the codes
- * from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
+ * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction in which NaN wins,
+ * so that a bucket without NaN (nearly all) takes the rule with neither clamp nor NaN test
+ * (nz_qsgd_own), and one with NaN takes the max again with NaN never greater (the reference's
+ * bucket_max_abs, 0 to start, in any order) and the tested rule; then the codes from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
 template <int V, typename T>
 __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
                                                     uint32_t rank, float *scales, T *sym) {
@@ -48,21 +49,38 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
   for (size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32; b < nb; b += warps) {
     const size_t q0 = b * (bucket / 4); /* the bucket's first float4 */
     float4 v[V];
-    float m = 0.0f;
+    float m = 0.0f; /* NaN where the bucket holds one */
 #pragma unroll
     for (int k = 0; k < V; k++) {
-      v[k] = nz_load4(x, 4 * (q0 + lane + 32 * k), n, NAN); /* NaN where there is no element: never the max */
-      m = nz_max_abs4(v[k], m);
+      v[k] = nz_load4(x, 4 * (q0 + lane + 32 * k), n, 0.0f); /* 0 where there is no element: never above the max */
+      m = nz_max_abs4_nan(v[k], m);
     }
-    m = nz_warp_max(m);
+    m = nz_warp_max_nan(m);
+    const bool clean = !isnan(m); /* no NaN in the warp's bucket (an Inf makes the scale Inf: the reference's path) */
+    if (!clean) { /* the reference's max ignores NaN */
+      m = 0.0f;
+#pragma unroll
+      for (int k = 0; k < V; k++) m = nz_max_abs4(v[k], m);
+      m = nz_warp_max(m);
+    }
     if (lane == 0) scales[b] = m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
+    const double sd24 = s * 0x1p24;
     int4 c[V];
-    if (bk.fast) { /* the warp's bucket: one branch */
-      const double sd24 = s * 0x1p24;
+    if (bk.fast && clean) { /* every element finite, none above the scale */
 #pragma unroll
       for (int k = 0; k < V; k++) {
         uint32_t w[4]; /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
+        nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
+#pragma unroll
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* one add for 2^24 - 1 - w (its range unknown) */
+        c[k] = make_int4(nz_qsgd_own(v[k].x, bk, sd24, w[0]), nz_qsgd_own(v[k].y, bk, sd24, w[1]),
+                         nz_qsgd_own(v[k].z, bk, sd24, w[2]), nz_qsgd_own(v[k].w, bk, sd24, w[3]));
+      }
+    } else if (bk.fast) {
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        uint32_t w[4];
         nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
 #pragma unroll
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* kept out of the code's select */
@@ -92,16 +110,18 @@ static __device__ __forceinline__ int4 qd_load4(const int8_t *sym, size_t q) {
 }
 
 /* Four codes in, float4 out (QD_UNROLL in flight a thread) when both are aligned (16 bytes) and a
- * bucket holds whole groups of 4; the rest scalar. rs = RN(1 / s). T: int32_t or int8_t codes. */
+ * bucket holds whole groups of 4 (group q in bucket q / g4, g4 = bucket / 4 as NcclzDivU32 where
+ * the groups' count fits 32 bits); the rest scalar. rs = RN(1 / s). T: int32_t or int8_t codes. */
 #define QD_UNROLL 4
 template <typename T>
-__global__ void __launch_bounds__(256) k_qsgd_dequant(const T *sym, size_t n, uint32_t bucket, double s, double rs,
-                                                      const float *scales, float *x) {
+__global__ void __launch_bounds__(256) k_qsgd_dequant(const T *sym, size_t n, uint32_t bucket, NcclzDivU32 g4, double s,
+                                                      double rs, const float *scales, float *x) {
   nz_pdl_enter();
   const size_t gid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
   size_t done = 0;
   if ((((uintptr_t)sym | (uintptr_t)x) & 15) == 0 && bucket % 4 == 0) {
     const size_t n4 = n / 4;
+    const bool groups32 = n4 <= UINT32_MAX;
     for (size_t q0 = gid; q0 < n4; q0 += QD_UNROLL * stride) {
       int4 c[QD_UNROLL];
       float sc[QD_UNROLL];
@@ -109,15 +129,21 @@ __global__ void __launch_bounds__(256) k_qsgd_dequant(const T *sym, size_t n, ui
       for (int u = 0; u < QD_UNROLL; u++) {
         const size_t q = q0 + u * stride;
         c[u] = q < n4 ? qd_load4(sym, q) : int4{};
-        sc[u] = q < n4 ? __ldg(scales + 4 * q / bucket) : 0.0f;
+        sc[u] = q < n4 ? __ldg(scales + (groups32 ? ncclz_divu32((uint32_t)q, g4) : 4 * q / bucket)) : 0.0f;
       }
 #pragma unroll
       for (int u = 0; u < QD_UNROLL; u++) {
         const size_t q = q0 + u * stride;
         if (q >= n4) break;
         const double scale = sc[u];
-        ((float4 *)x)[q] = make_float4(nz_qsgd_value(c[u].x, scale, s, rs), nz_qsgd_value(c[u].y, scale, s, rs),
-                                       nz_qsgd_value(c[u].z, scale, s, rs), nz_qsgd_value(c[u].w, scale, s, rs));
+        float4 y;
+        if (isfinite(scale)) /* one test for the four (a bucket holds whole groups) */
+          y = make_float4(nz_qsgd_value_finite(c[u].x, scale, s, rs), nz_qsgd_value_finite(c[u].y, scale, s, rs),
+                          nz_qsgd_value_finite(c[u].z, scale, s, rs), nz_qsgd_value_finite(c[u].w, scale, s, rs));
+        else
+          y = make_float4(nz_qsgd_value(c[u].x, scale, s, rs), nz_qsgd_value(c[u].y, scale, s, rs),
+                          nz_qsgd_value(c[u].z, scale, s, rs), nz_qsgd_value(c[u].w, scale, s, rs));
+        ((float4 *)x)[q] = y;
       }
     }
     done = 4 * n4;
@@ -193,7 +219,8 @@ static ncclzStatus qsgd_dequantize(const ncclzQuantParams *p, const T *d_sym, si
   ncclzStatus st = check_qsgd(p);
   if (st != NCCLZ_OK) return st;
   const double lv = (double)ncclz_qsgd_levels(p->qsgd_bits);
-  nz_launch(k_qsgd_dequant<T>, nz_grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, lv, 1.0 / lv, d_scales, d_x);
+  const NcclzDivU32 g4 = ncclz_divu32_make(p->qsgd_bucket % 4 ? 1 : p->qsgd_bucket / 4);
+  nz_launch(k_qsgd_dequant<T>, nz_grid_for(n), 256, 0, s, d_sym, n, p->qsgd_bucket, g4, lv, 1.0 / lv, d_scales, d_x);
   NZ_LAUNCHED();
   return NCCLZ_OK;
 }
