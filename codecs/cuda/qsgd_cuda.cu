@@ -39,7 +39,8 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
  * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction in which NaN wins,
  * so that a bucket without NaN (nearly all) takes the rule with neither clamp nor NaN test
  * (nz_qsgd_own), and one with NaN takes the max again with NaN never greater (the reference's
- * bucket_max_abs, 0 to start, in any order) and the tested rule; then the codes from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
+ * bucket_max_abs, 0 to start, in any order) and the tested rule; then the codes from the
+ * registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
 template <int V, typename T>
 __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
                                                     uint32_t rank, float *scales, T *sym) {
