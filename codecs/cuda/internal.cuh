@@ -395,11 +395,6 @@ static __device__ __forceinline__ int32_t nz_qsgd_fast(float v, const NzQsgdBuck
   return ncclz_qsgd_code_fast(v, bk.b, bk.rb, sd24, s, w);
 }
 
-/* qsgd_code for a finite v and b its own bucket's max |x| (ncclz_qsgd_code_own): no clamp, no test. */
-static __device__ __forceinline__ int32_t nz_qsgd_own(float v, const NzQsgdBucket &bk, double sd24, uint32_t w) {
-  return ncclz_qsgd_code_own(v, bk.b, bk.rb, sd24, w);
-}
-
 /* The Philox words behind the uniforms of elements 4g .. 4g + 3 (ncclz_philox_qsgd_words, each >> 8). */
 static __device__ __forceinline__ void nz_qsgd_words(uint64_t seed, uint32_t rank, uint64_t g, uint32_t w[4]) {
   ncclz_philox_qsgd_words(seed, g, rank, w);

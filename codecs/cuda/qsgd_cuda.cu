@@ -38,7 +38,7 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
 /* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
  * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction in which NaN wins,
  * so that a bucket without NaN (nearly all) takes the rule with neither clamp nor NaN test
- * (nz_qsgd_own), and one with NaN takes the max again with NaN never greater (the reference's
+ * (ncclz_qsgd_code_own), and one with NaN takes the max again with NaN never greater (the reference's
  * bucket_max_abs, 0 to start, in any order) and the tested rule; then the codes from the
  * registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
 template <int V, typename T>
@@ -68,28 +68,20 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
     const double sd24 = s * 0x1p24;
     int4 c[V];
-    if (bk.fast && clean) { /* every element finite, none above the scale */
-#pragma unroll
-      for (int k = 0; k < V; k++) {
-        uint32_t w[4]; /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
-        nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
-#pragma unroll
-        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* one add for 2^24 - 1 - w (its range unknown) */
-        c[k] = make_int4(nz_qsgd_own(v[k].x, bk, sd24, w[0]), nz_qsgd_own(v[k].y, bk, sd24, w[1]),
-                         nz_qsgd_own(v[k].z, bk, sd24, w[2]), nz_qsgd_own(v[k].w, bk, sd24, w[3]));
-      }
-    } else if (bk.fast) {
+    const auto code_all = [&](auto rule) { /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
 #pragma unroll
       for (int k = 0; k < V; k++) {
         uint32_t w[4];
         nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
 #pragma unroll
-        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* kept out of the code's select */
-        c[k].x = nz_qsgd_fast(v[k].x, bk, sd24, s, w[0]);
-        c[k].y = nz_qsgd_fast(v[k].y, bk, sd24, s, w[1]);
-        c[k].z = nz_qsgd_fast(v[k].z, bk, sd24, s, w[2]);
-        c[k].w = nz_qsgd_fast(v[k].w, bk, sd24, s, w[3]);
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* its range unknown: one add for 2^24 - 1 - w */
+        c[k] = make_int4(rule(v[k].x, w[0]), rule(v[k].y, w[1]), rule(v[k].z, w[2]), rule(v[k].w, w[3]));
       }
+    };
+    if (bk.fast && clean) { /* every element finite, none above the scale */
+      code_all([&](float e, uint32_t a) { return ncclz_qsgd_code_own(e, bk.b, bk.rb, sd24, a); });
+    } else if (bk.fast) {
+      code_all([&](float e, uint32_t a) { return nz_qsgd_fast(e, bk, sd24, s, a); });
     } else {
 #pragma unroll
       for (int k = 0; k < V; k++) {
