@@ -18,42 +18,21 @@ NCCLZ_INLINE double ncclz_div_rn(double p, double d, double y) {
   return fma(fma(-q0, d, p), y, q0);
 }
 
-/* ceil(T) for 0 <= T < 2^32: on the device the low word of T + 2^52 rounded up (below 2^52 the
- * sum is an integer), one add instead of a floor and a compare. */
-NCCLZ_INLINE uint32_t ncclz_ceil_u32(double T) {
-#ifdef __CUDA_ARCH__
-  return (uint32_t)__double2loint(__dadd_ru(T, 0x1p52));
-#else
-  return (uint32_t)ceil(T);
-#endif
-}
-
-/* T of v for scale b (rb = RN(1 / b), sd24 = s 2^24): RN(RN(|v| / b) sd24), which is t 2^24 exactly
- * for the reference's t = RN(RN(|v| / b) s) (a power of two commutes with rounding). */
-NCCLZ_INLINE double ncclz_qsgd_T(float v, double b, double rb, double sd24) {
-  return ncclz_div_rn(fabs((double)v), b, rb) * sd24;
-}
-
-/* The level for T < sd24 and the uniform u = a 2^-24 (a < 2^24): u < t - floor(t) iff
- * a < ceil(T) - 2^24 floor(t), so the reference's floor(t) + [u < t - floor(t)] is this. */
-NCCLZ_INLINE int32_t ncclz_qsgd_level(double T, uint32_t a) {
-  return (int32_t)((ncclz_ceil_u32(T) + 0xFFFFFFu - a) >> 24);
-}
-
-/* The reference's code of v for scale b (0 < b < inf) and s levels, without its floor, fraction and
- * comparison. t >= s (a scale below |v|, given from outside) is the reference's clamp; NaN and Inf
- * code 0. */
+/* The reference's code of v for scale b (0 < b < inf, rb = RN(1 / b)), s levels (sd24 = s 2^24)
+ * and the uniform u = a 2^-24 (a < 2^24), without its floor, fraction and comparison: with
+ * t = RN(RN(|v| / b) s), T = t 2^24 = RN(RN(|v| / b) sd24) exactly (a power of two commutes with
+ * rounding), and u < t - floor(t) iff a < ceil(T) - 2^24 floor(t), so that the level
+ * floor(t) + [u < t - floor(t)] is (ceil(T) + 2^24 - 1 - a) >> 24 for every T in [0, sd24).
+ * t >= s (a scale below |v|, given from outside) is the reference's clamp; NaN and Inf code 0. */
 NCCLZ_INLINE int32_t ncclz_qsgd_code_fast(float v, double b, double rb, double sd24, int s, uint32_t a) {
-  const double T = ncclz_qsgd_T(v, b, rb, sd24);
-  int32_t c = T < sd24 ? ncclz_qsgd_level(T, a) : s;
+  const double T = ncclz_div_rn(fabs((double)v), b, rb) * sd24;
+#ifdef __CUDA_ARCH__
+  const uint32_t K = (uint32_t)__double2loint(__dadd_ru(T, 0x1p52)); /* ceil(T): below 2^52 the sum's low word */
+#else
+  const uint32_t K = T < sd24 ? (uint32_t)ceil(T) : 0u;
+#endif
+  int32_t c = T < sd24 ? (int32_t)((K + 0xFFFFFFu - a) >> 24) : s;
   c = isfinite(v) ? c : 0;
-  return v < 0.0f ? -c : c;
-}
-
-/* The same for v finite and b the max |x| of v's own bucket: |v| <= b makes T <= sd24, and at
- * T = sd24 the level is s itself, so neither the clamp nor the test for NaN and Inf is needed. */
-NCCLZ_INLINE int32_t ncclz_qsgd_code_own(float v, double b, double rb, double sd24, uint32_t a) {
-  const int32_t c = ncclz_qsgd_level(ncclz_qsgd_T(v, b, rb, sd24), a);
   return v < 0.0f ? -c : c;
 }
 

@@ -438,20 +438,6 @@ static __device__ __forceinline__ float nz_max_abs4(float4 v, float m) {
     if (a[j] > m) m = a[j];
   return m;
 }
-/* The same with NaN winning (PTX max.NaN): a bucket's max that also says whether it holds a NaN. */
-static __device__ __forceinline__ float nz_max_nan(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-static __device__ __forceinline__ float nz_max_abs4_nan(float4 v, float m) {
-  return nz_max_nan(nz_max_nan(fabsf(v.x), fabsf(v.y)), nz_max_nan(nz_max_nan(fabsf(v.z), fabsf(v.w)), m));
-}
-static __device__ __forceinline__ float nz_warp_max_nan(float m) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = nz_max_nan(m, __shfl_xor_sync(NZ_FULL, m, o));
-  return m;
-}
 static __device__ __forceinline__ float nz_warp_max(float m) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {

@@ -36,11 +36,9 @@ __global__ void k_qsgd_quant(const float *x, size_t n, uint32_t bucket, int s, u
 }
 
 /* Scales and codes in one pass: a warp a bucket of 128 V elements (x and sym 16-byte aligned),
- * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction in which NaN wins,
- * so that a bucket without NaN (nearly all) takes the rule with neither clamp nor NaN test
- * (ncclz_qsgd_code_own), and one with NaN takes the max again with NaN never greater (the reference's
- * bucket_max_abs, 0 to start, in any order) and the tested rule; then the codes from the
- * registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
+ * each lane V float4 loads in flight; the bucket's max |x| by a warp reduction (NaN never
+ * compares greater, 0 to start: the reference's bucket_max_abs, in any order), then the codes
+ * from the registers. Two passes over x (scales, then codes) ran at about 430 GB/s on 256 MiB. */
 template <int V, typename T>
 __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n, uint32_t bucket, int s, uint64_t seed,
                                                     uint32_t rank, float *scales, T *sym) {
@@ -50,38 +48,29 @@ __global__ void __launch_bounds__(256, 4) k_qsgd_fused(const float *x, size_t n,
   for (size_t b = blockIdx.x * (size_t)(blockDim.x / 32) + threadIdx.x / 32; b < nb; b += warps) {
     const size_t q0 = b * (bucket / 4); /* the bucket's first float4 */
     float4 v[V];
-    float m = 0.0f; /* NaN where the bucket holds one */
+    float m = 0.0f;
 #pragma unroll
     for (int k = 0; k < V; k++) {
-      v[k] = nz_load4(x, 4 * (q0 + lane + 32 * k), n, 0.0f); /* 0 where there is no element: never above the max */
-      m = nz_max_abs4_nan(v[k], m);
+      v[k] = nz_load4(x, 4 * (q0 + lane + 32 * k), n, NAN); /* NaN where there is no element: never the max */
+      m = nz_max_abs4(v[k], m);
     }
-    m = nz_warp_max_nan(m);
-    const bool clean = !isnan(m); /* no NaN in the warp's bucket (an Inf makes the scale Inf: the reference's path) */
-    if (!clean) { /* the reference's max ignores NaN */
-      m = 0.0f;
-#pragma unroll
-      for (int k = 0; k < V; k++) m = nz_max_abs4(v[k], m);
-      m = nz_warp_max(m);
-    }
+    m = nz_warp_max(m);
     if (lane == 0) scales[b] = m;
     const NzQsgdBucket bk = nz_qsgd_bucket(m);
-    const double sd24 = s * 0x1p24;
     int4 c[V];
-    const auto code_all = [&](auto rule) { /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
+    if (bk.fast) { /* the warp's bucket: one branch */
+      const double sd24 = s * 0x1p24;
 #pragma unroll
       for (int k = 0; k < V; k++) {
-        uint32_t w[4];
+        uint32_t w[4]; /* one Philox call for the lane's four elements (group q0 + lane + 32 k) */
         nz_qsgd_words(seed, rank, q0 + lane + 32 * k, w);
 #pragma unroll
-        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* its range unknown: one add for 2^24 - 1 - w */
-        c[k] = make_int4(rule(v[k].x, w[0]), rule(v[k].y, w[1]), rule(v[k].z, w[2]), rule(v[k].w, w[3]));
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(w[j])); /* kept out of the code's select */
+        c[k].x = nz_qsgd_fast(v[k].x, bk, sd24, s, w[0]);
+        c[k].y = nz_qsgd_fast(v[k].y, bk, sd24, s, w[1]);
+        c[k].z = nz_qsgd_fast(v[k].z, bk, sd24, s, w[2]);
+        c[k].w = nz_qsgd_fast(v[k].w, bk, sd24, s, w[3]);
       }
-    };
-    if (bk.fast && clean) { /* every element finite, none above the scale */
-      code_all([&](float e, uint32_t a) { return ncclz_qsgd_code_own(e, bk.b, bk.rb, sd24, a); });
-    } else if (bk.fast) {
-      code_all([&](float e, uint32_t a) { return nz_qsgd_fast(e, bk, sd24, s, a); });
     } else {
 #pragma unroll
       for (int k = 0; k < V; k++) {
