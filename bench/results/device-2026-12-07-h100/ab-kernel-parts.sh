@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Throwaway: which part of k_qsgd_fused's change moved its quantize rate. new = HEAD; x1 = tested rule only;
 # x3 = no NaN re-max block; x4 = both; var = 38cfba3.
 # Run from a checkout of 7059a6f on the GPU machine, with .wt/var.patch = `git diff 38cfba3 7059a6f` and .devdata/ the

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # Throwaway A/B/C: main (.wt/main = 051f696), mid (the tree less .wt/var.patch = 38cfba3, built as "var"), new (the tree, HEAD).
 # Run from a checkout of 7059a6f on the GPU machine, with .wt/var.patch = `git diff 38cfba3 7059a6f`, .wt/main a copy of
 # 051f696 and .devdata/ the two data files (docs/reproduce.md); `LIMIT_S=540 OUT=DIR bash ab3.sh`.
